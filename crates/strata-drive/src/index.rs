@@ -1,0 +1,444 @@
+//! The per-drive metadata index (redb) and its group-commit writer.
+//!
+//! Writes go to one writer thread per drive through a bounded queue. The thread takes every
+//! change that is pending (up to [`GROUP_COMMIT_BATCH_MAX`]), applies them in one transaction and
+//! commits once, durably: N concurrent PUTs on a drive cost one sync, not N. Each change is
+//! checked before it mutates anything, so one failing change does not spoil its batch.
+//! Reads use their own read transactions and never wait for the writer.
+
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
+use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX};
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use crate::{DriveError, DriveResult, ListEntry, ListQuery};
+
+const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
+/// Key: bucket bytes, 0x00, object key bytes. Bucket names never hold 0x00, so this sorts by
+/// bucket, then by key in byte order (the S3 listing order).
+const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
+/// Framed shard bytes of inline versions, by data id.
+const INLINE: TableDefinition<u128, &[u8]> = TableDefinition::new("inline");
+
+fn object_key(bucket: &str, key: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(bucket.len() + 1 + key.len());
+    k.extend_from_slice(bucket.as_bytes());
+    k.push(0);
+    k.extend_from_slice(key.as_bytes());
+    k
+}
+
+/// The smallest byte string greater than every string starting with `prefix`
+/// (`None` when there is none).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
+}
+
+fn index_err(e: impl std::fmt::Display) -> DriveError {
+    DriveError::Index(e.to_string())
+}
+
+/// One metadata change, applied by the writer thread.
+pub(crate) enum Change {
+    MakeBucket {
+        bucket: String,
+        record: Vec<u8>,
+    },
+    DeleteBucket {
+        bucket: String,
+    },
+    PutVersion {
+        bucket: String,
+        key: String,
+        version: Box<ObjectVersion>,
+        inline: Option<Bytes>,
+    },
+    DeleteVersion {
+        bucket: String,
+        key: String,
+        version_id: Option<Uuid>,
+    },
+}
+
+struct Pending {
+    change: Change,
+    reply: oneshot::Sender<DriveResult<()>>,
+}
+
+/// Handle to one drive's index: reads run on the caller's (blocking) thread, writes go through
+/// the group-commit queue.
+pub(crate) struct Index {
+    db: Arc<Database>,
+    queue: mpsc::Sender<Pending>,
+    stats: Arc<CommitStats>,
+}
+
+/// Counters of the group-commit writer (for metrics and tests).
+#[derive(Debug, Default)]
+pub struct CommitStats {
+    /// Durable transactions committed.
+    pub commits: AtomicU64,
+    /// Changes applied (successfully or not) by those commits.
+    pub changes: AtomicU64,
+}
+
+impl Index {
+    /// Opens (or creates) the index and starts its writer thread. `data_dir` is where shard
+    /// files live, so the writer can free the files of replaced versions after commit.
+    pub fn open(path: &Path, data_dir: PathBuf, name: &str) -> DriveResult<Self> {
+        let db = Database::create(path).map_err(index_err)?;
+        let txn = db.begin_write().map_err(index_err)?;
+        {
+            txn.open_table(BUCKETS).map_err(index_err)?;
+            txn.open_table(OBJECTS).map_err(index_err)?;
+            txn.open_table(INLINE).map_err(index_err)?;
+        }
+        txn.commit().map_err(index_err)?;
+        let db = Arc::new(db);
+        let (queue, rx) = mpsc::channel(DRIVE_COMMIT_QUEUE_DEPTH);
+        let writer_db = db.clone();
+        let stats = Arc::new(CommitStats::default());
+        let writer_stats = stats.clone();
+        std::thread::Builder::new()
+            .name(format!("commit:{name}"))
+            .spawn(move || writer_loop(&writer_db, rx, &data_dir, &writer_stats))?;
+        Ok(Self { db, queue, stats })
+    }
+
+    pub fn stats(&self) -> &Arc<CommitStats> {
+        &self.stats
+    }
+
+    pub async fn apply(&self, change: Change) -> DriveResult<()> {
+        let (reply, rx) = oneshot::channel();
+        let closed = || DriveError::Offline("metadata writer stopped".into());
+        self.queue
+            .send(Pending { change, reply })
+            .await
+            .map_err(|_| closed())?;
+        rx.await.map_err(|_| closed())?
+    }
+
+    pub fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(OBJECTS).map_err(index_err)?;
+        let value = table
+            .get(object_key(bucket, key).as_slice())
+            .map_err(index_err)?;
+        let value = value.ok_or(DriveError::NotFound)?;
+        Ok(ObjectRecord::decode(value.value())?)
+    }
+
+    pub fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(INLINE).map_err(index_err)?;
+        let value = table.get(data_id.as_u128()).map_err(index_err)?;
+        Ok(Bytes::copy_from_slice(
+            value.ok_or(DriveError::NotFound)?.value(),
+        ))
+    }
+
+    pub fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(BUCKETS).map_err(index_err)?;
+        let value = table.get(bucket).map_err(index_err)?;
+        Ok(value.ok_or(DriveError::BucketNotFound)?.value().to_vec())
+    }
+
+    pub fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(BUCKETS).map_err(index_err)?;
+        let mut out = Vec::new();
+        for item in table.iter().map_err(index_err)? {
+            let (k, v) = item.map_err(index_err)?;
+            out.push((k.value().to_owned(), v.value().to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Lists keys of `bucket` as the query asks, rolling keys up at the delimiter and seeking
+    /// past each common prefix, so the cost follows the entries returned, not the bucket size.
+    pub fn list(&self, bucket: &str, q: &ListQuery) -> DriveResult<Vec<ListEntry>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        if txn
+            .open_table(BUCKETS)
+            .map_err(index_err)?
+            .get(bucket)
+            .map_err(index_err)?
+            .is_none()
+        {
+            return Err(DriveError::BucketNotFound);
+        }
+        let table = txn.open_table(OBJECTS).map_err(index_err)?;
+        let base = object_key(bucket, "");
+        let full_prefix = object_key(bucket, &q.prefix);
+        let end = prefix_successor(&full_prefix);
+        let mut start = Bound::Included(full_prefix.clone());
+        if q.start_after.as_str() >= q.prefix.as_str() {
+            start = Bound::Excluded(object_key(bucket, &q.start_after));
+        }
+        let mut out = Vec::new();
+        'seek: while out.len() < q.limit {
+            let end_bound = end
+                .as_ref()
+                .map_or(Bound::Unbounded, |e| Bound::Excluded(e.as_slice()));
+            let start_bound = match &start {
+                Bound::Included(s) => Bound::Included(s.as_slice()),
+                Bound::Excluded(s) => Bound::Excluded(s.as_slice()),
+                Bound::Unbounded => Bound::Unbounded,
+            };
+            let range = table
+                .range::<&[u8]>((start_bound, end_bound))
+                .map_err(index_err)?;
+            for item in range {
+                let (k, v) = item.map_err(index_err)?;
+                let key_bytes = &k.value()[base.len()..];
+                let key = std::str::from_utf8(key_bytes)
+                    .map_err(|e| DriveError::Corrupt(e.to_string()))?;
+                if let Some(delim) = q.delimiter.as_deref().filter(|d| !d.is_empty()) {
+                    if let Some(pos) = key[q.prefix.len()..].find(delim) {
+                        let common = &key[..q.prefix.len() + pos + delim.len()];
+                        if common > q.start_after.as_str() {
+                            out.push(ListEntry::Prefix(common.to_owned()));
+                        }
+                        match prefix_successor(&object_key(bucket, common)) {
+                            Some(next) => start = Bound::Included(next),
+                            None => break 'seek,
+                        }
+                        continue 'seek;
+                    }
+                }
+                let record = ObjectRecord::decode(v.value())?;
+                out.push(ListEntry::Object {
+                    key: key.to_owned(),
+                    record,
+                });
+                if out.len() >= q.limit {
+                    break 'seek;
+                }
+            }
+            break;
+        }
+        Ok(out)
+    }
+}
+
+fn writer_loop(
+    db: &Database,
+    mut rx: mpsc::Receiver<Pending>,
+    data_dir: &Path,
+    stats: &CommitStats,
+) {
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < GROUP_COMMIT_BATCH_MAX {
+            match rx.try_recv() {
+                Ok(p) => batch.push(p),
+                Err(_) => break,
+            }
+        }
+        let mut freed_files = Vec::new();
+        let outcome = commit_batch(db, &mut batch, &mut freed_files);
+        stats.commits.fetch_add(1, Ordering::Relaxed);
+        stats
+            .changes
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        for (pending, result) in batch.into_iter().zip(outcome) {
+            let _ = pending.reply.send(result);
+        }
+        for id in freed_files {
+            // A file that cannot be removed is an orphan for the scanner to sweep.
+            let _ = std::fs::remove_file(crate::local::data_path(data_dir, id));
+        }
+    }
+}
+
+/// Applies a batch in one transaction; returns one result per change. When the commit itself
+/// fails, every change of the batch fails and no file is freed.
+fn commit_batch(
+    db: &Database,
+    batch: &mut [Pending],
+    freed: &mut Vec<Uuid>,
+) -> Vec<DriveResult<()>> {
+    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> Vec<DriveResult<()>> {
+        (0..n).map(|_| Err(index_err(e))).collect()
+    };
+    let txn = match db.begin_write() {
+        Ok(t) => t,
+        Err(e) => return all_fail(&e, batch.len()),
+    };
+    let mut results = Vec::with_capacity(batch.len());
+    let mut batch_freed = Vec::new();
+    {
+        let tables = (
+            txn.open_table(BUCKETS),
+            txn.open_table(OBJECTS),
+            txn.open_table(INLINE),
+        );
+        let (mut buckets, mut objects, mut inline) = match tables {
+            (Ok(b), Ok(o), Ok(i)) => (b, o, i),
+            _ => return all_fail(&"cannot open index tables", batch.len()),
+        };
+        for p in batch.iter_mut() {
+            let mut t = Tables {
+                buckets: &mut buckets,
+                objects: &mut objects,
+                inline: &mut inline,
+            };
+            results.push(apply_change(&mut t, &mut p.change, &mut batch_freed));
+        }
+    }
+    match txn.commit() {
+        Ok(()) => {
+            freed.extend(batch_freed);
+            results
+        }
+        Err(e) => all_fail(&e, batch.len()),
+    }
+}
+
+struct Tables<'a, 't> {
+    buckets: &'a mut redb::Table<'t, &'static str, &'static [u8]>,
+    objects: &'a mut redb::Table<'t, &'static [u8], &'static [u8]>,
+    inline: &'a mut redb::Table<'t, u128, &'static [u8]>,
+}
+
+fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<()> {
+    match change {
+        Change::MakeBucket { bucket, record } => {
+            if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_some() {
+                return Err(DriveError::BucketExists);
+            }
+            t.buckets
+                .insert(bucket.as_str(), record.as_slice())
+                .map_err(index_err)?;
+        }
+        Change::DeleteBucket { bucket } => {
+            if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
+                return Err(DriveError::BucketNotFound);
+            }
+            let base = object_key(bucket, "");
+            let end = prefix_successor(&base);
+            let range = match &end {
+                Some(e) => t.objects.range::<&[u8]>(base.as_slice()..e.as_slice()),
+                None => t.objects.range::<&[u8]>(base.as_slice()..),
+            };
+            if range.map_err(index_err)?.next().is_some() {
+                return Err(DriveError::BucketNotEmpty);
+            }
+            t.buckets.remove(bucket.as_str()).map_err(index_err)?;
+        }
+        Change::PutVersion {
+            bucket,
+            key,
+            version,
+            inline,
+        } => {
+            if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
+                return Err(DriveError::BucketNotFound);
+            }
+            let k = object_key(bucket, key);
+            let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
+                // A corrupt old record is replaced: the new version is what the quorum wrote.
+                Some(v) => {
+                    ObjectRecord::decode(v.value()).unwrap_or(ObjectRecord { versions: vec![] })
+                }
+                None => ObjectRecord { versions: vec![] },
+            };
+            let replaced: Vec<ObjectVersion> = record
+                .versions
+                .iter()
+                .filter(|v| v.version_id == version.version_id)
+                .cloned()
+                .collect();
+            record
+                .versions
+                .retain(|v| v.version_id != version.version_id);
+            if let (DataLocation::Inline(id), Some(bytes)) = (version.data, inline.as_ref()) {
+                t.inline
+                    .insert(id.as_u128(), bytes.as_ref())
+                    .map_err(index_err)?;
+            }
+            record.versions.insert(0, (**version).clone());
+            t.objects
+                .insert(k.as_slice(), record.encode().as_slice())
+                .map_err(index_err)?;
+            free_versions(t, &replaced, version.data.data_id(), freed)?;
+        }
+        Change::DeleteVersion {
+            bucket,
+            key,
+            version_id,
+        } => {
+            let k = object_key(bucket, key);
+            let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
+                Some(v) => ObjectRecord::decode(v.value())?,
+                None => return Err(DriveError::NotFound),
+            };
+            let removed: Vec<ObjectVersion> = record
+                .versions
+                .iter()
+                .filter(|v| v.version_id == *version_id)
+                .cloned()
+                .collect();
+            if removed.is_empty() {
+                return Err(DriveError::NotFound);
+            }
+            record.versions.retain(|v| v.version_id != *version_id);
+            if record.versions.is_empty() {
+                t.objects.remove(k.as_slice()).map_err(index_err)?;
+            } else {
+                t.objects
+                    .insert(k.as_slice(), record.encode().as_slice())
+                    .map_err(index_err)?;
+            }
+            free_versions(t, &removed, Uuid::nil(), freed)?;
+        }
+    }
+    Ok(())
+}
+
+/// Frees the data of versions that left a record: inline bytes now (same transaction), shard
+/// files after the commit. `keep` is the data id of the version that replaced them, if any.
+fn free_versions(
+    t: &mut Tables,
+    gone: &[ObjectVersion],
+    keep: Uuid,
+    freed: &mut Vec<Uuid>,
+) -> DriveResult<()> {
+    for v in gone.iter().filter(|v| v.data.data_id() != keep) {
+        match v.data {
+            DataLocation::Inline(id) => {
+                t.inline.remove(id.as_u128()).map_err(index_err)?;
+            }
+            DataLocation::File(id) => freed.push(id),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn successor() {
+        assert_eq!(prefix_successor(b"ab/"), Some(b"ab0".to_vec()));
+        assert_eq!(prefix_successor(&[1, 0xff]), Some(vec![2]));
+        assert_eq!(prefix_successor(&[0xff, 0xff]), None);
+    }
+}

@@ -1,0 +1,149 @@
+//! The `Drive` trait, the one storage seam, and [`LocalDrive`], a drive on a local folder.
+//!
+//! The object layer talks to every drive through [`Drive`], whether the drive is a folder in this
+//! process or (later) on another node. A drive stores:
+//! - its format record (`.strata.sys/format.json`), written once when the deployment is formed;
+//! - a metadata index (redb, `.strata.sys/index.redb`): buckets, one [`ObjectRecord`] per object
+//!   of its set, and the framed shard bytes of inline (small) versions;
+//! - shard files for larger versions (`.strata.sys/data/xx/<data id>`), written first under
+//!   `.strata.sys/tmp/` and moved into place by [`Drive::commit_version`].
+//!
+//! Invariants: a version becomes visible only when its record is committed to the index, after its
+//! shard file is durable and in place; data of a version is deleted only after the record that
+//! dropped it is committed. So a crash leaves the old version or the new one, never a mix; what
+//! it can leave is a temp file (swept at open) or an unreferenced shard file (swept by the scanner).
+//! Metadata changes that arrive together share one durable commit (group commit).
+
+mod index;
+mod local;
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use strata_meta::{DecodeError, ObjectRecord, ObjectVersion};
+use uuid::Uuid;
+
+pub use index::CommitStats;
+pub use local::LocalDrive;
+
+/// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.
+#[derive(Debug, thiserror::Error)]
+pub enum DriveError {
+    #[error("drive is offline: {0}")]
+    Offline(String),
+    #[error("not found")]
+    NotFound,
+    #[error("bucket not found")]
+    BucketNotFound,
+    #[error("bucket exists")]
+    BucketExists,
+    #[error("bucket not empty")]
+    BucketNotEmpty,
+    #[error("corrupt data on drive: {0}")]
+    Corrupt(String),
+    #[error("drive I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("metadata index error: {0}")]
+    Index(String),
+}
+
+impl From<DecodeError> for DriveError {
+    fn from(e: DecodeError) -> Self {
+        DriveError::Corrupt(e.to_string())
+    }
+}
+
+pub type DriveResult<T> = Result<T, DriveError>;
+
+/// One entry of a drive listing, in key order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListEntry {
+    Object {
+        key: String,
+        record: ObjectRecord,
+    },
+    /// A common prefix (ends with the delimiter).
+    Prefix(String),
+}
+
+impl ListEntry {
+    /// The key or the prefix: what the listing sorts by.
+    pub fn name(&self) -> &str {
+        match self {
+            ListEntry::Object { key, .. } => key,
+            ListEntry::Prefix(p) => p,
+        }
+    }
+}
+
+/// What to list on one drive.
+#[derive(Debug, Clone, Default)]
+pub struct ListQuery {
+    pub prefix: String,
+    /// List only names greater than this one.
+    pub start_after: String,
+    /// Roll keys up to common prefixes at the first delimiter after the prefix.
+    pub delimiter: Option<String>,
+    /// Return at most this many entries.
+    pub limit: usize,
+}
+
+/// Writes one shard file; dropped without `finish` leaves a temp file that is swept later.
+#[async_trait]
+pub trait ShardWriter: Send {
+    /// Appends one frame: the bitrot hash, then the shard bytes.
+    async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()>;
+    /// Makes the written frames durable.
+    async fn finish(&mut self) -> DriveResult<()>;
+}
+
+/// Reads byte ranges of one shard file.
+#[async_trait]
+pub trait ShardReader: Send + Sync {
+    async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes>;
+}
+
+/// The storage seam. All methods are safe to call concurrently.
+#[async_trait]
+pub trait Drive: Send + Sync + Debug {
+    /// Where the drive is, for logs and errors.
+    fn endpoint(&self) -> &str;
+
+    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>>;
+    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()>;
+
+    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
+    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()>;
+    /// Bucket name → encoded bucket record, in name order.
+    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>>;
+    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>>;
+
+    async fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord>;
+    /// The framed shard bytes of an inline version.
+    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes>;
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>>;
+    /// Drops a temp shard file of a write that will not be committed.
+    async fn abort_shard_file(&self, data_id: Uuid);
+
+    /// Adds `version` to the object's record, replacing a version with the same id, and makes it
+    /// durable. For a file version, the finished temp shard file moves into place first; for an
+    /// inline version, `inline` holds its framed shard bytes. Data of a replaced version is freed.
+    async fn commit_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+    ) -> DriveResult<()>;
+    /// Removes one version (`None` = the null version); the record goes when its last version does.
+    async fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+    ) -> DriveResult<()>;
+
+    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
+}

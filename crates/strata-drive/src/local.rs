@@ -1,0 +1,320 @@
+//! A drive on a local folder: files for shards, redb for metadata.
+//!
+//! Blocking filesystem and index calls run on tokio's blocking pool, never on the async
+//! core threads.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
+use uuid::Uuid;
+
+use crate::index::{Change, Index};
+use crate::{Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+
+const SYS_DIR: &str = ".strata.sys";
+const FORMAT_FILE: &str = "format.json";
+
+/// Path of a committed shard file: `data/xx/<id>`, fanned out over 256 folders.
+pub(crate) fn data_path(data_dir: &Path, id: Uuid) -> PathBuf {
+    let s = id.simple().to_string();
+    data_dir.join(&s[..2]).join(s)
+}
+
+/// A drive on a local folder.
+pub struct LocalDrive {
+    endpoint: String,
+    sys: PathBuf,
+    tmp: PathBuf,
+    data: PathBuf,
+    index: Arc<Index>,
+}
+
+impl std::fmt::Debug for LocalDrive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LocalDrive({})", self.endpoint)
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> DriveResult<T> + Send + 'static,
+) -> DriveResult<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| DriveError::Offline(format!("blocking task failed: {e}")))?
+}
+
+impl LocalDrive {
+    /// Opens the drive at `root`, creating its folders when blank, and sweeps temp files left
+    /// by a crash. Call from a blocking context (start-up).
+    pub fn open(root: &Path) -> DriveResult<Self> {
+        let sys = root.join(SYS_DIR);
+        let tmp = sys.join("tmp");
+        let data = sys.join("data");
+        fs::create_dir_all(&tmp)?;
+        // Temp files are writes that never committed: nothing references them.
+        for entry in fs::read_dir(&tmp)? {
+            let _ = fs::remove_file(entry?.path());
+        }
+        for i in 0..=255u8 {
+            fs::create_dir_all(data.join(format!("{i:02x}")))?;
+        }
+        let endpoint = root.display().to_string();
+        let index = Index::open(&sys.join("index.redb"), data.clone(), &endpoint)?;
+        Ok(Self {
+            endpoint,
+            sys,
+            tmp,
+            data,
+            index: Arc::new(index),
+        })
+    }
+
+    /// Group-commit counters of this drive's index.
+    pub fn commit_stats(&self) -> Arc<crate::index::CommitStats> {
+        self.index.stats().clone()
+    }
+
+    /// A drive whose folder vanished is offline, even though open files still work.
+    fn ensure_online(sys: &Path) -> DriveResult<()> {
+        match fs::metadata(sys.join(FORMAT_FILE)) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(DriveError::Offline(format!("{}: {e}", sys.display()))),
+        }
+    }
+}
+
+struct LocalShardWriter {
+    file: Option<File>,
+}
+
+#[async_trait]
+impl ShardWriter for LocalShardWriter {
+    async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
+        let mut file = self
+            .file
+            .take()
+            .ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let file = blocking(move || {
+            file.write_all(&hash)?;
+            file.write_all(&shard)?;
+            Ok(file)
+        })
+        .await?;
+        self.file = Some(file);
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> DriveResult<()> {
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        blocking(move || Ok(file.sync_data()?)).await
+    }
+}
+
+struct LocalShardReader {
+    file: Arc<File>,
+}
+
+#[async_trait]
+impl ShardReader for LocalShardReader {
+    async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
+        let file = self.file.clone();
+        blocking(move || {
+            let mut buf = BytesMut::zeroed(len);
+            file.read_exact_at(&mut buf, offset)
+                .map_err(|e| match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        DriveError::Corrupt("shard file is short".into())
+                    }
+                    _ => DriveError::Io(e),
+                })?;
+            Ok(buf.freeze())
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl Drive for LocalDrive {
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
+        let path = self.sys.join(FORMAT_FILE);
+        blocking(move || match fs::read(&path) {
+            Ok(b) => Ok(Some(b)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        })
+        .await
+    }
+
+    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
+        let sys = self.sys.clone();
+        blocking(move || {
+            let tmp = sys.join("format.json.tmp");
+            let mut f = File::create(&tmp)?;
+            f.write_all(&format)?;
+            f.sync_all()?;
+            fs::rename(&tmp, sys.join(FORMAT_FILE))?;
+            File::open(&sys)?.sync_all()?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        self.index
+            .apply(Change::MakeBucket {
+                bucket: bucket.to_owned(),
+                record,
+            })
+            .await
+    }
+
+    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        self.index
+            .apply(Change::DeleteBucket {
+                bucket: bucket.to_owned(),
+            })
+            .await
+    }
+
+    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
+        let (index, sys) = (self.index.clone(), self.sys.clone());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.list_buckets()
+        })
+        .await
+    }
+
+    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
+        let (index, sys, bucket) = (self.index.clone(), self.sys.clone(), bucket.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.stat_bucket(&bucket)
+        })
+        .await
+    }
+
+    async fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord> {
+        let (index, sys) = (self.index.clone(), self.sys.clone());
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.read_record(&bucket, &key)
+        })
+        .await
+    }
+
+    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
+        let index = self.index.clone();
+        blocking(move || index.read_inline(data_id)).await
+    }
+
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
+        let (path, sys) = (
+            self.tmp.join(data_id.simple().to_string()),
+            self.sys.clone(),
+        );
+        let file = blocking(move || {
+            Self::ensure_online(&sys)?;
+            Ok(File::create(path)?)
+        })
+        .await?;
+        Ok(Box::new(LocalShardWriter { file: Some(file) }))
+    }
+
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+        let path = data_path(&self.data, data_id);
+        let file = blocking(move || match File::open(path) {
+            Ok(f) => Ok(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DriveError::NotFound),
+            Err(e) => Err(e.into()),
+        })
+        .await?;
+        Ok(Box::new(LocalShardReader {
+            file: Arc::new(file),
+        }))
+    }
+
+    async fn abort_shard_file(&self, data_id: Uuid) {
+        let path = self.tmp.join(data_id.simple().to_string());
+        let _ = blocking(move || Ok(fs::remove_file(path)?)).await;
+    }
+
+    async fn commit_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+    ) -> DriveResult<()> {
+        let moved = match version.data {
+            DataLocation::File(id) => {
+                let from = self.tmp.join(id.simple().to_string());
+                let to = data_path(&self.data, id);
+                let sys = self.sys.clone();
+                // The rename becomes durable with the index commit below: its sync flushes the
+                // filesystem journal, which holds the rename made before it.
+                blocking(move || {
+                    Self::ensure_online(&sys)?;
+                    fs::rename(&from, &to)?;
+                    Ok(Some(to))
+                })
+                .await?
+            }
+            DataLocation::Inline(_) => {
+                Self::ensure_online(&self.sys)?;
+                None
+            }
+        };
+        let change = Change::PutVersion {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            version: Box::new(version),
+            inline,
+        };
+        let result = self.index.apply(change).await;
+        if let (Err(_), Some(path)) = (&result, moved) {
+            let _ = fs::remove_file(path);
+        }
+        result
+    }
+
+    async fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+    ) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        let change = Change::DeleteVersion {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            version_id,
+        };
+        self.index.apply(change).await
+    }
+
+    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
+        let (index, sys, bucket) = (self.index.clone(), self.sys.clone(), bucket.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.list(&bucket, &query)
+        })
+        .await
+    }
+}

@@ -1,0 +1,256 @@
+//! LocalDrive behaviour: group commit, version replacement, listing against a model.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_drive::{Drive, DriveError, ListEntry, ListQuery, LocalDrive};
+use strata_meta::{BucketRecord, DataLocation, ErasureInfo, ObjectVersion};
+use uuid::Uuid;
+
+fn version(data: DataLocation, size: u64) -> ObjectVersion {
+    ObjectVersion {
+        version_id: None,
+        mod_time: 1,
+        delete_marker: false,
+        size,
+        etag: "00".into(),
+        headers: Default::default(),
+        user_metadata: Default::default(),
+        checksums: Default::default(),
+        erasure: ErasureInfo {
+            data_count: 1,
+            parity_count: 0,
+            block_size: 1 << 20,
+            shard_index: 0,
+            distribution: vec![0],
+        },
+        data,
+        parts: vec![],
+    }
+}
+
+async fn drive() -> (tempfile::TempDir, Arc<LocalDrive>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = LocalDrive::open(dir.path()).expect("open");
+    d.write_format(b"{}".to_vec()).await.expect("format");
+    d.make_bucket("b", BucketRecord { created: 1 }.encode())
+        .await
+        .expect("bucket");
+    (dir, Arc::new(d))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_share_commits() {
+    let (_dir, d) = drive().await;
+    let stats = d.commit_stats();
+    let before = stats.commits.load(Ordering::Relaxed);
+    let mut tasks = Vec::new();
+    for i in 0..400 {
+        let d = d.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = Uuid::new_v4();
+            d.commit_version(
+                "b",
+                &format!("k{i:04}"),
+                version(DataLocation::Inline(id), 3),
+                Some(Bytes::from_static(b"abc")),
+            )
+            .await
+        }));
+    }
+    for t in tasks {
+        t.await.expect("join").expect("commit");
+    }
+    let commits = stats.commits.load(Ordering::Relaxed) - before;
+    assert!(
+        commits < 400,
+        "400 concurrent changes took {commits} commits: no grouping"
+    );
+    let listed = d
+        .list(
+            "b",
+            ListQuery {
+                limit: 1000,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(listed.len(), 400);
+}
+
+#[tokio::test]
+async fn replacing_a_version_frees_its_data() {
+    let (dir, d) = drive().await;
+    let first = Uuid::new_v4();
+    let mut w = d.create_shard_file(first).await.expect("create");
+    w.write_frame([0; 32], Bytes::from_static(b"hello"))
+        .await
+        .expect("write");
+    w.finish().await.expect("finish");
+    d.commit_version("b", "k", version(DataLocation::File(first), 5), None)
+        .await
+        .expect("commit");
+    assert!(d.open_shard_file(first).await.is_ok());
+    let second = Uuid::new_v4();
+    d.commit_version(
+        "b",
+        "k",
+        version(DataLocation::Inline(second), 1),
+        Some(Bytes::from_static(b"x")),
+    )
+    .await
+    .expect("replace");
+    let record = d.read_record("b", "k").await.expect("read");
+    assert_eq!(record.versions.len(), 1);
+    assert_eq!(record.versions[0].data, DataLocation::Inline(second));
+    assert!(matches!(
+        d.open_shard_file(first).await,
+        Err(DriveError::NotFound)
+    ));
+    d.delete_version("b", "k", None).await.expect("delete");
+    assert!(matches!(
+        d.read_inline(second).await,
+        Err(DriveError::NotFound)
+    ));
+    assert!(matches!(
+        d.read_record("b", "k").await,
+        Err(DriveError::NotFound)
+    ));
+    assert!(matches!(
+        d.delete_version("b", "k", None).await,
+        Err(DriveError::NotFound)
+    ));
+    drop(dir);
+}
+
+#[tokio::test]
+async fn bucket_rules() {
+    let (_dir, d) = drive().await;
+    assert!(matches!(
+        d.make_bucket("b", vec![1]).await,
+        Err(DriveError::BucketExists)
+    ));
+    d.commit_version(
+        "b",
+        "k",
+        version(DataLocation::Inline(Uuid::new_v4()), 1),
+        Some(Bytes::from_static(b"x")),
+    )
+    .await
+    .expect("put");
+    assert!(matches!(
+        d.delete_bucket("b").await,
+        Err(DriveError::BucketNotEmpty)
+    ));
+    assert!(matches!(
+        d.commit_version(
+            "nope",
+            "k",
+            version(DataLocation::Inline(Uuid::new_v4()), 1),
+            None
+        )
+        .await,
+        Err(DriveError::BucketNotFound)
+    ));
+    d.make_bucket("b2", vec![1]).await.expect("b2");
+    d.delete_bucket("b2").await.expect("delete empty");
+    assert!(matches!(
+        d.delete_bucket("b2").await,
+        Err(DriveError::BucketNotFound)
+    ));
+    // A bucket whose name prefixes another is not made non-empty by the other's objects.
+    d.make_bucket("b-longer", vec![1]).await.expect("b-longer");
+    d.delete_bucket("b-longer")
+        .await
+        .expect("empty although b has keys");
+}
+
+/// The model of a delimiter listing: roll up at the first delimiter after the prefix.
+fn model(keys: &BTreeSet<String>, q: &ListQuery) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for k in keys.iter().filter(|k| k.starts_with(&q.prefix)) {
+        let name = match q
+            .delimiter
+            .as_deref()
+            .and_then(|d| k[q.prefix.len()..].find(d).map(|p| (p, d)))
+        {
+            Some((p, d)) => k[..q.prefix.len() + p + d.len()].to_owned(),
+            None => k.clone(),
+        };
+        if name.as_str() > q.start_after.as_str() && out.last() != Some(&name) {
+            out.push(name);
+        }
+    }
+    out.truncate(q.limit);
+    out
+}
+
+#[tokio::test]
+async fn listing_matches_a_model() {
+    let (_dir, d) = drive().await;
+    let mut keys = BTreeSet::new();
+    let parts = ["a", "b/", "b/c", "é", "/", "x%", "a/b/", "zz"];
+    let mut rng = 12345u64;
+    for _ in 0..300 {
+        let mut k = String::new();
+        for _ in 0..1 + rng % 4 {
+            rng = rng
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            k.push_str(parts[(rng >> 33) as usize % parts.len()]);
+        }
+        keys.insert(k);
+    }
+    for k in &keys {
+        d.commit_version(
+            "b",
+            k,
+            version(DataLocation::Inline(Uuid::new_v4()), 1),
+            Some(Bytes::from_static(b"x")),
+        )
+        .await
+        .expect("put");
+    }
+    let mut checked = BTreeMap::new();
+    for prefix in ["", "a", "b/", "/", "é"] {
+        for delimiter in [None, Some("/"), Some("b/"), Some("é")] {
+            for start_after in ["", "a", "b/c", "zzzz", "b/"] {
+                for limit in [1, 3, 1000] {
+                    let q = ListQuery {
+                        prefix: prefix.into(),
+                        start_after: start_after.into(),
+                        delimiter: delimiter.map(String::from),
+                        limit,
+                    };
+                    let got: Vec<String> = d
+                        .list("b", q.clone())
+                        .await
+                        .expect("list")
+                        .iter()
+                        .map(|e| e.name().to_owned())
+                        .collect();
+                    assert_eq!(got, model(&keys, &q), "{q:?}");
+                    checked.insert(format!("{q:?}"), got.len());
+                }
+            }
+        }
+    }
+    assert!(checked.values().any(|n| *n > 10));
+    let entries = d
+        .list(
+            "b",
+            ListQuery {
+                delimiter: Some("/".into()),
+                limit: 1000,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("list");
+    assert!(entries
+        .iter()
+        .any(|e| matches!(e, ListEntry::Prefix(p) if p == "/")));
+}

@@ -1,0 +1,195 @@
+//! Object and bucket metadata records, and their versioned binary codec.
+//!
+//! Every drive of an object's erasure set keeps one [`ObjectRecord`] for the object, holding all
+//! of its versions (newest first). The copies differ only in [`ErasureInfo::shard_index`]: which
+//! shard that drive holds. A record is stored as one version byte ([`FORMAT_VERSION`]) followed by
+//! MessagePack with named fields, so fields can be added without breaking old records.
+//!
+//! Invariants: `versions` is never empty in a stored record; `erasure.data_count >= 1`;
+//! an inline version's shard bytes live in the drive's inline table under its `data_id`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// First byte of every encoded record.
+pub const FORMAT_VERSION: u8 = 1;
+
+/// A record could not be decoded: the drive's copy is corrupt (heal it) or from a newer release.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("record is empty")]
+    Empty,
+    #[error("record format version {0} is not known")]
+    UnknownVersion(u8),
+    #[error("record does not decode: {0}")]
+    Malformed(String),
+}
+
+/// How one object version is spread over its set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErasureInfo {
+    pub data_count: u8,
+    pub parity_count: u8,
+    pub block_size: u32,
+    /// Which shard (0-based; data shards first) this drive holds.
+    pub shard_index: u8,
+    /// `distribution[drive_index]` = shard index held by the set's drive at that position.
+    pub distribution: Vec<u8>,
+}
+
+/// Where a version's shard bytes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DataLocation {
+    /// In the drive's inline table, keyed by this id (objects up to the inline limit).
+    Inline(Uuid),
+    /// In a shard file named by this id.
+    File(Uuid),
+}
+
+impl DataLocation {
+    pub fn data_id(&self) -> Uuid {
+        match self {
+            DataLocation::Inline(id) | DataLocation::File(id) => *id,
+        }
+    }
+}
+
+/// One part of a multipart object, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartInfo {
+    pub number: u32,
+    pub size: u64,
+    pub etag: String,
+}
+
+/// One version of an object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectVersion {
+    /// `None` is the S3 "null" version (unversioned buckets).
+    pub version_id: Option<Uuid>,
+    /// Nanoseconds since the Unix epoch.
+    pub mod_time: u64,
+    pub delete_marker: bool,
+    pub size: u64,
+    /// Lowercase hex MD5 of the bytes (or the multipart form `hex-N`), without quotes.
+    pub etag: String,
+    /// Standard headers kept with the object: content-type, cache-control, content-disposition,
+    /// content-encoding, content-language, expires.
+    pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*` entries, names lowercased without the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+    /// S3 additional checksums: algorithm name (`CRC32`, ...) → base64 value.
+    pub checksums: BTreeMap<String, String>,
+    pub erasure: ErasureInfo,
+    pub data: DataLocation,
+    pub parts: Vec<PartInfo>,
+}
+
+/// All versions of one object on one drive, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectRecord {
+    pub versions: Vec<ObjectVersion>,
+}
+
+impl ObjectRecord {
+    /// The newest version, if any.
+    pub fn latest(&self) -> Option<&ObjectVersion> {
+        self.versions.first()
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode(bytes)
+    }
+}
+
+/// A bucket, as every drive records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketRecord {
+    /// Nanoseconds since the Unix epoch.
+    pub created: u64,
+}
+
+impl BucketRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode(bytes)
+    }
+}
+
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = vec![FORMAT_VERSION];
+    // Serialising plain structs of strings, numbers and maps into a Vec cannot fail.
+    rmp_serde::encode::write_named(&mut out, value).expect("record serialises");
+    out
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, DecodeError> {
+    match bytes.split_first() {
+        None => Err(DecodeError::Empty),
+        Some((&FORMAT_VERSION, rest)) => {
+            rmp_serde::from_slice(rest).map_err(|e| DecodeError::Malformed(e.to_string()))
+        }
+        Some((v, _)) => Err(DecodeError::UnknownVersion(*v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> ObjectRecord {
+        ObjectRecord {
+            versions: vec![ObjectVersion {
+                version_id: None,
+                mod_time: 1_700_000_000_000_000_000,
+                delete_marker: false,
+                size: 5,
+                etag: "5d41402abc4b2a76b9719d911017c592".into(),
+                headers: BTreeMap::from([("content-type".into(), "text/plain".into())]),
+                user_metadata: BTreeMap::from([("a".into(), "b".into())]),
+                checksums: BTreeMap::new(),
+                erasure: ErasureInfo {
+                    data_count: 2,
+                    parity_count: 2,
+                    block_size: 1 << 20,
+                    shard_index: 3,
+                    distribution: vec![2, 3, 0, 1],
+                },
+                data: DataLocation::Inline(Uuid::from_u128(7)),
+                parts: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let r = sample();
+        assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r));
+        let b = BucketRecord { created: 42 };
+        assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert_eq!(ObjectRecord::decode(&[]), Err(DecodeError::Empty));
+        assert_eq!(
+            ObjectRecord::decode(&[9, 1, 2]),
+            Err(DecodeError::UnknownVersion(9))
+        );
+        let mut bytes = sample().encode();
+        for cut in 1..bytes.len() {
+            assert!(ObjectRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        bytes[5] ^= 0xff;
+        let _ = ObjectRecord::decode(&bytes); // must not panic, whatever it returns
+    }
+}

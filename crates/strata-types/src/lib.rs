@@ -1,0 +1,14 @@
+//! Vocabulary shared by every Strata layer.
+//!
+//! - [`limits`]: every size, count and timeout limit in one place, each saying why it exists
+//!   and which S3 error fires past it.
+//! - [`names`]: validated [`BucketName`] and [`ObjectKey`]; outside bytes become these at the
+//!   S3 boundary and nothing below re-validates them.
+//! - [`time`]: the few calendar conversions S3 needs (ISO 8601 and the compact SigV4 form),
+//!   written against Unix seconds so no calendar crate is needed.
+
+pub mod limits;
+pub mod names;
+pub mod time;
+
+pub use names::{BucketName, NameError, ObjectKey};
