@@ -1,0 +1,90 @@
+//! Ellipsis patterns: `/mnt/disk{1...4}`, `http://node{1...4}/d{01...16}`, `{a...d}`.
+//!
+//! Several ranges in one argument expand as a cartesian product, the first range varying
+//! slowest, so `node{1...2}/d{1...2}` gives node1/d1, node1/d2, node2/d1, node2/d2.
+
+/// A pattern that does not expand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid ellipsis pattern {pattern:?}: {reason}")]
+pub struct EllipsisError {
+    pub pattern: String,
+    pub reason: &'static str,
+}
+
+/// Largest expansion of one argument; a typo like `{1...100000}` is refused, not allocated.
+const EXPANSION_MAX: usize = 1 << 16;
+
+/// Whether `arg` holds an ellipsis range.
+pub fn has_ellipsis(arg: &str) -> bool {
+    arg.contains("...") && arg.contains('{')
+}
+
+/// Expands every `{x...y}` range of `pattern`.
+pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
+    let err = |reason| EllipsisError { pattern: pattern.to_owned(), reason };
+    let mut results = vec![String::new()];
+    let mut rest = pattern;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}').map(|c| open + c).ok_or_else(|| err("unclosed '{'"))?;
+        let inner = &rest[open + 1..close];
+        let literal = &rest[..open];
+        let values = match inner.split_once("...") {
+            Some((lo, hi)) => range_values(lo, hi).ok_or_else(|| err("range must be numbers or single letters, low to high"))?,
+            None => vec![format!("{{{inner}}}")],
+        };
+        if results.len().saturating_mul(values.len()) > EXPANSION_MAX {
+            return Err(err("expands to too many drives"));
+        }
+        results = results
+            .iter()
+            .flat_map(|r| values.iter().map(move |v| format!("{r}{literal}{v}")))
+            .collect();
+        rest = &rest[close + 1..];
+    }
+    for r in &mut results {
+        r.push_str(rest);
+    }
+    Ok(results)
+}
+
+fn range_values(lo: &str, hi: &str) -> Option<Vec<String>> {
+    if let (Ok(a), Ok(b)) = (lo.parse::<u64>(), hi.parse::<u64>()) {
+        if lo.is_empty() || hi.is_empty() || a > b || b - a >= EXPANSION_MAX as u64 {
+            return None;
+        }
+        let width = if lo.starts_with('0') && lo.len() > 1 { lo.len() } else { 0 };
+        return Some((a..=b).map(|n| format!("{n:0width$}")).collect());
+    }
+    let (mut l, mut h) = (lo.chars(), hi.chars());
+    match (l.next(), l.next(), h.next(), h.next()) {
+        (Some(a), None, Some(b), None) if a.is_ascii_alphabetic() && b.is_ascii_alphabetic() && a <= b => {
+            Some((a..=b).map(String::from).collect())
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expands() {
+        assert_eq!(expand("/d{1...3}").expect("ok"), ["/d1", "/d2", "/d3"]);
+        assert_eq!(expand("/d{08...10}").expect("ok"), ["/d08", "/d09", "/d10"]);
+        assert_eq!(expand("{a...c}x").expect("ok"), ["ax", "bx", "cx"]);
+        assert_eq!(
+            expand("http://n{1...2}:9000/d{1...2}").expect("ok"),
+            ["http://n1:9000/d1", "http://n1:9000/d2", "http://n2:9000/d1", "http://n2:9000/d2"]
+        );
+        assert_eq!(expand("/plain").expect("ok"), ["/plain"]);
+        assert_eq!(expand("/d{1...16}").expect("ok").len(), 16);
+    }
+
+    #[test]
+    fn refuses_bad_patterns() {
+        for bad in ["/d{1...", "/d{3...1}", "/d{1...x}", "/d{aa...b}", "/d{...4}", "/d{0...99999999}"] {
+            assert!(expand(bad).is_err(), "{bad}");
+        }
+    }
+}
