@@ -29,16 +29,15 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
         let inner = &rest[open + 1..close];
         let literal = &rest[..open];
         let values = match inner.split_once("...") {
-            Some((lo, hi)) => range_values(lo, hi).ok_or_else(|| err("range must be numbers or single letters, low to high"))?,
+            Some((lo, hi)) => range_values(lo, hi)
+                .ok_or_else(|| err("range must be numbers or single letters, low to high"))?,
             None => vec![format!("{{{inner}}}")],
         };
         if results.len().saturating_mul(values.len()) > EXPANSION_MAX {
             return Err(err("expands to too many drives"));
         }
-        results = results
-            .iter()
-            .flat_map(|r| values.iter().map(move |v| format!("{r}{literal}{v}")))
-            .collect();
+        results =
+            results.iter().flat_map(|r| values.iter().map(move |v| format!("{r}{literal}{v}"))).collect();
         rest = &rest[close + 1..];
     }
     for r in &mut results {

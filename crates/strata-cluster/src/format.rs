@@ -99,7 +99,11 @@ fn shape(pools: &[Vec<Vec<Uuid>>]) -> Vec<Vec<usize>> {
 }
 
 /// Decides, from what every drive holds, how each is used. `new_id` makes fresh ids.
-pub fn resolve(layouts: &[Layout], found: &[DriveState], mut new_id: impl FnMut() -> Uuid) -> Result<FormatPlan, FormatError> {
+pub fn resolve(
+    layouts: &[Layout],
+    found: &[DriveState],
+    mut new_id: impl FnMut() -> Uuid,
+) -> Result<FormatPlan, FormatError> {
     let slots = slots(layouts);
     assert_eq!(slots.len(), found.len(), "one state per endpoint");
     let mut parsed = Vec::with_capacity(found.len());
@@ -109,21 +113,31 @@ pub fn resolve(layouts: &[Layout], found: &[DriveState], mut new_id: impl FnMut(
             _ => None,
         });
     }
-    let want_shape: Vec<Vec<usize>> =
-        layouts.iter().map(|l| vec![l.set_drive_count; l.sets.len()]).collect();
+    let want_shape: Vec<Vec<usize>> = layouts.iter().map(|l| vec![l.set_drive_count; l.sets.len()]).collect();
     if parsed.iter().all(Option::is_none) {
-        let offline: Vec<usize> =
-            found.iter().enumerate().filter(|(_, s)| matches!(s, DriveState::Offline)).map(|(i, _)| i).collect();
+        let offline: Vec<usize> = found
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, DriveState::Offline))
+            .map(|(i, _)| i)
+            .collect();
         if !offline.is_empty() {
             return Err(FormatError::NotAllOnline(offline));
         }
         let deployment_id = new_id();
-        let pools: Vec<Vec<Vec<Uuid>>> =
-            want_shape.iter().map(|sets| sets.iter().map(|n| (0..*n).map(|_| new_id()).collect()).collect()).collect();
+        let pools: Vec<Vec<Vec<Uuid>>> = want_shape
+            .iter()
+            .map(|sets| sets.iter().map(|n| (0..*n).map(|_| new_id()).collect()).collect())
+            .collect();
         let actions = slots
             .iter()
             .map(|&(p, s, pos)| {
-                DriveAction::Write(Format { version: FORMAT_VERSION, deployment_id, drive_id: pools[p][s][pos], pools: pools.clone() })
+                DriveAction::Write(Format {
+                    version: FORMAT_VERSION,
+                    deployment_id,
+                    drive_id: pools[p][s][pos],
+                    pools: pools.clone(),
+                })
             })
             .collect();
         return Ok(FormatPlan { deployment_id, actions });
@@ -164,7 +178,9 @@ pub fn resolve(layouts: &[Layout], found: &[DriveState], mut new_id: impl FnMut(
         .zip(&slots)
         .map(|((state, f), &(p, s, pos))| match (state, f) {
             (_, Some(f)) => DriveAction::Use(f),
-            (DriveState::Blank, None) => DriveAction::Write(Format { drive_id: reference.pools[p][s][pos], ..reference.clone() }),
+            (DriveState::Blank, None) => {
+                DriveAction::Write(Format { drive_id: reference.pools[p][s][pos], ..reference.clone() })
+            }
             _ => DriveAction::Offline,
         })
         .collect();
@@ -209,7 +225,11 @@ mod tests {
         let layouts = [plan(4, None).expect("layout")];
         let first = resolve(&layouts, &vec![DriveState::Blank; 4], ids()).expect("format");
         assert_eq!(
-            resolve(&layouts, &[DriveState::Blank, DriveState::Offline, DriveState::Blank, DriveState::Blank], ids()),
+            resolve(
+                &layouts,
+                &[DriveState::Blank, DriveState::Offline, DriveState::Blank, DriveState::Blank],
+                ids()
+            ),
             Err(FormatError::NotAllOnline(vec![1]))
         );
         let mut states = formatted(&first);
@@ -221,7 +241,8 @@ mod tests {
         let DriveAction::Write(orig) = &first.actions[2] else { panic!() };
         assert_eq!(f.drive_id, orig.drive_id);
 
-        let other = resolve(&layouts, &vec![DriveState::Blank; 4], || Uuid::from_u128(rand_like())).expect("other");
+        let other =
+            resolve(&layouts, &vec![DriveState::Blank; 4], || Uuid::from_u128(rand_like())).expect("other");
         let mut states = formatted(&first);
         states[3] = formatted(&other)[3].clone();
         assert!(matches!(resolve(&layouts, &states, ids()), Err(FormatError::ForeignDrive(3, _))));
@@ -239,7 +260,8 @@ mod tests {
         states[0] = DriveState::Formatted(b"{not json".to_vec());
         assert!(matches!(resolve(&layouts, &states, ids()), Err(FormatError::Corrupt(0, _))));
 
-        let states = vec![formatted(&first)[0].clone(), DriveState::Offline, DriveState::Offline, DriveState::Offline];
+        let states =
+            vec![formatted(&first)[0].clone(), DriveState::Offline, DriveState::Offline, DriveState::Offline];
         assert!(matches!(resolve(&layouts, &states, ids()), Err(FormatError::NoQuorum { .. })));
     }
 

@@ -41,7 +41,11 @@ impl Layout {
     /// disjoint halves can never both accept conflicting writes).
     pub fn write_quorum(&self) -> usize {
         let k = self.data_count();
-        if k == self.parity_count { k + 1 } else { k }
+        if k == self.parity_count {
+            k + 1
+        } else {
+            k
+        }
     }
 
     /// Drives whose shards are needed to read.

@@ -54,24 +54,10 @@ fn index_err(e: impl std::fmt::Display) -> DriveError {
 
 /// One metadata change, applied by the writer thread.
 pub(crate) enum Change {
-    MakeBucket {
-        bucket: String,
-        record: Vec<u8>,
-    },
-    DeleteBucket {
-        bucket: String,
-    },
-    PutVersion {
-        bucket: String,
-        key: String,
-        version: Box<ObjectVersion>,
-        inline: Option<Bytes>,
-    },
-    DeleteVersion {
-        bucket: String,
-        key: String,
-        version_id: Option<Uuid>,
-    },
+    MakeBucket { bucket: String, record: Vec<u8> },
+    DeleteBucket { bucket: String },
+    PutVersion { bucket: String, key: String, version: Box<ObjectVersion>, inline: Option<Bytes> },
+    DeleteVersion { bucket: String, key: String, version_id: Option<Uuid> },
 }
 
 struct Pending {
@@ -126,30 +112,36 @@ impl Index {
     pub async fn apply(&self, change: Change) -> DriveResult<()> {
         let (reply, rx) = oneshot::channel();
         let closed = || DriveError::Offline("metadata writer stopped".into());
-        self.queue
-            .send(Pending { change, reply })
-            .await
-            .map_err(|_| closed())?;
+        self.queue.send(Pending { change, reply }).await.map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
 
-    pub fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord> {
+    pub fn read_record(
+        &self,
+        bucket: &str,
+        key: &str,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
         let txn = self.db.begin_read().map_err(index_err)?;
         let table = txn.open_table(OBJECTS).map_err(index_err)?;
-        let value = table
-            .get(object_key(bucket, key).as_slice())
-            .map_err(index_err)?;
-        let value = value.ok_or(DriveError::NotFound)?;
-        Ok(ObjectRecord::decode(value.value())?)
+        let value = table.get(object_key(bucket, key).as_slice()).map_err(index_err)?;
+        let record = ObjectRecord::decode(value.ok_or(DriveError::NotFound)?.value())?;
+        let data = match record.latest().map(|v| v.data) {
+            Some(DataLocation::Inline(id)) if inline => {
+                let table = txn.open_table(INLINE).map_err(index_err)?;
+                let value = table.get(id.as_u128()).map_err(index_err)?;
+                Some(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value()))
+            }
+            _ => None,
+        };
+        Ok((record, data))
     }
 
     pub fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         let txn = self.db.begin_read().map_err(index_err)?;
         let table = txn.open_table(INLINE).map_err(index_err)?;
         let value = table.get(data_id.as_u128()).map_err(index_err)?;
-        Ok(Bytes::copy_from_slice(
-            value.ok_or(DriveError::NotFound)?.value(),
-        ))
+        Ok(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value()))
     }
 
     pub fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
@@ -174,13 +166,7 @@ impl Index {
     /// past each common prefix, so the cost follows the entries returned, not the bucket size.
     pub fn list(&self, bucket: &str, q: &ListQuery) -> DriveResult<Vec<ListEntry>> {
         let txn = self.db.begin_read().map_err(index_err)?;
-        if txn
-            .open_table(BUCKETS)
-            .map_err(index_err)?
-            .get(bucket)
-            .map_err(index_err)?
-            .is_none()
-        {
+        if txn.open_table(BUCKETS).map_err(index_err)?.get(bucket).map_err(index_err)?.is_none() {
             return Err(DriveError::BucketNotFound);
         }
         let table = txn.open_table(OBJECTS).map_err(index_err)?;
@@ -193,22 +179,17 @@ impl Index {
         }
         let mut out = Vec::new();
         'seek: while out.len() < q.limit {
-            let end_bound = end
-                .as_ref()
-                .map_or(Bound::Unbounded, |e| Bound::Excluded(e.as_slice()));
+            let end_bound = end.as_ref().map_or(Bound::Unbounded, |e| Bound::Excluded(e.as_slice()));
             let start_bound = match &start {
                 Bound::Included(s) => Bound::Included(s.as_slice()),
                 Bound::Excluded(s) => Bound::Excluded(s.as_slice()),
                 Bound::Unbounded => Bound::Unbounded,
             };
-            let range = table
-                .range::<&[u8]>((start_bound, end_bound))
-                .map_err(index_err)?;
+            let range = table.range::<&[u8]>((start_bound, end_bound)).map_err(index_err)?;
             for item in range {
                 let (k, v) = item.map_err(index_err)?;
                 let key_bytes = &k.value()[base.len()..];
-                let key = std::str::from_utf8(key_bytes)
-                    .map_err(|e| DriveError::Corrupt(e.to_string()))?;
+                let key = std::str::from_utf8(key_bytes).map_err(|e| DriveError::Corrupt(e.to_string()))?;
                 if let Some(delim) = q.delimiter.as_deref().filter(|d| !d.is_empty()) {
                     if let Some(pos) = key[q.prefix.len()..].find(delim) {
                         let common = &key[..q.prefix.len() + pos + delim.len()];
@@ -223,10 +204,7 @@ impl Index {
                     }
                 }
                 let record = ObjectRecord::decode(v.value())?;
-                out.push(ListEntry::Object {
-                    key: key.to_owned(),
-                    record,
-                });
+                out.push(ListEntry::Object { key: key.to_owned(), record });
                 if out.len() >= q.limit {
                     break 'seek;
                 }
@@ -237,12 +215,7 @@ impl Index {
     }
 }
 
-fn writer_loop(
-    db: &Database,
-    mut rx: mpsc::Receiver<Pending>,
-    data_dir: &Path,
-    stats: &CommitStats,
-) {
+fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, stats: &CommitStats) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < GROUP_COMMIT_BATCH_MAX {
@@ -254,9 +227,7 @@ fn writer_loop(
         let mut freed_files = Vec::new();
         let outcome = commit_batch(db, &mut batch, &mut freed_files);
         stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats
-            .changes
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        stats.changes.fetch_add(batch.len() as u64, Ordering::Relaxed);
         for (pending, result) in batch.into_iter().zip(outcome) {
             let _ = pending.reply.send(result);
         }
@@ -269,11 +240,7 @@ fn writer_loop(
 
 /// Applies a batch in one transaction; returns one result per change. When the commit itself
 /// fails, every change of the batch fails and no file is freed.
-fn commit_batch(
-    db: &Database,
-    batch: &mut [Pending],
-    freed: &mut Vec<Uuid>,
-) -> Vec<DriveResult<()>> {
+fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> Vec<DriveResult<()>> {
     let all_fail = |e: &dyn std::fmt::Display, n: usize| -> Vec<DriveResult<()>> {
         (0..n).map(|_| Err(index_err(e))).collect()
     };
@@ -284,21 +251,13 @@ fn commit_batch(
     let mut results = Vec::with_capacity(batch.len());
     let mut batch_freed = Vec::new();
     {
-        let tables = (
-            txn.open_table(BUCKETS),
-            txn.open_table(OBJECTS),
-            txn.open_table(INLINE),
-        );
+        let tables = (txn.open_table(BUCKETS), txn.open_table(OBJECTS), txn.open_table(INLINE));
         let (mut buckets, mut objects, mut inline) = match tables {
             (Ok(b), Ok(o), Ok(i)) => (b, o, i),
             _ => return all_fail(&"cannot open index tables", batch.len()),
         };
         for p in batch.iter_mut() {
-            let mut t = Tables {
-                buckets: &mut buckets,
-                objects: &mut objects,
-                inline: &mut inline,
-            };
+            let mut t = Tables { buckets: &mut buckets, objects: &mut objects, inline: &mut inline };
             results.push(apply_change(&mut t, &mut p.change, &mut batch_freed));
         }
     }
@@ -323,9 +282,7 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_some() {
                 return Err(DriveError::BucketExists);
             }
-            t.buckets
-                .insert(bucket.as_str(), record.as_slice())
-                .map_err(index_err)?;
+            t.buckets.insert(bucket.as_str(), record.as_slice()).map_err(index_err)?;
         }
         Change::DeleteBucket { bucket } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
@@ -342,59 +299,34 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             }
             t.buckets.remove(bucket.as_str()).map_err(index_err)?;
         }
-        Change::PutVersion {
-            bucket,
-            key,
-            version,
-            inline,
-        } => {
+        Change::PutVersion { bucket, key, version, inline } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
                 return Err(DriveError::BucketNotFound);
             }
             let k = object_key(bucket, key);
             let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
                 // A corrupt old record is replaced: the new version is what the quorum wrote.
-                Some(v) => {
-                    ObjectRecord::decode(v.value()).unwrap_or(ObjectRecord { versions: vec![] })
-                }
+                Some(v) => ObjectRecord::decode(v.value()).unwrap_or(ObjectRecord { versions: vec![] }),
                 None => ObjectRecord { versions: vec![] },
             };
-            let replaced: Vec<ObjectVersion> = record
-                .versions
-                .iter()
-                .filter(|v| v.version_id == version.version_id)
-                .cloned()
-                .collect();
-            record
-                .versions
-                .retain(|v| v.version_id != version.version_id);
+            let replaced: Vec<ObjectVersion> =
+                record.versions.iter().filter(|v| v.version_id == version.version_id).cloned().collect();
+            record.versions.retain(|v| v.version_id != version.version_id);
             if let (DataLocation::Inline(id), Some(bytes)) = (version.data, inline.as_ref()) {
-                t.inline
-                    .insert(id.as_u128(), bytes.as_ref())
-                    .map_err(index_err)?;
+                t.inline.insert(id.as_u128(), bytes.as_ref()).map_err(index_err)?;
             }
             record.versions.insert(0, (**version).clone());
-            t.objects
-                .insert(k.as_slice(), record.encode().as_slice())
-                .map_err(index_err)?;
+            t.objects.insert(k.as_slice(), record.encode().as_slice()).map_err(index_err)?;
             free_versions(t, &replaced, version.data.data_id(), freed)?;
         }
-        Change::DeleteVersion {
-            bucket,
-            key,
-            version_id,
-        } => {
+        Change::DeleteVersion { bucket, key, version_id } => {
             let k = object_key(bucket, key);
             let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
                 Some(v) => ObjectRecord::decode(v.value())?,
                 None => return Err(DriveError::NotFound),
             };
-            let removed: Vec<ObjectVersion> = record
-                .versions
-                .iter()
-                .filter(|v| v.version_id == *version_id)
-                .cloned()
-                .collect();
+            let removed: Vec<ObjectVersion> =
+                record.versions.iter().filter(|v| v.version_id == *version_id).cloned().collect();
             if removed.is_empty() {
                 return Err(DriveError::NotFound);
             }
@@ -402,9 +334,7 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             if record.versions.is_empty() {
                 t.objects.remove(k.as_slice()).map_err(index_err)?;
             } else {
-                t.objects
-                    .insert(k.as_slice(), record.encode().as_slice())
-                    .map_err(index_err)?;
+                t.objects.insert(k.as_slice(), record.encode().as_slice()).map_err(index_err)?;
             }
             free_versions(t, &removed, Uuid::nil(), freed)?;
         }

@@ -21,6 +21,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use strata_erasure::bitrot;
 use strata_meta::{DecodeError, ObjectRecord, ObjectVersion};
 use uuid::Uuid;
 
@@ -102,6 +103,14 @@ pub trait ShardWriter: Send {
 #[async_trait]
 pub trait ShardReader: Send + Sync {
     async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes>;
+
+    /// Reads the frame at `offset` holding `shard_size` shard bytes, checks its bitrot hash, and
+    /// returns the shard bytes (a slice of the frame, no copy). A bad hash is `Corrupt`.
+    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+        let frame = self.read_at(offset, bitrot::HASH_SIZE + shard_size).await?;
+        let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
+        Ok(frame.slice(range))
+    }
 }
 
 /// The storage seam. All methods are safe to call concurrently.
@@ -119,7 +128,14 @@ pub trait Drive: Send + Sync + Debug {
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>>;
     async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>>;
 
-    async fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord>;
+    /// The object's record; with `inline`, also the framed shard bytes of its latest version when
+    /// that version is inline (read in the same snapshot, so they always match).
+    async fn read_record(
+        &self,
+        bucket: &str,
+        key: &str,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
     /// The framed shard bytes of an inline version.
     async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes>;
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
@@ -138,12 +154,7 @@ pub trait Drive: Send + Sync + Debug {
         inline: Option<Bytes>,
     ) -> DriveResult<()>;
     /// Removes one version (`None` = the null version); the record goes when its last version does.
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-    ) -> DriveResult<()>;
+    async fn delete_version(&self, bucket: &str, key: &str, version_id: Option<Uuid>) -> DriveResult<()>;
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
 }

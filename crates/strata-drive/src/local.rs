@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
+use strata_erasure::bitrot;
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
 use uuid::Uuid;
 
@@ -41,9 +42,7 @@ impl std::fmt::Debug for LocalDrive {
     }
 }
 
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> DriveResult<T> + Send + 'static,
-) -> DriveResult<T> {
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> DriveResult<T> + Send + 'static) -> DriveResult<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| DriveError::Offline(format!("blocking task failed: {e}")))?
@@ -66,13 +65,7 @@ impl LocalDrive {
         }
         let endpoint = root.display().to_string();
         let index = Index::open(&sys.join("index.redb"), data.clone(), &endpoint)?;
-        Ok(Self {
-            endpoint,
-            sys,
-            tmp,
-            data,
-            index: Arc::new(index),
-        })
+        Ok(Self { endpoint, sys, tmp, data, index: Arc::new(index) })
     }
 
     /// Group-commit counters of this drive's index.
@@ -96,10 +89,7 @@ struct LocalShardWriter {
 #[async_trait]
 impl ShardWriter for LocalShardWriter {
     async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-        let mut file = self
-            .file
-            .take()
-            .ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let mut file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
         let file = blocking(move || {
             file.write_all(&hash)?;
             file.write_all(&shard)?;
@@ -111,10 +101,7 @@ impl ShardWriter for LocalShardWriter {
     }
 
     async fn finish(&mut self) -> DriveResult<()> {
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
         blocking(move || Ok(file.sync_data()?)).await
     }
 }
@@ -129,14 +116,27 @@ impl ShardReader for LocalShardReader {
         let file = self.file.clone();
         blocking(move || {
             let mut buf = BytesMut::zeroed(len);
-            file.read_exact_at(&mut buf, offset)
-                .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => {
-                        DriveError::Corrupt("shard file is short".into())
-                    }
-                    _ => DriveError::Io(e),
-                })?;
+            file.read_exact_at(&mut buf, offset).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
+                _ => DriveError::Io(e),
+            })?;
             Ok(buf.freeze())
+        })
+        .await
+    }
+
+    /// Verifies on the blocking thread that read the frame, so hashing never runs on the async
+    /// core threads.
+    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+        let file = self.file.clone();
+        blocking(move || {
+            let mut frame = BytesMut::zeroed(bitrot::HASH_SIZE + shard_size);
+            file.read_exact_at(&mut frame, offset).map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
+                _ => DriveError::Io(e),
+            })?;
+            let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
+            Ok(frame.freeze().slice(range))
         })
         .await
     }
@@ -174,21 +174,12 @@ impl Drive for LocalDrive {
 
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
-        self.index
-            .apply(Change::MakeBucket {
-                bucket: bucket.to_owned(),
-                record,
-            })
-            .await
+        self.index.apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await
     }
 
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
-        self.index
-            .apply(Change::DeleteBucket {
-                bucket: bucket.to_owned(),
-            })
-            .await
+        self.index.apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await
     }
 
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
@@ -209,12 +200,17 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn read_record(&self, bucket: &str, key: &str) -> DriveResult<ObjectRecord> {
+    async fn read_record(
+        &self,
+        bucket: &str,
+        key: &str,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
         let (index, sys) = (self.index.clone(), self.sys.clone());
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         blocking(move || {
             Self::ensure_online(&sys)?;
-            index.read_record(&bucket, &key)
+            index.read_record(&bucket, &key, inline)
         })
         .await
     }
@@ -225,10 +221,7 @@ impl Drive for LocalDrive {
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
-        let (path, sys) = (
-            self.tmp.join(data_id.simple().to_string()),
-            self.sys.clone(),
-        );
+        let (path, sys) = (self.tmp.join(data_id.simple().to_string()), self.sys.clone());
         let file = blocking(move || {
             Self::ensure_online(&sys)?;
             Ok(File::create(path)?)
@@ -245,9 +238,7 @@ impl Drive for LocalDrive {
             Err(e) => Err(e.into()),
         })
         .await?;
-        Ok(Box::new(LocalShardReader {
-            file: Arc::new(file),
-        }))
+        Ok(Box::new(LocalShardReader { file: Arc::new(file) }))
     }
 
     async fn abort_shard_file(&self, data_id: Uuid) {
@@ -294,18 +285,9 @@ impl Drive for LocalDrive {
         result
     }
 
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-    ) -> DriveResult<()> {
+    async fn delete_version(&self, bucket: &str, key: &str, version_id: Option<Uuid>) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
-        let change = Change::DeleteVersion {
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
-            version_id,
-        };
+        let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
         self.index.apply(change).await
     }
 

@@ -35,9 +35,7 @@ async fn drive() -> (tempfile::TempDir, Arc<LocalDrive>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = LocalDrive::open(dir.path()).expect("open");
     d.write_format(b"{}".to_vec()).await.expect("format");
-    d.make_bucket("b", BucketRecord { created: 1 }.encode())
-        .await
-        .expect("bucket");
+    d.make_bucket("b", BucketRecord { created: 1 }.encode()).await.expect("bucket");
     (dir, Arc::new(d))
 }
 
@@ -64,20 +62,8 @@ async fn concurrent_writes_share_commits() {
         t.await.expect("join").expect("commit");
     }
     let commits = stats.commits.load(Ordering::Relaxed) - before;
-    assert!(
-        commits < 400,
-        "400 concurrent changes took {commits} commits: no grouping"
-    );
-    let listed = d
-        .list(
-            "b",
-            ListQuery {
-                limit: 1000,
-                ..Default::default()
-            },
-        )
-        .await
-        .expect("list");
+    assert!(commits < 400, "400 concurrent changes took {commits} commits: no grouping");
+    let listed = d.list("b", ListQuery { limit: 1000, ..Default::default() }).await.expect("list");
     assert_eq!(listed.len(), 400);
 }
 
@@ -86,53 +72,30 @@ async fn replacing_a_version_frees_its_data() {
     let (dir, d) = drive().await;
     let first = Uuid::new_v4();
     let mut w = d.create_shard_file(first).await.expect("create");
-    w.write_frame([0; 32], Bytes::from_static(b"hello"))
-        .await
-        .expect("write");
+    w.write_frame([0; 32], Bytes::from_static(b"hello")).await.expect("write");
     w.finish().await.expect("finish");
-    d.commit_version("b", "k", version(DataLocation::File(first), 5), None)
-        .await
-        .expect("commit");
+    d.commit_version("b", "k", version(DataLocation::File(first), 5), None).await.expect("commit");
     assert!(d.open_shard_file(first).await.is_ok());
     let second = Uuid::new_v4();
-    d.commit_version(
-        "b",
-        "k",
-        version(DataLocation::Inline(second), 1),
-        Some(Bytes::from_static(b"x")),
-    )
-    .await
-    .expect("replace");
-    let record = d.read_record("b", "k").await.expect("read");
+    d.commit_version("b", "k", version(DataLocation::Inline(second), 1), Some(Bytes::from_static(b"x")))
+        .await
+        .expect("replace");
+    let (record, inline) = d.read_record("b", "k", true).await.expect("read");
+    assert_eq!(inline.as_deref(), Some(&b"x"[..]));
     assert_eq!(record.versions.len(), 1);
     assert_eq!(record.versions[0].data, DataLocation::Inline(second));
-    assert!(matches!(
-        d.open_shard_file(first).await,
-        Err(DriveError::NotFound)
-    ));
+    assert!(matches!(d.open_shard_file(first).await, Err(DriveError::NotFound)));
     d.delete_version("b", "k", None).await.expect("delete");
-    assert!(matches!(
-        d.read_inline(second).await,
-        Err(DriveError::NotFound)
-    ));
-    assert!(matches!(
-        d.read_record("b", "k").await,
-        Err(DriveError::NotFound)
-    ));
-    assert!(matches!(
-        d.delete_version("b", "k", None).await,
-        Err(DriveError::NotFound)
-    ));
+    assert!(matches!(d.read_inline(second).await, Err(DriveError::NotFound)));
+    assert!(matches!(d.read_record("b", "k", false).await, Err(DriveError::NotFound)));
+    assert!(matches!(d.delete_version("b", "k", None).await, Err(DriveError::NotFound)));
     drop(dir);
 }
 
 #[tokio::test]
 async fn bucket_rules() {
     let (_dir, d) = drive().await;
-    assert!(matches!(
-        d.make_bucket("b", vec![1]).await,
-        Err(DriveError::BucketExists)
-    ));
+    assert!(matches!(d.make_bucket("b", vec![1]).await, Err(DriveError::BucketExists)));
     d.commit_version(
         "b",
         "k",
@@ -141,42 +104,24 @@ async fn bucket_rules() {
     )
     .await
     .expect("put");
+    assert!(matches!(d.delete_bucket("b").await, Err(DriveError::BucketNotEmpty)));
     assert!(matches!(
-        d.delete_bucket("b").await,
-        Err(DriveError::BucketNotEmpty)
-    ));
-    assert!(matches!(
-        d.commit_version(
-            "nope",
-            "k",
-            version(DataLocation::Inline(Uuid::new_v4()), 1),
-            None
-        )
-        .await,
+        d.commit_version("nope", "k", version(DataLocation::Inline(Uuid::new_v4()), 1), None).await,
         Err(DriveError::BucketNotFound)
     ));
     d.make_bucket("b2", vec![1]).await.expect("b2");
     d.delete_bucket("b2").await.expect("delete empty");
-    assert!(matches!(
-        d.delete_bucket("b2").await,
-        Err(DriveError::BucketNotFound)
-    ));
+    assert!(matches!(d.delete_bucket("b2").await, Err(DriveError::BucketNotFound)));
     // A bucket whose name prefixes another is not made non-empty by the other's objects.
     d.make_bucket("b-longer", vec![1]).await.expect("b-longer");
-    d.delete_bucket("b-longer")
-        .await
-        .expect("empty although b has keys");
+    d.delete_bucket("b-longer").await.expect("empty although b has keys");
 }
 
 /// The model of a delimiter listing: roll up at the first delimiter after the prefix.
 fn model(keys: &BTreeSet<String>, q: &ListQuery) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for k in keys.iter().filter(|k| k.starts_with(&q.prefix)) {
-        let name = match q
-            .delimiter
-            .as_deref()
-            .and_then(|d| k[q.prefix.len()..].find(d).map(|p| (p, d)))
-        {
+        let name = match q.delimiter.as_deref().and_then(|d| k[q.prefix.len()..].find(d).map(|p| (p, d))) {
             Some((p, d)) => k[..q.prefix.len() + p + d.len()].to_owned(),
             None => k.clone(),
         };
@@ -197,9 +142,7 @@ async fn listing_matches_a_model() {
     for _ in 0..300 {
         let mut k = String::new();
         for _ in 0..1 + rng % 4 {
-            rng = rng
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
+            rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             k.push_str(parts[(rng >> 33) as usize % parts.len()]);
         }
         keys.insert(k);
@@ -240,17 +183,8 @@ async fn listing_matches_a_model() {
     }
     assert!(checked.values().any(|n| *n > 10));
     let entries = d
-        .list(
-            "b",
-            ListQuery {
-                delimiter: Some("/".into()),
-                limit: 1000,
-                ..Default::default()
-            },
-        )
+        .list("b", ListQuery { delimiter: Some("/".into()), limit: 1000, ..Default::default() })
         .await
         .expect("list");
-    assert!(entries
-        .iter()
-        .any(|e| matches!(e, ListEntry::Prefix(p) if p == "/")));
+    assert!(entries.iter().any(|e| matches!(e, ListEntry::Prefix(p) if p == "/")));
 }

@@ -8,12 +8,8 @@ use highway::{HighwayHash, HighwayHasher, Key};
 /// Bytes of hash in front of every shard block.
 pub const HASH_SIZE: usize = 32;
 
-const KEY: [u64; 4] = [
-    0x5374_7261_7461_2d62,
-    0x6974_726f_742d_6b65,
-    0x792d_7631_2d68_6968,
-    0x6768_7761_792d_3235,
-];
+const KEY: [u64; 4] =
+    [0x5374_7261_7461_2d62, 0x6974_726f_742d_6b65, 0x792d_7631_2d68_6968, 0x6768_7761_792d_3235];
 
 /// HighwayHash-256 of `data`, as 32 little-endian bytes.
 pub fn hash(data: &[u8]) -> [u8; HASH_SIZE] {
@@ -63,17 +59,10 @@ mod tests {
         for i in 0..frame.len() {
             for bit in [0x01u8, 0x80] {
                 frame[i] ^= bit;
-                assert_eq!(
-                    verify(&frame, shard.len()),
-                    Err(FrameError::HashMismatch),
-                    "byte {i}"
-                );
+                assert_eq!(verify(&frame, shard.len()), Err(FrameError::HashMismatch), "byte {i}");
                 frame[i] ^= bit;
             }
         }
-        assert!(matches!(
-            verify(&frame[1..], shard.len()),
-            Err(FrameError::Length(..))
-        ));
+        assert!(matches!(verify(&frame[1..], shard.len()), Err(FrameError::Length(..))));
     }
 }

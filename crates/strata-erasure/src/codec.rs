@@ -26,26 +26,21 @@ pub struct ReedSolomonCodec(ReedSolomon);
 
 impl ReedSolomonCodec {
     pub fn new(data: usize, parity: usize) -> Result<Self, ErasureError> {
-        ReedSolomon::new(data, parity)
-            .map(Self)
-            .map_err(|_| ErasureError::Layout { data, parity })
+        ReedSolomon::new(data, parity).map(Self).map_err(|_| ErasureError::Layout { data, parity })
     }
 }
 
 impl Codec for ReedSolomonCodec {
     fn encode(&self, data: &[&[u8]], parity: &mut [Vec<u8>]) -> Result<(), ErasureError> {
-        self.0
-            .encode_sep(data, parity)
-            .map_err(|_| ErasureError::ShardSize)
+        self.0.encode_sep(data, parity).map_err(|_| ErasureError::ShardSize)
     }
 
     fn reconstruct_data(&self, shards: &mut [Option<Vec<u8>>]) -> Result<(), ErasureError> {
         let available = shards.iter().filter(|s| s.is_some()).count();
         self.0.reconstruct_data(shards).map_err(|e| match e {
-            reed_solomon_erasure::Error::TooFewShardsPresent => ErasureError::TooFewShards {
-                available,
-                needed: self.0.data_shard_count(),
-            },
+            reed_solomon_erasure::Error::TooFewShardsPresent => {
+                ErasureError::TooFewShards { available, needed: self.0.data_shard_count() }
+            }
             _ => ErasureError::ShardSize,
         })
     }
@@ -67,10 +62,7 @@ impl std::fmt::Debug for Erasure {
 impl Erasure {
     /// `parity` may be 0 (a single drive, or replication off): then no codec is built.
     pub fn new(data_count: usize, parity_count: usize) -> Result<Self, ErasureError> {
-        let layout_err = ErasureError::Layout {
-            data: data_count,
-            parity: parity_count,
-        };
+        let layout_err = ErasureError::Layout { data: data_count, parity: parity_count };
         if data_count == 0 || data_count + parity_count > 256 {
             return Err(layout_err);
         }
@@ -78,11 +70,7 @@ impl Erasure {
             0 => None,
             _ => Some(Box::new(ReedSolomonCodec::new(data_count, parity_count)?)),
         };
-        Ok(Self {
-            data_count,
-            parity_count,
-            codec,
-        })
+        Ok(Self { data_count, parity_count, codec })
     }
 
     pub fn data_count(&self) -> usize {
@@ -108,10 +96,12 @@ impl Erasure {
         let shard_size = self.shard_size(block.len());
         block.resize(shard_size * self.data_count, 0);
         let block = block.freeze();
-        let mut shards: Vec<Bytes> = (0..self.data_count)
-            .map(|i| block.slice(i * shard_size..(i + 1) * shard_size))
-            .collect();
-        if let Some(codec) = &self.codec {
+        let mut shards: Vec<Bytes> =
+            (0..self.data_count).map(|i| block.slice(i * shard_size..(i + 1) * shard_size)).collect();
+        if shard_size == 0 {
+            // An empty block (a zero-byte object): every shard is empty, parity included.
+            shards.resize(self.shard_count(), Bytes::new());
+        } else if let Some(codec) = &self.codec {
             let mut parity = vec![vec![0u8; shard_size]; self.parity_count];
             let data: Vec<&[u8]> = shards.iter().map(|s| s.as_ref()).collect();
             codec.encode(&data, &mut parity)?;
@@ -129,16 +119,13 @@ impl Erasure {
             return Ok(shards.into_iter().take(self.data_count).flatten().collect());
         }
         let available = shards.iter().filter(|s| s.is_some()).count();
+        if available >= self.data_count && shards.iter().flatten().all(|s| s.is_empty()) {
+            return Ok(vec![Bytes::new(); self.data_count]);
+        }
         let Some(codec) = &self.codec else {
-            return Err(ErasureError::TooFewShards {
-                available,
-                needed: self.data_count,
-            });
+            return Err(ErasureError::TooFewShards { available, needed: self.data_count });
         };
-        let mut work: Vec<Option<Vec<u8>>> = shards
-            .iter()
-            .map(|s| s.as_ref().map(|b| b.to_vec()))
-            .collect();
+        let mut work: Vec<Option<Vec<u8>>> = shards.iter().map(|s| s.as_ref().map(|b| b.to_vec())).collect();
         codec.reconstruct_data(&mut work)?;
         Ok(shards
             .into_iter()
@@ -155,9 +142,7 @@ mod tests {
 
     fn block(len: usize, seed: u32) -> BytesMut {
         let mut b = BytesMut::with_capacity(len);
-        b.extend(
-            (0..len as u32).map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8),
-        );
+        b.extend((0..len as u32).map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8));
         b
     }
 
@@ -182,9 +167,7 @@ mod tests {
                 let shards = e.encode_block(original.clone()).expect("encode");
                 assert_eq!(shards.len(), n);
                 let patterns: Vec<u32> = if n <= 12 {
-                    (0..1u32 << n)
-                        .filter(|m| m.count_ones() as usize <= parity)
-                        .collect()
+                    (0..1u32 << n).filter(|m| m.count_ones() as usize <= parity).collect()
                 } else {
                     (0..3000usize)
                         .map(|i| {
@@ -205,11 +188,7 @@ mod tests {
                         .collect();
                     let out = e.decode_block(input).expect("decode");
                     let joined: Vec<u8> = out.concat();
-                    assert_eq!(
-                        &joined[..len],
-                        &original[..],
-                        "{data}+{parity} mask {mask:b}"
-                    );
+                    assert_eq!(&joined[..len], &original[..], "{data}+{parity} mask {mask:b}");
                 }
             }
         }
@@ -225,11 +204,17 @@ mod tests {
             for slot in input.iter_mut().take(parity) {
                 *slot = None;
             }
-            assert_eq!(
-                &e.decode_block(input).expect("decode").concat()[..4096],
-                &original[..]
-            );
+            assert_eq!(&e.decode_block(input).expect("decode").concat()[..4096], &original[..]);
         }
+    }
+
+    #[test]
+    fn empty_block() {
+        let e = Erasure::new(2, 2).expect("layout");
+        let shards = e.encode_block(BytesMut::new()).expect("encode");
+        assert_eq!(shards.len(), 4);
+        let out = e.decode_block(vec![None, Some(shards[1].clone()), None, Some(shards[3].clone())]);
+        assert_eq!(out.expect("decode").concat(), Vec::<u8>::new());
     }
 
     #[test]
@@ -237,10 +222,7 @@ mod tests {
         let e = Erasure::new(2, 2).expect("layout");
         let shards = e.encode_block(block(100, 1)).expect("encode");
         let input = vec![None, None, None, Some(shards[3].clone())];
-        assert!(matches!(
-            e.decode_block(input),
-            Err(ErasureError::TooFewShards { .. })
-        ));
+        assert!(matches!(e.decode_block(input), Err(ErasureError::TooFewShards { .. })));
         let single = Erasure::new(1, 0).expect("layout");
         assert!(single.decode_block(vec![None]).is_err());
     }

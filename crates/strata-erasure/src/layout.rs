@@ -14,11 +14,7 @@ pub struct ShardLayout {
 impl ShardLayout {
     pub fn new(object_size: u64, block_size: usize, data_count: usize) -> Self {
         assert!(block_size > 0 && data_count > 0);
-        Self {
-            object_size,
-            block_size: block_size as u64,
-            data_count: data_count as u64,
-        }
+        Self { object_size, block_size: block_size as u64, data_count: data_count as u64 }
     }
 
     /// Number of erasure blocks (0 for an empty object).

@@ -181,10 +181,7 @@ mod tests {
     #[test]
     fn garbage_is_an_error() {
         assert_eq!(ObjectRecord::decode(&[]), Err(DecodeError::Empty));
-        assert_eq!(
-            ObjectRecord::decode(&[9, 1, 2]),
-            Err(DecodeError::UnknownVersion(9))
-        );
+        assert_eq!(ObjectRecord::decode(&[9, 1, 2]), Err(DecodeError::UnknownVersion(9)));
         let mut bytes = sample().encode();
         for cut in 1..bytes.len() {
             assert!(ObjectRecord::decode(&bytes[..cut]).is_err(), "cut at {cut}");

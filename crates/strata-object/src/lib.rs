@@ -1,1 +1,75 @@
-//! strata-object
+//! The object layer: S3 semantics over pools of erasure sets.
+//!
+//! [`ObjectLayer`] owns the pools → sets → drives tree built at start-up. It places each object in
+//! one set by a keyed hash of `bucket/key`, and every operation on that object runs against that
+//! set's drives through the [`Drive`](strata_drive::Drive) trait, never knowing whether a drive is
+//! local or remote.
+//!
+//! Data path:
+//! - PUT ([`put`]) cuts the body into 1 MiB blocks, erasure-codes each block on the blocking pool
+//!   (MD5 for the ETag runs in the same pass), and writes bitrot-framed shards to every drive in
+//!   parallel, with at most two blocks in flight. Small objects go inline into the metadata records.
+//!   A PUT succeeds only when a write quorum of drives holds shards and metadata durably.
+//! - GET ([`get`]) reads the records of the set, takes the newest version a read quorum agrees on,
+//!   reads data shards (verifying every frame), falls back to parity only for missing or bad
+//!   shards, and streams the requested range.
+//! - LIST ([`list`]) merges one sorted stream per drive, keeping entries a read quorum holds.
+//!
+//! Invariants: a version is visible only once committed on a write quorum; per-object striped
+//! locks serialise commits and metadata reads of one key, so drives never disagree on order.
+
+mod error;
+mod get;
+mod layer;
+mod list;
+mod lock;
+mod put;
+mod set;
+
+pub use error::{BodyError, ObjectError};
+pub use get::{ObjectStream, OpenObject};
+pub use layer::{DriveSlot, ObjectLayer};
+pub use list::{ListPage, ListRequest};
+pub use put::{BodyReader, PutOptions};
+
+use std::collections::BTreeMap;
+
+/// What S3 reports about one object version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    pub bucket: String,
+    pub key: String,
+    pub size: u64,
+    /// Without quotes.
+    pub etag: String,
+    /// Nanoseconds since the Unix epoch.
+    pub mod_time: u64,
+    pub headers: BTreeMap<String, String>,
+    pub user_metadata: BTreeMap<String, String>,
+    pub checksums: BTreeMap<String, String>,
+    pub parts_count: usize,
+}
+
+impl ObjectInfo {
+    fn from_version(bucket: &str, key: &str, v: &strata_meta::ObjectVersion) -> Self {
+        Self {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            size: v.size,
+            etag: v.etag.clone(),
+            mod_time: v.mod_time,
+            headers: v.headers.clone(),
+            user_metadata: v.user_metadata.clone(),
+            checksums: v.checksums.clone(),
+            parts_count: v.parts.len(),
+        }
+    }
+}
+
+/// A bucket as ListBuckets shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BucketInfo {
+    pub name: String,
+    /// Nanoseconds since the Unix epoch.
+    pub created: u64,
+}

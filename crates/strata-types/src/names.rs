@@ -23,15 +23,12 @@ impl BucketName {
     pub fn parse(name: &str) -> Result<Self, NameError> {
         let bytes = name.as_bytes();
         let len_ok = (BUCKET_NAME_LEN_MIN..=BUCKET_NAME_LEN_MAX).contains(&bytes.len());
-        let chars_ok = bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'.' || *b == b'-');
+        let chars_ok =
+            bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'.' || *b == b'-');
         let ends_ok = bytes.first().is_some_and(|b| b.is_ascii_alphanumeric())
             && bytes.last().is_some_and(|b| b.is_ascii_alphanumeric());
         let looks_like_ip = name.split('.').count() == 4
-            && name
-                .split('.')
-                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            && name.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
         if !len_ok || !chars_ok || !ends_ok || name.contains("..") || looks_like_ip {
             return Err(NameError::InvalidBucketName);
         }
@@ -106,11 +103,7 @@ mod tests {
             "",
             "a".repeat(64).as_str(),
         ] {
-            assert_eq!(
-                BucketName::parse(bad),
-                Err(NameError::InvalidBucketName),
-                "{bad}"
-            );
+            assert_eq!(BucketName::parse(bad), Err(NameError::InvalidBucketName), "{bad}");
         }
     }
 
@@ -118,10 +111,7 @@ mod tests {
     fn object_keys() {
         assert!(ObjectKey::parse("../a//b %+ é").is_ok());
         assert_eq!(ObjectKey::parse(""), Err(NameError::InvalidKey));
-        assert_eq!(
-            ObjectKey::parse(&"k".repeat(1025)),
-            Err(NameError::KeyTooLong)
-        );
+        assert_eq!(ObjectKey::parse(&"k".repeat(1025)), Err(NameError::KeyTooLong));
         assert!(ObjectKey::parse(&"k".repeat(1024)).is_ok());
     }
 }

@@ -41,14 +41,7 @@ fn parts(unix_secs: u64) -> Parts {
     let days = (unix_secs / 86_400) as i64;
     let rem = unix_secs % 86_400;
     let (year, month, day) = civil_from_days(days);
-    Parts {
-        year,
-        month,
-        day,
-        hour: rem / 3600,
-        minute: rem % 3600 / 60,
-        second: rem % 60,
-    }
+    Parts { year, month, day, hour: rem / 3600, minute: rem % 3600 / 60, second: rem % 60 }
 }
 
 /// `2009-10-12T17:50:30.000Z`, as S3 listings show times.
@@ -64,10 +57,7 @@ pub fn iso8601(unix_nanos: u64) -> String {
 /// `20130524T000000Z`, the SigV4 request time.
 pub fn amz_date(unix_secs: u64) -> String {
     let p = parts(unix_secs);
-    format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-        p.year, p.month, p.day, p.hour, p.minute, p.second
-    )
+    format!("{:04}{:02}{:02}T{:02}{:02}{:02}Z", p.year, p.month, p.day, p.hour, p.minute, p.second)
 }
 
 /// Parses `20130524T000000Z` into Unix seconds; `None` for anything else.
@@ -85,18 +75,11 @@ pub fn parse_amz_date(s: &str) -> Option<u64> {
     };
     let (year, month, day) = (num(0..4)?, num(4..6)?, num(6..8)?);
     let (hour, minute, second) = (num(9..11)?, num(11..13)?, num(13..15)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
         return None;
     }
     let days = days_from_civil(year as i64, month as u32, day as u32);
-    u64::try_from(days)
-        .ok()
-        .map(|d| d * 86_400 + hour * 3600 + minute * 60 + second)
+    u64::try_from(days).ok().map(|d| d * 86_400 + hour * 3600 + minute * 60 + second)
 }
 
 /// Now, in nanoseconds since the Unix epoch.
@@ -115,10 +98,7 @@ mod tests {
     fn known_dates() {
         assert_eq!(amz_date(1_369_353_600), "20130524T000000Z");
         assert_eq!(parse_amz_date("20130524T000000Z"), Some(1_369_353_600));
-        assert_eq!(
-            iso8601(1_255_369_830_123_000_000),
-            "2009-10-12T17:50:30.123Z"
-        );
+        assert_eq!(iso8601(1_255_369_830_123_000_000), "2009-10-12T17:50:30.123Z");
         assert_eq!(parse_amz_date("2013-05-24T00:00"), None);
         assert_eq!(parse_amz_date("20131324T000000Z"), None);
     }

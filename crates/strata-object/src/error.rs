@@ -1,0 +1,46 @@
+//! Errors of the object layer. The S3 layer maps each variant to an S3 code in one place.
+
+/// The request body could not be used; raised by the S3 layer's body reader, carried through.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BodyError {
+    #[error("the body ended before its declared length")]
+    Incomplete,
+    #[error("the body is longer than allowed")]
+    TooLarge,
+    #[error("a chunk signature does not match")]
+    SignatureMismatch,
+    #[error("x-amz-content-sha256 does not match the body")]
+    ContentSha256Mismatch,
+    #[error("the {0} checksum does not match the body")]
+    ChecksumMismatch(String),
+    #[error("the chunked body is malformed: {0}")]
+    Malformed(String),
+    #[error("reading the body failed: {0}")]
+    Io(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectError {
+    #[error("bucket not found")]
+    BucketNotFound,
+    #[error("bucket already exists")]
+    BucketExists,
+    #[error("bucket is not empty")]
+    BucketNotEmpty,
+    #[error("object not found")]
+    ObjectNotFound,
+    #[error("Content-MD5 does not match the body")]
+    BadDigest,
+    #[error("object is larger than allowed")]
+    EntityTooLarge,
+    #[error("too few drives online to write (need {needed}, have {online})")]
+    WriteQuorum { needed: usize, online: usize },
+    #[error("too few drives online to read (need {needed}, have {online})")]
+    ReadQuorum { needed: usize, online: usize },
+    #[error("invalid storage class parity {0}")]
+    InvalidParity(usize),
+    #[error(transparent)]
+    Body(#[from] BodyError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}

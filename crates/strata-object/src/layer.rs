@@ -1,0 +1,209 @@
+//! [`ObjectLayer`]: buckets and objects over pools of erasure sets.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use futures_util::future::join_all;
+use strata_cluster::placement;
+use strata_drive::{Drive, DriveError};
+use strata_meta::BucketRecord;
+use uuid::Uuid;
+
+use crate::error::ObjectError;
+use crate::get::{open_object, OpenObject};
+use crate::list::{list_objects, ListPage, ListRequest};
+use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
+use crate::set::{write_quorum, ErasureSet};
+use crate::{BucketInfo, ObjectInfo};
+
+/// A drive position in the layout: the drive, or `None` when it was offline at start.
+pub type DriveSlot = Option<Arc<dyn Drive>>;
+
+pub struct ObjectLayer {
+    deployment_id: Uuid,
+    /// pools → sets.
+    pools: Vec<Vec<ErasureSet>>,
+    /// Bucket name → creation time; loaded at start, kept current by make/delete.
+    buckets: RwLock<BTreeMap<String, u64>>,
+}
+
+impl std::fmt::Debug for ObjectLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ObjectLayer({}, {} pools)", self.deployment_id, self.pools.len())
+    }
+}
+
+fn poisoned() -> ObjectError {
+    ObjectError::Internal("bucket cache lock poisoned".into())
+}
+
+impl ObjectLayer {
+    /// `pools[p][s]` lists set `s` of pool `p`'s drives in set order. Loads the bucket list.
+    pub async fn new(
+        deployment_id: Uuid,
+        pools: Vec<Vec<Vec<DriveSlot>>>,
+        parity_count: usize,
+    ) -> Result<Self, ObjectError> {
+        let pools = pools
+            .into_iter()
+            .map(|sets| sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count)).collect())
+            .collect::<Result<Vec<Vec<_>>, _>>()?;
+        let layer = Self { deployment_id, pools, buckets: RwLock::new(BTreeMap::new()) };
+        let listed = layer.read_bucket_list().await?;
+        *layer.buckets.write().map_err(|_| poisoned())? = listed;
+        Ok(layer)
+    }
+
+    fn all_drives(&self) -> impl Iterator<Item = &DriveSlot> {
+        self.pools.iter().flatten().flat_map(|s| s.drives.iter())
+    }
+
+    /// Quorum for bucket operations, which touch every drive: a majority.
+    fn bucket_quorum(&self) -> usize {
+        self.all_drives().count() / 2 + 1
+    }
+
+    async fn read_bucket_list(&self) -> Result<BTreeMap<String, u64>, ObjectError> {
+        let answers = join_all(self.all_drives().map(|d| async move {
+            match d {
+                Some(d) => d.list_buckets().await,
+                None => Err(DriveError::Offline("offline".into())),
+            }
+        }))
+        .await;
+        let answered = answers.iter().filter(|a| a.is_ok()).count();
+        let needed = self.all_drives().count().div_ceil(2);
+        if answered < needed {
+            return Err(ObjectError::ReadQuorum { needed, online: answered });
+        }
+        let mut seen: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+        for (name, record) in answers.into_iter().flatten().flatten() {
+            let created = BucketRecord::decode(&record).map(|r| r.created).unwrap_or(0);
+            let slot = seen.entry(name).or_insert((0, created));
+            slot.0 += 1;
+        }
+        Ok(seen.into_iter().filter(|(_, (n, _))| *n * 2 >= answered).map(|(k, (_, c))| (k, c)).collect())
+    }
+
+    pub fn bucket_info(&self, bucket: &str) -> Result<BucketInfo, ObjectError> {
+        let buckets = self.buckets.read().map_err(|_| poisoned())?;
+        let created = buckets.get(bucket).ok_or(ObjectError::BucketNotFound)?;
+        Ok(BucketInfo { name: bucket.to_owned(), created: *created })
+    }
+
+    pub fn list_buckets(&self) -> Result<Vec<BucketInfo>, ObjectError> {
+        let buckets = self.buckets.read().map_err(|_| poisoned())?;
+        Ok(buckets.iter().map(|(name, created)| BucketInfo { name: name.clone(), created: *created }).collect())
+    }
+
+    pub async fn make_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
+        let created = strata_types::time::now_nanos();
+        let record = BucketRecord { created }.encode();
+        let results = join_all(self.all_drives().map(|d| {
+            let record = record.clone();
+            async move {
+                match d {
+                    Some(d) => d.make_bucket(bucket, record).await,
+                    None => Err(DriveError::Offline("offline".into())),
+                }
+            }
+        }))
+        .await;
+        let quorum = self.bucket_quorum();
+        let exists = results.iter().filter(|r| matches!(r, Err(DriveError::BucketExists))).count();
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if exists >= quorum || (ok == 0 && exists > 0) {
+            return Err(ObjectError::BucketExists);
+        }
+        if ok + exists < quorum {
+            return Err(ObjectError::WriteQuorum { needed: quorum, online: ok + exists });
+        }
+        self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), created);
+        Ok(())
+    }
+
+    pub async fn delete_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
+        self.bucket_info(bucket)?;
+        let probe = ListRequest { max_keys: 1, ..Default::default() };
+        if !self.list_objects(bucket, &probe).await?.objects.is_empty() {
+            return Err(ObjectError::BucketNotEmpty);
+        }
+        let results = join_all(self.all_drives().map(|d| async move {
+            match d {
+                Some(d) => d.delete_bucket(bucket).await,
+                None => Err(DriveError::Offline("offline".into())),
+            }
+        }))
+        .await;
+        if results.iter().any(|r| matches!(r, Err(DriveError::BucketNotEmpty))) {
+            // Undo on the drives that deleted, so the bucket stays whole.
+            let record = BucketRecord { created: self.bucket_info(bucket)?.created }.encode();
+            join_all(self.all_drives().zip(&results).filter(|(_, r)| r.is_ok()).map(|(d, _)| {
+                let record = record.clone();
+                async move {
+                    if let Some(d) = d {
+                        let _ = d.make_bucket(bucket, record).await;
+                    }
+                }
+            }))
+            .await;
+            return Err(ObjectError::BucketNotEmpty);
+        }
+        let gone = results.iter().filter(|r| matches!(r, Ok(()) | Err(DriveError::BucketNotFound))).count();
+        if gone < self.bucket_quorum() {
+            return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: gone });
+        }
+        self.buckets.write().map_err(|_| poisoned())?.remove(bucket);
+        Ok(())
+    }
+
+    /// The set an object lives in (first pool; more pools come with pool expansion).
+    fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
+        let hash = placement::object_hash(self.deployment_id, bucket, key);
+        let sets = &self.pools[0];
+        (&sets[placement::set_index(hash, sets.len())], hash)
+    }
+
+    pub async fn put_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        body: &mut dyn BodyReader,
+        opts: PutOptions,
+    ) -> Result<ObjectInfo, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        put_object(PutTarget { set, bucket, key, hash }, body, opts).await
+    }
+
+    /// Resolves an object; with `for_read`, also opens its data for [`OpenObject::stream`].
+    pub async fn open_object(&self, bucket: &str, key: &str, for_read: bool) -> Result<OpenObject, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        open_object(set, bucket, key, hash, for_read).await
+    }
+
+    /// Deletes an object; deleting a missing object succeeds (S3 semantics).
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        let _guard = set.locks.exclusive(hash).await;
+        let results = join_all(set.drives.iter().map(|d| async move {
+            match d {
+                Some(d) => match d.delete_version(bucket, key, None).await {
+                    Err(DriveError::NotFound) => Ok(()),
+                    other => other,
+                },
+                None => Err(DriveError::Offline("offline".into())),
+            }
+        }))
+        .await;
+        crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count))
+    }
+
+    pub async fn list_objects(&self, bucket: &str, req: &ListRequest) -> Result<ListPage, ObjectError> {
+        self.bucket_info(bucket)?;
+        let sets: Vec<&ErasureSet> = self.pools.iter().flatten().collect();
+        list_objects(&sets, bucket, req).await
+    }
+}

@@ -1,0 +1,153 @@
+//! ListObjects: merge one sorted stream per drive into pages.
+//!
+//! Each drive lists at most `limit` names after the marker. Within a set, a name counts only if
+//! a read quorum of drives holds it (a write that never reached quorum, or a delete that did, is
+//! not shown). Names past a set's *horizon* (the smallest last name among drives that filled
+//! their limit) are not yet known on every drive, so a round keeps only names up to the smallest
+//! horizon and the next round continues from there. Cost follows the page size, not the bucket.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::join_all;
+use strata_drive::{DriveError, ListEntry, ListQuery};
+use strata_meta::ObjectVersion;
+
+use crate::error::ObjectError;
+use crate::set::ErasureSet;
+use crate::ObjectInfo;
+
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    pub prefix: String,
+    /// Return names after this one (the marker, start-after, or continuation point).
+    pub start_after: String,
+    pub delimiter: Option<String>,
+    pub max_keys: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ListPage {
+    pub objects: Vec<ObjectInfo>,
+    pub prefixes: Vec<String>,
+    pub truncated: bool,
+    /// The last name returned, when truncated: where the next page starts.
+    pub next_marker: Option<String>,
+}
+
+/// What one set knows for sure in one round.
+struct SetRound {
+    entries: BTreeMap<String, Option<ObjectVersion>>,
+    /// `None` when every drive reached the end.
+    horizon: Option<String>,
+}
+
+async fn list_set(
+    set: &ErasureSet,
+    bucket: &str,
+    req: &ListRequest,
+    after: &str,
+    limit: usize,
+) -> Result<SetRound, ObjectError> {
+    let query = ListQuery {
+        prefix: req.prefix.clone(),
+        start_after: after.to_owned(),
+        delimiter: req.delimiter.clone(),
+        limit,
+    };
+    let answers = join_all(set.drives.iter().flatten().map(|d| d.list(bucket, query.clone()))).await;
+    let mut lists = Vec::new();
+    let mut missing_bucket = 0;
+    for a in answers {
+        match a {
+            Ok(l) => lists.push(l),
+            Err(DriveError::BucketNotFound) => missing_bucket += 1,
+            Err(_) => {}
+        }
+    }
+    let quorum = set.data_count();
+    if lists.len() < quorum {
+        if missing_bucket >= quorum {
+            return Err(ObjectError::BucketNotFound);
+        }
+        return Err(ObjectError::ReadQuorum { needed: quorum, online: lists.len() });
+    }
+    let horizon = lists
+        .iter()
+        .filter(|l| l.len() >= limit)
+        .filter_map(|l| l.last().map(|e| e.name().to_owned()))
+        .min();
+    let mut counted: BTreeMap<String, (usize, Option<ObjectVersion>)> = BTreeMap::new();
+    for entry in lists.into_iter().flatten() {
+        if horizon.as_ref().is_some_and(|h| entry.name() > h.as_str()) {
+            continue;
+        }
+        match entry {
+            ListEntry::Prefix(p) => counted.entry(p).or_insert((0, None)).0 += 1,
+            ListEntry::Object { key, record } => {
+                let slot = counted.entry(key).or_insert((0, None));
+                slot.0 += 1;
+                if let Some(v) = record.versions.into_iter().next() {
+                    if slot.1.as_ref().is_none_or(|old| v.mod_time > old.mod_time) {
+                        slot.1 = Some(v);
+                    }
+                }
+            }
+        }
+    }
+    let entries = counted
+        .into_iter()
+        .filter(|(_, (n, v))| *n >= v.as_ref().map_or(quorum, |v| usize::from(v.erasure.data_count)))
+        .filter(|(_, (_, v))| !v.as_ref().is_some_and(|v| v.delete_marker))
+        .map(|(name, (_, v))| (name, v))
+        .collect();
+    Ok(SetRound { entries, horizon })
+}
+
+pub(crate) async fn list_objects(
+    sets: &[&ErasureSet],
+    bucket: &str,
+    req: &ListRequest,
+) -> Result<ListPage, ObjectError> {
+    let mut page = ListPage::default();
+    if req.max_keys == 0 {
+        return Ok(page);
+    }
+    let want = req.max_keys + 1;
+    let mut after = req.start_after.clone();
+    let mut names: Vec<(String, Option<ObjectVersion>)> = Vec::new();
+    loop {
+        let limit = want - names.len();
+        let rounds = join_all(sets.iter().map(|s| list_set(s, bucket, req, &after, limit))).await;
+        let mut merged: BTreeMap<String, Option<ObjectVersion>> = BTreeMap::new();
+        let mut horizon: Option<String> = None;
+        for round in rounds {
+            let round = round?;
+            if let Some(h) = round.horizon {
+                horizon = Some(horizon.map_or(h.clone(), |old: String| old.min(h)));
+            }
+            merged.extend(round.entries);
+        }
+        for (name, v) in merged {
+            if horizon.as_ref().is_some_and(|h| name > *h) || names.len() >= want {
+                break;
+            }
+            names.push((name, v));
+        }
+        match horizon {
+            Some(h) if names.len() < want => after = h,
+            _ => break,
+        }
+    }
+    page.truncated = names.len() > req.max_keys;
+    names.truncate(req.max_keys);
+    if page.truncated {
+        page.next_marker = names.last().map(|(n, _)| n.clone());
+    }
+    for (name, v) in names {
+        match v {
+            Some(v) => page.objects.push(ObjectInfo::from_version(bucket, &name, &v)),
+            None => page.prefixes.push(name),
+        }
+    }
+    Ok(page)
+}

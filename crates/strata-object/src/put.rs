@@ -1,0 +1,272 @@
+//! PutObject: stream a body into erasure-coded, bitrot-framed shards on every drive of a set.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures_util::future::join_all;
+use md5::{Digest, Md5};
+use strata_drive::{DriveError, ShardWriter};
+use strata_erasure::{bitrot, Erasure};
+use strata_meta::{DataLocation, ErasureInfo, ObjectVersion};
+use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
+use uuid::Uuid;
+
+use crate::error::{BodyError, ObjectError};
+use crate::set::{reduce_writes, write_quorum, ErasureSet};
+use crate::ObjectInfo;
+
+/// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
+/// checksums). `next_chunk` returns `None` at the end, and an error if verification failed there.
+#[async_trait]
+pub trait BodyReader: Send {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError>;
+    /// Verified S3 checksums of the whole body (algorithm → base64), valid after the end.
+    fn checksums(&self) -> BTreeMap<String, String>;
+}
+
+/// What the client asked to store with the object.
+#[derive(Debug, Clone, Default)]
+pub struct PutOptions {
+    pub headers: BTreeMap<String, String>,
+    pub user_metadata: BTreeMap<String, String>,
+    /// From `Content-MD5`: the body must hash to this or the PUT fails with `BadDigest`.
+    pub content_md5: Option<[u8; 16]>,
+    /// Parity for this object (storage class); `None` = the set's default.
+    pub parity_count: Option<usize>,
+}
+
+/// Cuts the body into blocks of exactly `BLOCK_SIZE` (the last may be shorter).
+struct BlockReader<'a> {
+    body: &'a mut dyn BodyReader,
+    pending: Option<Bytes>,
+    eof: bool,
+    total: u64,
+    /// Room for zero padding to a multiple of the data count, so encoding never reallocates.
+    capacity: usize,
+}
+
+impl BlockReader<'_> {
+    async fn next_block(&mut self) -> Result<BytesMut, ObjectError> {
+        let mut block = BytesMut::with_capacity(self.capacity);
+        while block.len() < BLOCK_SIZE {
+            let chunk = match self.pending.take() {
+                Some(c) => c,
+                None if self.eof => break,
+                None => match self.body.next_chunk().await? {
+                    Some(c) => c,
+                    None => {
+                        self.eof = true;
+                        break;
+                    }
+                },
+            };
+            let room = BLOCK_SIZE - block.len();
+            if chunk.len() > room {
+                block.extend_from_slice(&chunk[..room]);
+                self.pending = Some(chunk.slice(room..));
+            } else {
+                block.extend_from_slice(&chunk);
+            }
+        }
+        self.total += block.len() as u64;
+        if self.total > PUT_OBJECT_SIZE_MAX {
+            return Err(ObjectError::EntityTooLarge);
+        }
+        Ok(block)
+    }
+}
+
+/// One encoded block: the running MD5 and, per shard index, the frame's hash and shard bytes.
+struct Encoded {
+    md5: Md5,
+    frames: Vec<([u8; 32], Bytes)>,
+}
+
+async fn encode(erasure: Arc<Erasure>, mut md5: Md5, block: BytesMut) -> Result<Encoded, ObjectError> {
+    tokio::task::spawn_blocking(move || {
+        md5.update(&block);
+        let shards = erasure.encode_block(block).map_err(|e| ObjectError::Internal(e.to_string()))?;
+        let frames = shards.into_iter().map(|s| (bitrot::hash(&s), s)).collect();
+        Ok(Encoded { md5, frames })
+    })
+    .await
+    .map_err(|e| ObjectError::Internal(e.to_string()))?
+}
+
+/// Writers per drive position; `None` once a drive failed (it will miss this version).
+type Writers = Vec<Option<Box<dyn ShardWriter>>>;
+
+fn alive(writers: &Writers) -> usize {
+    writers.iter().filter(|w| w.is_some()).count()
+}
+
+async fn write_frames(writers: &mut Writers, distribution: &[u8], frames: &[([u8; 32], Bytes)]) {
+    join_all(writers.iter_mut().zip(distribution).map(|(slot, &shard)| async move {
+        if let Some(w) = slot {
+            let (hash, bytes) = &frames[usize::from(shard)];
+            if w.write_frame(*hash, bytes.clone()).await.is_err() {
+                *slot = None;
+            }
+        }
+    }))
+    .await;
+}
+
+pub(crate) struct PutTarget<'a> {
+    pub set: &'a ErasureSet,
+    pub bucket: &'a str,
+    pub key: &'a str,
+    pub hash: u64,
+}
+
+pub(crate) async fn put_object(
+    t: PutTarget<'_>,
+    body: &mut dyn BodyReader,
+    opts: PutOptions,
+) -> Result<ObjectInfo, ObjectError> {
+    let set = t.set;
+    let n = set.drives.len();
+    let parity_count = opts.parity_count.unwrap_or(set.parity_count);
+    if parity_count > n / 2 {
+        return Err(ObjectError::InvalidParity(parity_count));
+    }
+    let data_count = n - parity_count;
+    let erasure = if parity_count == set.parity_count {
+        set.erasure.clone()
+    } else {
+        Arc::new(Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?)
+    };
+    let quorum = write_quorum(data_count, parity_count);
+    if set.online_count() < quorum {
+        return Err(ObjectError::WriteQuorum { needed: quorum, online: set.online_count() });
+    }
+    let distribution = strata_cluster::placement::distribution(t.hash, n);
+    let mut reader =
+        BlockReader { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count };
+
+    let first = reader.next_block().await?;
+    let (md5, data, inline) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
+        let encoded = encode(erasure.clone(), Md5::new(), first).await?;
+        let frames: Vec<Bytes> = encoded
+            .frames
+            .iter()
+            .map(|(hash, shard)| {
+                let mut f = BytesMut::with_capacity(32 + shard.len());
+                f.extend_from_slice(hash);
+                f.extend_from_slice(shard);
+                f.freeze()
+            })
+            .collect();
+        (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames))
+    } else {
+        let data_id = Uuid::new_v4();
+        let md5 = write_shard_files(set, &mut reader, first, &erasure, &distribution, data_id, quorum).await?;
+        (md5, DataLocation::File(data_id), None)
+    };
+    let size = reader.total;
+    let digest: [u8; 16] = md5.finalize().into();
+    if opts.content_md5.is_some_and(|want| want != digest) {
+        abort_files(set, data).await;
+        return Err(ObjectError::BadDigest);
+    }
+    let version = ObjectVersion {
+        version_id: None,
+        mod_time: strata_types::time::now_nanos(),
+        delete_marker: false,
+        size,
+        etag: hex::encode(digest),
+        headers: opts.headers,
+        user_metadata: opts.user_metadata,
+        checksums: reader.body.checksums(),
+        erasure: ErasureInfo {
+            data_count: data_count as u8,
+            parity_count: parity_count as u8,
+            block_size: BLOCK_SIZE as u32,
+            shard_index: 0,
+            distribution: distribution.clone(),
+        },
+        data,
+        parts: vec![],
+    };
+    let _guard = set.locks.exclusive(t.hash).await;
+    let results = join_all(set.drives.iter().zip(&distribution).map(|(drive, &shard)| {
+        let mut v = version.clone();
+        v.erasure.shard_index = shard;
+        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
+        async move {
+            match drive {
+                Some(d) => d.commit_version(t.bucket, t.key, v, frame).await,
+                None => Err(DriveError::Offline("offline at start".into())),
+            }
+        }
+    }))
+    .await;
+    reduce_writes(&results, quorum)?;
+    Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
+}
+
+/// Streams every block into temp shard files on all drives; returns the body's MD5 state.
+async fn write_shard_files(
+    set: &ErasureSet,
+    reader: &mut BlockReader<'_>,
+    first: BytesMut,
+    erasure: &Arc<Erasure>,
+    distribution: &[u8],
+    data_id: Uuid,
+    quorum: usize,
+) -> Result<Md5, ObjectError> {
+    let mut writers: Writers = join_all(set.drives.iter().map(|d| async move {
+        match d {
+            Some(d) => d.create_shard_file(data_id).await.ok(),
+            None => None,
+        }
+    }))
+    .await;
+    let result = async {
+        let mut md5 = Md5::new();
+        let mut block = first;
+        loop {
+            let encoded = encode(erasure.clone(), md5, block).await?;
+            md5 = encoded.md5;
+            if reader.eof {
+                write_frames(&mut writers, distribution, &encoded.frames).await;
+                break;
+            }
+            // Read the next block while this one is written: two blocks in flight.
+            let (_, next) =
+                tokio::join!(write_frames(&mut writers, distribution, &encoded.frames), reader.next_block());
+            if alive(&writers) < quorum {
+                return Err(ObjectError::WriteQuorum { needed: quorum, online: alive(&writers) });
+            }
+            block = next?;
+            if block.is_empty() {
+                break;
+            }
+        }
+        join_all(writers.iter_mut().map(|slot| async move {
+            if let Some(w) = slot {
+                if w.finish().await.is_err() {
+                    *slot = None;
+                }
+            }
+        }))
+        .await;
+        if alive(&writers) < quorum {
+            return Err(ObjectError::WriteQuorum { needed: quorum, online: alive(&writers) });
+        }
+        Ok(md5)
+    }
+    .await;
+    if result.is_err() {
+        abort_files(set, DataLocation::File(data_id)).await;
+    }
+    result
+}
+
+async fn abort_files(set: &ErasureSet, data: DataLocation) {
+    if let DataLocation::File(id) = data {
+        join_all(set.drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+    }
+}

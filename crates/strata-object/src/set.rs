@@ -1,0 +1,130 @@
+//! One erasure set: its drives, default erasure split, locks, and the quorum rules that turn
+//! per-drive answers into one answer.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use strata_drive::{Drive, DriveError};
+use strata_erasure::Erasure;
+use strata_meta::{ObjectRecord, ObjectVersion};
+
+use crate::error::ObjectError;
+use crate::lock::LockTable;
+
+pub(crate) struct ErasureSet {
+    /// Drives in set order; `None` = offline since start.
+    pub drives: Vec<Option<Arc<dyn Drive>>>,
+    /// Parity for new objects (the standard storage class).
+    pub parity_count: usize,
+    /// The codec for the default split, built once.
+    pub erasure: Arc<Erasure>,
+    pub locks: LockTable,
+}
+
+/// Drives that must acknowledge a write of a `data`+`parity` object.
+pub(crate) fn write_quorum(data_count: usize, parity_count: usize) -> usize {
+    if data_count == parity_count { data_count + 1 } else { data_count }
+}
+
+/// One drive's answer to a record read.
+pub(crate) type RecordRead = Result<(ObjectRecord, Option<Bytes>), DriveError>;
+
+/// The version a read quorum agrees on, and what each drive said about it.
+pub(crate) struct Resolved {
+    pub version: ObjectVersion,
+    /// Per drive position: `Some(inline frame bytes or None)` when the drive holds this version.
+    pub holders: Vec<Option<Option<Bytes>>>,
+}
+
+impl ErasureSet {
+    pub fn new(drives: Vec<Option<Arc<dyn Drive>>>, parity_count: usize) -> Result<Self, ObjectError> {
+        let data_count = drives.len() - parity_count;
+        let erasure =
+            Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?;
+        Ok(Self { drives, parity_count, erasure: Arc::new(erasure), locks: LockTable::new() })
+    }
+
+    pub fn data_count(&self) -> usize {
+        self.drives.len() - self.parity_count
+    }
+
+    pub fn online_count(&self) -> usize {
+        self.drives.iter().filter(|d| d.is_some()).count()
+    }
+
+    /// Reads the object's record from every drive in parallel.
+    pub async fn read_records(&self, bucket: &str, key: &str, inline: bool) -> Vec<RecordRead> {
+        join_all(self.drives.iter().map(|d| async move {
+            match d {
+                Some(d) => d.read_record(bucket, key, inline).await,
+                None => Err(DriveError::Offline("offline at start".into())),
+            }
+        }))
+        .await
+    }
+
+    /// Picks the newest latest-version that at least its data count of drives hold.
+    pub fn resolve(&self, reads: Vec<RecordRead>) -> Result<Resolved, ObjectError> {
+        let mut groups: Vec<(ObjectVersion, usize)> = Vec::new();
+        let mut not_found = 0;
+        for read in &reads {
+            match read {
+                Ok((record, _)) => match record.latest() {
+                    Some(v) => match groups.iter_mut().find(|(g, _)| same_version(g, v)) {
+                        Some((_, n)) => *n += 1,
+                        None => groups.push((v.clone(), 1)),
+                    },
+                    None => not_found += 1,
+                },
+                Err(DriveError::NotFound) => not_found += 1,
+                Err(_) => {}
+            }
+        }
+        let chosen = groups
+            .into_iter()
+            .filter(|(v, n)| *n >= usize::from(v.erasure.data_count))
+            .max_by_key(|(v, _)| (v.mod_time, v.data.data_id()));
+        let Some((version, _)) = chosen else {
+            if not_found >= self.data_count() {
+                return Err(ObjectError::ObjectNotFound);
+            }
+            return Err(ObjectError::ReadQuorum {
+                needed: self.data_count(),
+                online: reads.iter().filter(|r| r.is_ok()).count(),
+            });
+        };
+        let holders = reads
+            .into_iter()
+            .map(|r| match r {
+                Ok((record, inline)) => {
+                    record.latest().filter(|v| same_version(v, &version)).map(|_| inline)
+                }
+                Err(_) => None,
+            })
+            .collect();
+        if version.delete_marker {
+            return Err(ObjectError::ObjectNotFound);
+        }
+        Ok(Resolved { version, holders })
+    }
+}
+
+/// Two drives' copies of a version are the same write when their data id and time agree.
+fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
+    a.data.data_id() == b.data.data_id() && a.mod_time == b.mod_time && a.version_id == b.version_id
+}
+
+/// Maps per-drive write results to one: success with a quorum, else the most telling error.
+pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -> Result<(), ObjectError> {
+    let ok = results.iter().filter(|r| r.is_ok()).count();
+    if ok >= quorum {
+        return Ok(());
+    }
+    let answered = results.iter().filter(|r| !matches!(r, Err(DriveError::Offline(_) | DriveError::Io(_))));
+    let missing_bucket = results.iter().filter(|r| matches!(r, Err(DriveError::BucketNotFound))).count();
+    if missing_bucket > 0 && missing_bucket * 2 > answered.count() {
+        return Err(ObjectError::BucketNotFound);
+    }
+    Err(ObjectError::WriteQuorum { needed: quorum, online: ok })
+}
