@@ -108,8 +108,11 @@ impl OpenObject {
         len: u64,
         tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
     ) -> Result<(), ObjectError> {
-        let layout =
-            ShardLayout::new(self.version.size, self.version.erasure.block_size as usize, self.erasure.data_count());
+        let layout = ShardLayout::new(
+            self.version.size,
+            self.version.erasure.block_size as usize,
+            self.erasure.data_count(),
+        );
         let end = offset + len;
         for block in layout.blocks_for_range(offset, len) {
             let shards = self.read_block(&layout, block).await?;

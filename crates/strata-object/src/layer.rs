@@ -93,7 +93,10 @@ impl ObjectLayer {
 
     pub fn list_buckets(&self) -> Result<Vec<BucketInfo>, ObjectError> {
         let buckets = self.buckets.read().map_err(|_| poisoned())?;
-        Ok(buckets.iter().map(|(name, created)| BucketInfo { name: name.clone(), created: *created }).collect())
+        Ok(buckets
+            .iter()
+            .map(|(name, created)| BucketInfo { name: name.clone(), created: *created })
+            .collect())
     }
 
     pub async fn make_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
@@ -177,7 +180,12 @@ impl ObjectLayer {
     }
 
     /// Resolves an object; with `for_read`, also opens its data for [`OpenObject::stream`].
-    pub async fn open_object(&self, bucket: &str, key: &str, for_read: bool) -> Result<OpenObject, ObjectError> {
+    pub async fn open_object(
+        &self,
+        bucket: &str,
+        key: &str,
+        for_read: bool,
+    ) -> Result<OpenObject, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
         open_object(set, bucket, key, hash, for_read).await

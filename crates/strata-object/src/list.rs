@@ -71,11 +71,8 @@ async fn list_set(
         }
         return Err(ObjectError::ReadQuorum { needed: quorum, online: lists.len() });
     }
-    let horizon = lists
-        .iter()
-        .filter(|l| l.len() >= limit)
-        .filter_map(|l| l.last().map(|e| e.name().to_owned()))
-        .min();
+    let horizon =
+        lists.iter().filter(|l| l.len() >= limit).filter_map(|l| l.last().map(|e| e.name().to_owned())).min();
     let mut counted: BTreeMap<String, (usize, Option<ObjectVersion>)> = BTreeMap::new();
     for entry in lists.into_iter().flatten() {
         if horizon.as_ref().is_some_and(|h| entry.name() > h.as_str()) {

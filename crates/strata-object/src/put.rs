@@ -162,7 +162,8 @@ pub(crate) async fn put_object(
         (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames))
     } else {
         let data_id = Uuid::new_v4();
-        let md5 = write_shard_files(set, &mut reader, first, &erasure, &distribution, data_id, quorum).await?;
+        let md5 =
+            write_shard_files(set, &mut reader, first, &erasure, &distribution, data_id, quorum).await?;
         (md5, DataLocation::File(data_id), None)
     };
     let size = reader.total;

@@ -24,7 +24,11 @@ pub(crate) struct ErasureSet {
 
 /// Drives that must acknowledge a write of a `data`+`parity` object.
 pub(crate) fn write_quorum(data_count: usize, parity_count: usize) -> usize {
-    if data_count == parity_count { data_count + 1 } else { data_count }
+    if data_count == parity_count {
+        data_count + 1
+    } else {
+        data_count
+    }
 }
 
 /// One drive's answer to a record read.
@@ -97,9 +101,7 @@ impl ErasureSet {
         let holders = reads
             .into_iter()
             .map(|r| match r {
-                Ok((record, inline)) => {
-                    record.latest().filter(|v| same_version(v, &version)).map(|_| inline)
-                }
+                Ok((record, inline)) => record.latest().filter(|v| same_version(v, &version)).map(|_| inline),
                 Err(_) => None,
             })
             .collect();

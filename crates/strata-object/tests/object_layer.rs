@@ -92,7 +92,8 @@ async fn round_trip_ranges_and_degraded_reads() {
     l.make_bucket("b").await.expect("bucket");
     for (i, &size) in SIZES.iter().enumerate() {
         let data = pattern(size, i as u64 + 1);
-        let info = l.put_object("b", &format!("k{i}"), &mut body(&data), PutOptions::default()).await.expect("put");
+        let info =
+            l.put_object("b", &format!("k{i}"), &mut body(&data), PutOptions::default()).await.expect("put");
         assert_eq!(info.size, size as u64);
         assert_eq!(info.etag, format!("{:x}", md5_of(&data)));
         assert_eq!(read_all(&l, &format!("k{i}"), 0, size as u64).await.expect("get"), &data[..]);
@@ -115,7 +116,10 @@ async fn round_trip_ranges_and_degraded_reads() {
         assert!(matches!(err, Err(ObjectError::WriteQuorum { .. })), "{err:?}");
     }
     let one_down = layer(&drives, &[3]).await;
-    one_down.put_object("b", "while-down", &mut body(&pattern(2 << 20, 5)), PutOptions::default()).await.expect("put with one down");
+    one_down
+        .put_object("b", "while-down", &mut body(&pattern(2 << 20, 5)), PutOptions::default())
+        .await
+        .expect("put with one down");
     assert_eq!(read_all(&l, "while-down", 0, 2 << 20).await.expect("read"), &pattern(2 << 20, 5)[..]);
 }
 

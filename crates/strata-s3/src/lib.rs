@@ -1,1 +1,27 @@
-//! strata-s3
+//! The S3 HTTP surface: everything between a client's bytes and the object layer.
+//!
+//! - [`server`]: the listener (HTTP/1.1 and h2), request ids, back-pressure (503 SlowDown past
+//!   [`REQUESTS_IN_FLIGHT_MAX`](strata_types::limits::REQUESTS_IN_FLIGHT_MAX)), health endpoints.
+//! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`].
+//! - [`sigv4`]: header, presigned and streaming signatures; [`chunked`] decodes aws-chunked bodies.
+//! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
+//!   [`checksum`]s) as they stream into the object layer; response bodies.
+//! - [`bucket`] and [`object`]: the handlers, named after the AWS operations.
+//! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
+//!
+//! Invariants: every request is authenticated before any handler runs; handlers never buffer an
+//! object body (only small XML documents, bounded); every error leaves as S3 XML.
+
+pub mod body;
+pub mod bucket;
+pub mod checksum;
+pub mod chunked;
+pub mod error;
+pub mod object;
+pub mod router;
+pub mod server;
+pub mod sigv4;
+pub mod xml;
+
+pub use router::Operation;
+pub use server::{serve, Node, S3Config};

@@ -1,1 +1,151 @@
-fn main() {}
+//! `strata`: the one binary. `strata server DRIVE...` serves S3 over the given drives.
+//!
+//! This file wires the process: command line and environment → drives → format check →
+//! object layer → S3 server, and stops cleanly on SIGINT/SIGTERM.
+
+mod drives;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use strata_s3::{Node, S3Config};
+use strata_types::limits::ROOT_SECRET_LEN_MIN;
+
+#[derive(Parser)]
+#[command(name = "strata", version, about = "S3-compatible, erasure-coded object storage")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve S3 over the given drives (folders; ellipsis patterns like /mnt/disk{1...4} expand).
+    Server(ServerArgs),
+}
+
+#[derive(Args)]
+struct ServerArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_ADDRESS")]
+    address: SocketAddr,
+    /// Domain for virtual-host-style requests (bucket.DOMAIN).
+    #[arg(long, env = "STRATA_DOMAIN")]
+    domain: Option<String>,
+    /// Region this deployment reports.
+    #[arg(long, default_value = "us-east-1", env = "STRATA_REGION")]
+    region: String,
+    /// Drives: folders or ellipsis patterns. Each ellipsis argument is one pool.
+    #[arg(required = true)]
+    drives: Vec<String>,
+}
+
+const DEFAULT_ROOT_USER: &str = "strataadmin";
+const DEFAULT_ROOT_PASSWORD: &str = "strataadmin";
+
+fn credentials() -> Result<(String, String)> {
+    let user = std::env::var("STRATA_ROOT_USER").ok();
+    let password = std::env::var("STRATA_ROOT_PASSWORD").ok();
+    let defaults = user.is_none() && password.is_none();
+    let user = user.unwrap_or_else(|| DEFAULT_ROOT_USER.to_owned());
+    let password = password.unwrap_or_else(|| DEFAULT_ROOT_PASSWORD.to_owned());
+    if user.len() < 3 {
+        bail!("STRATA_ROOT_USER must be at least 3 characters");
+    }
+    if password.len() < ROOT_SECRET_LEN_MIN {
+        bail!("STRATA_ROOT_PASSWORD must be at least {ROOT_SECRET_LEN_MIN} characters");
+    }
+    if defaults {
+        tracing::warn!(
+            "WARNING: using the built-in root credentials {DEFAULT_ROOT_USER}:{DEFAULT_ROOT_PASSWORD}. \
+             Anyone can use them: set STRATA_ROOT_USER and STRATA_ROOT_PASSWORD before exposing this server."
+        );
+    }
+    Ok((user, password))
+}
+
+fn parity_from_env(name: &str) -> Result<Option<usize>> {
+    match std::env::var(name) {
+        Ok(v) => {
+            Ok(Some(strata_cluster::layout::parse_storage_class(&v).with_context(|| format!("{name}={v}"))?))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+async fn server(args: ServerArgs) -> Result<()> {
+    let (root_user, root_password) = credentials()?;
+    let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
+    let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
+    let deployment = drives::open_deployment(&args.drives, args.address, parity).await?;
+    if let Some(p) = rrs_parity {
+        if p > deployment.set_drive_count / 2 {
+            bail!(
+                "STRATA_STORAGE_CLASS_RRS=EC:{p} is more than half of the {} drives of a set",
+                deployment.set_drive_count
+            );
+        }
+    }
+    let layer = Arc::new(
+        strata_object::ObjectLayer::new(deployment.id, deployment.pools, deployment.parity_count)
+            .await
+            .context("loading the object layer")?,
+    );
+    let config = S3Config {
+        region: args.region,
+        domain: args.domain,
+        owner_id: format!("{:x}", deployment.id.simple()),
+        root_user: root_user.clone(),
+        root_password: root_password.clone(),
+        rrs_parity,
+    };
+    let node = Arc::new(Node::new(layer, config));
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.address))?;
+    let local = listener.local_addr()?;
+    println!("Strata is serving S3 at http://{local}");
+    println!("   Access key: {root_user}");
+    println!("   Secret key: {root_password}");
+    println!(
+        "   Drives: {} in sets of {} (EC {}+{})",
+        deployment.drive_count,
+        deployment.set_drive_count,
+        deployment.set_drive_count - deployment.parity_count,
+        deployment.parity_count
+    );
+    strata_s3::serve(node, listener, shutdown_signal()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Server(args) => runtime.block_on(server(args)),
+    }
+}

@@ -1,0 +1,191 @@
+//! Request and response bodies.
+//!
+//! [`RequestBody`] turns a hyper body into the object layer's [`BodyReader`]: it decodes
+//! aws-chunked, checks chunk signatures, the declared length, `x-amz-content-sha256` and the
+//! S3 checksum, all in the one pass that feeds the erasure encoder. [`ResponseBody`] is what
+//! handlers answer with: nothing, a buffer, or an object stream.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use sha2::{Digest, Sha256};
+use strata_object::{BodyError, BodyReader, ObjectError, ObjectStream};
+
+use crate::checksum::{Algorithm, Hasher};
+use crate::chunked::ChunkedDecoder;
+
+/// The S3 checksum a request asked for.
+pub struct ChecksumRequest {
+    pub algorithm: Algorithm,
+    /// From the header; `None` = it comes in a trailer.
+    pub expected: Option<String>,
+}
+
+pub struct RequestBody {
+    incoming: Incoming,
+    decoder: Option<ChunkedDecoder>,
+    ready: VecDeque<Bytes>,
+    received: u64,
+    expected_len: Option<u64>,
+    sha256: Option<(Sha256, String)>,
+    checksum: Option<(Hasher, ChecksumRequest)>,
+    verified: BTreeMap<String, String>,
+    done: bool,
+}
+
+impl RequestBody {
+    pub fn new(
+        incoming: Incoming,
+        decoder: Option<ChunkedDecoder>,
+        expected_len: Option<u64>,
+        sha256: Option<String>,
+        checksum: Option<ChecksumRequest>,
+    ) -> Self {
+        Self {
+            incoming,
+            decoder,
+            ready: VecDeque::new(),
+            received: 0,
+            expected_len,
+            sha256: sha256.map(|h| (Sha256::new(), h)),
+            checksum: checksum.map(|c| (Hasher::new(c.algorithm), c)),
+            verified: BTreeMap::new(),
+            done: false,
+        }
+    }
+
+    /// Reads the whole body into memory, up to `max` bytes (for small XML documents).
+    pub async fn collect_small(mut self, max: usize) -> Result<Vec<u8>, BodyError> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.next_chunk().await? {
+            if out.len() + chunk.len() > max {
+                return Err(BodyError::TooLarge);
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(out)
+    }
+
+    fn finish(&mut self) -> Result<(), BodyError> {
+        if let Some(d) = &self.decoder {
+            if !d.is_done() {
+                return Err(BodyError::Incomplete);
+            }
+        }
+        if self.expected_len.is_some_and(|n| n != self.received) {
+            return Err(BodyError::Incomplete);
+        }
+        if let Some((h, want)) = self.sha256.take() {
+            if hex::encode(h.finalize()) != *want {
+                return Err(BodyError::ContentSha256Mismatch);
+            }
+        }
+        if let Some((h, req)) = self.checksum.take() {
+            let got = h.finish();
+            let header = req.algorithm.header();
+            let want = req.expected.or_else(|| {
+                self.decoder
+                    .as_ref()
+                    .and_then(|d| d.trailers().iter().find(|(n, _)| *n == header).map(|(_, v)| v.clone()))
+            });
+            match want {
+                Some(w) if w != got => return Err(BodyError::ChecksumMismatch(req.algorithm.name().into())),
+                _ => {}
+            }
+            self.verified.insert(req.algorithm.name().to_owned(), got);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl BodyReader for RequestBody {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        loop {
+            if let Some(chunk) = self.ready.pop_front() {
+                self.received += chunk.len() as u64;
+                if self.expected_len.is_some_and(|n| self.received > n) {
+                    return Err(BodyError::TooLarge);
+                }
+                if let Some((h, _)) = &mut self.sha256 {
+                    h.update(&chunk);
+                }
+                if let Some((h, _)) = &mut self.checksum {
+                    h.update(&chunk);
+                }
+                return Ok(Some(chunk));
+            }
+            if self.done {
+                return Ok(None);
+            }
+            match self.incoming.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        match &mut self.decoder {
+                            Some(d) => {
+                                let mut out = Vec::new();
+                                d.feed(data, &mut out)?;
+                                self.ready.extend(out);
+                            }
+                            None => self.ready.push_back(data),
+                        }
+                    }
+                }
+                Some(Err(e)) => return Err(BodyError::Io(e.to_string())),
+                None => {
+                    self.done = true;
+                    self.finish()?;
+                }
+            }
+        }
+    }
+
+    fn checksums(&self) -> BTreeMap<String, String> {
+        self.verified.clone()
+    }
+}
+
+/// A response body: empty, one buffer, or an object stream whose length the headers carry.
+pub enum ResponseBody {
+    Empty,
+    Full(Option<Bytes>),
+    Stream(ObjectStream),
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = ObjectError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, ObjectError>>> {
+        match self.get_mut() {
+            ResponseBody::Empty => Poll::Ready(None),
+            ResponseBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            ResponseBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ResponseBody::Empty => true,
+            ResponseBody::Full(b) => b.is_none(),
+            ResponseBody::Stream(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ResponseBody::Empty => SizeHint::with_exact(0),
+            ResponseBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            ResponseBody::Stream(_) => SizeHint::default(),
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Bucket operations and listings.
+
+use base64::Engine;
+use strata_object::{ListPage, ListRequest};
+use strata_types::limits::{LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
+use strata_types::BucketName;
+
+use crate::body::RequestBody;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::router::Route;
+use crate::server::{Reply, Request};
+use crate::xml;
+
+pub async fn list_buckets(req: &Request<'_>) -> Result<Reply, S3Error> {
+    let buckets = req.node.layer.list_buckets()?;
+    let mut x = xml::Writer::new();
+    x.root("ListAllMyBucketsResult");
+    owner(&mut x, req);
+    x.open("Buckets");
+    for b in buckets {
+        x.open("Bucket");
+        x.elem("Name", &b.name);
+        x.elem("CreationDate", &strata_types::time::iso8601(b.created));
+        x.close("Bucket");
+    }
+    x.close("Buckets");
+    x.close("ListAllMyBucketsResult");
+    Ok(Reply::xml(x.finish()))
+}
+
+fn owner(x: &mut xml::Writer, req: &Request<'_>) {
+    x.open("Owner");
+    x.elem("ID", &req.node.config.owner_id);
+    x.elem("DisplayName", &req.node.config.root_user);
+    x.close("Owner");
+}
+
+pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+    let name = BucketName::parse(bucket)?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| malformed_xml())?;
+    if !doc.iter().all(u8::is_ascii_whitespace) {
+        // Any location is accepted: this deployment is one region, whatever the client calls it.
+        xml::first_text(&doc, "LocationConstraint").map_err(|_| malformed_xml())?;
+    }
+    req.node.layer.make_bucket(name.as_str()).await?;
+    Ok(Reply::empty(http::StatusCode::OK).header("location", &format!("/{bucket}")))
+}
+
+fn malformed_xml() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::MalformedXML,
+        "The XML you provided was not well-formed or did not validate against our published schema.",
+    )
+}
+
+pub async fn delete_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.delete_bucket(bucket).await?;
+    Ok(Reply::empty(http::StatusCode::NO_CONTENT))
+}
+
+pub async fn head_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    Ok(Reply::empty(http::StatusCode::OK).header("x-amz-bucket-region", &req.node.config.region))
+}
+
+pub async fn get_bucket_location(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    // us-east-1 is shown as an empty constraint, as AWS does.
+    let region = Some(req.node.config.region.as_str()).filter(|r| *r != "us-east-1").unwrap_or("");
+    Ok(Reply::xml(format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{}</LocationConstraint>",
+        xml::escape(region)
+    )))
+}
+
+pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    let mut x = xml::Writer::new();
+    x.root("VersioningConfiguration");
+    x.close("VersioningConfiguration");
+    Ok(Reply::xml(x.finish()))
+}
+
+fn max_keys(route: &Route) -> Result<usize, S3Error> {
+    match route.param("max-keys") {
+        None => Ok(LIST_KEYS_MAX),
+        Some(v) => {
+            v.parse::<i64>().ok().filter(|n| *n >= 0).map(|n| (n as usize).min(LIST_KEYS_MAX)).ok_or_else(
+                || S3Error::new(S3ErrorCode::InvalidArgument, "max-keys must be a non-negative integer"),
+            )
+        }
+    }
+}
+
+fn url_encoding(route: &Route) -> Result<bool, S3Error> {
+    match route.param("encoding-type") {
+        None => Ok(false),
+        Some(v) if v.eq_ignore_ascii_case("url") => Ok(true),
+        Some(_) => {
+            Err(S3Error::new(S3ErrorCode::InvalidArgument, "Invalid Encoding Method specified in Request"))
+        }
+    }
+}
+
+/// How S3 URL-encodes names in listings with `encoding-type=url`.
+fn encode_name(s: &str, url: bool) -> String {
+    const SET: &percent_encoding::AsciiSet =
+        &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b'/');
+    if url {
+        percent_encoding::utf8_percent_encode(s, SET).to_string()
+    } else {
+        s.to_owned()
+    }
+}
+
+fn list_request(route: &Route, start_after: String) -> Result<ListRequest, S3Error> {
+    Ok(ListRequest {
+        prefix: route.param("prefix").unwrap_or("").to_owned(),
+        start_after,
+        delimiter: route.param("delimiter").filter(|d| !d.is_empty()).map(str::to_owned),
+        max_keys: max_keys(route)?,
+    })
+}
+
+fn write_entries(x: &mut xml::Writer, page: &ListPage, url: bool, owner_of: Option<&Request<'_>>) {
+    for o in &page.objects {
+        x.open("Contents");
+        x.elem("Key", &encode_name(&o.key, url));
+        x.elem("LastModified", &strata_types::time::iso8601(o.mod_time));
+        x.elem("ETag", &format!("\"{}\"", o.etag));
+        x.elem("Size", &o.size.to_string());
+        if let Some(req) = owner_of {
+            owner(x, req);
+        }
+        x.elem("StorageClass", "STANDARD");
+        x.close("Contents");
+    }
+    for p in &page.prefixes {
+        x.open("CommonPrefixes");
+        x.elem("Prefix", &encode_name(p, url));
+        x.close("CommonPrefixes");
+    }
+}
+
+const TOKEN: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+pub async fn list_objects_v2(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+    let url = url_encoding(route)?;
+    let token = route.param("continuation-token");
+    let from_token = match token {
+        Some(t) => String::from_utf8(TOKEN.decode(t).map_err(|_| bad_token())?).map_err(|_| bad_token())?,
+        None => String::new(),
+    };
+    let start_after = route.param("start-after").unwrap_or("");
+    let request = list_request(route, from_token.max(start_after.to_owned()))?;
+    let page = req.node.layer.list_objects(bucket, &request).await?;
+    let mut x = xml::Writer::new();
+    x.root("ListBucketResult");
+    x.elem("Name", bucket);
+    x.elem("Prefix", &encode_name(&request.prefix, url));
+    if let Some(t) = token {
+        x.elem("ContinuationToken", t);
+    }
+    if !start_after.is_empty() {
+        x.elem("StartAfter", &encode_name(start_after, url));
+    }
+    x.elem("KeyCount", &(page.objects.len() + page.prefixes.len()).to_string());
+    x.elem("MaxKeys", &request.max_keys.to_string());
+    if let Some(d) = &request.delimiter {
+        x.elem("Delimiter", &encode_name(d, url));
+    }
+    x.elem("IsTruncated", if page.truncated { "true" } else { "false" });
+    if let Some(next) = &page.next_marker {
+        x.elem("NextContinuationToken", &TOKEN.encode(next));
+    }
+    if url {
+        x.elem("EncodingType", "url");
+    }
+    let fetch_owner = route.param("fetch-owner") == Some("true");
+    write_entries(&mut x, &page, url, fetch_owner.then_some(req));
+    x.close("ListBucketResult");
+    Ok(Reply::xml(x.finish()))
+}
+
+fn bad_token() -> S3Error {
+    S3Error::new(S3ErrorCode::InvalidArgument, "The continuation token provided is incorrect")
+}
+
+pub async fn list_objects_v1(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+    let url = url_encoding(route)?;
+    let marker = route.param("marker").unwrap_or("").to_owned();
+    let request = list_request(route, marker.clone())?;
+    let page = req.node.layer.list_objects(bucket, &request).await?;
+    let mut x = xml::Writer::new();
+    x.root("ListBucketResult");
+    x.elem("Name", bucket);
+    x.elem("Prefix", &encode_name(&request.prefix, url));
+    x.elem("Marker", &encode_name(&marker, url));
+    x.elem("MaxKeys", &request.max_keys.to_string());
+    if let Some(d) = &request.delimiter {
+        x.elem("Delimiter", &encode_name(d, url));
+    }
+    x.elem("IsTruncated", if page.truncated { "true" } else { "false" });
+    if let Some(next) = &page.next_marker {
+        x.elem("NextMarker", &encode_name(next, url));
+    }
+    if url {
+        x.elem("EncodingType", "url");
+    }
+    write_entries(&mut x, &page, url, Some(req));
+    x.close("ListBucketResult");
+    Ok(Reply::xml(x.finish()))
+}

@@ -1,0 +1,157 @@
+//! THE S3 error map: every error the S3 surface returns has its code and HTTP status here, and
+//! every object-layer error is mapped by one exhaustive match, so a new variant forces a decision.
+
+use http::StatusCode;
+use strata_object::{BodyError, ObjectError};
+use strata_types::NameError;
+
+macro_rules! codes {
+    ($($name:ident => $status:expr),* $(,)?) => {
+        /// S3 error codes, named as AWS names them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum S3ErrorCode { $($name),* }
+
+        impl S3ErrorCode {
+            pub fn as_str(self) -> &'static str {
+                match self { $(S3ErrorCode::$name => stringify!($name)),* }
+            }
+
+            pub fn status(self) -> StatusCode {
+                match self { $(S3ErrorCode::$name => $status),* }
+            }
+        }
+    };
+}
+
+codes! {
+    AccessDenied => StatusCode::FORBIDDEN,
+    AuthorizationHeaderMalformed => StatusCode::BAD_REQUEST,
+    AuthorizationQueryParametersError => StatusCode::BAD_REQUEST,
+    BadDigest => StatusCode::BAD_REQUEST,
+    BucketAlreadyOwnedByYou => StatusCode::CONFLICT,
+    BucketNotEmpty => StatusCode::CONFLICT,
+    EntityTooLarge => StatusCode::BAD_REQUEST,
+    IncompleteBody => StatusCode::BAD_REQUEST,
+    InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+    InvalidAccessKeyId => StatusCode::FORBIDDEN,
+    InvalidArgument => StatusCode::BAD_REQUEST,
+    InvalidBucketName => StatusCode::BAD_REQUEST,
+    InvalidDigest => StatusCode::BAD_REQUEST,
+    InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
+    InvalidRequest => StatusCode::BAD_REQUEST,
+    InvalidStorageClass => StatusCode::BAD_REQUEST,
+    KeyTooLongError => StatusCode::BAD_REQUEST,
+    MalformedXML => StatusCode::BAD_REQUEST,
+    MetadataTooLarge => StatusCode::BAD_REQUEST,
+    MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+    MissingContentLength => StatusCode::LENGTH_REQUIRED,
+    NoSuchBucket => StatusCode::NOT_FOUND,
+    NoSuchKey => StatusCode::NOT_FOUND,
+    NotImplemented => StatusCode::NOT_IMPLEMENTED,
+    NotModified => StatusCode::NOT_MODIFIED,
+    PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+    RequestTimeTooSkewed => StatusCode::FORBIDDEN,
+    SignatureDoesNotMatch => StatusCode::FORBIDDEN,
+    SlowDown => StatusCode::SERVICE_UNAVAILABLE,
+    XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
+}
+
+/// An S3 error response: code, message, and the resource it concerns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct S3Error {
+    pub code: S3ErrorCode,
+    pub message: String,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+}
+
+impl S3Error {
+    pub fn new(code: S3ErrorCode, message: &str) -> Self {
+        Self { code, message: message.to_owned(), bucket: None, key: None }
+    }
+
+    pub fn with_resource(mut self, bucket: Option<&str>, key: Option<&str>) -> Self {
+        self.bucket = self.bucket.or(bucket.map(str::to_owned));
+        self.key = self.key.or(key.map(str::to_owned));
+        self
+    }
+
+    /// The XML body AWS sends for this error.
+    pub fn to_xml(&self, request_id: &str) -> String {
+        let mut x = crate::xml::Writer::new();
+        x.open("Error");
+        x.elem("Code", self.code.as_str());
+        x.elem("Message", &self.message);
+        if let Some(b) = &self.bucket {
+            x.elem("BucketName", b);
+        }
+        if let Some(k) = &self.key {
+            x.elem("Key", k);
+        }
+        x.elem("RequestId", request_id);
+        x.close("Error");
+        x.finish()
+    }
+}
+
+impl From<ObjectError> for S3Error {
+    fn from(e: ObjectError) -> Self {
+        use S3ErrorCode as C;
+        let (code, msg): (C, &str) = match &e {
+            ObjectError::BucketNotFound => (C::NoSuchBucket, "The specified bucket does not exist"),
+            ObjectError::BucketExists => (
+                C::BucketAlreadyOwnedByYou,
+                "Your previous request to create the named bucket succeeded and you already own it.",
+            ),
+            ObjectError::BucketNotEmpty => (C::BucketNotEmpty, "The bucket you tried to delete is not empty"),
+            ObjectError::ObjectNotFound => (C::NoSuchKey, "The specified key does not exist."),
+            ObjectError::BadDigest => {
+                (C::BadDigest, "The Content-MD5 you specified did not match what we received.")
+            }
+            ObjectError::EntityTooLarge => {
+                (C::EntityTooLarge, "Your proposed upload exceeds the maximum allowed object size.")
+            }
+            ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
+                (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
+            }
+            ObjectError::InvalidParity(_) => {
+                (C::InvalidStorageClass, "The storage class you specified is not valid")
+            }
+            ObjectError::Body(b) => return S3Error::from(b.clone()),
+            ObjectError::Internal(_) => {
+                (C::InternalError, "We encountered an internal error. Please try again.")
+            }
+        };
+        if matches!(code, C::InternalError | C::SlowDown) {
+            tracing::warn!(error = %e, "request failed");
+        }
+        S3Error::new(code, msg)
+    }
+}
+
+impl From<BodyError> for S3Error {
+    fn from(e: BodyError) -> Self {
+        use S3ErrorCode as C;
+        let code = match &e {
+            BodyError::Incomplete => C::IncompleteBody,
+            BodyError::TooLarge => C::EntityTooLarge,
+            BodyError::SignatureMismatch => C::SignatureDoesNotMatch,
+            BodyError::ContentSha256Mismatch => C::XAmzContentSHA256Mismatch,
+            BodyError::ChecksumMismatch(_) => C::BadDigest,
+            BodyError::Malformed(_) => C::InvalidRequest,
+            BodyError::Io(_) => C::IncompleteBody,
+        };
+        S3Error::new(code, &e.to_string())
+    }
+}
+
+impl From<NameError> for S3Error {
+    fn from(e: NameError) -> Self {
+        let code = match e {
+            NameError::InvalidBucketName => S3ErrorCode::InvalidBucketName,
+            NameError::KeyTooLong => S3ErrorCode::KeyTooLongError,
+            NameError::InvalidKey => S3ErrorCode::InvalidArgument,
+        };
+        S3Error::new(code, &e.to_string())
+    }
+}

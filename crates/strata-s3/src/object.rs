@@ -1,0 +1,343 @@
+//! Object operations: PutObject, GetObject, HeadObject, DeleteObject.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, UNIX_EPOCH};
+
+use base64::Engine;
+use http::{HeaderMap, StatusCode};
+use strata_object::{ObjectInfo, PutOptions};
+use strata_types::limits::{PUT_OBJECT_SIZE_MAX, USER_METADATA_SIZE_MAX};
+use strata_types::ObjectKey;
+
+use crate::body::{ChecksumRequest, RequestBody, ResponseBody};
+use crate::checksum::Algorithm;
+use crate::chunked::ChunkedDecoder;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::router::Route;
+use crate::server::{Reply, Request};
+use crate::sigv4::Payload;
+
+/// Headers stored with the object and returned on GET/HEAD.
+const STORED_HEADERS: [&str; 6] = [
+    "content-type",
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+];
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+fn invalid(code: S3ErrorCode, msg: &str) -> S3Error {
+    S3Error::new(code, msg)
+}
+
+/// Builds the body reader that decodes and verifies what the signature promised.
+pub fn request_body(req: &Request<'_>, incoming: hyper::body::Incoming) -> Result<RequestBody, S3Error> {
+    let headers = req.headers;
+    let content_length = header(headers, "content-length").and_then(|v| v.parse::<u64>().ok());
+    let decoded_length = header(headers, "x-amz-decoded-content-length").and_then(|v| v.parse::<u64>().ok());
+    let (decoder, expected_len, sha256) = match &req.auth.payload {
+        Payload::StreamingSigned { .. } => {
+            (Some(ChunkedDecoder::new(req.auth.chunk_signer.clone())), decoded_length, None)
+        }
+        Payload::StreamingUnsignedTrailer => (Some(ChunkedDecoder::new(None)), decoded_length, None),
+        Payload::Sha256(h) => (None, content_length, Some(h.clone())),
+        Payload::Unsigned => (None, content_length, None),
+    };
+    let checksum = checksum_request(headers)?;
+    Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum))
+}
+
+fn checksum_request(headers: &HeaderMap) -> Result<Option<ChecksumRequest>, S3Error> {
+    for a in Algorithm::ALL {
+        if let Some(v) = header(headers, &a.header()) {
+            return Ok(Some(ChecksumRequest { algorithm: a, expected: Some(v.trim().to_owned()) }));
+        }
+    }
+    let trailer = header(headers, "x-amz-trailer").map(|t| t.trim().to_ascii_lowercase());
+    if let Some(t) = trailer {
+        let a = Algorithm::ALL
+            .into_iter()
+            .find(|a| a.header() == t)
+            .ok_or_else(|| invalid(S3ErrorCode::InvalidArgument, "unsupported x-amz-trailer"))?;
+        return Ok(Some(ChecksumRequest { algorithm: a, expected: None }));
+    }
+    if let Some(name) = header(headers, "x-amz-sdk-checksum-algorithm") {
+        let a = Algorithm::parse(name.trim()).ok_or_else(|| {
+            invalid(S3ErrorCode::InvalidArgument, "unsupported x-amz-sdk-checksum-algorithm")
+        })?;
+        return Ok(Some(ChecksumRequest { algorithm: a, expected: None }));
+    }
+    Ok(None)
+}
+
+fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
+    let headers = req.headers;
+    let mut opts = PutOptions::default();
+    for name in STORED_HEADERS {
+        if let Some(v) = header(headers, name) {
+            let v = if name == "content-encoding" {
+                // aws-chunked describes the transfer, not the object.
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|e| !e.eq_ignore_ascii_case("aws-chunked"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            } else {
+                v.to_owned()
+            };
+            if !v.is_empty() {
+                opts.headers.insert(name.to_owned(), v);
+            }
+        }
+    }
+    let mut meta_size = 0;
+    for (name, value) in headers {
+        if let Some(m) = name.as_str().strip_prefix("x-amz-meta-") {
+            let v = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            meta_size += m.len() + v.len();
+            opts.user_metadata.insert(m.to_owned(), v);
+        }
+    }
+    if meta_size > USER_METADATA_SIZE_MAX {
+        return Err(invalid(
+            S3ErrorCode::MetadataTooLarge,
+            "Your metadata headers exceed the maximum allowed metadata size.",
+        ));
+    }
+    if let Some(md5) = header(headers, "content-md5") {
+        let bytes = base64::engine::general_purpose::STANDARD.decode(md5.trim()).ok();
+        let digest: [u8; 16] = bytes.and_then(|b| b.try_into().ok()).ok_or_else(|| {
+            invalid(S3ErrorCode::InvalidDigest, "The Content-MD5 you specified was invalid.")
+        })?;
+        opts.content_md5 = Some(digest);
+    }
+    opts.parity_count = match header(headers, "x-amz-storage-class") {
+        None | Some("STANDARD") => None,
+        Some("REDUCED_REDUNDANCY") => req.node.config.rrs_parity,
+        Some(_) => {
+            return Err(invalid(
+                S3ErrorCode::InvalidStorageClass,
+                "The storage class you specified is not valid",
+            ))
+        }
+    };
+    Ok(opts)
+}
+
+pub async fn put_object(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    mut body: RequestBody,
+) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let headers = req.headers;
+    let declared =
+        header(headers, "x-amz-decoded-content-length").or_else(|| header(headers, "content-length"));
+    match declared.map(str::parse::<u64>) {
+        None => {
+            return Err(invalid(
+                S3ErrorCode::MissingContentLength,
+                "You must provide the Content-Length HTTP header.",
+            ))
+        }
+        Some(Err(_)) => return Err(invalid(S3ErrorCode::InvalidArgument, "Content-Length is not a number")),
+        Some(Ok(n)) if n > PUT_OBJECT_SIZE_MAX => {
+            return Err(invalid(
+                S3ErrorCode::EntityTooLarge,
+                "Your proposed upload exceeds the maximum allowed object size.",
+            ))
+        }
+        Some(Ok(_)) => {}
+    }
+    let opts = put_options(req)?;
+    let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
+    let mut reply = Reply::empty(StatusCode::OK).header("etag", &format!("\"{}\"", info.etag));
+    for (algo, value) in &info.checksums {
+        if let Some(a) = Algorithm::parse(algo) {
+            reply = reply.header(&a.header(), value);
+        }
+    }
+    Ok(reply)
+}
+
+/// A parsed `Range: bytes=…` header, resolved against the object size.
+fn parse_range(value: &str, size: u64) -> Result<Option<(u64, u64)>, S3Error> {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else { return Ok(None) };
+    if spec.contains(',') {
+        return Ok(None); // several ranges: S3 serves the whole object
+    }
+    let Some((a, b)) = spec.split_once('-') else { return Ok(None) };
+    let (a, b) = (a.trim(), b.trim());
+    let unsatisfiable = || invalid(S3ErrorCode::InvalidRange, "The requested range is not satisfiable");
+    let range = match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(start), Ok(end)) if a.bytes().all(|c| c.is_ascii_digit()) && start <= end => {
+            if start >= size {
+                return Err(unsatisfiable());
+            }
+            (start, end.min(size - 1) - start + 1)
+        }
+        (Ok(start), Err(_)) if b.is_empty() => {
+            if start >= size {
+                return Err(unsatisfiable());
+            }
+            (start, size - start)
+        }
+        (Err(_), Ok(suffix)) if a.is_empty() => {
+            if suffix == 0 {
+                return Err(unsatisfiable());
+            }
+            let n = suffix.min(size);
+            (size - n, n)
+        }
+        _ => return Ok(None), // not a valid range: ignored, as RFC 9110 says
+    };
+    Ok(Some(range))
+}
+
+fn http_date(nanos: u64) -> String {
+    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(nanos / 1_000_000_000))
+}
+
+fn parse_http_date(v: &str) -> Option<u64> {
+    httpdate::parse_http_date(v).ok()?.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
+}
+
+fn etag_matches(list: &str, etag: &str) -> bool {
+    list.split(',')
+        .map(|t| t.trim().trim_start_matches("W/").trim_matches('"'))
+        .any(|t| t == "*" || t == etag)
+}
+
+/// If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since, in S3's precedence.
+fn check_conditions(headers: &HeaderMap, info: &ObjectInfo) -> Result<(), S3Error> {
+    let modified = info.mod_time / 1_000_000_000;
+    let if_match = header(headers, "if-match");
+    if let Some(m) = if_match {
+        if !etag_matches(m, &info.etag) {
+            return Err(invalid(
+                S3ErrorCode::PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold",
+            ));
+        }
+    }
+    if let (None, Some(t)) = (if_match, header(headers, "if-unmodified-since").and_then(parse_http_date)) {
+        if modified > t {
+            return Err(invalid(
+                S3ErrorCode::PreconditionFailed,
+                "At least one of the pre-conditions you specified did not hold",
+            ));
+        }
+    }
+    let if_none_match = header(headers, "if-none-match");
+    if let Some(m) = if_none_match {
+        if etag_matches(m, &info.etag) {
+            return Err(invalid(S3ErrorCode::NotModified, "Not Modified"));
+        }
+    }
+    if let (None, Some(t)) = (if_none_match, header(headers, "if-modified-since").and_then(parse_http_date)) {
+        if modified <= t {
+            return Err(invalid(S3ErrorCode::NotModified, "Not Modified"));
+        }
+    }
+    Ok(())
+}
+
+fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_mode: bool) -> Reply {
+    reply = reply
+        .header("etag", &format!("\"{}\"", info.etag))
+        .header("last-modified", &http_date(info.mod_time))
+        .header("accept-ranges", "bytes");
+    let mut stored: BTreeMap<&str, &str> =
+        info.headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    stored.entry("content-type").or_insert("binary/octet-stream");
+    for name in STORED_HEADERS {
+        let override_value = route.param(&format!("response-{name}"));
+        if let Some(v) = override_value.or(stored.get(name).copied()) {
+            reply = reply.header(name, v);
+        }
+    }
+    for (k, v) in &info.user_metadata {
+        reply = reply.header(&format!("x-amz-meta-{k}"), v);
+    }
+    if checksum_mode {
+        for (algo, value) in &info.checksums {
+            if let Some(a) = Algorithm::parse(algo) {
+                reply = reply.header(&a.header(), value);
+            }
+        }
+    }
+    reply
+}
+
+pub async fn get_object(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+    head: bool,
+) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let open = req.node.layer.open_object(bucket, key, !head).await?;
+    let info = open.info.clone();
+    if let Err(e) = check_conditions(req.headers, &info) {
+        if e.code == S3ErrorCode::NotModified {
+            let reply = Reply::empty(StatusCode::NOT_MODIFIED)
+                .header("etag", &format!("\"{}\"", info.etag))
+                .header("last-modified", &http_date(info.mod_time));
+            return Ok(reply);
+        }
+        return Err(e);
+    }
+    let range = match header(req.headers, "range") {
+        Some(r) => parse_range(r, info.size).map_err(|e| e.with_resource(Some(bucket), Some(key)))?,
+        None => None,
+    };
+    let checksum_mode =
+        header(req.headers, "x-amz-checksum-mode").is_some_and(|m| m.eq_ignore_ascii_case("enabled"));
+    let (status, offset, len) = match range {
+        Some((offset, len)) => (StatusCode::PARTIAL_CONTENT, offset, len),
+        None => (StatusCode::OK, 0, info.size),
+    };
+    let mut reply = Reply::empty(status);
+    reply = object_headers(reply, &info, route, checksum_mode && range.is_none());
+    reply = reply.header("content-length", &len.to_string());
+    if range.is_some() {
+        reply = reply.header("content-range", &format!("bytes {offset}-{}/{}", offset + len - 1, info.size));
+    }
+    if !head {
+        reply.body = ResponseBody::Stream(open.stream(offset, len));
+    }
+    Ok(reply)
+}
+
+pub async fn delete_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    req.node.layer.delete_object(bucket, key).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges() {
+        assert_eq!(parse_range("bytes=0-9", 100).expect("ok"), Some((0, 10)));
+        assert_eq!(parse_range("bytes=90-200", 100).expect("ok"), Some((90, 10)));
+        assert_eq!(parse_range("bytes=95-", 100).expect("ok"), Some((95, 5)));
+        assert_eq!(parse_range("bytes=-10", 100).expect("ok"), Some((90, 10)));
+        assert_eq!(parse_range("bytes=-500", 100).expect("ok"), Some((0, 100)));
+        assert_eq!(parse_range("bytes=5-1", 100).expect("ok"), None);
+        assert_eq!(parse_range("items=0-1", 100).expect("ok"), None);
+        assert_eq!(parse_range("bytes=0-1,5-6", 100).expect("ok"), None);
+        assert_eq!(parse_range("bytes=100-", 100).map_err(|e| e.code), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(parse_range("bytes=0-0", 0).map_err(|e| e.code), Err(S3ErrorCode::InvalidRange));
+        assert_eq!(parse_range("bytes=-0", 10).map_err(|e| e.code), Err(S3ErrorCode::InvalidRange));
+    }
+}

@@ -1,0 +1,234 @@
+//! Request → one S3 operation, named as AWS names it. Path-style (`/bucket/key`) and
+//! virtual-host-style (`bucket.domain/key`) addressing. A query naming a sub-resource we do not
+//! serve yet routes to `NotImplemented`, never to a plain object or bucket operation.
+
+use http::Method;
+use percent_encoding::percent_decode_str;
+
+use crate::error::{S3Error, S3ErrorCode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    ListBuckets,
+    CreateBucket,
+    DeleteBucket,
+    HeadBucket,
+    GetBucketLocation,
+    GetBucketVersioning,
+    ListObjects,
+    ListObjectsV2,
+    PutObject,
+    GetObject,
+    HeadObject,
+    DeleteObject,
+}
+
+#[derive(Debug, Clone)]
+pub struct Route {
+    pub operation: Operation,
+    pub bucket: Option<String>,
+    pub key: Option<String>,
+    /// Decoded query parameters, in order.
+    pub query: Vec<(String, String)>,
+}
+
+impl Route {
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Query names that select a sub-resource (a different operation on the same path).
+const SUBRESOURCES: &[&str] = &[
+    "accelerate",
+    "acl",
+    "analytics",
+    "attributes",
+    "cors",
+    "delete",
+    "encryption",
+    "intelligent-tiering",
+    "inventory",
+    "legal-hold",
+    "lifecycle",
+    "location",
+    "logging",
+    "metrics",
+    "notification",
+    "object-lock",
+    "ownershipControls",
+    "partNumber",
+    "policy",
+    "policyStatus",
+    "publicAccessBlock",
+    "replication",
+    "requestPayment",
+    "restore",
+    "retention",
+    "select",
+    "session",
+    "tagging",
+    "torrent",
+    "uploadId",
+    "uploads",
+    "versionId",
+    "versioning",
+    "versions",
+    "website",
+];
+
+fn decode(s: &str) -> String {
+    percent_decode_str(s).decode_utf8_lossy().into_owned()
+}
+
+pub fn parse_query(raw: &str) -> Vec<(String, String)> {
+    raw.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(&v.replace('+', "%20")))
+        })
+        .collect()
+}
+
+/// Routes one request. `domain` enables virtual-host-style addressing under it.
+pub fn route(
+    method: &Method,
+    path: &str,
+    query: &str,
+    host: Option<&str>,
+    domain: Option<&str>,
+) -> Result<Route, S3Error> {
+    let query = parse_query(query);
+    let host_bucket = match (host, domain) {
+        (Some(h), Some(d)) => {
+            let h =
+                h.rsplit_once(':').map_or(
+                    h,
+                    |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { h },
+                );
+            h.strip_suffix(d).and_then(|b| b.strip_suffix('.')).filter(|b| !b.is_empty()).map(str::to_owned)
+        }
+        _ => None,
+    };
+    let path = path.strip_prefix('/').unwrap_or(path);
+    let (bucket, key) = match host_bucket {
+        Some(b) => (Some(b), Some(decode(path)).filter(|k| !k.is_empty())),
+        None => match path.split_once('/') {
+            Some((b, k)) => (Some(decode(b)), Some(decode(k)).filter(|k| !k.is_empty())),
+            None => (Some(decode(path)).filter(|b| !b.is_empty()), None),
+        },
+    };
+    let has = |name: &str| query.iter().any(|(k, _)| k == name);
+    let sub = query.iter().map(|(k, _)| k.as_str()).find(|k| SUBRESOURCES.contains(k));
+    let not_implemented = || {
+        S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "A header or query you provided implies functionality that is not implemented",
+        )
+    };
+    use Operation as O;
+    let operation = match (&bucket, &key, method) {
+        (None, _, &Method::GET) if sub.is_none() => O::ListBuckets,
+        (None, _, _) => {
+            return Err(S3Error::new(
+                S3ErrorCode::MethodNotAllowed,
+                "The specified method is not allowed against this resource.",
+            ))
+        }
+        (Some(_), None, m) => match (m, sub) {
+            (&Method::GET, Some("location")) => O::GetBucketLocation,
+            (&Method::GET, Some("versioning")) => O::GetBucketVersioning,
+            (_, Some(_)) => return Err(not_implemented()),
+            (&Method::PUT, None) => O::CreateBucket,
+            (&Method::DELETE, None) => O::DeleteBucket,
+            (&Method::HEAD, None) => O::HeadBucket,
+            (&Method::GET, None) if query.iter().any(|(k, v)| k == "list-type" && v == "2") => {
+                O::ListObjectsV2
+            }
+            (&Method::GET, None) if has("list-type") => {
+                return Err(S3Error::new(S3ErrorCode::InvalidArgument, "list-type must be 2"))
+            }
+            (&Method::GET, None) => O::ListObjects,
+            _ => {
+                return Err(S3Error::new(
+                    S3ErrorCode::MethodNotAllowed,
+                    "The specified method is not allowed against this resource.",
+                ))
+            }
+        },
+        (Some(_), Some(_), m) => {
+            // `versionId=null` names the only version an unversioned object has.
+            let sub = sub.filter(|s| {
+                !(*s == "versionId" && query.iter().any(|(k, v)| k == "versionId" && v == "null"))
+            });
+            match (m, sub) {
+                (_, Some(_)) => return Err(not_implemented()),
+                (&Method::PUT, None) => O::PutObject,
+                (&Method::GET, None) => O::GetObject,
+                (&Method::HEAD, None) => O::HeadObject,
+                (&Method::DELETE, None) => O::DeleteObject,
+                _ => {
+                    return Err(S3Error::new(
+                        S3ErrorCode::MethodNotAllowed,
+                        "The specified method is not allowed against this resource.",
+                    ))
+                }
+            }
+        }
+    };
+    Ok(Route { operation, bucket, key, query })
+}
+
+/// Routes with the headers that change the operation (`x-amz-copy-source`).
+pub fn route_with_headers(
+    method: &Method,
+    path: &str,
+    query: &str,
+    headers: &http::HeaderMap,
+    domain: Option<&str>,
+) -> Result<Route, S3Error> {
+    let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok());
+    let r = route(method, path, query, host, domain)?;
+    if r.operation == Operation::PutObject && headers.contains_key("x-amz-copy-source") {
+        return Err(S3Error::new(S3ErrorCode::NotImplemented, "CopyObject is not implemented yet"));
+    }
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(m: Method, path: &str, q: &str) -> Result<Operation, S3ErrorCode> {
+        route(&m, path, q, None, None).map(|r| r.operation).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn routes() {
+        assert_eq!(op(Method::GET, "/", ""), Ok(Operation::ListBuckets));
+        assert_eq!(op(Method::PUT, "/b", ""), Ok(Operation::CreateBucket));
+        assert_eq!(op(Method::PUT, "/b/", ""), Ok(Operation::CreateBucket));
+        assert_eq!(op(Method::GET, "/b", "list-type=2&prefix=a"), Ok(Operation::ListObjectsV2));
+        assert_eq!(op(Method::GET, "/b", "location"), Ok(Operation::GetBucketLocation));
+        assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b/k", "tagging"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::GET, "/b/k", "x-id=GetObject"), Ok(Operation::GetObject));
+        assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));
+        assert_eq!(op(Method::POST, "/b/k", ""), Err(S3ErrorCode::MethodNotAllowed));
+        let r = route(&Method::GET, "/b//a%20b/../c", "", None, None).expect("route");
+        assert_eq!((r.bucket.as_deref(), r.key.as_deref()), (Some("b"), Some("/a b/../c")));
+    }
+
+    #[test]
+    fn virtual_host() {
+        let r =
+            route(&Method::GET, "/k/x", "", Some("mybucket.s3.local:9000"), Some("s3.local")).expect("route");
+        assert_eq!(
+            (r.bucket.as_deref(), r.key.as_deref(), r.operation),
+            (Some("mybucket"), Some("k/x"), Operation::GetObject)
+        );
+        let r = route(&Method::GET, "/b/k", "", Some("s3.local:9000"), Some("s3.local")).expect("route");
+        assert_eq!(r.bucket.as_deref(), Some("b"));
+    }
+}

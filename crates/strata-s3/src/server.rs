@@ -1,0 +1,206 @@
+//! The HTTP server: accepts connections (HTTP/1.1 and h2 on one listener), authenticates,
+//! routes, dispatches, and writes S3 responses and errors.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use strata_object::ObjectLayer;
+use strata_types::limits::REQUESTS_IN_FLIGHT_MAX;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use crate::body::ResponseBody;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::router::{route_with_headers, Operation};
+use crate::sigv4::{self, SecretLookup, Verified};
+use crate::{bucket, object};
+
+/// Settings of the S3 surface.
+#[derive(Debug, Clone)]
+pub struct S3Config {
+    pub region: String,
+    /// Enables virtual-host-style requests under this domain.
+    pub domain: Option<String>,
+    pub root_user: String,
+    pub root_password: String,
+    /// The canonical owner id shown in listings.
+    pub owner_id: String,
+    /// Parity for `REDUCED_REDUNDANCY` (`None` = same as standard).
+    pub rrs_parity: Option<usize>,
+}
+
+/// Process state shared by every request.
+pub struct Node {
+    pub layer: Arc<ObjectLayer>,
+    pub config: S3Config,
+    in_flight: Semaphore,
+    requests: AtomicU64,
+    started: u64,
+}
+
+impl Node {
+    pub fn new(layer: Arc<ObjectLayer>, config: S3Config) -> Self {
+        Self {
+            layer,
+            config,
+            in_flight: Semaphore::new(REQUESTS_IN_FLIGHT_MAX),
+            requests: AtomicU64::new(0),
+            started: strata_types::time::now_nanos(),
+        }
+    }
+}
+
+impl SecretLookup for Node {
+    fn secret(&self, access_key: &str) -> Option<String> {
+        (access_key == self.config.root_user).then(|| self.config.root_password.clone())
+    }
+}
+
+/// One authenticated request, as handlers see it.
+pub struct Request<'a> {
+    pub node: &'a Node,
+    pub headers: &'a HeaderMap,
+    pub auth: &'a Verified,
+}
+
+/// What a handler answers.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: ResponseBody,
+}
+
+impl Reply {
+    pub fn empty(status: StatusCode) -> Self {
+        Self { status, headers: HeaderMap::new(), body: ResponseBody::Empty }
+    }
+
+    pub fn xml(doc: String) -> Self {
+        let len = doc.len().to_string();
+        Self {
+            status: StatusCode::OK,
+            headers: HeaderMap::new(),
+            body: ResponseBody::Full(Some(Bytes::from(doc))),
+        }
+        .header("content-type", "application/xml")
+        .header("content-length", &len)
+    }
+
+    /// Adds a header; a value that is not a valid header value is dropped.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+            self.headers.append(n, v);
+        }
+        self
+    }
+}
+
+/// Serves S3 on `listener` until `shutdown` completes.
+pub async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = &mut shutdown => return,
+        };
+        let (stream, _) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let node = node.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let node = node.clone();
+                async move { Ok::<_, Infallible>(handle(node, req).await) }
+            });
+            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+const HEALTH_PATHS: [&str; 4] =
+    ["/health/live", "/health/ready", "/minio/health/live", "/minio/health/ready"];
+
+async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+    let request_id =
+        format!("{:X}{:08X}", node.started / 1_000_000, node.requests.fetch_add(1, Ordering::Relaxed));
+    let is_head = req.method() == Method::HEAD;
+    if HEALTH_PATHS.contains(&req.uri().path()) && matches!(*req.method(), Method::GET | Method::HEAD) {
+        return finish(Reply::empty(StatusCode::OK), &request_id);
+    }
+    let Ok(_permit) = node.in_flight.try_acquire() else {
+        let e = S3Error::new(S3ErrorCode::SlowDown, "Please reduce your request rate.");
+        return finish(error_reply(&e, &request_id, is_head), &request_id);
+    };
+    let (parts, body) = req.into_parts();
+    let reply = match dispatch(&node, &parts, body).await {
+        Ok(r) => r,
+        Err(e) => error_reply(&e, &request_id, is_head),
+    };
+    finish(reply, &request_id)
+}
+
+fn error_reply(e: &S3Error, request_id: &str, is_head: bool) -> Reply {
+    if is_head || e.code == S3ErrorCode::NotModified {
+        return Reply::empty(e.code.status());
+    }
+    let mut r = Reply::xml(e.to_xml(request_id));
+    r.status = e.code.status();
+    r
+}
+
+fn finish(reply: Reply, request_id: &str) -> Response<ResponseBody> {
+    let mut resp = Response::new(reply.body);
+    *resp.status_mut() = reply.status;
+    *resp.headers_mut() = reply.headers;
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        resp.headers_mut().insert("x-amz-request-id", v);
+    }
+    resp.headers_mut().insert("server", HeaderValue::from_static("Strata"));
+    resp
+}
+
+async fn dispatch(node: &Node, parts: &http::request::Parts, body: Incoming) -> Result<Reply, S3Error> {
+    let path = parts.uri.path();
+    let query = parts.uri.query().unwrap_or("");
+    let route =
+        route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref())?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let auth = sigv4::verify(parts, node, now)?
+        .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
+    let req = Request { node, headers: &parts.headers, auth: &auth };
+    let bucket = route.bucket.as_deref().unwrap_or("");
+    let key = route.key.as_deref().unwrap_or("");
+    let resource = (route.bucket.clone(), route.key.clone());
+    use Operation as O;
+    let result = match route.operation {
+        O::ListBuckets => bucket::list_buckets(&req).await,
+        O::CreateBucket => bucket::create_bucket(&req, bucket, object::request_body(&req, body)?).await,
+        O::DeleteBucket => bucket::delete_bucket(&req, bucket).await,
+        O::HeadBucket => bucket::head_bucket(&req, bucket).await,
+        O::GetBucketLocation => bucket::get_bucket_location(&req, bucket).await,
+        O::GetBucketVersioning => bucket::get_bucket_versioning(&req, bucket).await,
+        O::ListObjectsV2 => bucket::list_objects_v2(&req, bucket, &route).await,
+        O::ListObjects => bucket::list_objects_v1(&req, bucket, &route).await,
+        O::PutObject => object::put_object(&req, bucket, key, object::request_body(&req, body)?).await,
+        O::GetObject => object::get_object(&req, bucket, key, &route, false).await,
+        O::HeadObject => object::get_object(&req, bucket, key, &route, true).await,
+        O::DeleteObject => object::delete_object(&req, bucket, key).await,
+    };
+    result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
+}

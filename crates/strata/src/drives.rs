@@ -1,0 +1,145 @@
+//! From drive arguments to formatted, opened drives grouped into pools and sets.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use strata_cluster::ellipsis;
+use strata_cluster::format::{resolve, DriveAction, DriveState};
+use strata_cluster::layout::{plan, Layout};
+use strata_drive::{Drive, LocalDrive};
+use strata_object::DriveSlot;
+use uuid::Uuid;
+
+pub struct Deployment {
+    pub id: Uuid,
+    /// pools → sets → drives in set order.
+    pub pools: Vec<Vec<Vec<DriveSlot>>>,
+    pub drive_count: usize,
+    pub set_drive_count: usize,
+    pub parity_count: usize,
+}
+
+/// Splits arguments into pools: each ellipsis argument is a pool; plain arguments together form one.
+fn pools_of(args: &[String], address: SocketAddr) -> Result<Vec<Vec<PathBuf>>> {
+    let mut pools = Vec::new();
+    let mut plain = Vec::new();
+    for arg in args {
+        if ellipsis::has_ellipsis(arg) {
+            let expanded = ellipsis::expand(arg)?;
+            pools.push(expanded.iter().map(|e| local_path(e, address)).collect::<Result<Vec<_>>>()?);
+        } else {
+            plain.push(local_path(arg, address)?);
+        }
+    }
+    if !plain.is_empty() {
+        if !pools.is_empty() {
+            bail!("mixing ellipsis patterns and plain drive arguments is ambiguous: use one style");
+        }
+        pools.push(plain);
+    }
+    Ok(pools)
+}
+
+fn local_path(endpoint: &str, address: SocketAddr) -> Result<PathBuf> {
+    let Some(rest) = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://")) else {
+        return Ok(PathBuf::from(endpoint));
+    };
+    let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
+    if host != address.to_string() {
+        bail!("drive {endpoint} is on another node; distributed mode is not available in this build yet");
+    }
+    Ok(PathBuf::from(format!("/{path}")))
+}
+
+/// Opens every drive, checks or writes format records, and returns the deployment.
+pub async fn open_deployment(
+    args: &[String],
+    address: SocketAddr,
+    parity: Option<usize>,
+) -> Result<Deployment> {
+    let pools = pools_of(args, address)?;
+    let layouts: Vec<Layout> = pools
+        .iter()
+        .map(|p| plan(p.len(), parity).with_context(|| format!("cannot lay out {} drives", p.len())))
+        .collect::<Result<_>>()?;
+    if layouts.windows(2).any(|w| w[0].parity_count != w[1].parity_count) {
+        bail!("every pool must use the same parity; set STRATA_STORAGE_CLASS_STANDARD=EC:N");
+    }
+    let paths: Vec<PathBuf> = pools.iter().flatten().cloned().collect();
+    let mut drives: Vec<Option<Arc<LocalDrive>>> = Vec::new();
+    for path in &paths {
+        let p = path.clone();
+        let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&p)).await?;
+        match opened {
+            Ok(d) => drives.push(Some(Arc::new(d))),
+            Err(e) => {
+                tracing::warn!(drive = %path.display(), error = %e, "drive is offline");
+                drives.push(None);
+            }
+        }
+    }
+    let mut states = Vec::new();
+    for d in &drives {
+        states.push(match d {
+            None => DriveState::Offline,
+            Some(d) => match d.read_format().await {
+                Ok(Some(bytes)) => DriveState::Formatted(bytes),
+                Ok(None) => DriveState::Blank,
+                Err(e) => {
+                    tracing::warn!(drive = d.endpoint(), error = %e, "cannot read the format record");
+                    DriveState::Offline
+                }
+            },
+        });
+    }
+    let plan = resolve(&layouts, &states, Uuid::new_v4).map_err(|e| {
+        let name = |i: usize| paths.get(i).map(|p| p.display().to_string()).unwrap_or_default();
+        use strata_cluster::FormatError as F;
+        let detail = match &e {
+            F::Corrupt(i, _)
+            | F::ForeignDrive(i, _)
+            | F::LayoutChanged(i)
+            | F::WrongSlot { index: i, .. } => {
+                format!(" (drive {})", name(*i))
+            }
+            F::NotAllOnline(list) => {
+                format!(" (offline: {})", list.iter().map(|i| name(*i)).collect::<Vec<_>>().join(", "))
+            }
+            F::NoQuorum { .. } => String::new(),
+        };
+        anyhow::anyhow!("refusing to start: {e}{detail}")
+    })?;
+    let mut slots: Vec<DriveSlot> = Vec::new();
+    for (d, action) in drives.into_iter().zip(&plan.actions) {
+        slots.push(match (d, action) {
+            (Some(d), DriveAction::Use(_)) => Some(d as Arc<dyn Drive>),
+            (Some(d), DriveAction::Write(f)) => {
+                d.write_format(f.to_json()).await.with_context(|| format!("formatting {}", d.endpoint()))?;
+                Some(d as Arc<dyn Drive>)
+            }
+            _ => None,
+        });
+    }
+    let mut out_pools = Vec::new();
+    let mut offset = 0;
+    for layout in &layouts {
+        let pool_slots = &slots[offset..offset + layout.sets.len() * layout.set_drive_count];
+        out_pools.push(
+            layout
+                .sets
+                .iter()
+                .map(|s| s.drive_indexes.iter().map(|&i| pool_slots[i].clone()).collect())
+                .collect(),
+        );
+        offset += pool_slots.len();
+    }
+    Ok(Deployment {
+        id: plan.deployment_id,
+        pools: out_pools,
+        drive_count: paths.len(),
+        set_drive_count: layouts[0].set_drive_count,
+        parity_count: layouts[0].parity_count,
+    })
+}
