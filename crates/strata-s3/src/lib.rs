@@ -3,7 +3,7 @@
 //! - [`server`]: the listener (HTTP/1.1 and h2), request ids, back-pressure (503 SlowDown past
 //!   [`REQUESTS_IN_FLIGHT_MAX`](strata_types::limits::REQUESTS_IN_FLIGHT_MAX)), health endpoints.
 //! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`].
-//! - [`sigv4`]: header, presigned and streaming signatures; [`chunked`] decodes aws-chunked bodies.
+//! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
 //! - [`bucket`] and [`object`]: the handlers, named after the AWS operations.
@@ -20,6 +20,7 @@ pub mod error;
 pub mod object;
 pub mod router;
 pub mod server;
+pub mod sigv2;
 pub mod sigv4;
 pub mod xml;
 

@@ -30,6 +30,8 @@ pub struct Route {
     pub key: Option<String>,
     /// Decoded query parameters, in order.
     pub query: Vec<(String, String)>,
+    /// The bucket came from the Host header (virtual-host style).
+    pub host_style: bool,
 }
 
 impl Route {
@@ -112,6 +114,7 @@ pub fn route(
         _ => None,
     };
     let path = path.strip_prefix('/').unwrap_or(path);
+    let host_style = host_bucket.is_some();
     let (bucket, key) = match host_bucket {
         Some(b) => (Some(b), Some(decode(path)).filter(|k| !k.is_empty())),
         None => match path.split_once('/') {
@@ -177,7 +180,7 @@ pub fn route(
             }
         }
     };
-    Ok(Route { operation, bucket, key, query })
+    Ok(Route { operation, bucket, key, query, host_style })
 }
 
 /// Routes with the headers that change the operation (`x-amz-copy-source`).

@@ -181,7 +181,8 @@ async fn dispatch(node: &Node, parts: &http::request::Parts, body: Incoming) -> 
     let route =
         route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref())?;
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let auth = sigv4::verify(parts, node, now)?
+    let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
+    let auth = sigv4::verify(parts, node, now, host_bucket)?
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
     let req = Request { node, headers: &parts.headers, auth: &auth };
     let bucket = route.bucket.as_deref().unwrap_or("");

@@ -183,14 +183,26 @@ struct Signed<'a> {
 
 /// Verifies a request signed in its `Authorization` header or its query (presigned).
 /// `Ok(None)` means the request carries no signature at all (anonymous).
-pub fn verify(parts: &Parts, secrets: &dyn SecretLookup, now_secs: u64) -> Result<Option<Verified>, S3Error> {
+/// `host_bucket` is the bucket named by a virtual-host-style Host header (SigV2 signs it).
+pub fn verify(
+    parts: &Parts,
+    secrets: &dyn SecretLookup,
+    now_secs: u64,
+    host_bucket: Option<&str>,
+) -> Result<Option<Verified>, S3Error> {
     let query = parts.uri.query().unwrap_or("");
     if let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) {
         let auth = auth.to_str().map_err(|_| malformed("the Authorization header is not ASCII"))?;
+        if auth.starts_with("AWS ") {
+            return crate::sigv2::verify_header(parts, auth, secrets, now_secs, host_bucket).map(Some);
+        }
         return verify_header(parts, auth, secrets, now_secs).map(Some);
     }
     if query.contains("X-Amz-Signature=") {
         return verify_presigned(parts, query, secrets, now_secs).map(Some);
+    }
+    if query.contains("AWSAccessKeyId=") {
+        return crate::sigv2::verify_query(parts, secrets, now_secs, host_bucket).map(Some);
     }
     Ok(None)
 }
@@ -433,7 +445,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW).expect("valid").expect("signed");
+        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
         assert_eq!(v.access_key, AK);
         // One changed byte anywhere fails.
         let p = request(
@@ -447,7 +459,10 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        assert_eq!(verify(&p, &One, NOW).expect_err("tampered").code, S3ErrorCode::SignatureDoesNotMatch);
+        assert_eq!(
+            verify(&p, &One, NOW, None).expect_err("tampered").code,
+            S3ErrorCode::SignatureDoesNotMatch
+        );
     }
 
     #[test]
@@ -466,7 +481,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW).expect("valid").expect("signed");
+        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
         assert_eq!(
             v.payload,
             Payload::Sha256("44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072".into())
@@ -486,22 +501,22 @@ mod tests {
         ];
         let mut headers = h.to_vec();
         headers.push(("authorization", &a));
-        assert!(verify(&request("GET", "/?lifecycle", &headers), &One, NOW).is_ok());
+        assert!(verify(&request("GET", "/?lifecycle", &headers), &One, NOW, None).is_ok());
         let a = auth(
             "host;x-amz-content-sha256;x-amz-date",
             "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7",
         );
         let mut headers = h.to_vec();
         headers.push(("authorization", &a));
-        assert!(verify(&request("GET", "/?max-keys=2&prefix=J", &headers), &One, NOW).is_ok());
+        assert!(verify(&request("GET", "/?max-keys=2&prefix=J", &headers), &One, NOW, None).is_ok());
     }
 
     #[test]
     fn presigned_vector_and_expiry() {
         let uri = "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
         let p = request("GET", uri, &[("host", "examplebucket.s3.amazonaws.com")]);
-        assert!(verify(&p, &One, NOW + 100).expect("valid").is_some());
-        let err = verify(&p, &One, NOW + 86_401).expect_err("expired");
+        assert!(verify(&p, &One, NOW + 100, None).expect("valid").is_some());
+        let err = verify(&p, &One, NOW + 86_401, None).expect_err("expired");
         assert_eq!(err.code, S3ErrorCode::AccessDenied);
     }
 
@@ -511,13 +526,13 @@ mod tests {
         let p =
             request("GET", "/", &[("host", "h"), ("x-amz-date", "20130524T000000Z"), ("authorization", &a)]);
         assert_eq!(
-            verify(&p, &One, NOW + 16 * 60).expect_err("skew").code,
+            verify(&p, &One, NOW + 16 * 60, None).expect_err("skew").code,
             S3ErrorCode::RequestTimeTooSkewed
         );
         let a = a.replace(AK, "NOPE");
         let p =
             request("GET", "/", &[("host", "h"), ("x-amz-date", "20130524T000000Z"), ("authorization", &a)]);
-        assert_eq!(verify(&p, &One, NOW).expect_err("key").code, S3ErrorCode::InvalidAccessKeyId);
+        assert_eq!(verify(&p, &One, NOW, None).expect_err("key").code, S3ErrorCode::InvalidAccessKeyId);
     }
 
     #[test]
@@ -540,7 +555,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW).expect("valid").expect("signed");
+        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
         let mut signer = v.chunk_signer.expect("streaming");
         assert_eq!(
             signer.next_chunk(&sha256_hex(&[b'a'; 65_536])),
