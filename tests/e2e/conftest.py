@@ -34,7 +34,8 @@ class Server:
         self.drives = [self.dir / f"d{i}" for i in range(1, drive_count + 1)]
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        self.env = dict(os.environ, STRATA_ROOT_USER=ACCESS_KEY, STRATA_ROOT_PASSWORD=SECRET_KEY, **(env or {}))
+        self.env = dict(os.environ, STRATA_ROOT_USER=ACCESS_KEY, STRATA_ROOT_PASSWORD=SECRET_KEY)
+        self.env.update(env or {})
         self.proc = None
         self.log = self.dir / "server.log"
 

@@ -313,3 +313,15 @@ def test_unimplemented_subresources_do_not_touch_data(s3, bucket):
         s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     assert status(e) == 501
     assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"keep"
+
+
+def test_empty_put_then_put_on_one_connection(server, bucket):
+    # botocore sends Expect: 100-continue; an answer that needs no body must not confuse the
+    # next request on the same connection (it hung for the read timeout before).
+    s3 = server.client(read_timeout=5, max_pool_connections=1)
+    for i in range(3):
+        s3.put_object(Bucket=bucket, Key=f"empty-{i}", Body=b"")
+        s3.put_object(Bucket=bucket, Key=f"full-{i}", Body=b"data")
+        with pytest.raises(ClientError):
+            s3.put_object(Bucket="missing-bucket", Key="k", Body=b"data")
+    assert s3.get_object(Bucket=bucket, Key="full-2")["Body"].read() == b"data"

@@ -54,15 +54,46 @@ fn index_err(e: impl std::fmt::Display) -> DriveError {
 
 /// One metadata change, applied by the writer thread.
 pub(crate) enum Change {
-    MakeBucket { bucket: String, record: Vec<u8> },
-    DeleteBucket { bucket: String },
-    PutVersion { bucket: String, key: String, version: Box<ObjectVersion>, inline: Option<Bytes> },
-    DeleteVersion { bucket: String, key: String, version_id: Option<Uuid> },
+    MakeBucket {
+        bucket: String,
+        record: Vec<u8>,
+    },
+    DeleteBucket {
+        bucket: String,
+    },
+    /// Adds a version; answers the versions it displaced, whose data is kept until `FreeData`.
+    PutVersion {
+        bucket: String,
+        key: String,
+        version: Box<ObjectVersion>,
+        inline: Option<Bytes>,
+    },
+    /// Removes a version; answers it, its data kept until `FreeData`.
+    DeleteVersion {
+        bucket: String,
+        key: String,
+        version_id: Option<Uuid>,
+    },
+    /// Frees the data of versions no record references any more.
+    FreeData {
+        versions: Vec<ObjectVersion>,
+    },
+    /// Undoes a change that missed its quorum: takes `remove` out (freeing its data) and puts
+    /// `restore` back.
+    Restore {
+        bucket: String,
+        key: String,
+        remove: Option<Box<ObjectVersion>>,
+        restore: Vec<ObjectVersion>,
+    },
 }
+
+/// What a change answers: the versions it displaced (empty for most changes).
+pub(crate) type Displaced = Vec<ObjectVersion>;
 
 struct Pending {
     change: Change,
-    reply: oneshot::Sender<DriveResult<()>>,
+    reply: oneshot::Sender<DriveResult<Displaced>>,
 }
 
 /// Handle to one drive's index: reads run on the caller's (blocking) thread, writes go through
@@ -109,7 +140,7 @@ impl Index {
         &self.stats
     }
 
-    pub async fn apply(&self, change: Change) -> DriveResult<()> {
+    pub async fn apply(&self, change: Change) -> DriveResult<Displaced> {
         let (reply, rx) = oneshot::channel();
         let closed = || DriveError::Offline("metadata writer stopped".into());
         self.queue.send(Pending { change, reply }).await.map_err(|_| closed())?;
@@ -240,8 +271,8 @@ fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, 
 
 /// Applies a batch in one transaction; returns one result per change. When the commit itself
 /// fails, every change of the batch fails and no file is freed.
-fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> Vec<DriveResult<()>> {
-    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> Vec<DriveResult<()>> {
+fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> Vec<DriveResult<Displaced>> {
+    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> Vec<DriveResult<Displaced>> {
         (0..n).map(|_| Err(index_err(e))).collect()
     };
     let txn = match db.begin_write() {
@@ -276,7 +307,7 @@ struct Tables<'a, 't> {
     inline: &'a mut redb::Table<'t, u128, &'static [u8]>,
 }
 
-fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<()> {
+fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
     match change {
         Change::MakeBucket { bucket, record } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_some() {
@@ -304,12 +335,9 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                 return Err(DriveError::BucketNotFound);
             }
             let k = object_key(bucket, key);
-            let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
-                // A corrupt old record is replaced: the new version is what the quorum wrote.
-                Some(v) => ObjectRecord::decode(v.value()).unwrap_or(ObjectRecord { versions: vec![] }),
-                None => ObjectRecord { versions: vec![] },
-            };
-            let replaced: Vec<ObjectVersion> =
+            // A corrupt old record is replaced: the new version is what the quorum writes.
+            let mut record = read(t, &k)?.unwrap_or(ObjectRecord { versions: vec![] });
+            let displaced: Displaced =
                 record.versions.iter().filter(|v| v.version_id == version.version_id).cloned().collect();
             record.versions.retain(|v| v.version_id != version.version_id);
             if let (DataLocation::Inline(id), Some(bytes)) = (version.data, inline.as_ref()) {
@@ -317,40 +345,64 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             }
             record.versions.insert(0, (**version).clone());
             t.objects.insert(k.as_slice(), record.encode().as_slice()).map_err(index_err)?;
-            free_versions(t, &replaced, version.data.data_id(), freed)?;
+            return Ok(displaced);
         }
         Change::DeleteVersion { bucket, key, version_id } => {
             let k = object_key(bucket, key);
-            let mut record = match t.objects.get(k.as_slice()).map_err(index_err)? {
-                Some(v) => ObjectRecord::decode(v.value())?,
-                None => return Err(DriveError::NotFound),
-            };
-            let removed: Vec<ObjectVersion> =
+            let mut record = read(t, &k)?.ok_or(DriveError::NotFound)?;
+            let removed: Displaced =
                 record.versions.iter().filter(|v| v.version_id == *version_id).cloned().collect();
             if removed.is_empty() {
                 return Err(DriveError::NotFound);
             }
             record.versions.retain(|v| v.version_id != *version_id);
-            if record.versions.is_empty() {
-                t.objects.remove(k.as_slice()).map_err(index_err)?;
-            } else {
-                t.objects.insert(k.as_slice(), record.encode().as_slice()).map_err(index_err)?;
-            }
-            free_versions(t, &removed, Uuid::nil(), freed)?;
+            write(t, &k, &record)?;
+            return Ok(removed);
         }
+        Change::FreeData { versions } => free_versions(t, versions, freed)?,
+        Change::Restore { bucket, key, remove, restore } => {
+            let k = object_key(bucket, key);
+            let mut record = read(t, &k)?.unwrap_or(ObjectRecord { versions: vec![] });
+            if let Some(gone) = remove {
+                let same = |v: &ObjectVersion| v.version_id == gone.version_id && v.data == gone.data;
+                if record.versions.iter().any(same) {
+                    record.versions.retain(|v| !same(v));
+                    free_versions(t, std::slice::from_ref(&**gone), freed)?;
+                }
+            }
+            for v in restore.iter() {
+                if !record.versions.iter().any(|r| r.version_id == v.version_id) {
+                    record.versions.push(v.clone());
+                }
+            }
+            record.versions.sort_by(|a, b| b.mod_time.cmp(&a.mod_time));
+            write(t, &k, &record)?;
+        }
+    }
+    Ok(Vec::new())
+}
+
+fn read(t: &Tables, k: &[u8]) -> DriveResult<Option<ObjectRecord>> {
+    match t.objects.get(k).map_err(index_err)? {
+        Some(v) => Ok(ObjectRecord::decode(v.value()).ok()),
+        None => Ok(None),
+    }
+}
+
+/// Writes the record, or removes it when its last version is gone.
+fn write(t: &mut Tables, k: &[u8], record: &ObjectRecord) -> DriveResult<()> {
+    if record.versions.is_empty() {
+        t.objects.remove(k).map_err(index_err)?;
+    } else {
+        t.objects.insert(k, record.encode().as_slice()).map_err(index_err)?;
     }
     Ok(())
 }
 
-/// Frees the data of versions that left a record: inline bytes now (same transaction), shard
-/// files after the commit. `keep` is the data id of the version that replaced them, if any.
-fn free_versions(
-    t: &mut Tables,
-    gone: &[ObjectVersion],
-    keep: Uuid,
-    freed: &mut Vec<Uuid>,
-) -> DriveResult<()> {
-    for v in gone.iter().filter(|v| v.data.data_id() != keep) {
+/// Frees the data of versions that left their record: inline bytes now (same transaction), shard
+/// files after the commit.
+fn free_versions(t: &mut Tables, gone: &[ObjectVersion], freed: &mut Vec<Uuid>) -> DriveResult<()> {
+    for v in gone {
         match v.data {
             DataLocation::Inline(id) => {
                 t.inline.remove(id.as_u128()).map_err(index_err)?;

@@ -145,16 +145,28 @@ pub trait Drive: Send + Sync + Debug {
 
     /// Adds `version` to the object's record, replacing a version with the same id, and makes it
     /// durable. For a file version, the finished temp shard file moves into place first; for an
-    /// inline version, `inline` holds its framed shard bytes. Data of a replaced version is freed.
+    /// inline version, `inline` holds its framed shard bytes. The data of a replaced version is
+    /// kept until [`Drive::finish_op`] says whether operation `op` met its quorum.
     async fn commit_version(
         &self,
         bucket: &str,
         key: &str,
         version: ObjectVersion,
         inline: Option<Bytes>,
+        op: Uuid,
     ) -> DriveResult<()>;
     /// Removes one version (`None` = the null version); the record goes when its last version does.
-    async fn delete_version(&self, bucket: &str, key: &str, version_id: Option<Uuid>) -> DriveResult<()>;
+    /// Its data is kept until [`Drive::finish_op`].
+    async fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+    ) -> DriveResult<()>;
+    /// Ends operation `op` on this drive: `keep` frees the data it displaced; otherwise the change
+    /// is undone (the quorum was missed), so a failed write never replaces what was there.
+    async fn finish_op(&self, op: Uuid, keep: bool);
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
 }

@@ -3,11 +3,12 @@
 //! Blocking filesystem and index calls run on tokio's blocking pool, never on the async
 //! core threads.
 
+use std::collections::HashMap;
 use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
@@ -34,6 +35,15 @@ pub struct LocalDrive {
     tmp: PathBuf,
     data: PathBuf,
     index: Arc<Index>,
+    /// Changes committed but not yet finished: what to free or undo (see [`Drive::finish_op`]).
+    pending: Mutex<HashMap<Uuid, PendingOp>>,
+}
+
+struct PendingOp {
+    bucket: String,
+    key: String,
+    added: Option<ObjectVersion>,
+    displaced: Vec<ObjectVersion>,
 }
 
 impl std::fmt::Debug for LocalDrive {
@@ -65,7 +75,21 @@ impl LocalDrive {
         }
         let endpoint = root.display().to_string();
         let index = Index::open(&sys.join("index.redb"), data.clone(), &endpoint)?;
-        Ok(Self { endpoint, sys, tmp, data, index: Arc::new(index) })
+        Ok(Self { endpoint, sys, tmp, data, index: Arc::new(index), pending: Mutex::new(HashMap::new()) })
+    }
+
+    fn remember(
+        &self,
+        op: Uuid,
+        bucket: &str,
+        key: &str,
+        added: Option<ObjectVersion>,
+        displaced: Vec<ObjectVersion>,
+    ) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending
+                .insert(op, PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced });
+        }
     }
 
     /// Group-commit counters of this drive's index.
@@ -174,12 +198,12 @@ impl Drive for LocalDrive {
 
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
-        self.index.apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await
+        self.index.apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
-        self.index.apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await
+        self.index.apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await.map(drop)
     }
 
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
@@ -252,6 +276,7 @@ impl Drive for LocalDrive {
         key: &str,
         version: ObjectVersion,
         inline: Option<Bytes>,
+        op: Uuid,
     ) -> DriveResult<()> {
         let moved = match version.data {
             DataLocation::File(id) => {
@@ -275,20 +300,59 @@ impl Drive for LocalDrive {
         let change = Change::PutVersion {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
-            version: Box::new(version),
+            version: Box::new(version.clone()),
             inline,
         };
-        let result = self.index.apply(change).await;
-        if let (Err(_), Some(path)) = (&result, moved) {
-            let _ = fs::remove_file(path);
+        match self.index.apply(change).await {
+            Ok(displaced) => {
+                self.remember(op, bucket, key, Some(version), displaced);
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(path) = moved {
+                    let _ = fs::remove_file(path);
+                }
+                Err(e)
+            }
         }
-        result
     }
 
-    async fn delete_version(&self, bucket: &str, key: &str, version_id: Option<Uuid>) -> DriveResult<()> {
+    async fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+    ) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
         let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
-        self.index.apply(change).await
+        let displaced = self.index.apply(change).await?;
+        self.remember(op, bucket, key, None, displaced);
+        Ok(())
+    }
+
+    async fn finish_op(&self, op: Uuid, keep: bool) {
+        let pending = self.pending.lock().ok().and_then(|mut p| p.remove(&op));
+        let Some(p) = pending else { return };
+        let change = if keep {
+            let kept_id = p.added.as_ref().map(|v| v.data.data_id());
+            let versions: Vec<ObjectVersion> =
+                p.displaced.into_iter().filter(|v| Some(v.data.data_id()) != kept_id).collect();
+            if versions.is_empty() {
+                return;
+            }
+            Change::FreeData { versions }
+        } else {
+            Change::Restore {
+                bucket: p.bucket,
+                key: p.key,
+                remove: p.added.map(Box::new),
+                restore: p.displaced,
+            }
+        };
+        if let Err(e) = self.index.apply(change).await {
+            tracing::warn!(drive = %self.endpoint, error = %e, keep, "finishing a change failed");
+        }
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {

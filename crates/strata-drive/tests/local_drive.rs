@@ -54,6 +54,7 @@ async fn concurrent_writes_share_commits() {
                 &format!("k{i:04}"),
                 version(DataLocation::Inline(id), 3),
                 Some(Bytes::from_static(b"abc")),
+                Uuid::new_v4(),
             )
             .await
         }));
@@ -74,21 +75,29 @@ async fn replacing_a_version_frees_its_data() {
     let mut w = d.create_shard_file(first).await.expect("create");
     w.write_frame([0; 32], Bytes::from_static(b"hello")).await.expect("write");
     w.finish().await.expect("finish");
-    d.commit_version("b", "k", version(DataLocation::File(first), 5), None).await.expect("commit");
+    d.commit_version("b", "k", version(DataLocation::File(first), 5), None, Uuid::new_v4())
+        .await
+        .expect("commit");
     assert!(d.open_shard_file(first).await.is_ok());
     let second = Uuid::new_v4();
-    d.commit_version("b", "k", version(DataLocation::Inline(second), 1), Some(Bytes::from_static(b"x")))
+    let op = Uuid::new_v4();
+    d.commit_version("b", "k", version(DataLocation::Inline(second), 1), Some(Bytes::from_static(b"x")), op)
         .await
         .expect("replace");
+    // Until the operation is finished, the replaced data is kept (for an undo).
+    assert!(d.open_shard_file(first).await.is_ok());
+    d.finish_op(op, true).await;
     let (record, inline) = d.read_record("b", "k", true).await.expect("read");
     assert_eq!(inline.as_deref(), Some(&b"x"[..]));
     assert_eq!(record.versions.len(), 1);
     assert_eq!(record.versions[0].data, DataLocation::Inline(second));
     assert!(matches!(d.open_shard_file(first).await, Err(DriveError::NotFound)));
-    d.delete_version("b", "k", None).await.expect("delete");
+    let op = Uuid::new_v4();
+    d.delete_version("b", "k", None, op).await.expect("delete");
+    d.finish_op(op, true).await;
     assert!(matches!(d.read_inline(second).await, Err(DriveError::NotFound)));
     assert!(matches!(d.read_record("b", "k", false).await, Err(DriveError::NotFound)));
-    assert!(matches!(d.delete_version("b", "k", None).await, Err(DriveError::NotFound)));
+    assert!(matches!(d.delete_version("b", "k", None, Uuid::new_v4()).await, Err(DriveError::NotFound)));
     drop(dir);
 }
 
@@ -101,12 +110,14 @@ async fn bucket_rules() {
         "k",
         version(DataLocation::Inline(Uuid::new_v4()), 1),
         Some(Bytes::from_static(b"x")),
+        Uuid::new_v4(),
     )
     .await
     .expect("put");
     assert!(matches!(d.delete_bucket("b").await, Err(DriveError::BucketNotEmpty)));
     assert!(matches!(
-        d.commit_version("nope", "k", version(DataLocation::Inline(Uuid::new_v4()), 1), None).await,
+        d.commit_version("nope", "k", version(DataLocation::Inline(Uuid::new_v4()), 1), None, Uuid::new_v4())
+            .await,
         Err(DriveError::BucketNotFound)
     ));
     d.make_bucket("b2", vec![1]).await.expect("b2");
@@ -153,6 +164,7 @@ async fn listing_matches_a_model() {
             k,
             version(DataLocation::Inline(Uuid::new_v4()), 1),
             Some(Bytes::from_static(b"x")),
+            Uuid::new_v4(),
         )
         .await
         .expect("put");
@@ -187,4 +199,47 @@ async fn listing_matches_a_model() {
         .await
         .expect("list");
     assert!(entries.iter().any(|e| matches!(e, ListEntry::Prefix(p) if p == "/")));
+}
+
+#[tokio::test]
+async fn undo_restores_what_a_failed_write_replaced() {
+    let (_dir, d) = drive().await;
+    let old = Uuid::new_v4();
+    d.commit_version(
+        "b",
+        "k",
+        version(DataLocation::Inline(old), 1),
+        Some(Bytes::from_static(b"o")),
+        Uuid::new_v4(),
+    )
+    .await
+    .expect("first");
+    let new = Uuid::new_v4();
+    let mut v = version(DataLocation::Inline(new), 1);
+    v.mod_time = 2;
+    let op = Uuid::new_v4();
+    d.commit_version("b", "k", v, Some(Bytes::from_static(b"n")), op).await.expect("second");
+    d.finish_op(op, false).await;
+    let (record, inline) = d.read_record("b", "k", true).await.expect("read");
+    assert_eq!(record.versions.len(), 1);
+    assert_eq!(record.versions[0].data, DataLocation::Inline(old));
+    assert_eq!(inline.as_deref(), Some(&b"o"[..]));
+    assert!(matches!(d.read_inline(new).await, Err(DriveError::NotFound)));
+    // Undoing a delete brings the version back; undoing a first write removes the record.
+    let op = Uuid::new_v4();
+    d.delete_version("b", "k", None, op).await.expect("delete");
+    d.finish_op(op, false).await;
+    assert!(d.read_record("b", "k", false).await.is_ok());
+    let op = Uuid::new_v4();
+    d.commit_version(
+        "b",
+        "fresh",
+        version(DataLocation::Inline(Uuid::new_v4()), 1),
+        Some(Bytes::from_static(b"f")),
+        op,
+    )
+    .await
+    .expect("fresh");
+    d.finish_op(op, false).await;
+    assert!(matches!(d.read_record("b", "fresh", false).await, Err(DriveError::NotFound)));
 }

@@ -50,8 +50,29 @@ impl ObjectLayer {
             .collect::<Result<Vec<Vec<_>>, _>>()?;
         let layer = Self { deployment_id, pools, buckets: RwLock::new(BTreeMap::new()) };
         let listed = layer.read_bucket_list().await?;
+        layer.heal_buckets(&listed).await;
         *layer.buckets.write().map_err(|_| poisoned())? = listed;
         Ok(layer)
+    }
+
+    /// Gives every online drive every bucket the quorum knows (a replaced, blank drive has none),
+    /// so writes to it count toward quorum again.
+    async fn heal_buckets(&self, buckets: &BTreeMap<String, u64>) {
+        for (name, created) in buckets {
+            let record = BucketRecord { created: *created }.encode();
+            join_all(self.all_drives().flatten().map(|d| {
+                let record = record.clone();
+                async move {
+                    if let Err(DriveError::BucketNotFound) = d.stat_bucket(name).await {
+                        match d.make_bucket(name, record).await {
+                            Ok(()) => tracing::info!(drive = d.endpoint(), bucket = %name, "healed bucket"),
+                            Err(e) => tracing::warn!(drive = d.endpoint(), bucket = %name, error = %e, "cannot heal bucket"),
+                        }
+                    }
+                }
+            }))
+            .await;
+        }
     }
 
     fn all_drives(&self) -> impl Iterator<Item = &DriveSlot> {
@@ -195,10 +216,11 @@ impl ObjectLayer {
     pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
+        let op = Uuid::new_v4();
         let _guard = set.locks.exclusive(hash).await;
         let results = join_all(set.drives.iter().map(|d| async move {
             match d {
-                Some(d) => match d.delete_version(bucket, key, None).await {
+                Some(d) => match d.delete_version(bucket, key, None, op).await {
                     Err(DriveError::NotFound) => Ok(()),
                     other => other,
                 },
@@ -206,7 +228,9 @@ impl ObjectLayer {
             }
         }))
         .await;
-        crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count))
+        let outcome = crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count));
+        crate::set::finish_op(set, &results, op, outcome.is_ok()).await;
+        outcome
     }
 
     pub async fn list_objects(&self, bucket: &str, req: &ListRequest) -> Result<ListPage, ObjectError> {

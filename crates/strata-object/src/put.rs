@@ -14,7 +14,7 @@ use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
-use crate::set::{reduce_writes, write_quorum, ErasureSet};
+use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
@@ -191,6 +191,7 @@ pub(crate) async fn put_object(
         data,
         parts: vec![],
     };
+    let op = Uuid::new_v4();
     let _guard = set.locks.exclusive(t.hash).await;
     let results = join_all(set.drives.iter().zip(&distribution).map(|(drive, &shard)| {
         let mut v = version.clone();
@@ -198,13 +199,15 @@ pub(crate) async fn put_object(
         let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
         async move {
             match drive {
-                Some(d) => d.commit_version(t.bucket, t.key, v, frame).await,
+                Some(d) => d.commit_version(t.bucket, t.key, v, frame, op).await,
                 None => Err(DriveError::Offline("offline at start".into())),
             }
         }
     }))
     .await;
-    reduce_writes(&results, quorum)?;
+    let outcome = reduce_writes(&results, quorum);
+    finish_op(set, &results, op, outcome.is_ok()).await;
+    outcome?;
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 

@@ -130,3 +130,24 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
     }
     Err(ObjectError::WriteQuorum { needed: quorum, online: ok })
 }
+
+/// Ends operation `op` on the drives that applied it: frees what it displaced when it met its
+/// quorum (in the background: the client need not wait), undoes it otherwise (before answering,
+/// so a failed write or delete never replaces what was there).
+pub(crate) async fn finish_op(
+    set: &ErasureSet,
+    results: &[Result<(), DriveError>],
+    op: uuid::Uuid,
+    keep: bool,
+) {
+    let applied: Vec<Arc<dyn Drive>> =
+        set.drives.iter().zip(results).filter(|(_, r)| r.is_ok()).filter_map(|(d, _)| d.clone()).collect();
+    let work = async move {
+        join_all(applied.iter().map(|d| d.finish_op(op, keep))).await;
+    };
+    if keep {
+        tokio::spawn(work);
+    } else {
+        work.await;
+    }
+}

@@ -152,7 +152,22 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         Ok(r) => r,
         Err(e) => error_reply(&e, &request_id, is_head),
     };
-    finish(reply, &request_id)
+    let close = answered_before_body(&parts.headers, reply.status);
+    let mut resp = finish(reply, &request_id);
+    if close {
+        resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+/// Whether we answer an `Expect: 100-continue` request without having asked for its body (an
+/// empty body, for which no 100 is sent, or an error before reading it). Some clients (botocore)
+/// then misread the next response on the same connection, so the connection is closed.
+fn answered_before_body(headers: &HeaderMap, status: StatusCode) -> bool {
+    let expects =
+        headers.get(http::header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty = headers.get(http::header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() == b"0");
+    expects && (empty || !status.is_success())
 }
 
 fn error_reply(e: &S3Error, request_id: &str, is_head: bool) -> Reply {
