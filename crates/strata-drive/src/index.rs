@@ -375,7 +375,7 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                     record.versions.push(v.clone());
                 }
             }
-            record.versions.sort_by(|a, b| b.mod_time.cmp(&a.mod_time));
+            record.versions.sort_by_key(|v| std::cmp::Reverse(v.mod_time));
             write(t, &k, &record)?;
         }
     }

@@ -70,17 +70,21 @@ fn escape_into(out: &mut String, text: &str) {
     }
 }
 
+/// A request document that is not well-formed XML.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedXml;
+
 /// The text of the first `<name>` element in `xml`, if the document parses.
-pub fn first_text(xml: &[u8], name: &str) -> Result<Option<String>, ()> {
+pub fn first_text(xml: &[u8], name: &str) -> Result<Option<String>, MalformedXml> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(xml);
     let mut buf = Vec::new();
     let mut inside = false;
     loop {
-        match reader.read_event_into(&mut buf).map_err(|_| ())? {
+        match reader.read_event_into(&mut buf).map_err(|_| MalformedXml)? {
             Event::Start(e) if e.local_name().as_ref() == name.as_bytes() => inside = true,
             Event::Text(t) if inside => {
-                let text = t.decode().map_err(|_| ())?;
+                let text = t.decode().map_err(|_| MalformedXml)?;
                 return Ok(Some(text.into_owned()));
             }
             Event::End(_) if inside => return Ok(Some(String::new())),

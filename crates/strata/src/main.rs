@@ -1,4 +1,5 @@
-//! `strata`: the one binary. `strata server DRIVE...` serves S3 over the given drives.
+//! `strata`: the one binary. `strata server DRIVE...` serves S3 over the given drives;
+//! `strata bench OP` load-tests an S3 endpoint.
 //!
 //! This file wires the process: command line and environment → drives → format check →
 //! object layer → S3 server, and stops cleanly on SIGINT/SIGTERM.
@@ -24,6 +25,8 @@ struct Cli {
 enum Command {
     /// Serve S3 over the given drives (folders; ellipsis patterns like /mnt/disk{1...4} expand).
     Server(ServerArgs),
+    /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed).
+    Bench(strata_bench::BenchArgs),
 }
 
 #[derive(Args)]
@@ -147,5 +150,6 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Server(args) => runtime.block_on(server(args)),
+        Command::Bench(args) => runtime.block_on(strata_bench::run(args)),
     }
 }

@@ -1,0 +1,170 @@
+//! A minimal S3 client for load generation: SigV4 header signing (`UNSIGNED-PAYLOAD`), pooled
+//! HTTP/1.1 connections, round-robin over several endpoints.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, StatusCode};
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::rt::TokioExecutor;
+use md5::{Digest, Md5};
+use strata_s3::sigv4;
+
+/// Where and how to connect.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub hosts: Vec<String>,
+    pub access_key: String,
+    pub secret_key: String,
+    pub region: String,
+}
+
+pub struct Client {
+    http: HyperClient<HttpConnector, Full<Bytes>>,
+    ep: Endpoint,
+    next_host: AtomicUsize,
+}
+
+/// What one request returned.
+pub struct Outcome {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    /// Body bytes received.
+    pub size: u64,
+    /// Time until the response headers arrived.
+    pub ttfb: Duration,
+    /// The body, when kept (small XML answers), or its MD5 when asked for.
+    pub body: Option<Bytes>,
+    pub md5: Option<[u8; 16]>,
+}
+
+/// How to treat a response body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyMode {
+    /// Count it and drop it.
+    Discard,
+    /// Count it and hash it.
+    Md5,
+    /// Keep it (listings, errors).
+    Keep,
+}
+
+const ENCODE: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b'/');
+
+impl Client {
+    pub fn new(ep: Endpoint, concurrency: usize) -> Self {
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let http = HyperClient::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(concurrency)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build(connector);
+        Self { http, ep, next_host: AtomicUsize::new(0) }
+    }
+
+    fn host(&self) -> &str {
+        let i = self.next_host.fetch_add(1, Ordering::Relaxed) % self.ep.hosts.len();
+        &self.ep.hosts[i]
+    }
+
+    fn sign(&self, method: &Method, host: &str, path: &str, query: &str, headers: &mut HeaderMap) {
+        let now = strata_types::time::now_nanos() / 1_000_000_000;
+        let amz_date = strata_types::time::amz_date(now);
+        let date = &amz_date[..8];
+        let payload = sigv4::UNSIGNED_PAYLOAD;
+        let canonical = format!(
+            "{}\n{}\n{}\nhost:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n\nhost;x-amz-content-sha256;x-amz-date\n{payload}",
+            method.as_str(),
+            sigv4::canonical_uri(path),
+            sigv4::canonical_query(query),
+        );
+        let scope = format!("{date}/{}/s3/aws4_request", self.ep.region);
+        let sts =
+            format!("{}\n{amz_date}\n{scope}\n{}", sigv4::ALGORITHM, sigv4::sha256_hex(canonical.as_bytes()));
+        let key = sigv4::signing_key(&self.ep.secret_key, date, &self.ep.region, "s3");
+        let signature = hex::encode(sigv4::hmac(&key, sts.as_bytes()));
+        let auth = format!(
+            "{} Credential={}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={signature}",
+            sigv4::ALGORITHM,
+            self.ep.access_key
+        );
+        let put = |h: &mut HeaderMap, k: &'static str, v: &str| {
+            if let Ok(v) = HeaderValue::from_str(v) {
+                h.insert(k, v);
+            }
+        };
+        put(headers, "x-amz-date", &amz_date);
+        put(headers, "x-amz-content-sha256", payload);
+        put(headers, "authorization", &auth);
+    }
+
+    /// Sends one request. `key` may be empty (bucket operations) and is URL-encoded here.
+    pub async fn request(
+        &self,
+        method: Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Bytes,
+        mode: BodyMode,
+    ) -> Result<Outcome> {
+        let host = self.host().to_owned();
+        let path = if key.is_empty() {
+            format!("/{bucket}")
+        } else {
+            format!("/{bucket}/{}", percent_encoding::utf8_percent_encode(key, ENCODE))
+        };
+        let uri = if query.is_empty() {
+            format!("http://{host}{path}")
+        } else {
+            format!("http://{host}{path}?{query}")
+        };
+        let mut headers = HeaderMap::new();
+        self.sign(&method, &host, &path, query, &mut headers);
+        let mut req =
+            Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
+        *req.headers_mut() = headers;
+        let start = Instant::now();
+        let resp = self.http.request(req).await.context("sending request")?;
+        let ttfb = start.elapsed();
+        let (parts, mut incoming) = resp.into_parts();
+        let mut size = 0u64;
+        let mut md5 = (mode == BodyMode::Md5).then(Md5::new);
+        let mut kept = Vec::new();
+        let keep = mode == BodyMode::Keep || !parts.status.is_success();
+        while let Some(frame) = incoming.frame().await {
+            let frame = frame.context("reading response body")?;
+            if let Ok(data) = frame.into_data() {
+                size += data.len() as u64;
+                if let Some(h) = &mut md5 {
+                    h.update(&data);
+                }
+                if keep {
+                    kept.extend_from_slice(&data);
+                }
+            }
+        }
+        Ok(Outcome {
+            status: parts.status,
+            headers: parts.headers,
+            size,
+            ttfb,
+            body: keep.then(|| Bytes::from(kept)),
+            md5: md5.map(|h| h.finalize().into()),
+        })
+    }
+}
+
+/// The `<Code>` of an S3 error body, or the status when there is none.
+pub fn error_code(o: &Outcome) -> String {
+    let text = o.body.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    match (text.find("<Code>"), text.find("</Code>")) {
+        (Some(a), Some(b)) if a + 6 <= b => text[a + 6..b].to_owned(),
+        _ => format!("HTTP {}", o.status.as_u16()),
+    }
+}

@@ -1,0 +1,188 @@
+//! Statistics of a run, printed as a table and written as JSON.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// What the workers measured for one operation.
+#[derive(Debug, Default, Clone)]
+pub struct OpStats {
+    pub count: u64,
+    pub bytes: u64,
+    /// Entries listed (list only).
+    pub items: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub latencies_us: Vec<u32>,
+    pub ttfb_us: Vec<u32>,
+}
+
+impl OpStats {
+    pub fn merge(&mut self, other: OpStats) {
+        self.count += other.count;
+        self.bytes += other.bytes;
+        self.items += other.items;
+        for (k, v) in other.errors {
+            *self.errors.entry(k).or_default() += v;
+        }
+        self.latencies_us.extend(other.latencies_us);
+        self.ttfb_us.extend(other.ttfb_us);
+    }
+
+    pub fn error(&mut self, code: String) {
+        *self.errors.entry(code).or_default() += 1;
+    }
+}
+
+fn micros(d: Duration) -> u32 {
+    u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
+}
+
+impl OpStats {
+    pub fn record(&mut self, latency: Duration, ttfb: Option<Duration>, bytes: u64) {
+        self.count += 1;
+        self.bytes += bytes;
+        self.latencies_us.push(micros(latency));
+        if let Some(t) = ttfb {
+            self.ttfb_us.push(micros(t));
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Percentiles in milliseconds.
+pub fn percentiles(samples: &mut [u32]) -> Option<Percentiles> {
+    if samples.is_empty() {
+        return None;
+    }
+    samples.sort_unstable();
+    let at = |q: f64| f64::from(samples[((samples.len() - 1) as f64 * q).round() as usize]) / 1000.0;
+    let mean = samples.iter().map(|&s| f64::from(s)).sum::<f64>() / samples.len() as f64 / 1000.0;
+    Some(Percentiles { mean, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1.0) })
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpReport {
+    pub op: String,
+    pub count: u64,
+    pub errors_total: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub seconds: f64,
+    pub mib_per_sec: f64,
+    pub ops_per_sec: f64,
+    pub items_per_sec: f64,
+    pub latency_ms: Option<Percentiles>,
+    pub ttfb_ms: Option<Percentiles>,
+}
+
+impl OpReport {
+    pub fn new(op: &str, mut s: OpStats, elapsed: Duration) -> Self {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        Self {
+            op: op.to_owned(),
+            count: s.count,
+            errors_total: s.errors.values().sum(),
+            errors: s.errors.clone(),
+            seconds: secs,
+            mib_per_sec: s.bytes as f64 / secs / (1024.0 * 1024.0),
+            ops_per_sec: s.count as f64 / secs,
+            items_per_sec: s.items as f64 / secs,
+            latency_ms: percentiles(&mut s.latencies_us),
+            ttfb_ms: percentiles(&mut s.ttfb_us),
+        }
+    }
+}
+
+/// CPU and memory of a process over the run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct ProcessUsage {
+    /// Percent of one core (200 = two cores busy).
+    pub cpu_percent: f64,
+    pub rss_mib: Option<f64>,
+    pub peak_rss_mib: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tool: String,
+    pub version: String,
+    pub operation: String,
+    pub hosts: Vec<String>,
+    pub concurrency: usize,
+    pub object_size: u64,
+    pub duration_secs: f64,
+    pub ops: Vec<OpReport>,
+    pub bench: ProcessUsage,
+    pub server: Option<ProcessUsage>,
+}
+
+fn fmt_p(p: &Option<Percentiles>) -> String {
+    match p {
+        Some(p) => format!("p50 {:.2} / p90 {:.2} / p99 {:.2} / max {:.2} ms", p.p50, p.p90, p.p99, p.max),
+        None => "-".into(),
+    }
+}
+
+pub fn print(report: &Report) {
+    println!(
+        "strata bench {}: {} on {} ({} concurrent, {} B objects, {:.1} s)",
+        report.version,
+        report.operation,
+        report.hosts.join(","),
+        report.concurrency,
+        report.object_size,
+        report.duration_secs
+    );
+    for op in &report.ops {
+        println!(
+            "  {:<7} {:>9.1} MiB/s {:>10.1} obj/s  ({} ops, {} errors){}",
+            op.op,
+            op.mib_per_sec,
+            op.ops_per_sec,
+            op.count,
+            op.errors_total,
+            if op.items_per_sec > 0.0 {
+                format!("  {:.0} entries/s", op.items_per_sec)
+            } else {
+                String::new()
+            }
+        );
+        println!("          latency {}", fmt_p(&op.latency_ms));
+        if op.ttfb_ms.is_some() && op.op == "get" {
+            println!("          ttfb    {}", fmt_p(&op.ttfb_ms));
+        }
+        for (code, n) in &op.errors {
+            println!("          error   {code}: {n}");
+        }
+    }
+    println!("  bench CPU {:.0}%", report.bench.cpu_percent);
+    if let Some(s) = &report.server {
+        println!(
+            "  server CPU {:.0}%, RSS {:.0} MiB (peak {:.0} MiB)",
+            s.cpu_percent,
+            s.rss_mib.unwrap_or(0.0),
+            s.peak_rss_mib.unwrap_or(0.0)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_known_samples() {
+        let mut s: Vec<u32> = (1..=100).map(|i| i * 1000).collect();
+        let p = percentiles(&mut s).expect("samples");
+        assert_eq!((p.p50, p.p90, p.p99, p.max), (51.0, 90.0, 99.0, 100.0));
+        assert!(percentiles(&mut []).is_none());
+    }
+}

@@ -1,0 +1,592 @@
+//! The phases of a run: prepare the bucket and objects, run the workers, clean up, report.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use http::Method;
+use md5::{Digest, Md5};
+
+use crate::client::{error_code, BodyMode, Client, Endpoint};
+use crate::report::{self, OpReport, OpStats, ProcessUsage, Report};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Op {
+    Put,
+    Get,
+    Stat,
+    Delete,
+    List,
+    Mixed,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Put => "put",
+            Op::Get => "get",
+            Op::Stat => "stat",
+            Op::Delete => "delete",
+            Op::List => "list",
+            Op::Mixed => "mixed",
+        }
+    }
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// The operation to measure.
+    #[arg(value_enum)]
+    pub op: Op,
+    /// Endpoints, host:port, comma-separated or an ellipsis pattern; used round-robin.
+    #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_BENCH_HOST")]
+    pub host: String,
+    #[arg(long, default_value = "strataadmin", env = "STRATA_BENCH_ACCESS_KEY")]
+    pub access_key: String,
+    #[arg(long, default_value = "strataadmin", env = "STRATA_BENCH_SECRET_KEY")]
+    pub secret_key: String,
+    #[arg(long, default_value = "us-east-1", env = "STRATA_BENCH_REGION")]
+    pub region: String,
+    /// Bucket to use; created if missing, and emptied of this run's objects at the end.
+    #[arg(long, default_value = "strata-bench", env = "STRATA_BENCH_BUCKET")]
+    pub bucket: String,
+    /// Object size: 4KiB, 1MiB, 16MiB, 100B, ...
+    #[arg(long = "obj.size", default_value = "1MiB", env = "STRATA_BENCH_OBJ_SIZE")]
+    pub obj_size: String,
+    /// Concurrent requests.
+    #[arg(long, default_value_t = 16, env = "STRATA_BENCH_CONCURRENT")]
+    pub concurrent: usize,
+    /// How long to run: 10s, 1m, 500ms.
+    #[arg(long, default_value = "10s", env = "STRATA_BENCH_DURATION")]
+    pub duration: String,
+    /// Objects prepared before get, stat, list, delete and mixed runs.
+    #[arg(long, default_value_t = 1000, env = "STRATA_BENCH_OBJECTS")]
+    pub objects: usize,
+    /// Weights for mixed: get=45,stat=30,put=15,delete=10.
+    #[arg(long, default_value = "get=45,stat=30,put=15,delete=10", env = "STRATA_BENCH_MIX")]
+    pub mix: String,
+    /// Check the MD5 of every GET body against the object written.
+    #[arg(long)]
+    pub verify: bool,
+    /// Leave the objects in the bucket.
+    #[arg(long)]
+    pub no_clear: bool,
+    /// Write the report as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Also report CPU and memory of this local process (the server under test).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+}
+
+/// Parses `4KiB`, `1MiB`, `1.5MB`, `100`, ...
+pub fn parse_size(s: &str) -> Result<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.trim().parse().with_context(|| format!("size {s:?}"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        "kb" => 1000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        _ => bail!("unknown size unit in {s:?}"),
+    };
+    Ok((n * mult as f64) as u64)
+}
+
+/// Parses `10s`, `2m`, `500ms`.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let (num, secs_per): (&str, f64) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let n: f64 = num.parse().with_context(|| format!("duration {s:?}"))?;
+    Ok(Duration::from_secs_f64(n * secs_per))
+}
+
+fn parse_mix(s: &str) -> Result<Vec<(Op, u32)>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let (name, w) = part.split_once('=').with_context(|| format!("mix entry {part:?}"))?;
+        let op = match name.trim() {
+            "get" => Op::Get,
+            "stat" => Op::Stat,
+            "put" => Op::Put,
+            "delete" => Op::Delete,
+            other => bail!("mix operation {other:?} is not one of get, stat, put, delete"),
+        };
+        out.push((op, w.trim().parse().with_context(|| format!("mix weight {w:?}"))?));
+    }
+    if out.iter().map(|(_, w)| w).sum::<u32>() == 0 {
+        bail!("mix weights add up to zero");
+    }
+    Ok(out)
+}
+
+fn hosts(s: &str) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for h in s.split(',').filter(|h| !h.is_empty()) {
+        let h = h.trim_start_matches("http://").trim_end_matches('/');
+        out.extend(expand(h)?);
+    }
+    if out.is_empty() {
+        bail!("no host given");
+    }
+    Ok(out)
+}
+
+/// `{1...4}` ranges in host names (numbers only).
+fn expand(h: &str) -> Result<Vec<String>> {
+    let (Some(open), Some(close)) = (h.find('{'), h.find('}')) else { return Ok(vec![h.to_owned()]) };
+    let (lo, hi) = h[open + 1..close].split_once("...").with_context(|| format!("host pattern {h:?}"))?;
+    let (lo, hi): (u32, u32) = (lo.parse()?, hi.parse()?);
+    let mut out = Vec::new();
+    for n in lo..=hi {
+        out.extend(expand(&format!("{}{n}{}", &h[..open], &h[close + 1..]))?);
+    }
+    Ok(out)
+}
+
+struct Shared {
+    client: Client,
+    bucket: String,
+    prefix: String,
+    payload: Bytes,
+    payload_md5: [u8; 16],
+    prepared: usize,
+    verify: bool,
+    deadline: Instant,
+    next_delete: AtomicUsize,
+    ops: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Shared {
+    fn prepared_key(&self, i: usize) -> String {
+        format!("{}/obj-{i:08}", self.prefix)
+    }
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+type Stats = HashMap<Op, OpStats>;
+
+async fn do_put(s: &Shared, key: &str, stats: &mut Stats) {
+    let start = Instant::now();
+    let r = s.client.request(Method::PUT, &s.bucket, key, "", s.payload.clone(), BodyMode::Keep).await;
+    account(s, stats.entry(Op::Put).or_default(), r, start, s.payload.len() as u64, |_| None);
+}
+
+async fn do_get(s: &Shared, key: &str, stats: &mut Stats) {
+    let start = Instant::now();
+    let mode = if s.verify { BodyMode::Md5 } else { BodyMode::Discard };
+    let r = s.client.request(Method::GET, &s.bucket, key, "", Bytes::new(), mode).await;
+    let want = s.payload.len() as u64;
+    account(s, stats.entry(Op::Get).or_default(), r, start, want, |o| {
+        if o.size != want {
+            return Some("WrongSize".into());
+        }
+        if o.md5.is_some_and(|m| m != s.payload_md5) {
+            return Some("WrongContent".into());
+        }
+        None
+    });
+}
+
+async fn do_stat(s: &Shared, key: &str, stats: &mut Stats) {
+    let start = Instant::now();
+    let r = s.client.request(Method::HEAD, &s.bucket, key, "", Bytes::new(), BodyMode::Discard).await;
+    let want = s.payload.len().to_string();
+    account(s, stats.entry(Op::Stat).or_default(), r, start, 0, |o| {
+        (o.headers.get("content-length").and_then(|v| v.to_str().ok()) != Some(want.as_str()))
+            .then(|| "WrongSize".into())
+    });
+}
+
+async fn do_delete(s: &Shared, key: &str, stats: &mut Stats) {
+    let start = Instant::now();
+    let r = s.client.request(Method::DELETE, &s.bucket, key, "", Bytes::new(), BodyMode::Keep).await;
+    account(s, stats.entry(Op::Delete).or_default(), r, start, 0, |_| None);
+}
+
+async fn do_list(s: &Shared, stats: &mut Stats) {
+    let mut token = String::new();
+    loop {
+        let start = Instant::now();
+        let mut query = format!("list-type=2&max-keys=1000&prefix={}%2F", s.prefix);
+        if !token.is_empty() {
+            query.push_str(&format!("&continuation-token={token}"));
+        }
+        let r = s.client.request(Method::GET, &s.bucket, "", &query, Bytes::new(), BodyMode::Keep).await;
+        let mut next = None;
+        let st = stats.entry(Op::List).or_default();
+        account(s, st, r, start, 0, |o| {
+            let text = String::from_utf8_lossy(o.body.as_deref().unwrap_or_default()).into_owned();
+            st_items(&text, &mut next);
+            None
+        });
+        if let Some((items, t)) = next {
+            st.items += items;
+            match t {
+                Some(t) if Instant::now() < s.deadline => token = t,
+                _ => break,
+            }
+        } else {
+            break;
+        }
+    }
+}
+
+/// Counts `<Key>` entries and finds the continuation token of a listing page.
+fn st_items(text: &str, out: &mut Option<(u64, Option<String>)>) {
+    let items = text.matches("<Key>").count() as u64;
+    let token = text.find("<NextContinuationToken>").and_then(|a| {
+        let rest = &text[a + 23..];
+        rest.find('<').map(|b| {
+            percent_encoding::utf8_percent_encode(&rest[..b], percent_encoding::NON_ALPHANUMERIC).to_string()
+        })
+    });
+    *out = Some((items, token));
+}
+
+fn account(
+    s: &Shared,
+    st: &mut OpStats,
+    r: Result<crate::client::Outcome>,
+    start: Instant,
+    bytes: u64,
+    check: impl FnOnce(&crate::client::Outcome) -> Option<String>,
+) {
+    let latency = start.elapsed();
+    let failure = match &r {
+        Err(e) => Some(format!("transport: {}", e.root_cause())),
+        Ok(o) if !o.status.is_success() => Some(error_code(o)),
+        Ok(o) => check(o),
+    };
+    match failure {
+        Some(code) => {
+            st.error(code);
+            s.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        None => {
+            let ttfb = r.ok().map(|o| o.ttfb);
+            st.record(latency, ttfb, bytes);
+            s.ops.fetch_add(1, Ordering::Relaxed);
+            s.bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+async fn worker(s: Arc<Shared>, id: usize, op: Op, mix: Arc<Vec<(Op, u32)>>) -> Stats {
+    let mut stats = Stats::new();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id as u64 + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let mut own: Vec<String> = Vec::new();
+    let mut n = 0usize;
+    let total: u32 = mix.iter().map(|(_, w)| w).sum();
+    while Instant::now() < s.deadline {
+        let this = if op == Op::Mixed {
+            let mut pick = (rng.next() % u64::from(total)) as u32;
+            let mut chosen = Op::Get;
+            for (o, w) in mix.iter() {
+                if pick < *w {
+                    chosen = *o;
+                    break;
+                }
+                pick -= w;
+            }
+            chosen
+        } else {
+            op
+        };
+        match this {
+            Op::Put => {
+                let key = format!("{}/put-{id}-{n}", s.prefix);
+                n += 1;
+                do_put(&s, &key, &mut stats).await;
+                if op == Op::Mixed {
+                    own.push(key);
+                }
+            }
+            Op::Get | Op::Stat if s.prepared > 0 => {
+                let key = s.prepared_key((rng.next() % s.prepared as u64) as usize);
+                if this == Op::Get {
+                    do_get(&s, &key, &mut stats).await;
+                } else {
+                    do_stat(&s, &key, &mut stats).await;
+                }
+            }
+            Op::Delete if op == Op::Mixed => match own.pop() {
+                Some(key) => do_delete(&s, &key, &mut stats).await,
+                None => {
+                    let key = format!("{}/put-{id}-{n}", s.prefix);
+                    n += 1;
+                    do_put(&s, &key, &mut stats).await;
+                    own.push(key);
+                }
+            },
+            Op::Delete => {
+                let i = s.next_delete.fetch_add(1, Ordering::Relaxed);
+                if i >= s.prepared {
+                    break;
+                }
+                do_delete(&s, &s.prepared_key(i), &mut stats).await;
+            }
+            Op::List => do_list(&s, &mut stats).await,
+            _ => break,
+        }
+    }
+    stats
+}
+
+/// Reads utime+stime (clock ticks) of a process.
+fn cpu_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn memory_mib(pid: &str, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Clock ticks per second of /proc accounting (USER_HZ is 100 on Linux).
+const TICKS_PER_SEC: f64 = 100.0;
+
+async fn for_all(shared: &Arc<Shared>, keys: Vec<String>, concurrency: usize, put: bool) -> Result<()> {
+    let queue = Arc::new(std::sync::Mutex::new(keys));
+    let failures = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (s, q, f) = (shared.clone(), queue.clone(), failures.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let key = match q.lock() {
+                    Ok(mut q) => q.pop(),
+                    Err(_) => None,
+                };
+                let Some(key) = key else { break };
+                let (method, body) =
+                    if put { (Method::PUT, s.payload.clone()) } else { (Method::DELETE, Bytes::new()) };
+                match s.client.request(method, &s.bucket, &key, "", body, BodyMode::Keep).await {
+                    Ok(o) if o.status.is_success() => {}
+                    _ => {
+                        f.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await?;
+    }
+    let failed = failures.load(Ordering::Relaxed);
+    if failed > 0 {
+        bail!("{failed} requests failed while {}", if put { "preparing objects" } else { "cleaning up" });
+    }
+    Ok(())
+}
+
+async fn list_all(s: &Shared) -> Result<Vec<String>> {
+    let mut keys = Vec::new();
+    let mut token = String::new();
+    loop {
+        let mut query = format!("list-type=2&max-keys=1000&prefix={}%2F", s.prefix);
+        if !token.is_empty() {
+            query.push_str(&format!("&continuation-token={token}"));
+        }
+        let o = s.client.request(Method::GET, &s.bucket, "", &query, Bytes::new(), BodyMode::Keep).await?;
+        if !o.status.is_success() {
+            bail!("listing for clean-up failed: {}", error_code(&o));
+        }
+        let text = String::from_utf8_lossy(o.body.as_deref().unwrap_or_default()).into_owned();
+        for part in text.split("<Key>").skip(1) {
+            if let Some(end) = part.find("</Key>") {
+                keys.push(part[..end].replace("&amp;", "&"));
+            }
+        }
+        let mut next = None;
+        st_items(&text, &mut next);
+        match next.and_then(|(_, t)| t) {
+            Some(t) => token = t,
+            None => break,
+        }
+    }
+    Ok(keys)
+}
+
+pub async fn run(args: BenchArgs) -> Result<()> {
+    let object_size = parse_size(&args.obj_size)?;
+    let duration = parse_duration(&args.duration)?;
+    let mix = Arc::new(parse_mix(&args.mix)?);
+    let hosts = hosts(&args.host)?;
+    if args.concurrent == 0 {
+        bail!("--concurrent must be at least 1");
+    }
+    let endpoint = Endpoint {
+        hosts: hosts.clone(),
+        access_key: args.access_key.clone(),
+        secret_key: args.secret_key.clone(),
+        region: args.region.clone(),
+    };
+    let client = Client::new(endpoint, args.concurrent);
+    let made = client.request(Method::PUT, &args.bucket, "", "", Bytes::new(), BodyMode::Keep).await?;
+    if !made.status.is_success() && error_code(&made) != "BucketAlreadyOwnedByYou" {
+        bail!("cannot create bucket {}: {}", args.bucket, error_code(&made));
+    }
+    let payload: Bytes = {
+        let mut rng = Rng(0x1234_5678_9ABC_DEF1 ^ strata_types::time::now_nanos());
+        (0..object_size).map(|_| rng.next() as u8).collect::<Vec<u8>>().into()
+    };
+    let payload_md5: [u8; 16] = Md5::digest(&payload).into();
+    let prefix = format!("bench-{:x}", strata_types::time::now_nanos() & 0xffff_ffff);
+    let prepared = if matches!(args.op, Op::Put) { 0 } else { args.objects };
+    let mut shared = Shared {
+        client,
+        bucket: args.bucket.clone(),
+        prefix,
+        payload,
+        payload_md5,
+        prepared,
+        verify: args.verify,
+        deadline: Instant::now(),
+        next_delete: AtomicUsize::new(0),
+        ops: AtomicU64::new(0),
+        bytes: AtomicU64::new(0),
+        errors: AtomicU64::new(0),
+    };
+    if prepared > 0 {
+        eprintln!("preparing {prepared} objects of {object_size} B ...");
+        let keys = (0..prepared).map(|i| shared.prepared_key(i)).collect();
+        let s = Arc::new(shared);
+        for_all(&s, keys, args.concurrent, true).await?;
+        shared = Arc::try_unwrap(s).map_err(|_| anyhow::anyhow!("workers still running"))?;
+    }
+    shared.deadline = Instant::now() + duration;
+    let shared = Arc::new(shared);
+    let server_pid = args.server_pid.map(|p| p.to_string());
+    let (bench_before, server_before) = (cpu_ticks("self"), server_pid.as_deref().and_then(cpu_ticks));
+    let started = Instant::now();
+    let ticker = {
+        let s = shared.clone();
+        tokio::spawn(async move {
+            let mut last = (0u64, 0u64);
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let (ops, bytes) = (s.ops.load(Ordering::Relaxed), s.bytes.load(Ordering::Relaxed));
+                eprint!(
+                    "\r[{:>4.0}s] {:>8} ops {:>9.1} MiB/s {:>9.0} obj/s  {} errors   ",
+                    started.elapsed().as_secs_f64(),
+                    ops,
+                    (bytes - last.1) as f64 / (1024.0 * 1024.0),
+                    (ops - last.0) as f64,
+                    s.errors.load(Ordering::Relaxed)
+                );
+                last = (ops, bytes);
+            }
+        })
+    };
+    let mut tasks = Vec::new();
+    for id in 0..args.concurrent {
+        tasks.push(tokio::spawn(worker(shared.clone(), id, args.op, mix.clone())));
+    }
+    let mut totals: Stats = HashMap::new();
+    for t in tasks {
+        for (op, st) in t.await? {
+            totals.entry(op).or_default().merge(st);
+        }
+    }
+    let elapsed = started.elapsed();
+    ticker.abort();
+    eprintln!();
+    let usage = |before: Option<u64>, pid: &str| ProcessUsage {
+        cpu_percent: match (before, cpu_ticks(pid)) {
+            (Some(a), Some(b)) => (b - a) as f64 / TICKS_PER_SEC / elapsed.as_secs_f64() * 100.0,
+            _ => 0.0,
+        },
+        rss_mib: memory_mib(pid, "VmRSS:"),
+        peak_rss_mib: memory_mib(pid, "VmHWM:"),
+    };
+    let bench_usage = usage(bench_before, "self");
+    let server_usage = server_pid.as_deref().map(|p| usage(server_before, p));
+    let order = [Op::Put, Op::Get, Op::Stat, Op::Delete, Op::List];
+    let ops = order
+        .iter()
+        .filter_map(|op| totals.remove(op).map(|st| OpReport::new(op.name(), st, elapsed)))
+        .collect();
+    let report = Report {
+        tool: "strata bench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        operation: args.op.name().into(),
+        hosts,
+        concurrency: args.concurrent,
+        object_size,
+        duration_secs: elapsed.as_secs_f64(),
+        ops,
+        bench: bench_usage,
+        server: server_usage,
+    };
+    report::print(&report);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if !args.no_clear {
+        let keys = list_all(&shared).await?;
+        eprintln!("cleaning up {} objects ...", keys.len());
+        for_all(&shared, keys, args.concurrent, false).await?;
+    }
+    let errors: u64 = report.ops.iter().map(|o| o.errors_total).sum();
+    if errors > 0 {
+        bail!("{errors} operations failed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes_durations_mixes_hosts() {
+        assert_eq!(parse_size("4KiB").expect("size"), 4096);
+        assert_eq!(parse_size("1MiB").expect("size"), 1 << 20);
+        assert_eq!(parse_size("1.5MB").expect("size"), 1_500_000);
+        assert_eq!(parse_size("100").expect("size"), 100);
+        assert!(parse_size("1XB").is_err());
+        assert_eq!(parse_duration("500ms").expect("d"), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").expect("d"), Duration::from_secs(120));
+        assert_eq!(parse_mix("get=1,put=2").expect("mix"), vec![(Op::Get, 1), (Op::Put, 2)]);
+        assert!(parse_mix("get=0").is_err());
+        assert_eq!(hosts("h{1...3}:9000").expect("hosts"), ["h1:9000", "h2:9000", "h3:9000"]);
+        assert_eq!(hosts("a:1,b:2").expect("hosts"), ["a:1", "b:2"]);
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh checkout: formatting and lints, every Rust test (unit,
+# property, integration), then end-to-end tests that drive a real `strata` through boto3 and the
+# aws cli on 127.0.0.1. Python tools are installed into ./.venv on first use.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+cargo test --workspace --quiet
+cargo build --quiet -p strata
+
+export STRATA_BIN="$PWD/target/debug/strata"
+export PATH="$PWD/.venv/bin:$PATH"
+.venv/bin/python -m pytest -q tests/e2e
