@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
-use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX};
+use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, INDEX_CACHE_SIZE};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
@@ -117,7 +117,7 @@ impl Index {
     /// Opens (or creates) the index and starts its writer thread. `data_dir` is where shard
     /// files live, so the writer can free the files of replaced versions after commit.
     pub fn open(path: &Path, data_dir: PathBuf, name: &str) -> DriveResult<Self> {
-        let db = Database::create(path).map_err(index_err)?;
+        let db = Database::builder().set_cache_size(INDEX_CACHE_SIZE).create(path).map_err(index_err)?;
         let txn = db.begin_write().map_err(index_err)?;
         {
             txn.open_table(BUCKETS).map_err(index_err)?;

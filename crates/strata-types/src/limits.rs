@@ -55,6 +55,10 @@ pub const CHUNK_HEADER_LEN_MAX: usize = 4096;
 /// to fill: it takes what is pending, up to this many, so one sync serves them all.
 pub const GROUP_COMMIT_BATCH_MAX: usize = 256;
 
+/// Page cache of each drive's metadata index (redb). redb's own default is 1 GiB per database,
+/// which on a 16-drive node could claim 16 GiB; hot metadata of a drive fits far below this.
+pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
+
 /// Pending metadata changes queued per drive before writers wait (back-pressure).
 pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 
