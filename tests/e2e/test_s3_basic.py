@@ -325,3 +325,32 @@ def test_empty_put_then_put_on_one_connection(server, bucket):
         with pytest.raises(ClientError):
             s3.put_object(Bucket="missing-bucket", Key="k", Body=b"data")
     assert s3.get_object(Bucket=bucket, Key="full-2")["Body"].read() == b"data"
+
+
+def test_oversized_put_is_refused_from_its_headers(server, s3, bucket):
+    import http.client
+    import urllib.parse
+
+    s3v4 = server.client(signature_version="s3v4")
+    url = urllib.parse.urlsplit(s3v4.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "huge"}))
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.putrequest("PUT", f"{url.path}?{url.query}", skip_accept_encoding=True)
+    conn.putheader("Content-Length", str(6 * 1024**3))
+    conn.endheaders()
+    resp = conn.getresponse()  # answered from the headers alone, without waiting for 6 GiB
+    assert resp.status == 400 and b"EntityTooLarge" in resp.read()
+    conn.close()
+
+
+def test_malformed_create_bucket_body(server):
+    import http.client
+    import urllib.parse
+
+    s3v4 = server.client(signature_version="s3v4")
+    url = urllib.parse.urlsplit(s3v4.generate_presigned_url("create_bucket", Params={"Bucket": "xml-bucket"}))
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    conn.request("PUT", f"{url.path}?{url.query}", body=b"<CreateBucketConfiguration><Loc")
+    resp = conn.getresponse()
+    assert resp.status == 400 and b"MalformedXML" in resp.read()
+    with pytest.raises(ClientError):
+        s3v4.head_bucket(Bucket="xml-bucket")

@@ -243,3 +243,18 @@ async fn undo_restores_what_a_failed_write_replaced() {
     d.finish_op(op, false).await;
     assert!(matches!(d.read_record("b", "fresh", false).await, Err(DriveError::NotFound)));
 }
+
+#[tokio::test]
+async fn temp_files_are_swept_at_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let d = LocalDrive::open(dir.path()).expect("open");
+        d.write_format(b"{}".to_vec()).await.expect("format");
+        let mut w = d.create_shard_file(Uuid::new_v4()).await.expect("create");
+        w.write_frame([0; 32], Bytes::from_static(b"never committed")).await.expect("write");
+    }
+    let tmp = dir.path().join(".strata.sys/tmp");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1);
+    let _again = LocalDrive::open(dir.path()).expect("reopen");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 0);
+}
