@@ -100,8 +100,21 @@ struct Pending {
 /// the group-commit queue.
 pub(crate) struct Index {
     db: Arc<Database>,
-    queue: mpsc::Sender<Pending>,
+    /// `None` only while dropping.
+    queue: Option<mpsc::Sender<Pending>>,
+    writer: Option<std::thread::JoinHandle<()>>,
     stats: Arc<CommitStats>,
+}
+
+impl Drop for Index {
+    /// Closes the queue and waits for the writer to finish what it holds, so the database is
+    /// closed (and can be opened again) when the drive is gone.
+    fn drop(&mut self) {
+        self.queue.take();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
 }
 
 /// Counters of the group-commit writer (for metrics and tests).
@@ -130,10 +143,10 @@ impl Index {
         let writer_db = db.clone();
         let stats = Arc::new(CommitStats::default());
         let writer_stats = stats.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name(format!("commit:{name}"))
             .spawn(move || writer_loop(&writer_db, rx, &data_dir, &writer_stats))?;
-        Ok(Self { db, queue, stats })
+        Ok(Self { db, queue: Some(queue), writer: Some(writer), stats })
     }
 
     pub fn stats(&self) -> &Arc<CommitStats> {
@@ -143,7 +156,8 @@ impl Index {
     pub async fn apply(&self, change: Change) -> DriveResult<Displaced> {
         let (reply, rx) = oneshot::channel();
         let closed = || DriveError::Offline("metadata writer stopped".into());
-        self.queue.send(Pending { change, reply }).await.map_err(|_| closed())?;
+        let queue = self.queue.as_ref().ok_or_else(closed)?;
+        queue.send(Pending { change, reply }).await.map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
 
