@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
-use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
+use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, INDEX_CACHE_SIZE};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -26,6 +26,17 @@ const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
 const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
 /// Framed shard bytes of inline versions, by data id.
 const INLINE: TableDefinition<u128, &[u8]> = TableDefinition::new("inline");
+/// Multipart uploads in progress. Key: bucket, 0x00, object key, 0x00, upload id (16 bytes).
+const UPLOADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("uploads");
+/// Parts of uploads in progress, by (upload id, part number).
+const PARTS: TableDefinition<(u128, u32), &[u8]> = TableDefinition::new("parts");
+
+fn upload_key(bucket: &str, key: &str, upload_id: Uuid) -> Vec<u8> {
+    let mut k = object_key(bucket, key);
+    k.push(0);
+    k.extend_from_slice(upload_id.as_bytes());
+    k
+}
 
 fn object_key(bucket: &str, key: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(bucket.len() + 1 + key.len());
@@ -86,6 +97,32 @@ pub(crate) enum Change {
         remove: Option<Box<ObjectVersion>>,
         restore: Vec<ObjectVersion>,
     },
+    PutUpload {
+        bucket: String,
+        upload: Box<UploadRecord>,
+    },
+    /// Records a part (replacing one with the same number, whose file is freed).
+    PutPart {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        part: Box<PartInfo>,
+    },
+    /// Adds the completed object's version, if the upload still exists. The upload stays until
+    /// `DropUpload`, so an undo leaves it whole for a retry.
+    CompleteUpload {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        version: Box<ObjectVersion>,
+    },
+    /// Removes an upload and its parts, freeing every part file not in `keep`.
+    DropUpload {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        keep: Vec<Uuid>,
+    },
 }
 
 /// What a change answers: the versions it displaced (empty for most changes).
@@ -136,6 +173,8 @@ impl Index {
             txn.open_table(BUCKETS).map_err(index_err)?;
             txn.open_table(OBJECTS).map_err(index_err)?;
             txn.open_table(INLINE).map_err(index_err)?;
+            txn.open_table(UPLOADS).map_err(index_err)?;
+            txn.open_table(PARTS).map_err(index_err)?;
         }
         txn.commit().map_err(index_err)?;
         let db = Arc::new(db);
@@ -187,6 +226,46 @@ impl Index {
         let table = txn.open_table(INLINE).map_err(index_err)?;
         let value = table.get(data_id.as_u128()).map_err(index_err)?;
         Ok(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value()))
+    }
+
+    pub fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(UPLOADS).map_err(index_err)?;
+        let value = table.get(upload_key(bucket, key, upload_id).as_slice()).map_err(index_err)?;
+        Ok(UploadRecord::decode(value.ok_or(DriveError::NotFound)?.value())?)
+    }
+
+    pub fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(PARTS).map_err(index_err)?;
+        let id = upload_id.as_u128();
+        let mut out = Vec::new();
+        for item in table.range((id, 0)..=(id, u32::MAX)).map_err(index_err)? {
+            let (_, v) = item.map_err(index_err)?;
+            out.push(PartInfo::decode(v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Uploads in progress in `bucket` whose key starts with `prefix`, in (key, upload id) order.
+    pub fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(UPLOADS).map_err(index_err)?;
+        let start = object_key(bucket, prefix);
+        let end = prefix_successor(&start);
+        let range = match &end {
+            Some(e) => table.range::<&[u8]>(start.as_slice()..e.as_slice()),
+            None => table.range::<&[u8]>(start.as_slice()..),
+        };
+        let mut out = Vec::new();
+        for item in range.map_err(index_err)? {
+            let (_, v) = item.map_err(index_err)?;
+            out.push(UploadRecord::decode(v.value())?);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     pub fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
@@ -296,13 +375,25 @@ fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> 
     let mut results = Vec::with_capacity(batch.len());
     let mut batch_freed = Vec::new();
     {
-        let tables = (txn.open_table(BUCKETS), txn.open_table(OBJECTS), txn.open_table(INLINE));
-        let (mut buckets, mut objects, mut inline) = match tables {
-            (Ok(b), Ok(o), Ok(i)) => (b, o, i),
+        let tables = (
+            txn.open_table(BUCKETS),
+            txn.open_table(OBJECTS),
+            txn.open_table(INLINE),
+            txn.open_table(UPLOADS),
+            txn.open_table(PARTS),
+        );
+        let (mut buckets, mut objects, mut inline, mut uploads, mut parts) = match tables {
+            (Ok(b), Ok(o), Ok(i), Ok(u), Ok(p)) => (b, o, i, u, p),
             _ => return all_fail(&"cannot open index tables", batch.len()),
         };
         for p in batch.iter_mut() {
-            let mut t = Tables { buckets: &mut buckets, objects: &mut objects, inline: &mut inline };
+            let mut t = Tables {
+                buckets: &mut buckets,
+                objects: &mut objects,
+                inline: &mut inline,
+                uploads: &mut uploads,
+                parts: &mut parts,
+            };
             results.push(apply_change(&mut t, &mut p.change, &mut batch_freed));
         }
     }
@@ -319,6 +410,8 @@ struct Tables<'a, 't> {
     buckets: &'a mut redb::Table<'t, &'static str, &'static [u8]>,
     objects: &'a mut redb::Table<'t, &'static [u8], &'static [u8]>,
     inline: &'a mut redb::Table<'t, u128, &'static [u8]>,
+    uploads: &'a mut redb::Table<'t, &'static [u8], &'static [u8]>,
+    parts: &'a mut redb::Table<'t, (u128, u32), &'static [u8]>,
 }
 
 fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
@@ -374,6 +467,12 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             return Ok(removed);
         }
         Change::FreeData { versions } => free_versions(t, versions, freed)?,
+        Change::PutUpload { .. }
+        | Change::PutPart { .. }
+        | Change::CompleteUpload { .. }
+        | Change::DropUpload { .. } => {
+            return apply_upload_change(t, change, freed);
+        }
         Change::Restore { bucket, key, remove, restore } => {
             let k = object_key(bucket, key);
             let mut record = read(t, &k)?.unwrap_or(ObjectRecord { versions: vec![] });
@@ -381,7 +480,10 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                 let same = |v: &ObjectVersion| v.version_id == gone.version_id && v.data == gone.data;
                 if record.versions.iter().any(same) {
                     record.versions.retain(|v| !same(v));
-                    free_versions(t, std::slice::from_ref(&**gone), freed)?;
+                    // A multipart version's parts still belong to its upload, which an undo keeps.
+                    if !matches!(gone.data, DataLocation::Multipart(_)) {
+                        free_versions(t, std::slice::from_ref(&**gone), freed)?;
+                    }
                 }
             }
             for v in restore.iter() {
@@ -422,9 +524,73 @@ fn free_versions(t: &mut Tables, gone: &[ObjectVersion], freed: &mut Vec<Uuid>) 
                 t.inline.remove(id.as_u128()).map_err(index_err)?;
             }
             DataLocation::File(id) => freed.push(id),
+            DataLocation::Multipart(_) => freed.extend(v.parts.iter().map(|p| p.data_id)),
         }
     }
     Ok(())
+}
+
+/// The parts recorded for an upload, in part-number order.
+fn upload_parts(t: &Tables, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
+    let id = upload_id.as_u128();
+    let mut out = Vec::new();
+    for item in t.parts.range((id, 0)..=(id, u32::MAX)).map_err(index_err)? {
+        let (_, v) = item.map_err(index_err)?;
+        out.push(PartInfo::decode(v.value())?);
+    }
+    Ok(out)
+}
+
+fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
+    match change {
+        Change::PutUpload { bucket, upload } => {
+            if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
+                return Err(DriveError::BucketNotFound);
+            }
+            let k = upload_key(bucket, &upload.key, upload.upload_id);
+            t.uploads.insert(k.as_slice(), upload.encode().as_slice()).map_err(index_err)?;
+        }
+        Change::PutPart { bucket, key, upload_id, part } => {
+            if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {
+                return Err(DriveError::NotFound);
+            }
+            let slot = (upload_id.as_u128(), part.number);
+            if let Some(old) = t.parts.get(slot).map_err(index_err)? {
+                if let Ok(old) = PartInfo::decode(old.value()) {
+                    if old.data_id != part.data_id {
+                        freed.push(old.data_id);
+                    }
+                }
+            }
+            t.parts.insert(slot, part.encode().as_slice()).map_err(index_err)?;
+        }
+        Change::CompleteUpload { bucket, key, upload_id, version } => {
+            if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {
+                return Err(DriveError::NotFound);
+            }
+            let mut put = Change::PutVersion {
+                bucket: bucket.clone(),
+                key: key.clone(),
+                version: version.clone(),
+                inline: None,
+            };
+            return apply_change(t, &mut put, freed);
+        }
+        Change::DropUpload { bucket, key, upload_id, keep } => {
+            let k = upload_key(bucket, key, *upload_id);
+            if t.uploads.remove(k.as_slice()).map_err(index_err)?.is_none() {
+                return Err(DriveError::NotFound);
+            }
+            for part in upload_parts(t, *upload_id)? {
+                t.parts.remove((upload_id.as_u128(), part.number)).map_err(index_err)?;
+                if !keep.contains(&part.data_id) {
+                    freed.push(part.data_id);
+                }
+            }
+        }
+        _ => unreachable!("only upload changes come here"),
+    }
+    Ok(Vec::new())
 }
 
 #[cfg(test)]

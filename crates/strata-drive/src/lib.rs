@@ -22,7 +22,7 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 use bytes::Bytes;
 use strata_erasure::bitrot;
-use strata_meta::{DecodeError, ObjectRecord, ObjectVersion};
+use strata_meta::{DecodeError, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
 pub use index::CommitStats;
@@ -167,6 +167,29 @@ pub trait Drive: Send + Sync + Debug {
     /// Ends operation `op` on this drive: `keep` frees the data it displaced; otherwise the change
     /// is undone (the quorum was missed), so a failed write never replaces what was there.
     async fn finish_op(&self, op: Uuid, keep: bool);
+
+    /// Records a new multipart upload.
+    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()>;
+    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord>;
+    /// Moves the finished temp shard file of `part.data_id` into place and records the part,
+    /// replacing (and freeing) an earlier upload of the same part number.
+    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()>;
+    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>>;
+    /// Adds the completed object's version (its data is the listed parts' files) while the
+    /// upload exists; finished like [`Drive::commit_version`] by [`Drive::finish_op`].
+    async fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()>;
+    /// Removes an upload and its part records, freeing every part file not in `keep`.
+    async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: Vec<Uuid>)
+        -> DriveResult<()>;
+    /// Uploads in progress whose key starts with `prefix`, in key order, at most `limit`.
+    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>>;
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
 }

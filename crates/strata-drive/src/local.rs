@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use strata_erasure::bitrot;
-use strata_meta::{DataLocation, ObjectRecord, ObjectVersion};
+use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
 use crate::index::{Change, Index};
@@ -312,7 +312,7 @@ impl Drive for LocalDrive {
                 })
                 .await?
             }
-            DataLocation::Inline(_) => {
+            DataLocation::Inline(_) | DataLocation::Multipart(_) => {
                 Self::ensure_online(&self.sys)?;
                 None
             }
@@ -373,6 +373,91 @@ impl Drive for LocalDrive {
         if let Err(e) = self.index.apply(change).await {
             tracing::warn!(drive = %self.endpoint, error = %e, keep, "finishing a change failed");
         }
+    }
+
+    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        let change = Change::PutUpload { bucket: bucket.to_owned(), upload: Box::new(upload) };
+        self.index.apply(change).await.map(drop)
+    }
+
+    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
+        let (index, sys) = (self.index.clone(), self.sys.clone());
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.read_upload(&bucket, &key, upload_id)
+        })
+        .await
+    }
+
+    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
+        let from = self.tmp.join(part.data_id.simple().to_string());
+        let to = data_path(&self.data, part.data_id);
+        let (sys, moved_to) = (self.sys.clone(), to.clone());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            Ok(fs::rename(&from, &to)?)
+        })
+        .await?;
+        let change = Change::PutPart {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            upload_id,
+            part: Box::new(part),
+        };
+        let result = self.index.apply(change).await.map(drop);
+        if result.is_err() {
+            let _ = fs::remove_file(moved_to);
+        }
+        result
+    }
+
+    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
+        let index = self.index.clone();
+        blocking(move || index.list_parts(upload_id)).await
+    }
+
+    async fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        let change = Change::CompleteUpload {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            upload_id,
+            version: Box::new(version.clone()),
+        };
+        let displaced = self.index.apply(change).await?;
+        self.remember(op, bucket, key, Some(version), displaced);
+        Ok(())
+    }
+
+    async fn drop_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        keep: Vec<Uuid>,
+    ) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        let change = Change::DropUpload { bucket: bucket.to_owned(), key: key.to_owned(), upload_id, keep };
+        self.index.apply(change).await.map(drop)
+    }
+
+    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
+        let (index, sys) = (self.index.clone(), self.sys.clone());
+        let (bucket, prefix) = (bucket.to_owned(), prefix.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            index.list_uploads(&bucket, &prefix, limit)
+        })
+        .await
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {

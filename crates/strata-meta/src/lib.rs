@@ -46,22 +46,64 @@ pub enum DataLocation {
     Inline(Uuid),
     /// In a shard file named by this id.
     File(Uuid),
+    /// In one shard file per part (`parts[*].data_id`); the id is the upload's.
+    Multipart(Uuid),
 }
 
 impl DataLocation {
     pub fn data_id(&self) -> Uuid {
         match self {
-            DataLocation::Inline(id) | DataLocation::File(id) => *id,
+            DataLocation::Inline(id) | DataLocation::File(id) | DataLocation::Multipart(id) => *id,
         }
     }
 }
 
-/// One part of a multipart object, in order.
+/// One part of a multipart object (or of an upload in progress), in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PartInfo {
     pub number: u32,
     pub size: u64,
+    /// Hex MD5 of the part, without quotes.
     pub etag: String,
+    /// The part's shard file on every drive of the set.
+    #[serde(default)]
+    pub data_id: Uuid,
+    /// Nanoseconds since the Unix epoch (when the part was uploaded).
+    #[serde(default)]
+    pub mod_time: u64,
+}
+
+/// A multipart upload in progress, as every drive of its set records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadRecord {
+    pub upload_id: Uuid,
+    pub key: String,
+    /// Nanoseconds since the Unix epoch.
+    pub initiated: u64,
+    pub headers: BTreeMap<String, String>,
+    pub user_metadata: BTreeMap<String, String>,
+    /// Split and placement every part uses (`shard_index` is this drive's).
+    pub erasure: ErasureInfo,
+}
+
+impl UploadRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode(bytes)
+    }
+}
+
+impl PartInfo {
+    pub fn encode(&self) -> Vec<u8> {
+        encode(self)
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
+        decode(bytes)
+    }
 }
 
 /// One version of an object.

@@ -37,6 +37,14 @@ pub enum ObjectError {
     WriteQuorum { needed: usize, online: usize },
     #[error("too few drives online to read (need {needed}, have {online})")]
     ReadQuorum { needed: usize, online: usize },
+    #[error("the multipart upload does not exist")]
+    NoSuchUpload,
+    #[error("part {0} was not uploaded or its ETag does not match")]
+    InvalidPart(u32),
+    #[error("the list of parts was not in ascending order")]
+    InvalidPartOrder,
+    #[error("part {0} is smaller than the minimum part size")]
+    EntityTooSmall(u32),
     #[error("invalid storage class parity {0}")]
     InvalidParity(usize),
     #[error(transparent)]

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use strata_drive::ShardReader;
+use strata_drive::{Drive, ShardReader};
 use strata_erasure::{bitrot, Erasure, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
 use tokio::sync::mpsc;
@@ -19,6 +19,20 @@ enum ShardSource {
     Inline(Vec<Option<Bytes>>),
     /// Open shard files, by shard index.
     Files(Vec<Option<Arc<dyn ShardReader>>>),
+    /// A multipart version: the drives holding it, by shard index; each part's files are opened
+    /// when the stream reaches that part.
+    Parts(Vec<Option<Arc<dyn Drive>>>),
+}
+
+/// Opens shard file `id` on each drive (by shard index) that has one.
+async fn open_files(drives: &[Option<Arc<dyn Drive>>], id: uuid::Uuid) -> Vec<Option<Arc<dyn ShardReader>>> {
+    join_all(drives.iter().map(|d| async move {
+        match d {
+            Some(d) => d.open_shard_file(id).await.ok().map(Arc::from),
+            None => None,
+        }
+    }))
+    .await
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a
@@ -67,23 +81,18 @@ pub(crate) async fn open_object(
             }
             ShardSource::Inline(frames)
         }
-        DataLocation::File(id) => {
-            let opened = join_all(set.drives.iter().zip(&resolved.holders).map(|(d, h)| async move {
-                match (d, h) {
-                    (Some(d), Some(_)) => d.open_shard_file(id).await.ok().map(Arc::from),
-                    _ => None,
-                }
-            }))
-            .await;
-            let mut readers: Vec<Option<Arc<dyn ShardReader>>> = vec![None; shard_count];
-            for (pos, reader) in opened.into_iter().enumerate() {
-                if let (Some(r), Some(&shard)) = (reader, dist.get(pos)) {
-                    if let Some(slot) = readers.get_mut(usize::from(shard)) {
-                        *slot = Some(r);
-                    }
+        DataLocation::File(_) | DataLocation::Multipart(_) => {
+            let mut by_shard: Vec<Option<Arc<dyn Drive>>> = vec![None; shard_count];
+            for ((drive, holder), &shard) in set.drives.iter().zip(&resolved.holders).zip(dist) {
+                if let (Some(d), Some(_), Some(slot)) = (drive, holder, by_shard.get_mut(usize::from(shard)))
+                {
+                    *slot = Some(d.clone());
                 }
             }
-            ShardSource::Files(readers)
+            match version.data {
+                DataLocation::File(id) => ShardSource::Files(open_files(&by_shard, id).await),
+                _ => ShardSource::Parts(by_shard),
+            }
         }
     };
     Ok(OpenObject { info, version, erasure, source })
@@ -108,14 +117,42 @@ impl OpenObject {
         len: u64,
         tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
     ) -> Result<(), ObjectError> {
-        let layout = ShardLayout::new(
-            self.version.size,
-            self.version.erasure.block_size as usize,
-            self.erasure.data_count(),
-        );
+        let block_size = self.version.erasure.block_size as usize;
+        let data_count = self.erasure.data_count();
+        let ShardSource::Parts(drives) = &self.source else {
+            let layout = ShardLayout::new(self.version.size, block_size, data_count);
+            self.stream_range(&self.source, &layout, offset, len, tx).await?;
+            return Ok(());
+        };
+        let end = offset + len;
+        let mut part_start = 0u64;
+        for part in &self.version.parts {
+            let part_end = part_start + part.size;
+            let (from, to) = (offset.max(part_start), end.min(part_end));
+            if from < to {
+                let source = ShardSource::Files(open_files(drives, part.data_id).await);
+                let layout = ShardLayout::new(part.size, block_size, data_count);
+                if !self.stream_range(&source, &layout, from - part_start, to - from, tx).await? {
+                    return Ok(());
+                }
+            }
+            part_start = part_end;
+        }
+        Ok(())
+    }
+
+    /// Streams `[offset, offset + len)` of one shard-file set; `false` when the client went away.
+    async fn stream_range(
+        &self,
+        source: &ShardSource,
+        layout: &ShardLayout,
+        offset: u64,
+        len: u64,
+        tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
+    ) -> Result<bool, ObjectError> {
         let end = offset + len;
         for block in layout.blocks_for_range(offset, len) {
-            let shards = self.read_block(&layout, block).await?;
+            let shards = self.read_block(source, layout, block).await?;
             let block_start = block * layout.block_size;
             let mut pos = block_start;
             for shard in shards {
@@ -124,24 +161,30 @@ impl OpenObject {
                 if from < to {
                     let piece = shard.slice((from - pos) as usize..(to - pos) as usize);
                     if tx.send(Ok(piece)).await.is_err() {
-                        return Ok(()); // the client went away
+                        return Ok(false);
                     }
                 }
                 pos += shard.len() as u64;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Reads and verifies the data shards of one block, reaching for parity shards only when a
     /// data shard is missing or bad.
-    async fn read_block(&self, layout: &ShardLayout, block: u64) -> Result<Vec<Bytes>, ObjectError> {
+    async fn read_block(
+        &self,
+        source: &ShardSource,
+        layout: &ShardLayout,
+        block: u64,
+    ) -> Result<Vec<Bytes>, ObjectError> {
         let data_count = self.erasure.data_count();
         let shard_count = self.erasure.shard_count();
         let shard_size = layout.shard_size(block) as usize;
-        let mut shards: Vec<Option<Bytes>> = self.read_shards(0..data_count, layout, block, shard_size).await;
+        let mut shards: Vec<Option<Bytes>> =
+            read_shards(source, 0..data_count, layout, block, shard_size).await;
         if shards.iter().any(Option::is_none) {
-            let parity = self.read_shards(data_count..shard_count, layout, block, shard_size).await;
+            let parity = read_shards(source, data_count..shard_count, layout, block, shard_size).await;
             shards.extend(parity);
         } else {
             shards.resize(shard_count, None);
@@ -154,29 +197,30 @@ impl OpenObject {
             },
         })
     }
+}
 
-    async fn read_shards(
-        &self,
-        indexes: std::ops::Range<usize>,
-        layout: &ShardLayout,
-        block: u64,
-        shard_size: usize,
-    ) -> Vec<Option<Bytes>> {
-        match &self.source {
-            ShardSource::Inline(frames) => indexes
-                .map(|i| {
-                    let frame = frames.get(i)?.as_ref()?;
-                    bitrot::verify(frame, shard_size).ok().map(|r| frame.slice(r))
-                })
-                .collect(),
-            ShardSource::Files(readers) => {
-                let offset = layout.frame_offset(block);
-                join_all(indexes.map(|i| async move {
-                    let reader = readers.get(i)?.as_ref()?;
-                    reader.read_frame(offset, shard_size).await.ok()
-                }))
-                .await
-            }
+async fn read_shards(
+    source: &ShardSource,
+    indexes: std::ops::Range<usize>,
+    layout: &ShardLayout,
+    block: u64,
+    shard_size: usize,
+) -> Vec<Option<Bytes>> {
+    match source {
+        ShardSource::Inline(frames) => indexes
+            .map(|i| {
+                let frame = frames.get(i)?.as_ref()?;
+                bitrot::verify(frame, shard_size).ok().map(|r| frame.slice(r))
+            })
+            .collect(),
+        ShardSource::Files(readers) => {
+            let offset = layout.frame_offset(block);
+            join_all(indexes.map(|i| async move {
+                let reader = readers.get(i)?.as_ref()?;
+                reader.read_frame(offset, shard_size).await.ok()
+            }))
+            .await
         }
+        ShardSource::Parts(_) => indexes.map(|_| None).collect(),
     }
 }

@@ -75,6 +75,10 @@ impl ObjectLayer {
         }
     }
 
+    pub(crate) fn all_sets(&self) -> impl Iterator<Item = &ErasureSet> {
+        self.pools.iter().flatten()
+    }
+
     fn all_drives(&self) -> impl Iterator<Item = &DriveSlot> {
         self.pools.iter().flatten().flat_map(|s| s.drives.iter())
     }
@@ -182,7 +186,7 @@ impl ObjectLayer {
     }
 
     /// The set an object lives in (first pool; more pools come with pool expansion).
-    fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
+    pub(crate) fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
         let hash = placement::object_hash(self.deployment_id, bucket, key);
         let sets = &self.pools[0];
         (&sets[placement::set_index(hash, sets.len())], hash)

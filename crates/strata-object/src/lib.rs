@@ -23,6 +23,7 @@ mod get;
 mod layer;
 mod list;
 mod lock;
+mod multipart;
 mod put;
 mod set;
 
@@ -30,7 +31,9 @@ pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
 pub use layer::{DriveSlot, ObjectLayer};
 pub use list::{ListPage, ListRequest};
+pub use multipart::CompletePart;
 pub use put::{BodyReader, PutOptions};
+pub use strata_meta::{PartInfo, UploadRecord};
 
 use std::collections::BTreeMap;
 

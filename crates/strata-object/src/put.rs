@@ -211,6 +211,41 @@ pub(crate) async fn put_object(
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 
+/// What [`write_file_data`] stored: a shard file per drive under `data_id`, still in temp.
+pub(crate) struct Written {
+    pub data_id: Uuid,
+    pub size: u64,
+    pub md5: [u8; 16],
+}
+
+/// Streams a whole body into new temp shard files (no inline form: multipart parts). Checks the
+/// Content-MD5 before returning; on any error the temp files are gone.
+pub(crate) async fn write_file_data(
+    set: &ErasureSet,
+    body: &mut dyn BodyReader,
+    erasure: &Arc<Erasure>,
+    distribution: &[u8],
+    quorum: usize,
+    content_md5: Option<[u8; 16]>,
+) -> Result<Written, ObjectError> {
+    let mut reader = BlockReader {
+        body,
+        pending: None,
+        eof: false,
+        total: 0,
+        capacity: BLOCK_SIZE + erasure.data_count(),
+    };
+    let first = reader.next_block().await?;
+    let data_id = Uuid::new_v4();
+    let md5 = write_shard_files(set, &mut reader, first, erasure, distribution, data_id, quorum).await?;
+    let md5: [u8; 16] = md5.finalize().into();
+    if content_md5.is_some_and(|want| want != md5) {
+        abort_files(set, DataLocation::File(data_id)).await;
+        return Err(ObjectError::BadDigest);
+    }
+    Ok(Written { data_id, size: reader.total, md5 })
+}
+
 /// Streams every block into temp shard files on all drives; returns the body's MD5 state.
 async fn write_shard_files(
     set: &ErasureSet,
@@ -269,7 +304,7 @@ async fn write_shard_files(
     result
 }
 
-async fn abort_files(set: &ErasureSet, data: DataLocation) {
+pub(crate) async fn abort_files(set: &ErasureSet, data: DataLocation) {
     if let DataLocation::File(id) = data {
         join_all(set.drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
     }

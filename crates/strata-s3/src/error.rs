@@ -31,12 +31,15 @@ codes! {
     BucketAlreadyOwnedByYou => StatusCode::CONFLICT,
     BucketNotEmpty => StatusCode::CONFLICT,
     EntityTooLarge => StatusCode::BAD_REQUEST,
+    EntityTooSmall => StatusCode::BAD_REQUEST,
     IncompleteBody => StatusCode::BAD_REQUEST,
     InternalError => StatusCode::INTERNAL_SERVER_ERROR,
     InvalidAccessKeyId => StatusCode::FORBIDDEN,
     InvalidArgument => StatusCode::BAD_REQUEST,
     InvalidBucketName => StatusCode::BAD_REQUEST,
     InvalidDigest => StatusCode::BAD_REQUEST,
+    InvalidPart => StatusCode::BAD_REQUEST,
+    InvalidPartOrder => StatusCode::BAD_REQUEST,
     InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
     InvalidRequest => StatusCode::BAD_REQUEST,
     InvalidStorageClass => StatusCode::BAD_REQUEST,
@@ -47,6 +50,7 @@ codes! {
     MissingContentLength => StatusCode::LENGTH_REQUIRED,
     NoSuchBucket => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
+    NoSuchUpload => StatusCode::NOT_FOUND,
     NotImplemented => StatusCode::NOT_IMPLEMENTED,
     NotModified => StatusCode::NOT_MODIFIED,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
@@ -113,6 +117,20 @@ impl From<ObjectError> for S3Error {
             }
             ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
                 (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
+            }
+            ObjectError::NoSuchUpload => (
+                C::NoSuchUpload,
+                "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+            ),
+            ObjectError::InvalidPart(_) => (
+                C::InvalidPart,
+                "One or more of the specified parts could not be found. The part may not have been uploaded, or the specified entity tag may not match the part's entity tag.",
+            ),
+            ObjectError::InvalidPartOrder => {
+                (C::InvalidPartOrder, "The list of parts was not in ascending order. Parts must be ordered by part number.")
+            }
+            ObjectError::EntityTooSmall(_) => {
+                (C::EntityTooSmall, "Your proposed upload is smaller than the minimum allowed object size.")
             }
             ObjectError::InvalidParity(_) => {
                 (C::InvalidStorageClass, "The storage class you specified is not valid")

@@ -6,7 +6,7 @@
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
-//! - [`bucket`] and [`object`]: the handlers, named after the AWS operations.
+//! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; handlers never buffer an
@@ -17,6 +17,7 @@ pub mod bucket;
 pub mod checksum;
 pub mod chunked;
 pub mod error;
+pub mod multipart;
 pub mod object;
 pub mod router;
 pub mod server;

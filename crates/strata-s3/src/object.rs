@@ -75,7 +75,7 @@ fn checksum_request(headers: &HeaderMap) -> Result<Option<ChecksumRequest>, S3Er
     Ok(None)
 }
 
-fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
+pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
     let headers = req.headers;
     let mut opts = PutOptions::default();
     for name in STORED_HEADERS {
@@ -129,6 +129,36 @@ fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
     Ok(opts)
 }
 
+/// Refuses a body whose declared length is missing, not a number, or above the single-PUT limit,
+/// before reading any of it.
+pub(crate) fn check_declared_length(headers: &HeaderMap) -> Result<(), S3Error> {
+    let declared =
+        header(headers, "x-amz-decoded-content-length").or_else(|| header(headers, "content-length"));
+    match declared.map(str::parse::<u64>) {
+        None => Err(invalid(
+            S3ErrorCode::MissingContentLength,
+            "You must provide the Content-Length HTTP header.",
+        )),
+        Some(Err(_)) => Err(invalid(S3ErrorCode::InvalidArgument, "Content-Length is not a number")),
+        Some(Ok(n)) if n > PUT_OBJECT_SIZE_MAX => Err(invalid(
+            S3ErrorCode::EntityTooLarge,
+            "Your proposed upload exceeds the maximum allowed object size.",
+        )),
+        Some(Ok(_)) => Ok(()),
+    }
+}
+
+/// ETag and verified checksum headers of a stored body.
+pub(crate) fn stored_reply(etag: &str, checksums: &BTreeMap<String, String>) -> Reply {
+    let mut reply = Reply::empty(StatusCode::OK).header("etag", &format!("\"{etag}\""));
+    for (algo, value) in checksums {
+        if let Some(a) = Algorithm::parse(algo) {
+            reply = reply.header(&a.header(), value);
+        }
+    }
+    reply
+}
+
 pub async fn put_object(
     req: &Request<'_>,
     bucket: &str,
@@ -136,34 +166,10 @@ pub async fn put_object(
     mut body: RequestBody,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let headers = req.headers;
-    let declared =
-        header(headers, "x-amz-decoded-content-length").or_else(|| header(headers, "content-length"));
-    match declared.map(str::parse::<u64>) {
-        None => {
-            return Err(invalid(
-                S3ErrorCode::MissingContentLength,
-                "You must provide the Content-Length HTTP header.",
-            ))
-        }
-        Some(Err(_)) => return Err(invalid(S3ErrorCode::InvalidArgument, "Content-Length is not a number")),
-        Some(Ok(n)) if n > PUT_OBJECT_SIZE_MAX => {
-            return Err(invalid(
-                S3ErrorCode::EntityTooLarge,
-                "Your proposed upload exceeds the maximum allowed object size.",
-            ))
-        }
-        Some(Ok(_)) => {}
-    }
+    check_declared_length(req.headers)?;
     let opts = put_options(req)?;
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
-    let mut reply = Reply::empty(StatusCode::OK).header("etag", &format!("\"{}\"", info.etag));
-    for (algo, value) in &info.checksums {
-        if let Some(a) = Algorithm::parse(algo) {
-            reply = reply.header(&a.header(), value);
-        }
-    }
-    Ok(reply)
+    Ok(stored_reply(&info.etag, &info.checksums))
 }
 
 /// A parsed `Range: bytes=…` header, resolved against the object size.

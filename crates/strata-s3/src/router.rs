@@ -21,6 +21,12 @@ pub enum Operation {
     GetObject,
     HeadObject,
     DeleteObject,
+    CreateMultipartUpload,
+    UploadPart,
+    CompleteMultipartUpload,
+    AbortMultipartUpload,
+    ListParts,
+    ListMultipartUploads,
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +148,7 @@ pub fn route(
         (Some(_), None, m) => match (m, sub) {
             (&Method::GET, Some("location")) => O::GetBucketLocation,
             (&Method::GET, Some("versioning")) => O::GetBucketVersioning,
+            (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -165,12 +172,26 @@ pub fn route(
             let sub = sub.filter(|s| {
                 !(*s == "versionId" && query.iter().any(|(k, v)| k == "versionId" && v == "null"))
             });
-            match (m, sub) {
-                (_, Some(_)) => return Err(not_implemented()),
-                (&Method::PUT, None) => O::PutObject,
-                (&Method::GET, None) => O::GetObject,
-                (&Method::HEAD, None) => O::HeadObject,
-                (&Method::DELETE, None) => O::DeleteObject,
+            let multipart = if has("uploadId") {
+                match *m {
+                    Method::PUT if has("partNumber") => Some(O::UploadPart),
+                    Method::POST => Some(O::CompleteMultipartUpload),
+                    Method::DELETE => Some(O::AbortMultipartUpload),
+                    Method::GET => Some(O::ListParts),
+                    _ => return Err(not_implemented()),
+                }
+            } else if has("uploads") && *m == Method::POST {
+                Some(O::CreateMultipartUpload)
+            } else {
+                None
+            };
+            match (m, sub, multipart) {
+                (_, _, Some(op)) => op,
+                (_, Some(_), None) => return Err(not_implemented()),
+                (&Method::PUT, None, None) => O::PutObject,
+                (&Method::GET, None, None) => O::GetObject,
+                (&Method::HEAD, None, None) => O::HeadObject,
+                (&Method::DELETE, None, None) => O::DeleteObject,
                 _ => {
                     return Err(S3Error::new(
                         S3ErrorCode::MethodNotAllowed,
@@ -193,8 +214,13 @@ pub fn route_with_headers(
 ) -> Result<Route, S3Error> {
     let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok());
     let r = route(method, path, query, host, domain)?;
-    if r.operation == Operation::PutObject && headers.contains_key("x-amz-copy-source") {
-        return Err(S3Error::new(S3ErrorCode::NotImplemented, "CopyObject is not implemented yet"));
+    if matches!(r.operation, Operation::PutObject | Operation::UploadPart)
+        && headers.contains_key("x-amz-copy-source")
+    {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "CopyObject and UploadPartCopy are not implemented yet",
+        ));
     }
     Ok(r)
 }
@@ -216,6 +242,13 @@ mod tests {
         assert_eq!(op(Method::GET, "/b", "location"), Ok(Operation::GetBucketLocation));
         assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::PUT, "/b/k", "tagging"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::POST, "/b/k", "uploads"), Ok(Operation::CreateMultipartUpload));
+        assert_eq!(op(Method::PUT, "/b/k", "partNumber=1&uploadId=x"), Ok(Operation::UploadPart));
+        assert_eq!(op(Method::POST, "/b/k", "uploadId=x"), Ok(Operation::CompleteMultipartUpload));
+        assert_eq!(op(Method::DELETE, "/b/k", "uploadId=x"), Ok(Operation::AbortMultipartUpload));
+        assert_eq!(op(Method::GET, "/b/k", "uploadId=x"), Ok(Operation::ListParts));
+        assert_eq!(op(Method::GET, "/b", "uploads"), Ok(Operation::ListMultipartUploads));
+        assert_eq!(op(Method::PUT, "/b/k", "uploadId=x"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::GET, "/b/k", "x-id=GetObject"), Ok(Operation::GetObject));
         assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));
         assert_eq!(op(Method::POST, "/b/k", ""), Err(S3ErrorCode::MethodNotAllowed));

@@ -20,7 +20,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{bucket, object};
+use crate::{bucket, multipart, object};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -217,6 +217,16 @@ async fn dispatch(node: &Node, parts: &http::request::Parts, body: Incoming) -> 
         O::GetObject => object::get_object(&req, bucket, key, &route, false).await,
         O::HeadObject => object::get_object(&req, bucket, key, &route, true).await,
         O::DeleteObject => object::delete_object(&req, bucket, key).await,
+        O::CreateMultipartUpload => multipart::create(&req, bucket, key).await,
+        O::UploadPart => {
+            multipart::upload_part(&req, bucket, key, &route, object::request_body(&req, body)?).await
+        }
+        O::CompleteMultipartUpload => {
+            multipart::complete(&req, bucket, key, &route, object::request_body(&req, body)?).await
+        }
+        O::AbortMultipartUpload => multipart::abort(&req, bucket, key, &route).await,
+        O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
+        O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
     };
     result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
 }

@@ -16,6 +16,12 @@ pub const BLOCKS_IN_FLIGHT: usize = 2;
 /// Largest object a single PutObject may carry (AWS: 5 GiB). Past it: `EntityTooLarge`.
 pub const PUT_OBJECT_SIZE_MAX: u64 = 5 * 1024 * 1024 * 1024;
 
+/// Smallest part of a multipart upload, except the last (AWS: 5 MiB). Else: `EntityTooSmall`.
+pub const PART_SIZE_MIN: u64 = 5 * 1024 * 1024;
+
+/// Highest part number (AWS: 10,000). Past it: `InvalidArgument`.
+pub const PART_NUMBER_MAX: u32 = 10_000;
+
 /// Longest object key in bytes (AWS: 1,024). Past it: `KeyTooLongError`.
 pub const OBJECT_KEY_LEN_MAX: usize = 1024;
 

@@ -1,0 +1,296 @@
+//! Multipart uploads: parts are erasure-coded as they arrive (one shard file per part per
+//! drive); Complete stitches the chosen parts into the object's version without copying data.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use md5::{Digest, Md5};
+use strata_drive::{Drive, DriveError};
+use strata_erasure::Erasure;
+use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadRecord};
+use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN};
+use uuid::Uuid;
+
+use crate::error::ObjectError;
+use crate::layer::ObjectLayer;
+use crate::put::{abort_files, write_file_data, BodyReader, PutOptions};
+use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
+use crate::ObjectInfo;
+
+/// One entry of a CompleteMultipartUpload request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompletePart {
+    pub number: u32,
+    /// Without quotes.
+    pub etag: String,
+}
+
+fn erasure_of(info: &ErasureInfo, set: &ErasureSet) -> Result<Arc<Erasure>, ObjectError> {
+    let (d, p) = (usize::from(info.data_count), usize::from(info.parity_count));
+    if d == set.erasure.data_count() && p == set.erasure.parity_count() {
+        return Ok(set.erasure.clone());
+    }
+    Erasure::new(d, p).map(Arc::new).map_err(|e| ObjectError::Internal(e.to_string()))
+}
+
+async fn on_drives<'a, T, F, Fut>(set: &'a ErasureSet, f: F) -> Vec<Result<T, DriveError>>
+where
+    F: Fn(usize, &'a Arc<dyn Drive>) -> Fut,
+    Fut: std::future::Future<Output = Result<T, DriveError>>,
+{
+    join_all(set.drives.iter().enumerate().map(|(i, d)| {
+        let fut = d.as_ref().map(|d| f(i, d));
+        async move {
+            match fut {
+                Some(fut) => fut.await,
+                None => Err(DriveError::Offline("offline at start".into())),
+            }
+        }
+    }))
+    .await
+}
+
+impl ObjectLayer {
+    pub async fn create_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        opts: PutOptions,
+    ) -> Result<Uuid, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        let n = set.drives.len();
+        let parity = opts.parity_count.unwrap_or(set.parity_count);
+        if parity > n / 2 {
+            return Err(ObjectError::InvalidParity(parity));
+        }
+        let distribution = strata_cluster::placement::distribution(hash, n);
+        let upload_id = Uuid::new_v4();
+        let record = UploadRecord {
+            upload_id,
+            key: key.to_owned(),
+            initiated: strata_types::time::now_nanos(),
+            headers: opts.headers,
+            user_metadata: opts.user_metadata,
+            erasure: ErasureInfo {
+                data_count: (n - parity) as u8,
+                parity_count: parity as u8,
+                block_size: BLOCK_SIZE as u32,
+                shard_index: 0,
+                distribution: distribution.clone(),
+            },
+        };
+        let results = on_drives(set, |i, d| {
+            let mut r = record.clone();
+            r.erasure.shard_index = distribution[i];
+            async move { d.put_upload(bucket, r).await }
+        })
+        .await;
+        reduce_writes(&results, write_quorum(n - parity, parity))?;
+        Ok(upload_id)
+    }
+
+    /// The upload's record as a read quorum holds it.
+    async fn read_upload(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<UploadRecord, ObjectError> {
+        let reads = on_drives(set, |_, d| d.read_upload(bucket, key, upload_id)).await;
+        let not_found = reads.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count();
+        let found: Vec<UploadRecord> = reads.into_iter().flatten().collect();
+        match found.first() {
+            Some(r) if found.len() >= usize::from(r.erasure.data_count) => Ok(r.clone()),
+            _ if not_found >= set.data_count() || not_found > 0 && found.is_empty() => {
+                Err(ObjectError::NoSuchUpload)
+            }
+            _ => Err(ObjectError::ReadQuorum { needed: set.data_count(), online: found.len() }),
+        }
+    }
+
+    pub async fn upload_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        part_number: u32,
+        body: &mut dyn BodyReader,
+        content_md5: Option<[u8; 16]>,
+    ) -> Result<PartInfo, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, _) = self.locate(bucket, key);
+        let upload = self.read_upload(set, bucket, key, upload_id).await?;
+        let e = &upload.erasure;
+        let erasure = erasure_of(e, set)?;
+        let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
+        let written = write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
+        let part = PartInfo {
+            number: part_number,
+            size: written.size,
+            etag: hex::encode(written.md5),
+            data_id: written.data_id,
+            mod_time: strata_types::time::now_nanos(),
+        };
+        let results = on_drives(set, |_, d| {
+            let p = part.clone();
+            async move { d.commit_part(bucket, key, upload_id, p).await }
+        })
+        .await;
+        if let Err(e) = reduce_writes(&results, quorum) {
+            abort_files(set, DataLocation::File(written.data_id)).await;
+            if results.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count()
+                >= quorum.min(set.drives.len())
+            {
+                return Err(ObjectError::NoSuchUpload);
+            }
+            return Err(e);
+        }
+        Ok(part)
+    }
+
+    /// Parts a read quorum of drives agrees on, by part number.
+    async fn agreed_parts(
+        &self,
+        set: &ErasureSet,
+        upload: &UploadRecord,
+    ) -> Result<BTreeMap<u32, PartInfo>, ObjectError> {
+        let lists = on_drives(set, |_, d| d.list_parts(upload.upload_id)).await;
+        let mut counts: BTreeMap<(u32, Uuid), (usize, PartInfo)> = BTreeMap::new();
+        for p in lists.into_iter().flatten().flatten() {
+            counts.entry((p.number, p.data_id)).or_insert((0, p)).0 += 1;
+        }
+        let needed = usize::from(upload.erasure.data_count);
+        let mut out: BTreeMap<u32, PartInfo> = BTreeMap::new();
+        for ((number, _), (n, p)) in counts {
+            if n >= needed && out.get(&number).is_none_or(|old| p.mod_time > old.mod_time) {
+                out.insert(number, p);
+            }
+        }
+        Ok(out)
+    }
+
+    pub async fn list_parts(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<(UploadRecord, Vec<PartInfo>), ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, _) = self.locate(bucket, key);
+        let upload = self.read_upload(set, bucket, key, upload_id).await?;
+        let parts = self.agreed_parts(set, &upload).await?.into_values().collect();
+        Ok((upload, parts))
+    }
+
+    pub async fn complete_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        requested: &[CompletePart],
+    ) -> Result<ObjectInfo, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        let upload = self.read_upload(set, bucket, key, upload_id).await?;
+        let available = self.agreed_parts(set, &upload).await?;
+        if requested.is_empty() {
+            return Err(ObjectError::InvalidPart(0));
+        }
+        if requested.windows(2).any(|w| w[1].number <= w[0].number) {
+            return Err(ObjectError::InvalidPartOrder);
+        }
+        let mut chosen = Vec::with_capacity(requested.len());
+        for (i, want) in requested.iter().enumerate() {
+            let part = available
+                .get(&want.number)
+                .filter(|p| p.etag == want.etag.trim_matches('"'))
+                .ok_or(ObjectError::InvalidPart(want.number))?;
+            if i + 1 < requested.len() && part.size < PART_SIZE_MIN {
+                return Err(ObjectError::EntityTooSmall(want.number));
+            }
+            chosen.push(part.clone());
+        }
+        let mut md5 = Md5::new();
+        for p in &chosen {
+            md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);
+        }
+        let version = ObjectVersion {
+            version_id: None,
+            mod_time: strata_types::time::now_nanos(),
+            delete_marker: false,
+            size: chosen.iter().map(|p| p.size).sum(),
+            etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
+            headers: upload.headers.clone(),
+            user_metadata: upload.user_metadata.clone(),
+            checksums: BTreeMap::new(),
+            erasure: upload.erasure.clone(),
+            data: DataLocation::Multipart(upload_id),
+            parts: chosen,
+        };
+        let e = &upload.erasure;
+        let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
+        let op = Uuid::new_v4();
+        let _guard = set.locks.exclusive(hash).await;
+        let results = on_drives(set, |i, d| {
+            let mut v = version.clone();
+            v.erasure.shard_index = e.distribution.get(i).copied().unwrap_or(0);
+            async move { d.complete_upload(bucket, key, upload_id, v, op).await }
+        })
+        .await;
+        let outcome = reduce_writes(&results, quorum);
+        finish_op(set, &results, op, outcome.is_ok()).await;
+        outcome?;
+        let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
+        let drives: Vec<Arc<dyn Drive>> = set.drives.iter().flatten().cloned().collect();
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        tokio::spawn(async move {
+            join_all(drives.iter().map(|d| d.drop_upload(&b, &k, upload_id, keep.clone()))).await;
+        });
+        Ok(ObjectInfo::from_version(bucket, key, &version))
+    }
+
+    pub async fn abort_multipart_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<(), ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, _) = self.locate(bucket, key);
+        let results = on_drives(set, |_, d| d.drop_upload(bucket, key, upload_id, Vec::new())).await;
+        let not_found = results.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count();
+        let quorum = write_quorum(set.data_count(), set.parity_count);
+        if not_found >= quorum || (not_found > 0 && results.iter().all(|r| r.is_err())) {
+            return Err(ObjectError::NoSuchUpload);
+        }
+        reduce_writes(&results, quorum.saturating_sub(not_found).max(1))
+    }
+
+    /// Uploads in progress whose key starts with `prefix` (every set), in key order.
+    pub async fn list_multipart_uploads(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<UploadRecord>, ObjectError> {
+        self.bucket_info(bucket)?;
+        let mut seen: BTreeMap<(String, Uuid), (usize, UploadRecord)> = BTreeMap::new();
+        for set in self.all_sets() {
+            let lists = on_drives(set, |_, d| d.list_uploads(bucket, prefix, limit)).await;
+            for u in lists.into_iter().flatten().flatten() {
+                seen.entry((u.key.clone(), u.upload_id)).or_insert((0, u)).0 += 1;
+            }
+        }
+        Ok(seen
+            .into_values()
+            .filter(|(n, u)| *n >= usize::from(u.erasure.data_count))
+            .map(|(_, u)| u)
+            .take(limit)
+            .collect())
+    }
+}
+
+const _: () = assert!(PART_NUMBER_MAX == 10_000);

@@ -1,0 +1,110 @@
+"""Multipart uploads through boto3 and the aws cli."""
+
+import hashlib
+import os
+
+import pytest
+from botocore.exceptions import ClientError
+
+from test_awscli_and_streaming import aws
+
+MiB = 1024 * 1024
+
+
+def code(err):
+    return err.value.response["Error"]["Code"]
+
+
+def test_multipart_round_trip_and_etag(s3, bucket):
+    up = s3.create_multipart_upload(Bucket=bucket, Key="mp", ContentType="video/mp4", Metadata={"k": "v"})
+    uid = up["UploadId"]
+    chunks = [os.urandom(5 * MiB), os.urandom(5 * MiB + 123), os.urandom(777)]
+    etags = []
+    for i, c in enumerate(chunks, start=1):
+        r = s3.upload_part(Bucket=bucket, Key="mp", UploadId=uid, PartNumber=i, Body=c)
+        assert r["ETag"] == f'"{hashlib.md5(c).hexdigest()}"'
+        etags.append(r["ETag"])
+    listed = s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid)
+    assert [p["PartNumber"] for p in listed["Parts"]] == [1, 2, 3]
+    assert [p["Size"] for p in listed["Parts"]] == [len(c) for c in chunks]
+    uploads = s3.list_multipart_uploads(Bucket=bucket)["Uploads"]
+    assert [(u["Key"], u["UploadId"]) for u in uploads] == [("mp", uid)]
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key="mp", UploadId=uid,
+        MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]},
+    )
+    want = hashlib.md5(b"".join(hashlib.md5(c).digest() for c in chunks)).hexdigest() + "-3"
+    assert done["ETag"] == f'"{want}"'
+    data = b"".join(chunks)
+    got = s3.get_object(Bucket=bucket, Key="mp")
+    assert got["Body"].read() == data
+    assert got["ETag"] == f'"{want}"' and got["ContentType"] == "video/mp4" and got["Metadata"] == {"k": "v"}
+    # Ranges that cross part and block boundaries.
+    for lo, hi in [(0, 10), (5 * MiB - 5, 5 * MiB + 5), (MiB - 1, 7 * MiB), (len(data) - 800, len(data) - 1)]:
+        r = s3.get_object(Bucket=bucket, Key="mp", Range=f"bytes={lo}-{hi}")
+        assert r["Body"].read() == data[lo : hi + 1], (lo, hi)
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    with pytest.raises(ClientError) as e:
+        s3.list_parts(Bucket=bucket, Key="mp", UploadId=uid)
+    assert code(e) == "NoSuchUpload"
+    # Overwriting the multipart object with a plain one frees its parts and serves the new bytes.
+    s3.put_object(Bucket=bucket, Key="mp", Body=b"small now")
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"small now"
+
+
+def test_multipart_errors(s3, bucket):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="e")["UploadId"]
+    small = s3.upload_part(Bucket=bucket, Key="e", UploadId=uid, PartNumber=1, Body=b"tiny")["ETag"]
+    last = s3.upload_part(Bucket=bucket, Key="e", UploadId=uid, PartNumber=2, Body=b"last")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="e", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": small}, {"PartNumber": 2, "ETag": last}]})
+    assert code(e) == "EntityTooSmall"
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="e", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 2, "ETag": last}, {"PartNumber": 1, "ETag": small}]})
+    assert code(e) == "InvalidPartOrder"
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="e", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": '"00000000000000000000000000000000"'}]})
+    assert code(e) == "InvalidPart"
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="e", UploadId=uid, PartNumber=10001, Body=b"x")
+    assert code(e) == "InvalidArgument"
+    # A single small part is a valid upload (the last part may be small).
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="e", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 2, "ETag": last}]})
+    assert s3.get_object(Bucket=bucket, Key="e")["Body"].read() == b"last"
+    assert done["ETag"].endswith('-1"')
+    aborted = s3.create_multipart_upload(Bucket=bucket, Key="a")["UploadId"]
+    s3.upload_part(Bucket=bucket, Key="a", UploadId=aborted, PartNumber=1, Body=b"x" * 1000)
+    s3.abort_multipart_upload(Bucket=bucket, Key="a", UploadId=aborted)
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="a", UploadId=aborted, PartNumber=2, Body=b"x")
+    assert code(e) == "NoSuchUpload"
+    with pytest.raises(ClientError) as e:
+        s3.abort_multipart_upload(Bucket=bucket, Key="a", UploadId="not-an-upload-id")
+    assert code(e) == "NoSuchUpload"
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="a")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_aws_cli_cp_100mib_uses_multipart(server, tmp_path):
+    src = tmp_path / "big.bin"
+    data = os.urandom(100 * MiB + 5)
+    src.write_bytes(data)
+    aws(server, "s3", "mb", "s3://mp-cli")
+    aws(server, "s3", "cp", str(src), "s3://mp-cli/big.bin")
+    s3 = server.client()
+    head = s3.head_object(Bucket="mp-cli", Key="big.bin")
+    assert head["ContentLength"] == len(data) and head["ETag"].strip('"').endswith("-13")
+    dst = tmp_path / "back.bin"
+    aws(server, "s3", "cp", "s3://mp-cli/big.bin", str(dst))
+    assert dst.read_bytes() == data
+    (tmp_path / "sync").mkdir()
+    for i in range(5):
+        (tmp_path / "sync" / f"f{i}.txt").write_bytes(os.urandom(1000 * (i + 1)))
+    aws(server, "s3", "sync", str(tmp_path / "sync"), "s3://mp-cli/synced/")
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="mp-cli", Prefix="synced/")["Contents"])
+    assert keys == [f"synced/f{i}.txt" for i in range(5)]
