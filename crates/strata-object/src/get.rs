@@ -61,11 +61,7 @@ pub(crate) async fn open_object(
     let info = ObjectInfo::from_version(bucket, key, &version);
     let (data_count, parity_count) =
         (usize::from(version.erasure.data_count), usize::from(version.erasure.parity_count));
-    let erasure = if data_count == set.erasure.data_count() && parity_count == set.erasure.parity_count() {
-        set.erasure.clone()
-    } else {
-        Arc::new(Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?)
-    };
+    let erasure = set.erasure_for(data_count, parity_count)?;
     let shard_count = data_count + parity_count;
     let dist = &version.erasure.distribution;
     let source = match version.data {

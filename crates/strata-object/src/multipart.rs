@@ -7,7 +7,6 @@ use std::sync::Arc;
 use futures_util::future::join_all;
 use md5::{Digest, Md5};
 use strata_drive::{Drive, DriveError};
-use strata_erasure::Erasure;
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadRecord};
 use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN};
 use uuid::Uuid;
@@ -24,14 +23,6 @@ pub struct CompletePart {
     pub number: u32,
     /// Without quotes.
     pub etag: String,
-}
-
-fn erasure_of(info: &ErasureInfo, set: &ErasureSet) -> Result<Arc<Erasure>, ObjectError> {
-    let (d, p) = (usize::from(info.data_count), usize::from(info.parity_count));
-    if d == set.erasure.data_count() && p == set.erasure.parity_count() {
-        return Ok(set.erasure.clone());
-    }
-    Erasure::new(d, p).map(Arc::new).map_err(|e| ObjectError::Internal(e.to_string()))
 }
 
 async fn on_drives<'a, T, F, Fut>(set: &'a ErasureSet, f: F) -> Vec<Result<T, DriveError>>
@@ -124,7 +115,7 @@ impl ObjectLayer {
         let (set, _) = self.locate(bucket, key);
         let upload = self.read_upload(set, bucket, key, upload_id).await?;
         let e = &upload.erasure;
-        let erasure = erasure_of(e, set)?;
+        let erasure = set.erasure_for(usize::from(e.data_count), usize::from(e.parity_count))?;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let written = write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
         let part = PartInfo {

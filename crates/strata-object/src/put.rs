@@ -133,11 +133,7 @@ pub(crate) async fn put_object(
         return Err(ObjectError::InvalidParity(parity_count));
     }
     let data_count = n - parity_count;
-    let erasure = if parity_count == set.parity_count {
-        set.erasure.clone()
-    } else {
-        Arc::new(Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?)
-    };
+    let erasure = set.erasure_for(data_count, parity_count)?;
     let quorum = write_quorum(data_count, parity_count);
     if set.online_count() < quorum {
         return Err(ObjectError::WriteQuorum { needed: quorum, online: set.online_count() });

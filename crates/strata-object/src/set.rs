@@ -49,6 +49,14 @@ impl ErasureSet {
         Ok(Self { drives, parity_count, erasure: Arc::new(erasure), locks: LockTable::new() })
     }
 
+    /// The codec for a `data`+`parity` split: the set's own when it matches, else a new one.
+    pub fn erasure_for(&self, data_count: usize, parity_count: usize) -> Result<Arc<Erasure>, ObjectError> {
+        if data_count == self.erasure.data_count() && parity_count == self.erasure.parity_count() {
+            return Ok(self.erasure.clone());
+        }
+        Erasure::new(data_count, parity_count).map(Arc::new).map_err(|e| ObjectError::Internal(e.to_string()))
+    }
+
     pub fn data_count(&self) -> usize {
         self.drives.len() - self.parity_count
     }

@@ -28,11 +28,16 @@ pub async fn list_buckets(req: &Request<'_>) -> Result<Reply, S3Error> {
     Ok(Reply::xml(x.finish()))
 }
 
-fn owner(x: &mut xml::Writer, req: &Request<'_>) {
-    x.open("Owner");
+/// `<Owner>` (or another `tag`) naming the deployment's owner.
+pub(crate) fn owner_as(x: &mut xml::Writer, req: &Request<'_>, tag: &str) {
+    x.open(tag);
     x.elem("ID", &req.node.config.owner_id);
     x.elem("DisplayName", &req.node.config.root_user);
-    x.close("Owner");
+    x.close(tag);
+}
+
+fn owner(x: &mut xml::Writer, req: &Request<'_>) {
+    owner_as(x, req, "Owner");
 }
 
 pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {

@@ -8,6 +8,7 @@ use strata_types::ObjectKey;
 use uuid::Uuid;
 
 use crate::body::RequestBody;
+use crate::bucket::owner_as;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_declared_length, put_options, stored_reply};
 use crate::router::Route;
@@ -149,13 +150,6 @@ pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) ->
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
-fn owner(x: &mut xml::Writer, req: &Request<'_>, tag: &str) {
-    x.open(tag);
-    x.elem("ID", &req.node.config.owner_id);
-    x.elem("DisplayName", &req.node.config.root_user);
-    x.close(tag);
-}
-
 fn number_param(route: &Route, name: &str, default: usize) -> Result<usize, S3Error> {
     match route.param(name) {
         None => Ok(default),
@@ -178,8 +172,8 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     x.elem("Bucket", bucket);
     x.elem("Key", key);
     x.elem("UploadId", &id_str(id));
-    owner(&mut x, req, "Initiator");
-    owner(&mut x, req, "Owner");
+    owner_as(&mut x, req, "Initiator");
+    owner_as(&mut x, req, "Owner");
     x.elem("StorageClass", "STANDARD");
     x.elem("PartNumberMarker", &marker.to_string());
     if let Some(last) = page.last() {
@@ -223,8 +217,8 @@ pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Res
         x.open("Upload");
         x.elem("Key", &u.key);
         x.elem("UploadId", &id_str(u.upload_id));
-        owner(&mut x, req, "Initiator");
-        owner(&mut x, req, "Owner");
+        owner_as(&mut x, req, "Initiator");
+        owner_as(&mut x, req, "Owner");
         x.elem("StorageClass", "STANDARD");
         x.elem("Initiated", &strata_types::time::iso8601(u.initiated));
         x.close("Upload");
