@@ -78,6 +78,15 @@ impl ListEntry {
     }
 }
 
+/// Capacity of a drive's filesystem.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskInfo {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    pub total_inodes: u64,
+    pub free_inodes: u64,
+}
+
 /// What to list on one drive.
 #[derive(Debug, Clone, Default)]
 pub struct ListQuery {
@@ -118,6 +127,13 @@ pub trait ShardReader: Send + Sync {
 pub trait Drive: Send + Sync + Debug {
     /// Where the drive is, for logs and errors.
     fn endpoint(&self) -> &str;
+
+    /// Capacity of the drive; an error when it is offline.
+    async fn disk_info(&self) -> DriveResult<DiskInfo>;
+    /// Group-commit totals (commits, changes) for metrics, when the drive keeps them.
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        None
+    }
 
     async fn read_format(&self) -> DriveResult<Option<Vec<u8>>>;
     async fn write_format(&self, format: Vec<u8>) -> DriveResult<()>;

@@ -17,7 +17,7 @@ use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRec
 use uuid::Uuid;
 
 use crate::index::{Change, Index};
-use crate::{Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
 
 const SYS_DIR: &str = ".strata.sys";
 const FORMAT_FILE: &str = "format.json";
@@ -190,6 +190,29 @@ impl ShardReader for LocalShardReader {
 impl Drive for LocalDrive {
     fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    async fn disk_info(&self) -> DriveResult<DiskInfo> {
+        let sys = self.sys.clone();
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            let st = rustix::fs::statvfs(&sys).map_err(std::io::Error::from)?;
+            Ok(DiskInfo {
+                total_bytes: st.f_blocks.saturating_mul(st.f_frsize),
+                free_bytes: st.f_bavail.saturating_mul(st.f_frsize),
+                total_inodes: st.f_files,
+                free_inodes: st.f_favail,
+            })
+        })
+        .await
+    }
+
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        let s = self.index.stats();
+        Some((
+            s.commits.load(std::sync::atomic::Ordering::Relaxed),
+            s.changes.load(std::sync::atomic::Ordering::Relaxed),
+        ))
     }
 
     async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {

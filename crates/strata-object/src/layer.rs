@@ -19,6 +19,15 @@ use crate::{BucketInfo, ObjectInfo};
 /// A drive position in the layout: the drive, or `None` when it was offline at start.
 pub type DriveSlot = Option<Arc<dyn Drive>>;
 
+/// One erasure set as health checks and metrics see it.
+pub struct SetView {
+    pub pool: usize,
+    pub set: usize,
+    pub drives: Vec<DriveSlot>,
+    pub read_quorum: usize,
+    pub write_quorum: usize,
+}
+
 pub struct ObjectLayer {
     deployment_id: Uuid,
     /// pools → sets.
@@ -73,6 +82,23 @@ impl ObjectLayer {
             }))
             .await;
         }
+    }
+
+    /// Every set with its place and drives, for health and metrics.
+    pub fn sets(&self) -> Vec<SetView> {
+        let mut out = Vec::new();
+        for (pool, sets) in self.pools.iter().enumerate() {
+            for (set, s) in sets.iter().enumerate() {
+                out.push(SetView {
+                    pool,
+                    set,
+                    drives: s.drives.clone(),
+                    read_quorum: s.data_count(),
+                    write_quorum: write_quorum(s.data_count(), s.parity_count),
+                });
+            }
+        }
+        out
     }
 
     pub(crate) fn all_sets(&self) -> impl Iterator<Item = &ErasureSet> {

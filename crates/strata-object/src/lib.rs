@@ -29,10 +29,11 @@ mod set;
 
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
-pub use layer::{DriveSlot, ObjectLayer};
+pub use layer::{DriveSlot, ObjectLayer, SetView};
 pub use list::{ListPage, ListRequest};
 pub use multipart::CompletePart;
 pub use put::{BodyReader, PutOptions};
+pub use strata_drive::DiskInfo;
 pub use strata_meta::{PartInfo, UploadRecord};
 
 use std::collections::BTreeMap;

@@ -73,31 +73,50 @@ async fn list_set(
     }
     let horizon =
         lists.iter().filter(|l| l.len() >= limit).filter_map(|l| l.last().map(|e| e.name().to_owned())).min();
-    let mut counted: BTreeMap<String, (usize, Option<ObjectVersion>)> = BTreeMap::new();
+    // Per name: how many drives list it, and each drive's latest version of it.
+    let mut counted: BTreeMap<String, (usize, Vec<ObjectVersion>)> = BTreeMap::new();
     for entry in lists.into_iter().flatten() {
         if horizon.as_ref().is_some_and(|h| entry.name() > h.as_str()) {
             continue;
         }
         match entry {
-            ListEntry::Prefix(p) => counted.entry(p).or_insert((0, None)).0 += 1,
+            ListEntry::Prefix(p) => counted.entry(p).or_default().0 += 1,
             ListEntry::Object { key, record } => {
-                let slot = counted.entry(key).or_insert((0, None));
+                let slot = counted.entry(key).or_default();
                 slot.0 += 1;
-                if let Some(v) = record.versions.into_iter().next() {
-                    if slot.1.as_ref().is_none_or(|old| v.mod_time > old.mod_time) {
-                        slot.1 = Some(v);
-                    }
-                }
+                slot.1.extend(record.versions.into_iter().next());
             }
         }
     }
-    let entries = counted
-        .into_iter()
-        .filter(|(_, (n, v))| *n >= v.as_ref().map_or(quorum, |v| usize::from(v.erasure.data_count)))
-        .filter(|(_, (_, v))| !v.as_ref().is_some_and(|v| v.delete_marker))
-        .map(|(name, (_, v))| (name, v))
-        .collect();
+    let mut entries = BTreeMap::new();
+    for (name, (n, versions)) in counted {
+        if versions.is_empty() {
+            if n >= quorum {
+                entries.insert(name, None);
+            }
+            continue;
+        }
+        // The same rule as a read: the newest version that a read quorum of drives holds.
+        if let Some(v) = newest_with_quorum(versions).filter(|v| !v.delete_marker) {
+            entries.insert(name, Some(v));
+        }
+    }
     Ok(SetRound { entries, horizon })
+}
+
+fn newest_with_quorum(versions: Vec<ObjectVersion>) -> Option<ObjectVersion> {
+    let mut groups: Vec<(ObjectVersion, usize)> = Vec::new();
+    for v in versions {
+        match groups.iter_mut().find(|(g, _)| crate::set::same_version(g, &v)) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((v, 1)),
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|(v, n)| *n >= usize::from(v.erasure.data_count))
+        .max_by_key(|(v, _)| (v.mod_time, v.data.data_id()))
+        .map(|(v, _)| v)
 }
 
 pub(crate) async fn list_objects(

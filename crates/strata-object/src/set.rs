@@ -121,7 +121,7 @@ impl ErasureSet {
 }
 
 /// Two drives' copies of a version are the same write when their data id and time agree.
-fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
+pub(crate) fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
     a.data.data_id() == b.data.data_id() && a.mod_time == b.mod_time && a.version_id == b.version_id
 }
 

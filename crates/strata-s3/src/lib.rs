@@ -7,6 +7,7 @@
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
 //! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations.
+//! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; handlers never buffer an
@@ -19,6 +20,7 @@ pub mod chunked;
 pub mod error;
 pub mod multipart;
 pub mod object;
+pub mod observe;
 pub mod router;
 pub mod server;
 pub mod sigv2;

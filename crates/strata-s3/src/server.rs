@@ -11,6 +11,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_object::ObjectLayer;
 use strata_types::limits::REQUESTS_IN_FLIGHT_MAX;
 use tokio::net::TcpListener;
@@ -20,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{bucket, multipart, object};
+use crate::{bucket, multipart, object, observe};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -34,12 +35,15 @@ pub struct S3Config {
     pub owner_id: String,
     /// Parity for `REDUCED_REDUNDANCY` (`None` = same as standard).
     pub rrs_parity: Option<usize>,
+    /// Serve `/metrics` without authentication (`STRATA_PROMETHEUS_AUTH_TYPE=public`).
+    pub prometheus_public: bool,
 }
 
 /// Process state shared by every request.
 pub struct Node {
     pub layer: Arc<ObjectLayer>,
     pub config: S3Config,
+    pub metrics: Arc<Metrics>,
     in_flight: Semaphore,
     requests: AtomicU64,
     started: u64,
@@ -50,6 +54,7 @@ impl Node {
         Self {
             layer,
             config,
+            metrics: Arc::new(Metrics::new()),
             in_flight: Semaphore::new(REQUESTS_IN_FLIGHT_MAX),
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),
@@ -137,27 +142,68 @@ const HEALTH_PATHS: [&str; 4] =
     ["/health/live", "/health/ready", "/minio/health/live", "/minio/health/ready"];
 
 async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+    let started = std::time::Instant::now();
     let request_id =
         format!("{:X}{:08X}", node.started / 1_000_000, node.requests.fetch_add(1, Ordering::Relaxed));
     let is_head = req.method() == Method::HEAD;
-    if HEALTH_PATHS.contains(&req.uri().path()) && matches!(*req.method(), Method::GET | Method::HEAD) {
+    let path = req.uri().path().to_owned();
+    let is_get = matches!(*req.method(), Method::GET | Method::HEAD);
+    if is_get && HEALTH_PATHS.contains(&path.as_str()) {
         return finish(Reply::empty(StatusCode::OK), &request_id);
+    }
+    if is_get && observe::CLUSTER_HEALTH_PATHS.contains(&path.as_str()) {
+        return finish(observe::cluster_health(&node).await, &request_id);
     }
     let Ok(_permit) = node.in_flight.try_acquire() else {
         let e = S3Error::new(S3ErrorCode::SlowDown, "Please reduce your request rate.");
         return finish(error_reply(&e, &request_id, is_head), &request_id);
     };
+    node.metrics.requests_in_flight.inc();
     let (parts, body) = req.into_parts();
-    let reply = match dispatch(&node, &parts, body).await {
+    let declared: u64 = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    node.metrics.received_bytes.inc_by(declared);
+    let (api, result) = if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
+        let r = match observe::authorize_scrape(&node, &parts) {
+            Ok(()) => Ok(observe::scrape(&node).await),
+            Err(e) => Err(e),
+        };
+        ("Metrics".to_owned(), r)
+    } else {
+        dispatch(&node, &parts, body).await
+    };
+    let reply = match result {
         Ok(r) => r,
         Err(e) => error_reply(&e, &request_id, is_head),
     };
+    record(&node.metrics, api, &reply, started);
+    node.metrics.requests_in_flight.dec();
     let close = answered_before_body(&parts.headers, reply.status);
     let mut resp = finish(reply, &request_id);
     if close {
         resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
+}
+
+fn record(m: &Metrics, api: String, reply: &Reply, started: std::time::Instant) {
+    let sent: u64 = reply
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if reply.status.is_success() {
+        m.sent_bytes.inc_by(sent);
+    }
+    m.request_duration
+        .get_or_create(&ApiLabels { api: api.clone() })
+        .observe(started.elapsed().as_secs_f64());
+    m.requests.get_or_create(&RequestLabels { api, code: reply.status.as_u16().to_string() }).inc();
 }
 
 /// Whether we answer an `Expect: 100-continue` request without having asked for its body (an
@@ -190,11 +236,25 @@ fn finish(reply: Reply, request_id: &str) -> Response<ResponseBody> {
     resp
 }
 
-async fn dispatch(node: &Node, parts: &http::request::Parts, body: Incoming) -> Result<Reply, S3Error> {
+async fn dispatch(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+) -> (String, Result<Reply, S3Error>) {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
-    let route =
-        route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref())?;
+    match route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref()) {
+        Ok(route) => (format!("{:?}", route.operation), serve_route(node, parts, body, route).await),
+        Err(e) => ("Unknown".to_owned(), Err(e)),
+    }
+}
+
+async fn serve_route(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+    route: crate::router::Route,
+) -> Result<Reply, S3Error> {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
     let auth = sigv4::verify(parts, node, now, host_bucket)?

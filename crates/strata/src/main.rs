@@ -103,7 +103,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         root_user: root_user.clone(),
         root_password: root_password.clone(),
         rrs_parity,
+        prometheus_public: std::env::var("STRATA_PROMETHEUS_AUTH_TYPE")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("public")),
     };
+    let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     let node = Arc::new(Node::new(layer, config));
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
@@ -112,6 +115,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     println!("Strata is serving S3 at http://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
+    println!("   Metrics: http://{local}/metrics (Authorization: Bearer {token})");
     println!(
         "   Drives: {} in sets of {} (EC {}+{})",
         deployment.drive_count,

@@ -1,0 +1,110 @@
+//! The operator endpoints beside S3: Prometheus metrics and the cluster health check.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::future::join_all;
+use http::StatusCode;
+use strata_metrics::{advance, DriveLabels, SetLabels};
+
+use crate::body::ResponseBody;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::server::{Node, Reply};
+use crate::sigv4;
+
+pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];
+pub const CLUSTER_HEALTH_PATHS: [&str; 2] = ["/health/cluster", "/minio/health/cluster"];
+
+/// The bearer token Prometheus presents: derived from the root credentials, so it changes with
+/// them and reveals nothing of the secret.
+pub fn prometheus_token(root_user: &str, root_password: &str) -> String {
+    hex::encode(sigv4::hmac(root_password.as_bytes(), format!("strata-prometheus:{root_user}").as_bytes()))
+}
+
+/// Allows a scrape: public when configured, else the bearer token or a root-signed request.
+pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(), S3Error> {
+    if node.config.prometheus_public {
+        return Ok(());
+    }
+    let denied = || S3Error::new(S3ErrorCode::AccessDenied, "Access Denied.");
+    if let Some(bearer) = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    {
+        let want = prometheus_token(&node.config.root_user, &node.config.root_password);
+        return if sigv4::constant_time_eq(bearer.trim().as_bytes(), want.as_bytes()) {
+            Ok(())
+        } else {
+            Err(denied())
+        };
+    }
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    match sigv4::verify(parts, node, now, None)? {
+        Some(v) if v.access_key == node.config.root_user => Ok(()),
+        _ => Err(denied()),
+    }
+}
+
+/// (online, drive answers) for every drive of every set, in set order.
+async fn drive_states(node: &Node) -> Vec<(strata_object::SetView, Vec<Option<strata_object::DiskInfo>>)> {
+    let mut out = Vec::new();
+    for view in node.layer.sets() {
+        let infos = join_all(view.drives.iter().map(|d| async move {
+            match d {
+                Some(d) => d.disk_info().await.ok(),
+                None => None,
+            }
+        }))
+        .await;
+        out.push((view, infos));
+    }
+    out
+}
+
+pub async fn scrape(node: &Arc<Node>) -> Reply {
+    let m = &node.metrics;
+    for (view, infos) in drive_states(node).await {
+        let set_labels = SetLabels { pool: view.pool.to_string(), set: view.set.to_string() };
+        let online = infos.iter().filter(|i| i.is_some()).count();
+        m.set_online_drives.get_or_create(&set_labels).set(online as i64);
+        m.set_read_quorum_ok.get_or_create(&set_labels).set(i64::from(online >= view.read_quorum));
+        m.set_write_quorum_ok.get_or_create(&set_labels).set(i64::from(online >= view.write_quorum));
+        for (pos, (drive, info)) in view.drives.iter().zip(&infos).enumerate() {
+            let labels = DriveLabels {
+                drive: drive.as_ref().map_or_else(|| format!("offline-{pos}"), |d| d.endpoint().to_owned()),
+                pool: view.pool.to_string(),
+                set: view.set.to_string(),
+            };
+            m.drive_online.get_or_create(&labels).set(i64::from(info.is_some()));
+            let info = info.unwrap_or_default();
+            let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            m.drive_total_bytes.get_or_create(&labels).set(clamp(info.total_bytes));
+            m.drive_free_bytes.get_or_create(&labels).set(clamp(info.free_bytes));
+            m.drive_total_inodes.get_or_create(&labels).set(clamp(info.total_inodes));
+            m.drive_free_inodes.get_or_create(&labels).set(clamp(info.free_inodes));
+            if let Some((commits, changes)) = drive.as_ref().and_then(|d| d.commit_totals()) {
+                advance(&m.drive_index_commits.get_or_create(&labels), commits);
+                advance(&m.drive_index_changes.get_or_create(&labels), changes);
+            }
+        }
+    }
+    m.refresh_process();
+    let text = m.encode();
+    let len = text.len().to_string();
+    let mut reply = Reply::empty(StatusCode::OK)
+        .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .header("content-length", &len);
+    reply.body = ResponseBody::Full(Some(Bytes::from(text)));
+    reply
+}
+
+/// 200 when every set has a write quorum of drives online, else 503.
+pub async fn cluster_health(node: &Node) -> Reply {
+    let healthy = drive_states(node)
+        .await
+        .iter()
+        .all(|(view, infos)| infos.iter().filter(|i| i.is_some()).count() >= view.write_quorum);
+    Reply::empty(if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE })
+}

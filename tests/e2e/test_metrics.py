@@ -1,0 +1,105 @@
+"""Prometheus metrics and the cluster health check of a real strata."""
+
+import hashlib
+import hmac
+import shutil
+import urllib.error
+import urllib.request
+
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+from conftest import ACCESS_KEY, SECRET_KEY, Server
+
+
+def token():
+    return hmac.new(SECRET_KEY.encode(), f"strata-prometheus:{ACCESS_KEY}".encode(), hashlib.sha256).hexdigest()
+
+
+def scrape(server, auth=True):
+    req = urllib.request.Request(f"{server.endpoint}/metrics")
+    if auth:
+        req.add_header("Authorization", f"Bearer {token()}")
+    with urllib.request.urlopen(req) as r:
+        text = r.read().decode()
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0)
+
+
+def test_metrics_need_auth_and_move_with_requests(server, s3, bucket):
+    try:
+        urllib.request.urlopen(f"{server.endpoint}/metrics")
+        raise AssertionError("an anonymous scrape was allowed")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403
+    req = urllib.request.Request(f"{server.endpoint}/metrics", headers={"Authorization": "Bearer wrong"})
+    try:
+        urllib.request.urlopen(req)
+        raise AssertionError("a wrong token was allowed")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403
+    before = scrape(server)
+    for i in range(3):
+        s3.put_object(Bucket=bucket, Key=f"m{i}", Body=b"x" * 1000)
+    s3.get_object(Bucket=bucket, Key="m0")["Body"].read()
+    try:
+        s3.get_object(Bucket=bucket, Key="missing")
+    except Exception:
+        pass
+    after = scrape(server)
+    put = ("strata_s3_requests_total", {"api": "PutObject", "code": "200"})
+    assert value(after, put[0], **put[1]) - value(before, put[0], **put[1]) == 3
+    assert value(after, "strata_s3_requests_total", api="GetObject", code="404") >= 1
+    assert value(after, "strata_s3_received_bytes_total") - value(before, "strata_s3_received_bytes_total") >= 3000
+    assert value(after, "strata_s3_sent_bytes_total") >= 1000
+    assert value(after, "strata_s3_request_duration_seconds_count", api="PutObject") >= 3
+    assert value(after, "strata_process_resident_memory_bytes") > 1_000_000
+    drives = [k for k in after if k[0] == "strata_drive_online"]
+    assert len(drives) == 4 and all(after[k] == 1 for k in drives)
+    assert all(after[k] > 0 for k in after if k[0] == "strata_drive_free_bytes")
+    assert sum(after[k] for k in after if k[0] == "strata_drive_index_commits_total") > 0
+    assert value(after, "strata_set_write_quorum_ok", pool="0", set="0") == 1
+
+
+def test_lost_drives_show_in_metrics_and_cluster_health(server, s3, bucket):
+    with urllib.request.urlopen(f"{server.endpoint}/health/cluster") as r:
+        assert r.status == 200
+    shutil.rmtree(server.drives[0])
+    samples = scrape(server)
+    assert value(samples, "strata_set_online_drives", pool="0", set="0") == 3
+    assert value(samples, "strata_set_write_quorum_ok", pool="0", set="0") == 1
+    shutil.rmtree(server.drives[1])
+    samples = scrape(server)
+    assert value(samples, "strata_set_write_quorum_ok", pool="0", set="0") == 0
+    assert value(samples, "strata_set_read_quorum_ok", pool="0", set="0") == 1
+    try:
+        urllib.request.urlopen(f"{server.endpoint}/minio/health/cluster")
+        raise AssertionError("cluster reported healthy without write quorum")
+    except urllib.error.HTTPError as e:
+        assert e.code == 503
+
+
+def test_sigv4_signed_scrape(server):
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    req = AWSRequest(method="GET", url=f"{server.endpoint}/metrics")
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", "us-east-1").add_auth(req)
+    with urllib.request.urlopen(urllib.request.Request(req.url, headers=dict(req.headers))) as r:
+        assert b"strata_process_open_fds" in r.read()
+
+
+def test_public_metrics():
+    srv = Server(env={"STRATA_PROMETHEUS_AUTH_TYPE": "public"}).start()
+    try:
+        samples = scrape(srv, auth=False)  # raises on 403
+        assert ("strata_s3_requests_in_flight", ()) in samples
+    finally:
+        srv.cleanup()
