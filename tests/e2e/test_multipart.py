@@ -108,3 +108,21 @@ def test_aws_cli_cp_100mib_uses_multipart(server, tmp_path):
     aws(server, "s3", "sync", str(tmp_path / "sync"), "s3://mp-cli/synced/")
     keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="mp-cli", Prefix="synced/")["Contents"])
     assert keys == [f"synced/f{i}.txt" for i in range(5)]
+
+
+def test_delete_objects(server, s3, bucket):
+    keys = [f"del/{i}" for i in range(30)] + ["del/a&b <c>"]
+    for k in keys:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"x")
+    r = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[:10]] + [{"Key": "del/never"}]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == sorted(keys[:10] + ["del/never"])
+    assert "Errors" not in r
+    quiet = s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": keys[-1]}], "Quiet": True})
+    assert "Deleted" not in quiet and "Errors" not in quiet
+    left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="del/")["Contents"])
+    assert left == sorted(keys[10:-1])
+    with pytest.raises(ClientError) as e:
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": f"k{i}"} for i in range(1001)]})
+    assert code(e) == "MalformedXML"
+    aws(server, "s3", "rm", "--recursive", f"s3://{bucket}/del/")
+    assert s3.list_objects_v2(Bucket=bucket, Prefix="del/")["KeyCount"] == 0

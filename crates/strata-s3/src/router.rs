@@ -27,6 +27,7 @@ pub enum Operation {
     AbortMultipartUpload,
     ListParts,
     ListMultipartUploads,
+    DeleteObjects,
 }
 
 #[derive(Debug, Clone)]
@@ -149,6 +150,7 @@ pub fn route(
             (&Method::GET, Some("location")) => O::GetBucketLocation,
             (&Method::GET, Some("versioning")) => O::GetBucketVersioning,
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
+            (&Method::POST, Some("delete")) => O::DeleteObjects,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -248,6 +250,7 @@ mod tests {
         assert_eq!(op(Method::DELETE, "/b/k", "uploadId=x"), Ok(Operation::AbortMultipartUpload));
         assert_eq!(op(Method::GET, "/b/k", "uploadId=x"), Ok(Operation::ListParts));
         assert_eq!(op(Method::GET, "/b", "uploads"), Ok(Operation::ListMultipartUploads));
+        assert_eq!(op(Method::POST, "/b", "delete"), Ok(Operation::DeleteObjects));
         assert_eq!(op(Method::PUT, "/b/k", "uploadId=x"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::GET, "/b/k", "x-id=GetObject"), Ok(Operation::GetObject));
         assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));

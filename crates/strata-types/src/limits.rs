@@ -37,6 +37,9 @@ pub const USER_METADATA_SIZE_MAX: usize = 2 * 1024;
 /// Largest `max-keys` a listing returns in one page (AWS: 1,000); larger requests are capped.
 pub const LIST_KEYS_MAX: usize = 1000;
 
+/// Keys one DeleteObjects request may name (AWS: 1,000). Past it: `MalformedXML`.
+pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
+
 /// Largest request body we parse as XML (bucket configuration, multi-delete).
 /// Past it: `MalformedXML` (the AWS limit for these documents is far below).
 pub const XML_BODY_SIZE_MAX: usize = 2 * 1024 * 1024;
