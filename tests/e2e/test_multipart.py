@@ -126,3 +126,37 @@ def test_delete_objects(server, s3, bucket):
     assert code(e) == "MalformedXML"
     aws(server, "s3", "rm", "--recursive", f"s3://{bucket}/del/")
     assert s3.list_objects_v2(Bucket=bucket, Prefix="del/")["KeyCount"] == 0
+
+
+def test_copy_object(server, s3, bucket):
+    data = os.urandom(3 * MiB + 11)
+    s3.put_object(Bucket=bucket, Key="src", Body=data, ContentType="text/x-src", Metadata={"a": "1"})
+    s3.create_bucket(Bucket="copy-dest")
+    r = s3.copy_object(Bucket="copy-dest", Key="dst", CopySource={"Bucket": bucket, "Key": "src"})
+    assert r["CopyObjectResult"]["ETag"] == f'"{hashlib.md5(data).hexdigest()}"'
+    got = s3.get_object(Bucket="copy-dest", Key="dst")
+    assert got["Body"].read() == data and got["ContentType"] == "text/x-src" and got["Metadata"] == {"a": "1"}
+    s3.copy_object(Bucket=bucket, Key="src", CopySource=f"{bucket}/src", MetadataDirective="REPLACE",
+                   ContentType="text/new", Metadata={"b": "2"})
+    h = s3.head_object(Bucket=bucket, Key="src")
+    assert h["ContentType"] == "text/new" and h["Metadata"] == {"b": "2"}
+    assert s3.get_object(Bucket=bucket, Key="src")["Body"].read() == data
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="src", CopySource=f"{bucket}/src")
+    assert code(e) == "InvalidRequest"
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="x", CopySource=f"{bucket}/missing")
+    assert code(e) == "NoSuchKey"
+    with pytest.raises(ClientError) as e:
+        s3.copy_object(Bucket=bucket, Key="x", CopySource=f"{bucket}/src", CopySourceIfMatch='"0000"')
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    # A multipart source copies whole.
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp-src")["UploadId"]
+    parts = [os.urandom(5 * MiB), os.urandom(1000)]
+    etags = [s3.upload_part(Bucket=bucket, Key="mp-src", UploadId=uid, PartNumber=i + 1, Body=p)["ETag"] for i, p in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp-src", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    s3.copy_object(Bucket=bucket, Key="mp-copy", CopySource=f"{bucket}/mp-src")
+    assert s3.get_object(Bucket=bucket, Key="mp-copy")["Body"].read() == b"".join(parts)
+    aws(server, "s3", "cp", f"s3://{bucket}/src", "s3://copy-dest/via-cli")
+    assert s3.get_object(Bucket="copy-dest", Key="via-cli")["Body"].read() == data

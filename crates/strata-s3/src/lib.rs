@@ -17,6 +17,7 @@ pub mod body;
 pub mod bucket;
 pub mod checksum;
 pub mod chunked;
+pub mod copy;
 pub mod delete;
 pub mod error;
 pub mod multipart;

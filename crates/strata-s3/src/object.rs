@@ -222,6 +222,16 @@ fn etag_matches(list: &str, etag: &str) -> bool {
 
 /// If-Match / If-Unmodified-Since / If-None-Match / If-Modified-Since, in S3's precedence.
 fn check_conditions(headers: &HeaderMap, info: &ObjectInfo) -> Result<(), S3Error> {
+    check_conditions_with(headers, info, false)
+}
+
+/// As [`check_conditions`]; for a copy source (`copy`), a failed "not modified" condition is a
+/// 412 like the others, since a copy has nothing to answer 304 with.
+pub(crate) fn check_conditions_with(
+    headers: &HeaderMap,
+    info: &ObjectInfo,
+    copy: bool,
+) -> Result<(), S3Error> {
     let modified = info.mod_time / 1_000_000_000;
     let if_match = header(headers, "if-match");
     if let Some(m) = if_match {
@@ -243,15 +253,26 @@ fn check_conditions(headers: &HeaderMap, info: &ObjectInfo) -> Result<(), S3Erro
     let if_none_match = header(headers, "if-none-match");
     if let Some(m) = if_none_match {
         if etag_matches(m, &info.etag) {
-            return Err(invalid(S3ErrorCode::NotModified, "Not Modified"));
+            return Err(not_modified(copy));
         }
     }
     if let (None, Some(t)) = (if_none_match, header(headers, "if-modified-since").and_then(parse_http_date)) {
         if modified <= t {
-            return Err(invalid(S3ErrorCode::NotModified, "Not Modified"));
+            return Err(not_modified(copy));
         }
     }
     Ok(())
+}
+
+fn not_modified(copy: bool) -> S3Error {
+    if copy {
+        invalid(
+            S3ErrorCode::PreconditionFailed,
+            "At least one of the pre-conditions you specified did not hold",
+        )
+    } else {
+        invalid(S3ErrorCode::NotModified, "Not Modified")
+    }
 }
 
 fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_mode: bool) -> Reply {

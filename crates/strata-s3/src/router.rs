@@ -28,6 +28,7 @@ pub enum Operation {
     ListParts,
     ListMultipartUploads,
     DeleteObjects,
+    CopyObject,
 }
 
 #[derive(Debug, Clone)]
@@ -215,14 +216,18 @@ pub fn route_with_headers(
     domain: Option<&str>,
 ) -> Result<Route, S3Error> {
     let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok());
-    let r = route(method, path, query, host, domain)?;
-    if matches!(r.operation, Operation::PutObject | Operation::UploadPart)
-        && headers.contains_key("x-amz-copy-source")
-    {
-        return Err(S3Error::new(
-            S3ErrorCode::NotImplemented,
-            "CopyObject and UploadPartCopy are not implemented yet",
-        ));
+    let mut r = route(method, path, query, host, domain)?;
+    if headers.contains_key("x-amz-copy-source") {
+        match r.operation {
+            Operation::PutObject => r.operation = Operation::CopyObject,
+            Operation::UploadPart => {
+                return Err(S3Error::new(
+                    S3ErrorCode::NotImplemented,
+                    "UploadPartCopy is not implemented yet",
+                ))
+            }
+            _ => {}
+        }
     }
     Ok(r)
 }

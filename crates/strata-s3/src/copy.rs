@@ -1,0 +1,130 @@
+//! CopyObject: the source streams through the destination's PUT path (never whole in memory).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::HeaderMap;
+use percent_encoding::percent_decode_str;
+use strata_object::{BodyError, BodyReader, ObjectInfo, ObjectStream, PutOptions};
+use strata_types::ObjectKey;
+
+use crate::error::{S3Error, S3ErrorCode};
+use crate::object::{check_conditions_with, put_options};
+use crate::server::{Reply, Request};
+use crate::xml;
+
+/// An object stream read as a request body.
+struct CopyBody(ObjectStream);
+
+#[async_trait]
+impl BodyReader for CopyBody {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        match self.0.recv().await {
+            Some(Ok(b)) => Ok(Some(b)),
+            Some(Err(e)) => Err(BodyError::Io(format!("reading the copy source: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    fn checksums(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+}
+
+/// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=null`.
+fn parse_source(value: &str) -> Result<(String, String), S3Error> {
+    let invalid = || {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+        )
+    };
+    let (path, query) = value.split_once('?').unwrap_or((value, ""));
+    if !query.is_empty() && query != "versionId=null" {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "copying a specific version is not implemented yet",
+        ));
+    }
+    let decoded = percent_decode_str(path.trim_start_matches('/')).decode_utf8().map_err(|_| invalid())?;
+    let (bucket, key) = decoded.split_once('/').ok_or_else(invalid)?;
+    if bucket.is_empty() || key.is_empty() {
+        return Err(invalid());
+    }
+    Ok((bucket.to_owned(), key.to_owned()))
+}
+
+/// The `x-amz-copy-source-if-*` headers, checked as GET's conditionals are.
+fn copy_conditions(headers: &HeaderMap) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (from, to) in [
+        ("x-amz-copy-source-if-match", "if-match"),
+        ("x-amz-copy-source-if-none-match", "if-none-match"),
+        ("x-amz-copy-source-if-modified-since", "if-modified-since"),
+        ("x-amz-copy-source-if-unmodified-since", "if-unmodified-since"),
+    ] {
+        if let Some(v) = headers.get(from) {
+            out.insert(to, v.clone());
+        }
+    }
+    out
+}
+
+pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
+    let (src_bucket, src_key) = parse_source(source)?;
+    let replace = match req.headers.get("x-amz-metadata-directive").and_then(|v| v.to_str().ok()) {
+        None | Some("COPY") => false,
+        Some("REPLACE") => true,
+        Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown metadata directive.")),
+    };
+    if src_bucket == bucket && src_key == key && !replace {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
+        ));
+    }
+    let layer = &req.node.layer;
+    let open = layer
+        .open_object(&src_bucket, &src_key, true)
+        .await
+        .map_err(|e| S3Error::from(e).with_resource(Some(&src_bucket), Some(&src_key)))?;
+    check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
+    let source_info: ObjectInfo = open.info.clone();
+    let mut opts = put_options(req)?;
+    opts.content_md5 = None;
+    if !replace {
+        opts = PutOptions {
+            headers: source_info.headers.clone(),
+            user_metadata: source_info.user_metadata.clone(),
+            ..opts
+        };
+    }
+    let mut body = CopyBody(open.stream(0, source_info.size));
+    let info = layer.put_object(bucket, key, &mut body, opts).await?;
+    let mut x = xml::Writer::new();
+    x.root("CopyObjectResult");
+    x.elem("LastModified", &strata_types::time::iso8601(info.mod_time));
+    x.elem("ETag", &format!("\"{}\"", info.etag));
+    x.close("CopyObjectResult");
+    Ok(Reply::xml(x.finish()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources() {
+        assert_eq!(parse_source("/b/k%20x/y").expect("ok"), ("b".into(), "k x/y".into()));
+        assert_eq!(parse_source("b/k?versionId=null").expect("ok"), ("b".into(), "k".into()));
+        assert!(parse_source("b").is_err());
+        assert!(parse_source("/b/").is_err());
+        assert_eq!(
+            parse_source("b/k?versionId=abc").map_err(|e| e.code).err(),
+            Some(S3ErrorCode::NotImplemented)
+        );
+    }
+}
