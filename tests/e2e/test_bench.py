@@ -30,6 +30,16 @@ def test_prepared_objects_and_json(server, s3, tmp_path):
     assert listed == 50
     out = bench(server, "put", "--obj.size", "1KiB", "--duration", "1s", "--bucket", "bench-b")
     assert out.returncode == 0, out.stderr
+    again = bench(server, "get", "--objects", "5", "--obj.size", "10KiB", "--duration", "1s", "--concurrent", "2",
+                  "--json", str(tmp_path / "r2.json"), "--bucket", "bench-a2")
+    assert again.returncode == 0, again.stderr
+    cmp = subprocess.run([BIN, "bench", "compare", str(tmp_path / "r.json"), str(tmp_path / "r2.json")],
+                         capture_output=True, text=True, timeout=30)
+    assert cmp.returncode == 0, cmp.stderr
+    assert "  get\n" in cmp.stdout and "MiB/s" in cmp.stdout and "p99 latency" in cmp.stdout
+    bad = subprocess.run([BIN, "bench", "compare", str(tmp_path / "r.json"), "/nonexistent.json"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0
     assert s3.list_objects_v2(Bucket="bench-b").get("KeyCount", 0) == 0  # cleaned up
 
 

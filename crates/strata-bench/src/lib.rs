@@ -9,10 +9,11 @@
 //!
 //! - [`client`]: a minimal SigV4 S3 client over hyper.
 //! - [`run`]: the phases (prepare, run, clean up) and the workers.
-//! - [`report`]: statistics, the text table and the JSON report.
+//! - [`report`]: statistics, the text table and the JSON report; [`compare`] sets two side by side.
 
 pub mod client;
+pub mod compare;
 pub mod report;
 pub mod run;
 
-pub use run::{run, BenchArgs};
+pub use run::{main, run, BenchArgs, BenchCommand, Op};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What the workers measured for one operation.
 #[derive(Debug, Default, Clone)]
@@ -49,7 +49,7 @@ impl OpStats {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Percentiles {
     pub mean: f64,
     pub p50: f64,
@@ -69,7 +69,7 @@ pub fn percentiles(samples: &mut [u32]) -> Option<Percentiles> {
     Some(Percentiles { mean, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1.0) })
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct OpReport {
     pub op: String,
     pub count: u64,
@@ -102,7 +102,7 @@ impl OpReport {
 }
 
 /// CPU and memory of a process over the run.
-#[derive(Debug, Clone, Serialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct ProcessUsage {
     /// Percent of one core (200 = two cores busy).
     pub cpu_percent: f64,
@@ -110,7 +110,7 @@ pub struct ProcessUsage {
     pub peak_rss_mib: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub tool: String,
     pub version: String,

@@ -13,7 +13,7 @@ use md5::{Digest, Md5};
 use crate::client::{error_code, BodyMode, Client, Endpoint};
 use crate::report::{self, OpReport, OpStats, ProcessUsage, Report};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
     Put,
     Get,
@@ -36,11 +36,41 @@ impl Op {
     }
 }
 
+/// `strata bench OP [options]` or `strata bench compare A.json B.json`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Upload new objects.
+    Put(BenchArgs),
+    /// Download prepared objects.
+    Get(BenchArgs),
+    /// HEAD prepared objects.
+    Stat(BenchArgs),
+    /// Delete prepared objects (until they run out or time does).
+    Delete(BenchArgs),
+    /// List prepared objects, 1,000 per page.
+    List(BenchArgs),
+    /// A weighted mix of get, stat, put and delete (--mix).
+    Mixed(BenchArgs),
+    /// Compare two JSON reports (--json) side by side.
+    Compare { before: std::path::PathBuf, after: std::path::PathBuf },
+}
+
+/// Runs one bench command.
+pub async fn main(cmd: BenchCommand) -> Result<()> {
+    let (op, args) = match cmd {
+        BenchCommand::Put(a) => (Op::Put, a),
+        BenchCommand::Get(a) => (Op::Get, a),
+        BenchCommand::Stat(a) => (Op::Stat, a),
+        BenchCommand::Delete(a) => (Op::Delete, a),
+        BenchCommand::List(a) => (Op::List, a),
+        BenchCommand::Mixed(a) => (Op::Mixed, a),
+        BenchCommand::Compare { before, after } => return crate::compare::compare(&before, &after),
+    };
+    run(op, args).await
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchArgs {
-    /// The operation to measure.
-    #[arg(value_enum)]
-    pub op: Op,
     /// Endpoints, host:port, comma-separated or an ellipsis pattern; used round-robin.
     #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_BENCH_HOST")]
     pub host: String,
@@ -443,7 +473,7 @@ async fn list_all(s: &Shared) -> Result<Vec<String>> {
     Ok(keys)
 }
 
-pub async fn run(args: BenchArgs) -> Result<()> {
+pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     let object_size = parse_size(&args.obj_size)?;
     let duration = parse_duration(&args.duration)?;
     let mix = Arc::new(parse_mix(&args.mix)?);
@@ -468,7 +498,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     };
     let payload_md5: [u8; 16] = Md5::digest(&payload).into();
     let prefix = format!("bench-{:x}", strata_types::time::now_nanos() & 0xffff_ffff);
-    let prepared = if matches!(args.op, Op::Put) { 0 } else { args.objects };
+    let prepared = if matches!(op, Op::Put) { 0 } else { args.objects };
     let mut shared = Shared {
         client,
         bucket: args.bucket.clone(),
@@ -516,7 +546,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     };
     let mut tasks = Vec::new();
     for id in 0..args.concurrent {
-        tasks.push(tokio::spawn(worker(shared.clone(), id, args.op, mix.clone())));
+        tasks.push(tokio::spawn(worker(shared.clone(), id, op, mix.clone())));
     }
     let mut totals: Stats = HashMap::new();
     for t in tasks {
@@ -545,7 +575,7 @@ pub async fn run(args: BenchArgs) -> Result<()> {
     let report = Report {
         tool: "strata bench".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        operation: args.op.name().into(),
+        operation: op.name().into(),
         hosts,
         concurrency: args.concurrent,
         object_size,

@@ -25,8 +25,9 @@ struct Cli {
 enum Command {
     /// Serve S3 over the given drives (folders; ellipsis patterns like /mnt/disk{1...4} expand).
     Server(ServerArgs),
-    /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed).
-    Bench(strata_bench::BenchArgs),
+    /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed), or compare two runs.
+    #[command(subcommand)]
+    Bench(strata_bench::BenchCommand),
 }
 
 #[derive(Args)]
@@ -154,6 +155,6 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Server(args) => runtime.block_on(server(args)),
-        Command::Bench(args) => runtime.block_on(strata_bench::run(args)),
+        Command::Bench(cmd) => runtime.block_on(strata_bench::main(cmd)),
     }
 }
