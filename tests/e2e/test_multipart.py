@@ -160,3 +160,30 @@ def test_copy_object(server, s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="mp-copy")["Body"].read() == b"".join(parts)
     aws(server, "s3", "cp", f"s3://{bucket}/src", "s3://copy-dest/via-cli")
     assert s3.get_object(Bucket="copy-dest", Key="via-cli")["Body"].read() == data
+
+
+def test_versions_listing_and_acls(s3, bucket):
+    for k in ["v/a", "v/b", "v/c/d"]:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"12345")
+    r = s3.list_object_versions(Bucket=bucket, Prefix="v/", Delimiter="/")
+    assert [(v["Key"], v["VersionId"], v["IsLatest"], v["Size"]) for v in r["Versions"]] == [
+        ("v/a", "null", True, 5), ("v/b", "null", True, 5)]
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["v/c/"]
+    page = s3.list_object_versions(Bucket=bucket, Prefix="v/", MaxKeys=1)
+    assert page["IsTruncated"] and page["NextKeyMarker"] == "v/a"
+    rest = s3.list_object_versions(Bucket=bucket, Prefix="v/", KeyMarker=page["NextKeyMarker"])
+    assert [v["Key"] for v in rest["Versions"]] == ["v/b", "v/c/d"]
+    acl = s3.get_bucket_acl(Bucket=bucket)
+    assert [g["Permission"] for g in acl["Grants"]] == ["FULL_CONTROL"]
+    assert acl["Owner"]["ID"] == acl["Grants"][0]["Grantee"]["ID"]
+    assert s3.get_object_acl(Bucket=bucket, Key="v/a")["Grants"][0]["Permission"] == "FULL_CONTROL"
+    s3.put_bucket_acl(Bucket=bucket, ACL="private")
+    s3.put_object_acl(Bucket=bucket, Key="v/a", ACL="private")
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    assert code(e) == "AccessControlListNotSupported"
+    with pytest.raises(ClientError) as e:
+        s3.get_object_acl(Bucket=bucket, Key="v/missing")
+    assert code(e) == "NoSuchKey"
+    rules = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
+    assert rules == [{"ObjectOwnership": "BucketOwnerEnforced"}]

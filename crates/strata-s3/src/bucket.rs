@@ -216,3 +216,48 @@ pub async fn list_objects_v1(req: &Request<'_>, bucket: &str, route: &Route) -> 
     x.close("ListBucketResult");
     Ok(Reply::xml(x.finish()))
 }
+
+pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+    // Versioning is not yet enabled on any bucket: every object is its single "null" version.
+    let url = url_encoding(route)?;
+    let key_marker = route.param("key-marker").unwrap_or("").to_owned();
+    let request = list_request(route, key_marker.clone())?;
+    let page = req.node.layer.list_objects(bucket, &request).await?;
+    let mut x = xml::Writer::new();
+    x.root("ListVersionsResult");
+    x.elem("Name", bucket);
+    x.elem("Prefix", &encode_name(&request.prefix, url));
+    x.elem("KeyMarker", &encode_name(&key_marker, url));
+    x.elem("VersionIdMarker", "");
+    x.elem("MaxKeys", &request.max_keys.to_string());
+    if let Some(d) = &request.delimiter {
+        x.elem("Delimiter", &encode_name(d, url));
+    }
+    x.elem("IsTruncated", if page.truncated { "true" } else { "false" });
+    if let Some(next) = &page.next_marker {
+        x.elem("NextKeyMarker", &encode_name(next, url));
+        x.elem("NextVersionIdMarker", "null");
+    }
+    if url {
+        x.elem("EncodingType", "url");
+    }
+    for o in &page.objects {
+        x.open("Version");
+        x.elem("Key", &encode_name(&o.key, url));
+        x.elem("VersionId", "null");
+        x.elem("IsLatest", "true");
+        x.elem("LastModified", &strata_types::time::iso8601(o.mod_time));
+        x.elem("ETag", &format!("\"{}\"", o.etag));
+        x.elem("Size", &o.size.to_string());
+        owner(&mut x, req);
+        x.elem("StorageClass", "STANDARD");
+        x.close("Version");
+    }
+    for p in &page.prefixes {
+        x.open("CommonPrefixes");
+        x.elem("Prefix", &encode_name(p, url));
+        x.close("CommonPrefixes");
+    }
+    x.close("ListVersionsResult");
+    Ok(Reply::xml(x.finish()))
+}

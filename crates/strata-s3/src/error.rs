@@ -24,6 +24,7 @@ macro_rules! codes {
 }
 
 codes! {
+    AccessControlListNotSupported => StatusCode::BAD_REQUEST,
     AccessDenied => StatusCode::FORBIDDEN,
     AuthorizationHeaderMalformed => StatusCode::BAD_REQUEST,
     AuthorizationQueryParametersError => StatusCode::BAD_REQUEST,

@@ -13,6 +13,7 @@
 //! Invariants: every request is authenticated before any handler runs; handlers never buffer an
 //! object body (only small XML documents, bounded); every error leaves as S3 XML.
 
+pub mod acl;
 pub mod body;
 pub mod bucket;
 pub mod checksum;

@@ -29,6 +29,12 @@ pub enum Operation {
     ListMultipartUploads,
     DeleteObjects,
     CopyObject,
+    ListObjectVersions,
+    GetBucketAcl,
+    PutBucketAcl,
+    GetObjectAcl,
+    PutObjectAcl,
+    GetBucketOwnershipControls,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +158,10 @@ pub fn route(
             (&Method::GET, Some("versioning")) => O::GetBucketVersioning,
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (&Method::POST, Some("delete")) => O::DeleteObjects,
+            (&Method::GET, Some("versions")) => O::ListObjectVersions,
+            (&Method::GET, Some("acl")) => O::GetBucketAcl,
+            (&Method::PUT, Some("acl")) => O::PutBucketAcl,
+            (&Method::GET, Some("ownershipControls")) => O::GetBucketOwnershipControls,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -190,6 +200,8 @@ pub fn route(
             };
             match (m, sub, multipart) {
                 (_, _, Some(op)) => op,
+                (&Method::GET, Some("acl"), None) => O::GetObjectAcl,
+                (&Method::PUT, Some("acl"), None) => O::PutObjectAcl,
                 (_, Some(_), None) => return Err(not_implemented()),
                 (&Method::PUT, None, None) => O::PutObject,
                 (&Method::GET, None, None) => O::GetObject,
@@ -256,6 +268,9 @@ mod tests {
         assert_eq!(op(Method::GET, "/b/k", "uploadId=x"), Ok(Operation::ListParts));
         assert_eq!(op(Method::GET, "/b", "uploads"), Ok(Operation::ListMultipartUploads));
         assert_eq!(op(Method::POST, "/b", "delete"), Ok(Operation::DeleteObjects));
+        assert_eq!(op(Method::GET, "/b", "versions"), Ok(Operation::ListObjectVersions));
+        assert_eq!(op(Method::GET, "/b/k", "acl"), Ok(Operation::GetObjectAcl));
+        assert_eq!(op(Method::PUT, "/b", "acl"), Ok(Operation::PutBucketAcl));
         assert_eq!(op(Method::PUT, "/b/k", "uploadId=x"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::GET, "/b/k", "x-id=GetObject"), Ok(Operation::GetObject));
         assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));

@@ -21,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{bucket, copy, delete, multipart, object, observe};
+use crate::{acl, bucket, copy, delete, multipart, object, observe};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -288,6 +288,12 @@ async fn serve_route(
         O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
         O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
+        O::ListObjectVersions => bucket::list_object_versions(&req, bucket, &route).await,
+        O::GetBucketAcl => acl::get_bucket_acl(&req, bucket).await,
+        O::PutBucketAcl => acl::put_bucket_acl(&req, bucket).await,
+        O::GetObjectAcl => acl::get_object_acl(&req, bucket, key).await,
+        O::PutObjectAcl => acl::put_object_acl(&req, bucket, key).await,
+        O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(&req, bucket).await,
         O::DeleteObjects => delete::delete_objects(&req, bucket, object::request_body(&req, body)?).await,
     };
     result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
