@@ -7,8 +7,24 @@ use percent_encoding::percent_decode_str;
 
 use crate::error::{S3Error, S3ErrorCode};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
+macro_rules! operations {
+    ($($name:ident),* $(,)?) => {
+        /// Every S3 operation the router knows, named as AWS names it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Operation { $($name),* }
+
+        impl Operation {
+            /// All of them, for the compatibility table's test and for metrics.
+            pub const ALL: &'static [Operation] = &[$(Operation::$name),*];
+
+            pub fn name(self) -> &'static str {
+                match self { $(Operation::$name => stringify!($name)),* }
+            }
+        }
+    };
+}
+
+operations! {
     ListBuckets,
     CreateBucket,
     DeleteBucket,

@@ -244,7 +244,7 @@ async fn dispatch(
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
     match route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref()) {
-        Ok(route) => (format!("{:?}", route.operation), serve_route(node, parts, body, route).await),
+        Ok(route) => (route.operation.name().to_owned(), serve_route(node, parts, body, route).await),
         Err(e) => ("Unknown".to_owned(), Err(e)),
     }
 }
