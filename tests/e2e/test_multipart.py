@@ -187,3 +187,34 @@ def test_versions_listing_and_acls(s3, bucket):
     assert code(e) == "NoSuchKey"
     rules = s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"]
     assert rules == [{"ObjectOwnership": "BucketOwnerEnforced"}]
+
+
+def test_object_tagging(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="t", Body=b"tagged" * 50_000, Tagging="project=alpha&team=a%20b")
+    assert s3.head_object(Bucket=bucket, Key="t")["ResponseMetadata"]["HTTPHeaders"]["x-amz-tagging-count"] == "2"
+    tags = {t["Key"]: t["Value"] for t in s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"]}
+    assert tags == {"project": "alpha", "team": "a b"}
+    s3.put_object_tagging(Bucket=bucket, Key="t", Tagging={"TagSet": [{"Key": "x&y", "Value": "<1>"}]})
+    assert s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"] == [{"Key": "x&y", "Value": "<1>"}]
+    # Tag changes never touch the data.
+    assert s3.get_object(Bucket=bucket, Key="t")["Body"].read() == b"tagged" * 50_000
+    s3.copy_object(Bucket=bucket, Key="t2", CopySource=f"{bucket}/t")
+    assert s3.get_object_tagging(Bucket=bucket, Key="t2")["TagSet"] == [{"Key": "x&y", "Value": "<1>"}]
+    s3.copy_object(Bucket=bucket, Key="t3", CopySource=f"{bucket}/t", TaggingDirective="REPLACE", Tagging="a=b")
+    assert s3.get_object_tagging(Bucket=bucket, Key="t3")["TagSet"] == [{"Key": "a", "Value": "b"}]
+    s3.delete_object_tagging(Bucket=bucket, Key="t")
+    assert s3.get_object_tagging(Bucket=bucket, Key="t")["TagSet"] == []
+    assert s3.get_object(Bucket=bucket, Key="t")["Body"].read() == b"tagged" * 50_000
+    with pytest.raises(ClientError) as e:
+        s3.put_object_tagging(Bucket=bucket, Key="t", Tagging={"TagSet": [{"Key": f"k{i}", "Value": "v"} for i in range(11)]})
+    assert code(e) == "InvalidTag"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="bad", Body=b"x", Tagging="a=1&a=2")
+    assert code(e) == "InvalidTag"
+    with pytest.raises(ClientError) as e:
+        s3.get_object_tagging(Bucket=bucket, Key="missing")
+    assert code(e) == "NoSuchKey"
+    small = s3.create_multipart_upload(Bucket=bucket, Key="mpt", Tagging="m=1")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="mpt", UploadId=small, PartNumber=1, Body=b"p")["ETag"]
+    s3.complete_multipart_upload(Bucket=bucket, Key="mpt", UploadId=small, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert s3.get_object_tagging(Bucket=bucket, Key="mpt")["TagSet"] == [{"Key": "m", "Value": "1"}]

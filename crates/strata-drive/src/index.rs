@@ -480,8 +480,10 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                 let same = |v: &ObjectVersion| v.version_id == gone.version_id && v.data == gone.data;
                 if record.versions.iter().any(same) {
                     record.versions.retain(|v| !same(v));
-                    // A multipart version's parts still belong to its upload, which an undo keeps.
-                    if !matches!(gone.data, DataLocation::Multipart(_)) {
+                    // A multipart version's parts still belong to its upload, which an undo keeps;
+                    // a metadata-only change shares its data with the version it restores.
+                    let shared = restore.iter().any(|r| r.data.data_id() == gone.data.data_id());
+                    if !matches!(gone.data, DataLocation::Multipart(_)) && !shared {
                         free_versions(t, std::slice::from_ref(&**gone), freed)?;
                     }
                 }

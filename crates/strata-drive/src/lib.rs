@@ -171,6 +171,15 @@ pub trait Drive: Send + Sync + Debug {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()>;
+    /// Replaces a version's metadata (tags, …) keeping its data where it is; finished like
+    /// [`Drive::commit_version`] by [`Drive::finish_op`].
+    async fn update_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()>;
     /// Removes one version (`None` = the null version); the record goes when its last version does.
     /// Its data is kept until [`Drive::finish_op`].
     async fn delete_version(

@@ -360,6 +360,25 @@ impl Drive for LocalDrive {
         }
     }
 
+    async fn update_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        let change = Change::PutVersion {
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            version: Box::new(version.clone()),
+            inline: None,
+        };
+        let displaced = self.index.apply(change).await?;
+        self.remember(op, bucket, key, Some(version), displaced);
+        Ok(())
+    }
+
     async fn delete_version(
         &self,
         bucket: &str,

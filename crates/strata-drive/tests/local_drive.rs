@@ -28,6 +28,7 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         },
         data,
         parts: vec![],
+        tags: Default::default(),
     }
 }
 
@@ -257,4 +258,26 @@ async fn temp_files_are_swept_at_open() {
     assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1);
     let _again = LocalDrive::open(dir.path()).expect("reopen");
     assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 0);
+}
+
+#[tokio::test]
+async fn undoing_a_metadata_update_keeps_the_data() {
+    let (_dir, d) = drive().await;
+    let id = Uuid::new_v4();
+    let op = Uuid::new_v4();
+    d.commit_version("b", "k", version(DataLocation::Inline(id), 1), Some(Bytes::from_static(b"d")), op)
+        .await
+        .expect("put");
+    d.finish_op(op, true).await;
+    let mut tagged = version(DataLocation::Inline(id), 1);
+    tagged.tags.insert("t".into(), "1".into());
+    for keep in [false, true] {
+        let op = Uuid::new_v4();
+        d.update_version("b", "k", tagged.clone(), op).await.expect("update");
+        d.finish_op(op, keep).await;
+        let (record, inline) = d.read_record("b", "k", true).await.expect("read");
+        assert_eq!(inline.as_deref(), Some(&b"d"[..]), "data survives (keep = {keep})");
+        assert_eq!(record.versions.len(), 1);
+        assert_eq!(record.versions[0].tags.len(), usize::from(keep));
+    }
 }

@@ -84,6 +84,9 @@ pub struct UploadRecord {
     pub user_metadata: BTreeMap<String, String>,
     /// Split and placement every part uses (`shard_index` is this drive's).
     pub erasure: ErasureInfo,
+    /// Tags the completed object gets.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 impl UploadRecord {
@@ -127,6 +130,9 @@ pub struct ObjectVersion {
     pub erasure: ErasureInfo,
     pub data: DataLocation,
     pub parts: Vec<PartInfo>,
+    /// Object tags (key → value), at most 10.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 /// All versions of one object on one drive, newest first.
@@ -208,6 +214,7 @@ mod tests {
                 },
                 data: DataLocation::Inline(Uuid::from_u128(7)),
                 parts: vec![],
+                tags: BTreeMap::from([("t".into(), "1".into())]),
             }],
         }
     }

@@ -26,6 +26,7 @@ mod lock;
 mod multipart;
 mod put;
 mod set;
+mod tagging;
 
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
@@ -52,6 +53,7 @@ pub struct ObjectInfo {
     pub user_metadata: BTreeMap<String, String>,
     pub checksums: BTreeMap<String, String>,
     pub parts_count: usize,
+    pub tags: BTreeMap<String, String>,
 }
 
 impl ObjectInfo {
@@ -66,6 +68,7 @@ impl ObjectInfo {
             user_metadata: v.user_metadata.clone(),
             checksums: v.checksums.clone(),
             parts_count: v.parts.len(),
+            tags: v.tags.clone(),
         }
     }
 }

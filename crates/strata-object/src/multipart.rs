@@ -71,6 +71,7 @@ impl ObjectLayer {
                 shard_index: 0,
                 distribution: distribution.clone(),
             },
+            tags: opts.tags,
         };
         let results = on_drives(set, |i, d| {
             let mut r = record.clone();
@@ -220,6 +221,7 @@ impl ObjectLayer {
             erasure: upload.erasure.clone(),
             data: DataLocation::Multipart(upload_id),
             parts: chosen,
+            tags: upload.tags.clone(),
         };
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));

@@ -35,6 +35,8 @@ pub struct PutOptions {
     pub content_md5: Option<[u8; 16]>,
     /// Parity for this object (storage class); `None` = the set's default.
     pub parity_count: Option<usize>,
+    /// Object tags (`x-amz-tagging`), already validated.
+    pub tags: BTreeMap<String, String>,
 }
 
 /// Cuts the body into blocks of exactly `BLOCK_SIZE` (the last may be shorter).
@@ -186,6 +188,7 @@ pub(crate) async fn put_object(
         },
         data,
         parts: vec![],
+        tags: opts.tags,
     };
     let op = Uuid::new_v4();
     let _guard = set.locks.exclusive(t.hash).await;

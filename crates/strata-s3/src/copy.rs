@@ -102,6 +102,11 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
             ..opts
         };
     }
+    match req.headers.get("x-amz-tagging-directive").and_then(|v| v.to_str().ok()) {
+        None | Some("COPY") => opts.tags = source_info.tags.clone(),
+        Some("REPLACE") => {}
+        Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown tagging directive.")),
+    }
     let mut body = CopyBody(open.stream(0, source_info.size));
     let info = layer.put_object(bucket, key, &mut body, opts).await?;
     let mut x = xml::Writer::new();

@@ -44,6 +44,7 @@ codes! {
     InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
     InvalidRequest => StatusCode::BAD_REQUEST,
     InvalidStorageClass => StatusCode::BAD_REQUEST,
+    InvalidTag => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
     MalformedXML => StatusCode::BAD_REQUEST,
     MetadataTooLarge => StatusCode::BAD_REQUEST,

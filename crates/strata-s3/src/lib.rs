@@ -28,6 +28,7 @@ pub mod router;
 pub mod server;
 pub mod sigv2;
 pub mod sigv4;
+pub mod tagging;
 pub mod xml;
 
 pub use router::Operation;

@@ -116,6 +116,9 @@ pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
         })?;
         opts.content_md5 = Some(digest);
     }
+    if let Some(t) = header(headers, "x-amz-tagging") {
+        opts.tags = crate::tagging::from_header(t)?;
+    }
     opts.parity_count = match header(headers, "x-amz-storage-class") {
         None | Some("STANDARD") => None,
         Some("REDUCED_REDUNDANCY") => req.node.config.rrs_parity,
@@ -291,6 +294,9 @@ fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_m
     }
     for (k, v) in &info.user_metadata {
         reply = reply.header(&format!("x-amz-meta-{k}"), v);
+    }
+    if !info.tags.is_empty() {
+        reply = reply.header("x-amz-tagging-count", &info.tags.len().to_string());
     }
     if checksum_mode {
         for (algo, value) in &info.checksums {

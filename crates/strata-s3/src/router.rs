@@ -51,6 +51,9 @@ operations! {
     GetObjectAcl,
     PutObjectAcl,
     GetBucketOwnershipControls,
+    GetObjectTagging,
+    PutObjectTagging,
+    DeleteObjectTagging,
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +219,9 @@ pub fn route(
             };
             match (m, sub, multipart) {
                 (_, _, Some(op)) => op,
+                (&Method::GET, Some("tagging"), None) => O::GetObjectTagging,
+                (&Method::PUT, Some("tagging"), None) => O::PutObjectTagging,
+                (&Method::DELETE, Some("tagging"), None) => O::DeleteObjectTagging,
                 (&Method::GET, Some("acl"), None) => O::GetObjectAcl,
                 (&Method::PUT, Some("acl"), None) => O::PutObjectAcl,
                 (_, Some(_), None) => return Err(not_implemented()),
@@ -276,7 +282,8 @@ mod tests {
         assert_eq!(op(Method::GET, "/b", "list-type=2&prefix=a"), Ok(Operation::ListObjectsV2));
         assert_eq!(op(Method::GET, "/b", "location"), Ok(Operation::GetBucketLocation));
         assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
-        assert_eq!(op(Method::PUT, "/b/k", "tagging"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b/k", "tagging"), Ok(Operation::PutObjectTagging));
+        assert_eq!(op(Method::PUT, "/b", "tagging"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::POST, "/b/k", "uploads"), Ok(Operation::CreateMultipartUpload));
         assert_eq!(op(Method::PUT, "/b/k", "partNumber=1&uploadId=x"), Ok(Operation::UploadPart));
         assert_eq!(op(Method::POST, "/b/k", "uploadId=x"), Ok(Operation::CompleteMultipartUpload));

@@ -21,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{acl, bucket, copy, delete, multipart, object, observe};
+use crate::{acl, bucket, copy, delete, multipart, object, observe, tagging};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -288,6 +288,11 @@ async fn serve_route(
         O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
         O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
+        O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
+        O::PutObjectTagging => {
+            tagging::put_object_tagging(&req, bucket, key, object::request_body(&req, body)?).await
+        }
+        O::DeleteObjectTagging => tagging::delete_object_tagging(&req, bucket, key).await,
         O::ListObjectVersions => bucket::list_object_versions(&req, bucket, &route).await,
         O::GetBucketAcl => acl::get_bucket_acl(&req, bucket).await,
         O::PutBucketAcl => acl::put_bucket_acl(&req, bucket).await,

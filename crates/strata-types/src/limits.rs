@@ -40,6 +40,14 @@ pub const LIST_KEYS_MAX: usize = 1000;
 /// Keys one DeleteObjects request may name (AWS: 1,000). Past it: `MalformedXML`.
 pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
 
+/// Tags per object (AWS: 10), and the length of a tag key and value in characters (128, 256).
+/// Past them: `InvalidTag`.
+pub const OBJECT_TAGS_MAX: usize = 10;
+/// See [`OBJECT_TAGS_MAX`].
+pub const TAG_KEY_LEN_MAX: usize = 128;
+/// See [`OBJECT_TAGS_MAX`].
+pub const TAG_VALUE_LEN_MAX: usize = 256;
+
 /// Largest request body we parse as XML (bucket configuration, multi-delete).
 /// Past it: `MalformedXML` (the AWS limit for these documents is far below).
 pub const XML_BODY_SIZE_MAX: usize = 2 * 1024 * 1024;

@@ -1,0 +1,166 @@
+//! Object tagging: Get/Put/DeleteObjectTagging and the `x-amz-tagging` header.
+
+use std::collections::BTreeMap;
+
+use http::StatusCode;
+use strata_types::limits::{OBJECT_TAGS_MAX, TAG_KEY_LEN_MAX, TAG_VALUE_LEN_MAX, XML_BODY_SIZE_MAX};
+use strata_types::ObjectKey;
+
+use crate::body::RequestBody;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::server::{Reply, Request};
+use crate::xml;
+
+fn invalid(msg: &str) -> S3Error {
+    S3Error::new(S3ErrorCode::InvalidTag, msg)
+}
+
+/// Checks a tag set against the S3 rules and builds it; duplicate keys are refused.
+pub fn validate(pairs: Vec<(String, String)>) -> Result<BTreeMap<String, String>, S3Error> {
+    if pairs.len() > OBJECT_TAGS_MAX {
+        return Err(invalid("Object tags cannot be greater than 10"));
+    }
+    let mut tags = BTreeMap::new();
+    for (k, v) in pairs {
+        if k.is_empty() || k.chars().count() > TAG_KEY_LEN_MAX {
+            return Err(invalid("The TagKey you have provided is invalid"));
+        }
+        if v.chars().count() > TAG_VALUE_LEN_MAX {
+            return Err(invalid("The TagValue you have provided is invalid"));
+        }
+        if k.starts_with("aws:") {
+            return Err(invalid("System tags cannot be added/updated by requester"));
+        }
+        if tags.insert(k, v).is_some() {
+            return Err(invalid("Cannot provide multiple Tags with the same key"));
+        }
+    }
+    Ok(tags)
+}
+
+/// The `x-amz-tagging` header: `k1=v1&k2=v2`, URL-encoded.
+pub fn from_header(value: &str) -> Result<BTreeMap<String, String>, S3Error> {
+    validate(crate::router::parse_query(value))
+}
+
+fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
+    use quick_xml::events::Event;
+    let malformed = || {
+        S3Error::new(
+            S3ErrorCode::MalformedXML,
+            "The XML you provided was not well-formed or did not validate against our published schema.",
+        )
+    };
+    let mut reader = quick_xml::Reader::from_reader(doc);
+    let mut buf = Vec::new();
+    let (mut pairs, mut saw_root) = (Vec::new(), false);
+    let (mut key, mut value, mut field, mut text) = (None, None, None::<&'static str>, String::new());
+    loop {
+        match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
+            Event::Start(e) => {
+                text.clear();
+                field = match e.local_name().as_ref() {
+                    b"Tagging" => {
+                        saw_root = true;
+                        None
+                    }
+                    b"Tag" => {
+                        (key, value) = (None, None);
+                        None
+                    }
+                    b"Key" => Some("k"),
+                    b"Value" => Some("v"),
+                    _ => None,
+                };
+            }
+            Event::Text(t) if field.is_some() => {
+                let raw = t.decode().map_err(|_| malformed())?;
+                text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
+            }
+            Event::GeneralRef(r) if field.is_some() => {
+                let reference = format!("&{};", r.decode().map_err(|_| malformed())?);
+                text.push_str(&quick_xml::escape::unescape(&reference).map_err(|_| malformed())?);
+            }
+            Event::Empty(e) if e.local_name().as_ref() == b"Value" => value = Some(String::new()),
+            Event::End(e) => {
+                match field.take() {
+                    Some("k") => key = Some(std::mem::take(&mut text)),
+                    Some("v") => value = Some(std::mem::take(&mut text)),
+                    _ => {}
+                }
+                if e.local_name().as_ref() == b"Tag" {
+                    match (key.take(), value.take()) {
+                        (Some(k), Some(v)) => pairs.push((k, v)),
+                        _ => return Err(malformed()),
+                    }
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    if !saw_root {
+        return Err(malformed());
+    }
+    Ok(pairs)
+}
+
+pub async fn get_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let open = req.node.layer.open_object(bucket, key, false).await?;
+    let mut x = xml::Writer::new();
+    x.root("Tagging");
+    x.open("TagSet");
+    for (k, v) in &open.info.tags {
+        x.open("Tag");
+        x.elem("Key", k);
+        x.elem("Value", v);
+        x.close("Tag");
+    }
+    x.close("TagSet");
+    x.close("Tagging");
+    Ok(Reply::xml(x.finish()))
+}
+
+pub async fn put_object_tagging(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let tags = validate(parse_tagging(&doc)?)?;
+    req.node.layer.put_object_tags(bucket, key, tags).await?;
+    Ok(Reply::empty(StatusCode::OK))
+}
+
+pub async fn delete_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    req.node.layer.put_object_tags(bucket, key, BTreeMap::new()).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_rules() {
+        let doc = br#"<Tagging><TagSet><Tag><Key>a&amp;b</Key><Value>1</Value></Tag><Tag><Key>e</Key><Value/></Tag></TagSet></Tagging>"#;
+        let tags = validate(parse_tagging(doc).expect("parses")).expect("valid");
+        assert_eq!(tags, BTreeMap::from([("a&b".into(), "1".into()), ("e".into(), String::new())]));
+        let dup = br#"<Tagging><TagSet><Tag><Key>a</Key><Value>1</Value></Tag><Tag><Key>a</Key><Value>2</Value></Tag></TagSet></Tagging>"#;
+        assert_eq!(
+            validate(parse_tagging(dup).expect("parses")).map_err(|e| e.code).err(),
+            Some(S3ErrorCode::InvalidTag)
+        );
+        let eleven: Vec<(String, String)> = (0..11).map(|i| (format!("k{i}"), String::new())).collect();
+        assert!(validate(eleven).is_err());
+        assert!(validate(vec![("k".repeat(129), String::new())]).is_err());
+        assert!(validate(vec![("k".into(), "v".repeat(257))]).is_err());
+        assert!(validate(vec![("aws:x".into(), String::new())]).is_err());
+        assert_eq!(from_header("a=1&b=x%20y").expect("ok").get("b").map(String::as_str), Some("x y"));
+    }
+}
