@@ -218,3 +218,32 @@ def test_object_tagging(s3, bucket):
     etag = s3.upload_part(Bucket=bucket, Key="mpt", UploadId=small, PartNumber=1, Body=b"p")["ETag"]
     s3.complete_multipart_upload(Bucket=bucket, Key="mpt", UploadId=small, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
     assert s3.get_object_tagging(Bucket=bucket, Key="mpt")["TagSet"] == [{"Key": "m", "Value": "1"}]
+
+
+def test_conditional_writes(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="cw", Body=b"first", IfNoneMatch="*")
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cw", Body=b"second", IfNoneMatch="*")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 412
+    etag = s3.head_object(Bucket=bucket, Key="cw")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cw", Body=b"third", IfMatch='"00000000000000000000000000000000"')
+    assert code(e) == "PreconditionFailed"
+    s3.put_object(Bucket=bucket, Key="cw", Body=b"fourth", IfMatch=etag)
+    assert s3.get_object(Bucket=bucket, Key="cw")["Body"].read() == b"fourth"
+    with pytest.raises(ClientError) as e:
+        s3.put_object(Bucket=bucket, Key="cw-missing", Body=b"x", IfMatch=etag)
+    assert code(e) == "NoSuchKey"
+    big = os.urandom(2 * MiB)  # a body that streams to shard files before the final check
+    with pytest.raises(ClientError):
+        s3.put_object(Bucket=bucket, Key="cw", Body=big, IfNoneMatch="*")
+    assert s3.get_object(Bucket=bucket, Key="cw")["Body"].read() == b"fourth"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="cw")["UploadId"]
+    et = s3.upload_part(Bucket=bucket, Key="cw", UploadId=uid, PartNumber=1, Body=b"mp")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="cw", UploadId=uid, IfNoneMatch="*",
+                                     MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": et}]})
+    assert code(e) == "PreconditionFailed"
+    s3.complete_multipart_upload(Bucket=bucket, Key="cw", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": et}]})
+    assert s3.get_object(Bucket=bucket, Key="cw")["Body"].read() == b"mp"

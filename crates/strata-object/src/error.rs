@@ -37,6 +37,8 @@ pub enum ObjectError {
     WriteQuorum { needed: usize, online: usize },
     #[error("too few drives online to read (need {needed}, have {online})")]
     ReadQuorum { needed: usize, online: usize },
+    #[error("a condition of the write did not hold")]
+    PreconditionFailed,
     #[error("the multipart upload does not exist")]
     NoSuchUpload,
     #[error("part {0} was not uploaded or its ETag does not match")]

@@ -33,7 +33,7 @@ pub use get::{ObjectStream, OpenObject};
 pub use layer::{DriveSlot, ObjectLayer, SetView};
 pub use list::{ListPage, ListRequest};
 pub use multipart::CompletePart;
-pub use put::{BodyReader, PutOptions};
+pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;
 pub use strata_meta::{PartInfo, UploadRecord};
 

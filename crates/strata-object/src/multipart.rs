@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
-use crate::put::{abort_files, write_file_data, BodyReader, PutOptions};
+use crate::put::{abort_files, check_condition, write_file_data, BodyReader, PutOptions, WriteCondition};
 use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
 use crate::ObjectInfo;
 
@@ -183,6 +183,7 @@ impl ObjectLayer {
         key: &str,
         upload_id: Uuid,
         requested: &[CompletePart],
+        condition: Option<WriteCondition>,
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
@@ -227,6 +228,7 @@ impl ObjectLayer {
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
         let _guard = set.locks.exclusive(hash).await;
+        check_condition(set, bucket, key, &condition).await?;
         let results = on_drives(set, |i, d| {
             let mut v = version.clone();
             v.erasure.shard_index = e.distribution.get(i).copied().unwrap_or(0);

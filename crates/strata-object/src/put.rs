@@ -37,6 +37,36 @@ pub struct PutOptions {
     pub parity_count: Option<usize>,
     /// Object tags (`x-amz-tagging`), already validated.
     pub tags: BTreeMap<String, String>,
+    /// A conditional write (`If-None-Match: *`, `If-Match`), checked under the object's lock
+    /// just before commit.
+    pub condition: Option<WriteCondition>,
+}
+
+/// What must hold of the current object for a conditional write to go ahead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteCondition {
+    /// `If-None-Match: *`: the key must not exist.
+    NoneMatchAny,
+    /// `If-Match`: the current object's ETag (without quotes) must be this.
+    Match(String),
+}
+
+/// Checks a write condition against the object's current version (caller holds the lock).
+pub(crate) async fn check_condition(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    condition: &Option<WriteCondition>,
+) -> Result<(), ObjectError> {
+    let Some(condition) = condition else { return Ok(()) };
+    let current = set.resolve(set.read_records(bucket, key, false).await);
+    match (condition, current) {
+        (WriteCondition::NoneMatchAny, Ok(_)) => Err(ObjectError::PreconditionFailed),
+        (WriteCondition::NoneMatchAny, Err(ObjectError::ObjectNotFound)) => Ok(()),
+        (WriteCondition::Match(etag), Ok(r)) if r.version.etag == *etag => Ok(()),
+        (WriteCondition::Match(_), Ok(_)) => Err(ObjectError::PreconditionFailed),
+        (_, Err(e)) => Err(e),
+    }
 }
 
 /// Cuts the body into blocks of exactly `BLOCK_SIZE` (the last may be shorter).
@@ -137,6 +167,9 @@ pub(crate) async fn put_object(
     let data_count = n - parity_count;
     let erasure = set.erasure_for(data_count, parity_count)?;
     let quorum = write_quorum(data_count, parity_count);
+    // Fail fast before reading the body; the check that counts runs again under the lock.
+    check_condition(set, t.bucket, t.key, &opts.condition).await?;
+    let condition = opts.condition.clone();
     if set.online_count() < quorum {
         return Err(ObjectError::WriteQuorum { needed: quorum, online: set.online_count() });
     }
@@ -192,6 +225,10 @@ pub(crate) async fn put_object(
     };
     let op = Uuid::new_v4();
     let _guard = set.locks.exclusive(t.hash).await;
+    if let Err(e) = check_condition(set, t.bucket, t.key, &condition).await {
+        abort_files(set, data).await;
+        return Err(e);
+    }
     let results = join_all(set.drives.iter().zip(&distribution).map(|(drive, &shard)| {
         let mut v = version.clone();
         v.erasure.shard_index = shard;

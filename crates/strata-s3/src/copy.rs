@@ -95,6 +95,7 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     let source_info: ObjectInfo = open.info.clone();
     let mut opts = put_options(req)?;
     opts.content_md5 = None;
+    // If-Match/If-None-Match on a copy concern the destination, as on a PUT.
     if !replace {
         opts = PutOptions {
             headers: source_info.headers.clone(),

@@ -120,6 +120,9 @@ impl From<ObjectError> for S3Error {
             ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
                 (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
             }
+            ObjectError::PreconditionFailed => {
+                (C::PreconditionFailed, "At least one of the pre-conditions you specified did not hold")
+            }
             ObjectError::NoSuchUpload => (
                 C::NoSuchUpload,
                 "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",

@@ -133,7 +133,8 @@ pub async fn complete(
     let id = upload_id(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let parts = parse_complete(&doc)?;
-    let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts).await?;
+    let condition = crate::object::write_condition(req.headers)?;
+    let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, condition).await?;
     let mut x = xml::Writer::new();
     x.root("CompleteMultipartUploadResult");
     x.elem("Location", &format!("/{bucket}/{key}"));

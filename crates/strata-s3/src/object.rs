@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
-use strata_object::{ObjectInfo, PutOptions};
+use strata_object::{ObjectInfo, PutOptions, WriteCondition};
 use strata_types::limits::{PUT_OBJECT_SIZE_MAX, USER_METADATA_SIZE_MAX};
 use strata_types::ObjectKey;
 
@@ -116,6 +116,7 @@ pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
         })?;
         opts.content_md5 = Some(digest);
     }
+    opts.condition = write_condition(headers)?;
     if let Some(t) = header(headers, "x-amz-tagging") {
         opts.tags = crate::tagging::from_header(t)?;
     }
@@ -130,6 +131,21 @@ pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
         }
     };
     Ok(opts)
+}
+
+/// `If-None-Match: *` or `If-Match: "etag"` on a write.
+pub(crate) fn write_condition(headers: &HeaderMap) -> Result<Option<WriteCondition>, S3Error> {
+    match (header(headers, "if-none-match"), header(headers, "if-match")) {
+        (Some(_), Some(_)) => {
+            Err(invalid(S3ErrorCode::NotImplemented, "If-Match with If-None-Match is not supported"))
+        }
+        (Some(v), None) if v.trim() == "*" => Ok(Some(WriteCondition::NoneMatchAny)),
+        (Some(_), None) => Err(invalid(S3ErrorCode::NotImplemented, "If-None-Match on a write takes only *")),
+        (None, Some(v)) => {
+            Ok(Some(WriteCondition::Match(v.trim().trim_start_matches("W/").trim_matches('"').to_owned())))
+        }
+        (None, None) => Ok(None),
+    }
 }
 
 /// Refuses a body whose declared length is missing, not a number, or above the single-PUT limit,
