@@ -247,3 +247,27 @@ def test_conditional_writes(s3, bucket):
     s3.complete_multipart_upload(Bucket=bucket, Key="cw", UploadId=uid,
                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": et}]})
     assert s3.get_object(Bucket=bucket, Key="cw")["Body"].read() == b"mp"
+
+
+def test_abandoned_uploads_expire():
+    import time
+
+    from conftest import Server
+
+    srv = Server(env={"STRATA_MULTIPART_EXPIRY": "1s", "STRATA_MULTIPART_CLEANUP_INTERVAL": "500ms"}).start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="expiry")
+        uid = s3.create_multipart_upload(Bucket="expiry", Key="old")["UploadId"]
+        s3.upload_part(Bucket="expiry", Key="old", UploadId=uid, PartNumber=1, Body=b"x" * 1000)
+        deadline = time.time() + 20
+        while s3.list_multipart_uploads(Bucket="expiry").get("Uploads") and time.time() < deadline:
+            time.sleep(0.2)
+        assert not s3.list_multipart_uploads(Bucket="expiry").get("Uploads")
+        with pytest.raises(ClientError) as e:
+            s3.upload_part(Bucket="expiry", Key="old", UploadId=uid, PartNumber=2, Body=b"y")
+        assert code(e) == "NoSuchUpload"
+        parts_left = [p for d in srv.drives for p in (d / ".strata.sys" / "data").rglob("*") if p.is_file()]
+        assert parts_left == []
+    finally:
+        srv.cleanup()

@@ -133,20 +133,8 @@ pub fn parse_size(s: &str) -> Result<u64> {
 
 /// Parses `10s`, `2m`, `500ms`.
 pub fn parse_duration(s: &str) -> Result<Duration> {
-    let s = s.trim();
-    let (num, secs_per): (&str, f64) = if let Some(n) = s.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = s.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = s.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = s.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (s, 1.0)
-    };
-    let n: f64 = num.parse().with_context(|| format!("duration {s:?}"))?;
-    Ok(Duration::from_secs_f64(n * secs_per))
+    strata_types::time::parse_duration(s)
+        .with_context(|| format!("duration {s:?} is not like 10s, 2m or 500ms"))
 }
 
 fn parse_mix(s: &str) -> Result<Vec<(Op, u32)>> {

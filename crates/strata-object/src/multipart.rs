@@ -288,4 +288,30 @@ impl ObjectLayer {
     }
 }
 
+impl ObjectLayer {
+    /// Aborts every upload initiated more than `age` ago; returns how many went.
+    pub async fn expire_uploads(&self, age: std::time::Duration) -> usize {
+        let cutoff = strata_types::time::now_nanos().saturating_sub(age.as_nanos() as u64);
+        let buckets = match self.list_buckets() {
+            Ok(b) => b,
+            Err(_) => return 0,
+        };
+        let mut expired = 0;
+        for bucket in buckets {
+            let Ok(uploads) = self.list_multipart_uploads(&bucket.name, "", usize::MAX).await else {
+                continue;
+            };
+            for u in uploads.into_iter().filter(|u| u.initiated < cutoff) {
+                match self.abort_multipart_upload(&bucket.name, &u.key, u.upload_id).await {
+                    Ok(()) => expired += 1,
+                    Err(e) => {
+                        tracing::warn!(bucket = %bucket.name, key = %u.key, error = %e, "cannot expire upload")
+                    }
+                }
+            }
+        }
+        expired
+    }
+}
+
 const _: () = assert!(PART_NUMBER_MAX == 10_000);

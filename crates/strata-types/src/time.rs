@@ -82,6 +82,24 @@ pub fn parse_amz_date(s: &str) -> Option<u64> {
     u64::try_from(days).ok().map(|d| d * 86_400 + hour * 3600 + minute * 60 + second)
 }
 
+/// Parses `500ms`, `10s`, `2m`, `1h` (a bare number is seconds); `None` for anything else.
+pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let s = s.trim();
+    let (num, secs_per) = if let Some(n) = s.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = s.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = s.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (s, 1.0)
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    (n.is_finite() && n >= 0.0).then(|| std::time::Duration::from_secs_f64(n * secs_per))
+}
+
 /// Now, in nanoseconds since the Unix epoch.
 pub fn now_nanos() -> u64 {
     std::time::SystemTime::now()
@@ -101,6 +119,17 @@ mod tests {
         assert_eq!(iso8601(1_255_369_830_123_000_000), "2009-10-12T17:50:30.123Z");
         assert_eq!(parse_amz_date("2013-05-24T00:00"), None);
         assert_eq!(parse_amz_date("20131324T000000Z"), None);
+    }
+
+    #[test]
+    fn durations() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_duration("x"), None);
+        assert_eq!(parse_duration("-1s"), None);
     }
 
     #[test]

@@ -108,6 +108,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             .is_ok_and(|v| v.eq_ignore_ascii_case("public")),
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
+    spawn_upload_expiry(layer.clone())?;
     let node = Arc::new(Node::new(layer, config));
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
@@ -126,6 +127,30 @@ async fn server(args: ServerArgs) -> Result<()> {
     );
     strata_s3::serve(node, listener, shutdown_signal()).await;
     tracing::info!("stopped");
+    Ok(())
+}
+
+fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
+    let value = std::env::var(name).unwrap_or_else(|_| default.to_owned());
+    strata_types::time::parse_duration(&value)
+        .filter(|d| !d.is_zero())
+        .with_context(|| format!("{name}={value} is not a duration like 30s, 10m or 24h"))
+}
+
+/// Aborts multipart uploads left unfinished longer than `STRATA_MULTIPART_EXPIRY` (default 24h),
+/// checking every `STRATA_MULTIPART_CLEANUP_INTERVAL` (default 1h).
+fn spawn_upload_expiry(layer: Arc<strata_object::ObjectLayer>) -> Result<()> {
+    let expiry = duration_from_env("STRATA_MULTIPART_EXPIRY", "24h")?;
+    let interval = duration_from_env("STRATA_MULTIPART_CLEANUP_INTERVAL", "1h")?;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(interval).await;
+            let n = layer.expire_uploads(expiry).await;
+            if n > 0 {
+                tracing::info!(uploads = n, "expired abandoned multipart uploads");
+            }
+        }
+    });
     Ok(())
 }
 
