@@ -271,3 +271,25 @@ def test_abandoned_uploads_expire():
         assert parts_left == []
     finally:
         srv.cleanup()
+
+
+def test_part_numbers_and_attributes(s3, bucket):
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="pn")["UploadId"]
+    parts = [os.urandom(5 * MiB), os.urandom(12345)]
+    etags = [s3.upload_part(Bucket=bucket, Key="pn", UploadId=uid, PartNumber=i + 1, Body=p)["ETag"] for i, p in enumerate(parts)]
+    s3.complete_multipart_upload(Bucket=bucket, Key="pn", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]})
+    second = s3.get_object(Bucket=bucket, Key="pn", PartNumber=2)
+    assert second["Body"].read() == parts[1] and second["PartsCount"] == 2
+    assert second["ContentRange"] == f"bytes {5 * MiB}-{5 * MiB + 12344}/{5 * MiB + 12345}"
+    assert s3.head_object(Bucket=bucket, Key="pn", PartNumber=1)["ContentLength"] == 5 * MiB
+    with pytest.raises(ClientError) as e:
+        s3.get_object(Bucket=bucket, Key="pn", PartNumber=3)
+    assert code(e) == "InvalidPartNumber"
+    s3.put_object(Bucket=bucket, Key="single", Body=b"whole", ChecksumAlgorithm="SHA256")
+    assert s3.get_object(Bucket=bucket, Key="single", PartNumber=1)["Body"].read() == b"whole"
+    attrs = s3.get_object_attributes(Bucket=bucket, Key="pn", ObjectAttributes=["ETag", "ObjectParts", "ObjectSize", "StorageClass"])
+    assert attrs["ObjectSize"] == 5 * MiB + 12345 and attrs["ObjectParts"]["TotalPartsCount"] == 2
+    assert attrs["ETag"].endswith("-2") and attrs["StorageClass"] == "STANDARD"
+    single = s3.get_object_attributes(Bucket=bucket, Key="single", ObjectAttributes=["Checksum", "ETag"])
+    assert single["Checksum"]["ChecksumSHA256"] == s3.head_object(Bucket=bucket, Key="single", ChecksumMode="ENABLED")["ChecksumSHA256"]

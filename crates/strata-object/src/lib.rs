@@ -53,6 +53,8 @@ pub struct ObjectInfo {
     pub user_metadata: BTreeMap<String, String>,
     pub checksums: BTreeMap<String, String>,
     pub parts_count: usize,
+    /// Sizes of the parts of a multipart object, in order (empty otherwise).
+    pub part_sizes: Vec<u64>,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -68,6 +70,7 @@ impl ObjectInfo {
             user_metadata: v.user_metadata.clone(),
             checksums: v.checksums.clone(),
             parts_count: v.parts.len(),
+            part_sizes: v.parts.iter().map(|p| p.size).collect(),
             tags: v.tags.clone(),
         }
     }

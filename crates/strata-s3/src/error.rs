@@ -41,6 +41,7 @@ codes! {
     InvalidDigest => StatusCode::BAD_REQUEST,
     InvalidPart => StatusCode::BAD_REQUEST,
     InvalidPartOrder => StatusCode::BAD_REQUEST,
+    InvalidPartNumber => StatusCode::RANGE_NOT_SATISFIABLE,
     InvalidRange => StatusCode::RANGE_NOT_SATISFIABLE,
     InvalidRequest => StatusCode::BAD_REQUEST,
     InvalidStorageClass => StatusCode::BAD_REQUEST,

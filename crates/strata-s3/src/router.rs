@@ -54,6 +54,7 @@ operations! {
     GetObjectTagging,
     PutObjectTagging,
     DeleteObjectTagging,
+    GetObjectAttributes,
 }
 
 #[derive(Debug, Clone)]
@@ -220,6 +221,9 @@ pub fn route(
             match (m, sub, multipart) {
                 (_, _, Some(op)) => op,
                 (&Method::GET, Some("tagging"), None) => O::GetObjectTagging,
+                (&Method::GET, Some("attributes"), None) => O::GetObjectAttributes,
+                (&Method::GET, Some("partNumber"), None) if query.len() <= 2 => O::GetObject,
+                (&Method::HEAD, Some("partNumber"), None) if query.len() <= 2 => O::HeadObject,
                 (&Method::PUT, Some("tagging"), None) => O::PutObjectTagging,
                 (&Method::DELETE, Some("tagging"), None) => O::DeleteObjectTagging,
                 (&Method::GET, Some("acl"), None) => O::GetObjectAcl,

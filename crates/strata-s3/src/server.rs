@@ -289,6 +289,7 @@ async fn serve_route(
         O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
+        O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
         O::PutObjectTagging => {
             tagging::put_object_tagging(&req, bucket, key, object::request_body(&req, body)?).await
         }
