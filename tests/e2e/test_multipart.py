@@ -293,3 +293,24 @@ def test_part_numbers_and_attributes(s3, bucket):
     assert attrs["ETag"].endswith("-2") and attrs["StorageClass"] == "STANDARD"
     single = s3.get_object_attributes(Bucket=bucket, Key="single", ObjectAttributes=["Checksum", "ETag"])
     assert single["Checksum"]["ChecksumSHA256"] == s3.head_object(Bucket=bucket, Key="single", ChecksumMode="ENABLED")["ChecksumSHA256"]
+
+
+def test_bucket_tagging(server, s3, bucket):
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket=bucket)
+    assert code(e) == "NoSuchTagSet"
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": "env", "Value": "prod"}, {"Key": "team", "Value": "x"}]})
+    tags = {t["Key"]: t["Value"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]}
+    assert tags == {"env": "prod", "team": "x"}
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": f"k{i}", "Value": ""} for i in range(51)]})
+    assert code(e) == "InvalidTag"
+    # Bucket tags are durable: they survive a restart.
+    server.stop()
+    server.start()
+    s3 = server.client()
+    assert {t["Key"] for t in s3.get_bucket_tagging(Bucket=bucket)["TagSet"]} == {"env", "team"}
+    s3.delete_bucket_tagging(Bucket=bucket)
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_tagging(Bucket=bucket)
+    assert code(e) == "NoSuchTagSet"

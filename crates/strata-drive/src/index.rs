@@ -69,6 +69,11 @@ pub(crate) enum Change {
         bucket: String,
         record: Vec<u8>,
     },
+    /// Replaces the record of an existing bucket (tags, configuration).
+    UpdateBucket {
+        bucket: String,
+        record: Vec<u8>,
+    },
     DeleteBucket {
         bucket: String,
     },
@@ -419,6 +424,12 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
         Change::MakeBucket { bucket, record } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_some() {
                 return Err(DriveError::BucketExists);
+            }
+            t.buckets.insert(bucket.as_str(), record.as_slice()).map_err(index_err)?;
+        }
+        Change::UpdateBucket { bucket, record } => {
+            if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
+                return Err(DriveError::BucketNotFound);
             }
             t.buckets.insert(bucket.as_str(), record.as_slice()).map_err(index_err)?;
         }

@@ -140,6 +140,8 @@ pub trait Drive: Send + Sync + Debug {
 
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()>;
+    /// Replaces an existing bucket's record.
+    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
     /// Bucket name → encoded bucket record, in name order.
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>>;
     async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>>;

@@ -244,6 +244,11 @@ impl Drive for LocalDrive {
         self.index.apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
+    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+        Self::ensure_online(&self.sys)?;
+        self.index.apply(Change::UpdateBucket { bucket: bucket.to_owned(), record }).await.map(drop)
+    }
+
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
         self.index.apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await.map(drop)

@@ -161,6 +161,9 @@ impl ObjectRecord {
 pub struct BucketRecord {
     /// Nanoseconds since the Unix epoch.
     pub created: u64,
+    /// Bucket tags (key → value), at most 50.
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
 }
 
 impl BucketRecord {
@@ -223,7 +226,7 @@ mod tests {
     fn round_trip() {
         let r = sample();
         assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r));
-        let b = BucketRecord { created: 42 };
+        let b = BucketRecord { created: 42, tags: BTreeMap::from([("a".into(), "b".into())]) };
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
     }
 

@@ -33,7 +33,7 @@ pub struct ObjectLayer {
     /// pools → sets.
     pools: Vec<Vec<ErasureSet>>,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
-    buckets: RwLock<BTreeMap<String, u64>>,
+    buckets: RwLock<BTreeMap<String, BucketRecord>>,
 }
 
 impl std::fmt::Debug for ObjectLayer {
@@ -66,9 +66,9 @@ impl ObjectLayer {
 
     /// Gives every online drive every bucket the quorum knows (a replaced, blank drive has none),
     /// so writes to it count toward quorum again.
-    async fn heal_buckets(&self, buckets: &BTreeMap<String, u64>) {
-        for (name, created) in buckets {
-            let record = BucketRecord { created: *created }.encode();
+    async fn heal_buckets(&self, buckets: &BTreeMap<String, BucketRecord>) {
+        for (name, record) in buckets {
+            let record = record.encode();
             join_all(self.all_drives().flatten().map(|d| {
                 let record = record.clone();
                 async move {
@@ -114,7 +114,7 @@ impl ObjectLayer {
         self.all_drives().count() / 2 + 1
     }
 
-    async fn read_bucket_list(&self) -> Result<BTreeMap<String, u64>, ObjectError> {
+    async fn read_bucket_list(&self) -> Result<BTreeMap<String, BucketRecord>, ObjectError> {
         let answers = join_all(self.all_drives().map(|d| async move {
             match d {
                 Some(d) => d.list_buckets().await,
@@ -127,32 +127,42 @@ impl ObjectLayer {
         if answered < needed {
             return Err(ObjectError::ReadQuorum { needed, online: answered });
         }
-        let mut seen: BTreeMap<String, (usize, u64)> = BTreeMap::new();
+        // Per bucket: how many drives have it, and how many hold each form of its record.
+        let mut seen: BTreeMap<String, (usize, BTreeMap<Vec<u8>, usize>)> = BTreeMap::new();
         for (name, record) in answers.into_iter().flatten().flatten() {
-            let created = BucketRecord::decode(&record).map(|r| r.created).unwrap_or(0);
-            let slot = seen.entry(name).or_insert((0, created));
+            let slot = seen.entry(name).or_default();
             slot.0 += 1;
+            *slot.1.entry(record).or_default() += 1;
         }
-        Ok(seen.into_iter().filter(|(_, (n, _))| *n * 2 >= answered).map(|(k, (_, c))| (k, c)).collect())
+        Ok(seen
+            .into_iter()
+            .filter(|(_, (n, _))| *n * 2 >= answered)
+            .map(|(name, (_, forms))| {
+                let most = forms.into_iter().max_by_key(|(_, n)| *n).map(|(r, _)| r).unwrap_or_default();
+                let record =
+                    BucketRecord::decode(&most).unwrap_or(BucketRecord { created: 0, tags: BTreeMap::new() });
+                (name, record)
+            })
+            .collect())
     }
 
     pub fn bucket_info(&self, bucket: &str) -> Result<BucketInfo, ObjectError> {
         let buckets = self.buckets.read().map_err(|_| poisoned())?;
-        let created = buckets.get(bucket).ok_or(ObjectError::BucketNotFound)?;
-        Ok(BucketInfo { name: bucket.to_owned(), created: *created })
+        let record = buckets.get(bucket).ok_or(ObjectError::BucketNotFound)?;
+        Ok(BucketInfo { name: bucket.to_owned(), created: record.created, tags: record.tags.clone() })
     }
 
     pub fn list_buckets(&self) -> Result<Vec<BucketInfo>, ObjectError> {
         let buckets = self.buckets.read().map_err(|_| poisoned())?;
         Ok(buckets
             .iter()
-            .map(|(name, created)| BucketInfo { name: name.clone(), created: *created })
+            .map(|(name, r)| BucketInfo { name: name.clone(), created: r.created, tags: r.tags.clone() })
             .collect())
     }
 
     pub async fn make_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
         let created = strata_types::time::now_nanos();
-        let record = BucketRecord { created }.encode();
+        let record = BucketRecord { created, tags: BTreeMap::new() }.encode();
         let results = join_all(self.all_drives().map(|d| {
             let record = record.clone();
             async move {
@@ -172,7 +182,8 @@ impl ObjectLayer {
         if ok + exists < quorum {
             return Err(ObjectError::WriteQuorum { needed: quorum, online: ok + exists });
         }
-        self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), created);
+        let record = BucketRecord { created, tags: BTreeMap::new() };
+        self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
         Ok(())
     }
 
@@ -191,7 +202,8 @@ impl ObjectLayer {
         .await;
         if results.iter().any(|r| matches!(r, Err(DriveError::BucketNotEmpty))) {
             // Undo on the drives that deleted, so the bucket stays whole.
-            let record = BucketRecord { created: self.bucket_info(bucket)?.created }.encode();
+            let info = self.bucket_info(bucket)?;
+            let record = BucketRecord { created: info.created, tags: info.tags }.encode();
             join_all(self.all_drives().zip(&results).filter(|(_, r)| r.is_ok()).map(|(d, _)| {
                 let record = record.clone();
                 async move {
@@ -208,6 +220,33 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: gone });
         }
         self.buckets.write().map_err(|_| poisoned())?.remove(bucket);
+        Ok(())
+    }
+
+    /// Replaces a bucket's tags on every drive (a majority must take it).
+    pub async fn put_bucket_tags(
+        &self,
+        bucket: &str,
+        tags: BTreeMap<String, String>,
+    ) -> Result<(), ObjectError> {
+        let info = self.bucket_info(bucket)?;
+        let record = BucketRecord { created: info.created, tags };
+        let bytes = record.encode();
+        let results = join_all(self.all_drives().map(|d| {
+            let bytes = bytes.clone();
+            async move {
+                match d {
+                    Some(d) => d.update_bucket(bucket, bytes).await,
+                    None => Err(DriveError::Offline("offline".into())),
+                }
+            }
+        }))
+        .await;
+        let ok = results.iter().filter(|r| r.is_ok()).count();
+        if ok < self.bucket_quorum() {
+            return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: ok });
+        }
+        self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
         Ok(())
     }
 

@@ -82,4 +82,5 @@ pub struct BucketInfo {
     pub name: String,
     /// Nanoseconds since the Unix epoch.
     pub created: u64,
+    pub tags: BTreeMap<String, String>,
 }

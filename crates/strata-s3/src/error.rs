@@ -53,6 +53,7 @@ codes! {
     MissingContentLength => StatusCode::LENGTH_REQUIRED,
     NoSuchBucket => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
+    NoSuchTagSet => StatusCode::NOT_FOUND,
     NoSuchUpload => StatusCode::NOT_FOUND,
     NotImplemented => StatusCode::NOT_IMPLEMENTED,
     NotModified => StatusCode::NOT_MODIFIED,

@@ -55,6 +55,9 @@ operations! {
     PutObjectTagging,
     DeleteObjectTagging,
     GetObjectAttributes,
+    GetBucketTagging,
+    PutBucketTagging,
+    DeleteBucketTagging,
 }
 
 #[derive(Debug, Clone)]
@@ -179,6 +182,9 @@ pub fn route(
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (&Method::POST, Some("delete")) => O::DeleteObjects,
             (&Method::GET, Some("versions")) => O::ListObjectVersions,
+            (&Method::GET, Some("tagging")) => O::GetBucketTagging,
+            (&Method::PUT, Some("tagging")) => O::PutBucketTagging,
+            (&Method::DELETE, Some("tagging")) => O::DeleteBucketTagging,
             (&Method::GET, Some("acl")) => O::GetBucketAcl,
             (&Method::PUT, Some("acl")) => O::PutBucketAcl,
             (&Method::GET, Some("ownershipControls")) => O::GetBucketOwnershipControls,
@@ -287,7 +293,8 @@ mod tests {
         assert_eq!(op(Method::GET, "/b", "location"), Ok(Operation::GetBucketLocation));
         assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::PUT, "/b/k", "tagging"), Ok(Operation::PutObjectTagging));
-        assert_eq!(op(Method::PUT, "/b", "tagging"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "tagging"), Ok(Operation::PutBucketTagging));
+        assert_eq!(op(Method::PUT, "/b", "cors"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::POST, "/b/k", "uploads"), Ok(Operation::CreateMultipartUpload));
         assert_eq!(op(Method::PUT, "/b/k", "partNumber=1&uploadId=x"), Ok(Operation::UploadPart));
         assert_eq!(op(Method::POST, "/b/k", "uploadId=x"), Ok(Operation::CompleteMultipartUpload));

@@ -290,6 +290,11 @@ async fn serve_route(
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
+        O::GetBucketTagging => tagging::get_bucket_tagging(&req, bucket).await,
+        O::PutBucketTagging => {
+            tagging::put_bucket_tagging(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::DeleteBucketTagging => tagging::delete_bucket_tagging(&req, bucket).await,
         O::PutObjectTagging => {
             tagging::put_object_tagging(&req, bucket, key, object::request_body(&req, body)?).await
         }

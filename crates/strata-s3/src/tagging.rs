@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use http::StatusCode;
-use strata_types::limits::{OBJECT_TAGS_MAX, TAG_KEY_LEN_MAX, TAG_VALUE_LEN_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::{
+    BUCKET_TAGS_MAX, OBJECT_TAGS_MAX, TAG_KEY_LEN_MAX, TAG_VALUE_LEN_MAX, XML_BODY_SIZE_MAX,
+};
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
@@ -15,10 +17,14 @@ fn invalid(msg: &str) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidTag, msg)
 }
 
-/// Checks a tag set against the S3 rules and builds it; duplicate keys are refused.
+/// Checks an object's tag set against the S3 rules and builds it; duplicate keys are refused.
 pub fn validate(pairs: Vec<(String, String)>) -> Result<BTreeMap<String, String>, S3Error> {
-    if pairs.len() > OBJECT_TAGS_MAX {
-        return Err(invalid("Object tags cannot be greater than 10"));
+    validate_at_most(pairs, OBJECT_TAGS_MAX)
+}
+
+fn validate_at_most(pairs: Vec<(String, String)>, max: usize) -> Result<BTreeMap<String, String>, S3Error> {
+    if pairs.len() > max {
+        return Err(invalid(&format!("Tags cannot be more than {max}")));
     }
     let mut tags = BTreeMap::new();
     for (k, v) in pairs {
@@ -106,13 +112,11 @@ fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
     Ok(pairs)
 }
 
-pub async fn get_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let open = req.node.layer.open_object(bucket, key, false).await?;
+fn tag_document(tags: &BTreeMap<String, String>) -> Reply {
     let mut x = xml::Writer::new();
     x.root("Tagging");
     x.open("TagSet");
-    for (k, v) in &open.info.tags {
+    for (k, v) in tags {
         x.open("Tag");
         x.elem("Key", k);
         x.elem("Value", v);
@@ -120,7 +124,38 @@ pub async fn get_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> R
     }
     x.close("TagSet");
     x.close("Tagging");
-    Ok(Reply::xml(x.finish()))
+    Reply::xml(x.finish())
+}
+
+pub async fn get_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let open = req.node.layer.open_object(bucket, key, false).await?;
+    Ok(tag_document(&open.info.tags))
+}
+
+pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    let info = req.node.layer.bucket_info(bucket)?;
+    if info.tags.is_empty() {
+        return Err(S3Error::new(S3ErrorCode::NoSuchTagSet, "The TagSet does not exist"));
+    }
+    Ok(tag_document(&info.tags))
+}
+
+pub async fn put_bucket_tagging(
+    req: &Request<'_>,
+    bucket: &str,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let tags = validate_at_most(parse_tagging(&doc)?, BUCKET_TAGS_MAX)?;
+    req.node.layer.put_bucket_tags(bucket, tags).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
+}
+
+pub async fn delete_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.put_bucket_tags(bucket, BTreeMap::new()).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
 pub async fn put_object_tagging(

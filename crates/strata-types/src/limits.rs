@@ -45,6 +45,8 @@ pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
 pub const OBJECT_TAGS_MAX: usize = 10;
 /// See [`OBJECT_TAGS_MAX`].
 pub const TAG_KEY_LEN_MAX: usize = 128;
+/// Tags per bucket (AWS: 50). Past it: `InvalidTag`.
+pub const BUCKET_TAGS_MAX: usize = 50;
 /// See [`OBJECT_TAGS_MAX`].
 pub const TAG_VALUE_LEN_MAX: usize = 256;
 
