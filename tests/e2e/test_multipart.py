@@ -314,3 +314,46 @@ def test_bucket_tagging(server, s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.get_bucket_tagging(Bucket=bucket)
     assert code(e) == "NoSuchTagSet"
+
+
+def test_bucket_cors(server, s3, bucket):
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(ClientError) as e:
+        s3.get_bucket_cors(Bucket=bucket)
+    assert code(e) == "NoSuchCORSConfiguration"
+    rules = [{"AllowedOrigins": ["https://*.example.com"], "AllowedMethods": ["GET", "PUT"],
+              "AllowedHeaders": ["x-amz-*", "content-type"], "ExposeHeaders": ["ETag"], "MaxAgeSeconds": 600}]
+    s3.put_bucket_cors(Bucket=bucket, CORSConfiguration={"CORSRules": rules})
+    got = s3.get_bucket_cors(Bucket=bucket)["CORSRules"]
+    assert got[0]["AllowedOrigins"] == ["https://*.example.com"] and got[0]["MaxAgeSeconds"] == 600
+
+    def options(origin, method, headers=""):
+        h = {"Origin": origin, "Access-Control-Request-Method": method}
+        if headers:
+            h["Access-Control-Request-Headers"] = headers
+        req = urllib.request.Request(f"{server.endpoint}/{bucket}/obj", method="OPTIONS", headers=h)
+        return urllib.request.urlopen(req)
+
+    with options("https://app.example.com", "PUT", "Content-Type, X-Amz-Date") as r:
+        assert r.status == 200
+        assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
+        assert "PUT" in r.headers["Access-Control-Allow-Methods"]
+        assert r.headers["Access-Control-Max-Age"] == "600"
+    for origin, method, headers in [("https://evil.com", "GET", ""), ("https://app.example.com", "DELETE", ""),
+                                    ("https://app.example.com", "GET", "authorization")]:
+        with pytest.raises(urllib.error.HTTPError) as e:
+            options(origin, method, headers)
+        assert e.value.code == 403
+    s3.put_object(Bucket=bucket, Key="obj", Body=b"cors")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "obj"})
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Origin": "https://app.example.com"})) as r:
+        assert r.headers["Access-Control-Allow-Origin"] == "https://app.example.com"
+        assert r.headers["Access-Control-Expose-Headers"] == "ETag"
+    with urllib.request.urlopen(urllib.request.Request(url, headers={"Origin": "https://evil.com"})) as r:
+        assert r.headers.get("Access-Control-Allow-Origin") is None
+    s3.delete_bucket_cors(Bucket=bucket)
+    with pytest.raises(urllib.error.HTTPError) as e:
+        options("https://app.example.com", "GET")
+    assert e.value.code == 403

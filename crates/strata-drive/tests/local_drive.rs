@@ -36,7 +36,7 @@ async fn drive() -> (tempfile::TempDir, Arc<LocalDrive>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = LocalDrive::open(dir.path()).expect("open");
     d.write_format(b"{}".to_vec()).await.expect("format");
-    d.make_bucket("b", BucketRecord { created: 1, tags: Default::default() }.encode()).await.expect("bucket");
+    d.make_bucket("b", BucketRecord { created: 1, ..Default::default() }.encode()).await.expect("bucket");
     (dir, Arc::new(d))
 }
 

@@ -157,13 +157,30 @@ impl ObjectRecord {
 }
 
 /// A bucket, as every drive records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketRecord {
     /// Nanoseconds since the Unix epoch.
     pub created: u64,
     /// Bucket tags (key → value), at most 50.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+    /// CORS rules, in the order they are matched.
+    #[serde(default)]
+    pub cors: Vec<CorsRule>,
+}
+
+/// One CORS rule of a bucket.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorsRule {
+    pub id: Option<String>,
+    /// Origins; one `*` wildcard each at most.
+    pub allowed_origins: Vec<String>,
+    /// GET, PUT, POST, DELETE, HEAD.
+    pub allowed_methods: Vec<String>,
+    /// Request headers a preflight may ask for; one `*` wildcard each at most.
+    pub allowed_headers: Vec<String>,
+    pub expose_headers: Vec<String>,
+    pub max_age_secs: Option<u32>,
 }
 
 impl BucketRecord {
@@ -226,7 +243,7 @@ mod tests {
     fn round_trip() {
         let r = sample();
         assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r));
-        let b = BucketRecord { created: 42, tags: BTreeMap::from([("a".into(), "b".into())]) };
+        let b = BucketRecord { created: 42, tags: BTreeMap::from([("a".into(), "b".into())]), cors: vec![] };
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
     }
 

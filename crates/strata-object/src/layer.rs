@@ -139,8 +139,7 @@ impl ObjectLayer {
             .filter(|(_, (n, _))| *n * 2 >= answered)
             .map(|(name, (_, forms))| {
                 let most = forms.into_iter().max_by_key(|(_, n)| *n).map(|(r, _)| r).unwrap_or_default();
-                let record =
-                    BucketRecord::decode(&most).unwrap_or(BucketRecord { created: 0, tags: BTreeMap::new() });
+                let record = BucketRecord::decode(&most).unwrap_or(BucketRecord::default());
                 (name, record)
             })
             .collect())
@@ -162,7 +161,7 @@ impl ObjectLayer {
 
     pub async fn make_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
         let created = strata_types::time::now_nanos();
-        let record = BucketRecord { created, tags: BTreeMap::new() }.encode();
+        let record = BucketRecord { created, ..Default::default() }.encode();
         let results = join_all(self.all_drives().map(|d| {
             let record = record.clone();
             async move {
@@ -182,7 +181,7 @@ impl ObjectLayer {
         if ok + exists < quorum {
             return Err(ObjectError::WriteQuorum { needed: quorum, online: ok + exists });
         }
-        let record = BucketRecord { created, tags: BTreeMap::new() };
+        let record = BucketRecord { created, ..Default::default() };
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
         Ok(())
     }
@@ -202,8 +201,7 @@ impl ObjectLayer {
         .await;
         if results.iter().any(|r| matches!(r, Err(DriveError::BucketNotEmpty))) {
             // Undo on the drives that deleted, so the bucket stays whole.
-            let info = self.bucket_info(bucket)?;
-            let record = BucketRecord { created: info.created, tags: info.tags }.encode();
+            let record = self.bucket_record(bucket)?.encode();
             join_all(self.all_drives().zip(&results).filter(|(_, r)| r.is_ok()).map(|(d, _)| {
                 let record = record.clone();
                 async move {
@@ -223,14 +221,20 @@ impl ObjectLayer {
         Ok(())
     }
 
-    /// Replaces a bucket's tags on every drive (a majority must take it).
-    pub async fn put_bucket_tags(
+    /// The bucket's whole record (tags, CORS rules).
+    pub fn bucket_record(&self, bucket: &str) -> Result<BucketRecord, ObjectError> {
+        let buckets = self.buckets.read().map_err(|_| poisoned())?;
+        buckets.get(bucket).cloned().ok_or(ObjectError::BucketNotFound)
+    }
+
+    /// Changes a bucket's record on every drive (a majority must take it).
+    pub async fn update_bucket(
         &self,
         bucket: &str,
-        tags: BTreeMap<String, String>,
+        change: impl FnOnce(&mut BucketRecord),
     ) -> Result<(), ObjectError> {
-        let info = self.bucket_info(bucket)?;
-        let record = BucketRecord { created: info.created, tags };
+        let mut record = self.bucket_record(bucket)?;
+        change(&mut record);
         let bytes = record.encode();
         let results = join_all(self.all_drives().map(|d| {
             let bytes = bytes.clone();
@@ -248,6 +252,15 @@ impl ObjectLayer {
         }
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
         Ok(())
+    }
+
+    /// Replaces a bucket's tags.
+    pub async fn put_bucket_tags(
+        &self,
+        bucket: &str,
+        tags: BTreeMap<String, String>,
+    ) -> Result<(), ObjectError> {
+        self.update_bucket(bucket, |r| r.tags = tags).await
     }
 
     /// The set an object lives in (first pool; more pools come with pool expansion).

@@ -35,7 +35,7 @@ pub use list::{ListPage, ListRequest};
 pub use multipart::CompletePart;
 pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;
-pub use strata_meta::{PartInfo, UploadRecord};
+pub use strata_meta::{BucketRecord, CorsRule, PartInfo, UploadRecord};
 
 use std::collections::BTreeMap;
 

@@ -25,6 +25,7 @@ macro_rules! codes {
 
 codes! {
     AccessControlListNotSupported => StatusCode::BAD_REQUEST,
+    AccessForbidden => StatusCode::FORBIDDEN,
     AccessDenied => StatusCode::FORBIDDEN,
     AuthorizationHeaderMalformed => StatusCode::BAD_REQUEST,
     AuthorizationQueryParametersError => StatusCode::BAD_REQUEST,
@@ -52,6 +53,7 @@ codes! {
     MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
     MissingContentLength => StatusCode::LENGTH_REQUIRED,
     NoSuchBucket => StatusCode::NOT_FOUND,
+    NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
     NoSuchTagSet => StatusCode::NOT_FOUND,
     NoSuchUpload => StatusCode::NOT_FOUND,

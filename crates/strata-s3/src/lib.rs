@@ -19,6 +19,7 @@ pub mod bucket;
 pub mod checksum;
 pub mod chunked;
 pub mod copy;
+pub mod cors;
 pub mod delete;
 pub mod error;
 pub mod multipart;

@@ -58,6 +58,9 @@ operations! {
     GetBucketTagging,
     PutBucketTagging,
     DeleteBucketTagging,
+    GetBucketCors,
+    PutBucketCors,
+    DeleteBucketCors,
 }
 
 #[derive(Debug, Clone)]
@@ -182,6 +185,9 @@ pub fn route(
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (&Method::POST, Some("delete")) => O::DeleteObjects,
             (&Method::GET, Some("versions")) => O::ListObjectVersions,
+            (&Method::GET, Some("cors")) => O::GetBucketCors,
+            (&Method::PUT, Some("cors")) => O::PutBucketCors,
+            (&Method::DELETE, Some("cors")) => O::DeleteBucketCors,
             (&Method::GET, Some("tagging")) => O::GetBucketTagging,
             (&Method::PUT, Some("tagging")) => O::PutBucketTagging,
             (&Method::DELETE, Some("tagging")) => O::DeleteBucketTagging,
@@ -294,7 +300,8 @@ mod tests {
         assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::PUT, "/b/k", "tagging"), Ok(Operation::PutObjectTagging));
         assert_eq!(op(Method::PUT, "/b", "tagging"), Ok(Operation::PutBucketTagging));
-        assert_eq!(op(Method::PUT, "/b", "cors"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "cors"), Ok(Operation::PutBucketCors));
+        assert_eq!(op(Method::PUT, "/b", "lifecycle"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::POST, "/b/k", "uploads"), Ok(Operation::CreateMultipartUpload));
         assert_eq!(op(Method::PUT, "/b/k", "partNumber=1&uploadId=x"), Ok(Operation::UploadPart));
         assert_eq!(op(Method::POST, "/b/k", "uploadId=x"), Ok(Operation::CompleteMultipartUpload));

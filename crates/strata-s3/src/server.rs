@@ -21,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{acl, bucket, copy, delete, multipart, object, observe, tagging};
+use crate::{acl, bucket, copy, cors, delete, multipart, object, observe, tagging};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -154,6 +154,20 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
     if is_get && observe::CLUSTER_HEALTH_PATHS.contains(&path.as_str()) {
         return finish(observe::cluster_health(&node).await, &request_id);
     }
+    let origin_bucket = || {
+        let host = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok());
+        crate::router::route(&Method::GET, &path, "", host, node.config.domain.as_deref())
+            .ok()
+            .and_then(|r| r.bucket)
+    };
+    if req.method() == Method::OPTIONS {
+        let reply = match cors::preflight(&node, origin_bucket().as_deref(), req.headers()) {
+            Ok(r) => r,
+            Err(e) => error_reply(&e, &request_id, false),
+        };
+        return finish(reply, &request_id);
+    }
+    let cors_bucket = req.headers().contains_key(http::header::ORIGIN).then(origin_bucket).flatten();
     let Ok(_permit) = node.in_flight.try_acquire() else {
         let e = S3Error::new(S3ErrorCode::SlowDown, "Please reduce your request rate.");
         return finish(error_reply(&e, &request_id, is_head), &request_id);
@@ -179,6 +193,10 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
     let reply = match result {
         Ok(r) => r,
         Err(e) => error_reply(&e, &request_id, is_head),
+    };
+    let reply = match &cors_bucket {
+        Some(b) => cors::decorate(&node, Some(b), &parts.method, &parts.headers, reply),
+        None => reply,
     };
     record(&node.metrics, api, &reply, started);
     node.metrics.requests_in_flight.dec();
@@ -290,6 +308,9 @@ async fn serve_route(
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
+        O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
+        O::PutBucketCors => cors::put_bucket_cors(&req, bucket, object::request_body(&req, body)?).await,
+        O::DeleteBucketCors => cors::delete_bucket_cors(&req, bucket).await,
         O::GetBucketTagging => tagging::get_bucket_tagging(&req, bucket).await,
         O::PutBucketTagging => {
             tagging::put_bucket_tagging(&req, bucket, object::request_body(&req, body)?).await

@@ -50,6 +50,9 @@ pub const BUCKET_TAGS_MAX: usize = 50;
 /// See [`OBJECT_TAGS_MAX`].
 pub const TAG_VALUE_LEN_MAX: usize = 256;
 
+/// CORS rules per bucket (AWS: 100). Past it: `MalformedXML`.
+pub const CORS_RULES_MAX: usize = 100;
+
 /// Largest request body we parse as XML (bucket configuration, multi-delete).
 /// Past it: `MalformedXML` (the AWS limit for these documents is far below).
 pub const XML_BODY_SIZE_MAX: usize = 2 * 1024 * 1024;
