@@ -139,7 +139,7 @@ impl ObjectLayer {
             .filter(|(_, (n, _))| *n * 2 >= answered)
             .map(|(name, (_, forms))| {
                 let most = forms.into_iter().max_by_key(|(_, n)| *n).map(|(r, _)| r).unwrap_or_default();
-                let record = BucketRecord::decode(&most).unwrap_or(BucketRecord::default());
+                let record = BucketRecord::decode(&most).unwrap_or_default();
                 (name, record)
             })
             .collect())
