@@ -42,20 +42,13 @@ fn owner(x: &mut xml::Writer, req: &Request<'_>) {
 
 pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
     let name = BucketName::parse(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| malformed_xml())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
     if !doc.iter().all(u8::is_ascii_whitespace) {
         // Any location is accepted: this deployment is one region, whatever the client calls it.
-        xml::first_text(&doc, "LocationConstraint").map_err(|_| malformed_xml())?;
+        xml::first_text(&doc, "LocationConstraint").map_err(|_| xml::malformed())?;
     }
     req.node.layer.make_bucket(name.as_str()).await?;
     Ok(Reply::empty(http::StatusCode::OK).header("location", &format!("/{bucket}")))
-}
-
-fn malformed_xml() -> S3Error {
-    S3Error::new(
-        S3ErrorCode::MalformedXML,
-        "The XML you provided was not well-formed or did not validate against our published schema.",
-    )
 }
 
 pub async fn delete_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {

@@ -10,6 +10,7 @@ use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::server::{Node, Reply, Request};
 use crate::xml;
+use crate::xml::malformed;
 
 const METHODS: [&str; 5] = ["GET", "PUT", "POST", "DELETE", "HEAD"];
 
@@ -48,13 +49,6 @@ fn allow_origin(rule: &CorsRule, origin: &str) -> String {
     }
 }
 
-fn malformed() -> S3Error {
-    S3Error::new(
-        S3ErrorCode::MalformedXML,
-        "The XML you provided was not well-formed or did not validate against our published schema.",
-    )
-}
-
 fn parse_cors(doc: &[u8]) -> Result<Vec<CorsRule>, S3Error> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(doc);
@@ -71,9 +65,8 @@ fn parse_cors(doc: &[u8]) -> Result<Vec<CorsRule>, S3Error> {
                     other => field = Some(other.to_vec()),
                 }
             }
-            Event::Text(t) if field.is_some() => {
-                let raw = t.decode().map_err(|_| malformed())?;
-                text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
+            ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
+                xml::append_text(&ev, &mut text)?
             }
             Event::End(e) => {
                 if e.local_name().as_ref() == b"CORSRule" {

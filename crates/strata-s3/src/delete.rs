@@ -10,13 +10,7 @@ use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::server::{Reply, Request};
 use crate::xml;
-
-fn malformed() -> S3Error {
-    S3Error::new(
-        S3ErrorCode::MalformedXML,
-        "The XML you provided was not well-formed or did not validate against our published schema.",
-    )
-}
+use crate::xml::malformed;
 
 /// The keys of a `<Delete>` document and its `<Quiet>` flag.
 fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
@@ -40,15 +34,8 @@ fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
                     _ => None,
                 };
             }
-            Event::Text(t) if field.is_some() => {
-                let raw = t.decode().map_err(|_| malformed())?;
-                text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
-            }
-            Event::GeneralRef(r) if field.is_some() => {
-                let name = r.decode().map_err(|_| malformed())?;
-                let reference = format!("&{name};");
-                let resolved = quick_xml::escape::unescape(&reference).map_err(|_| malformed())?;
-                text.push_str(&resolved);
+            ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
+                xml::append_text(&ev, &mut text)?
             }
             Event::End(_) => {
                 match field.take() {

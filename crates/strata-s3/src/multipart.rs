@@ -69,42 +69,45 @@ pub async fn upload_part(
 /// Parses `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag></Part>…`.
 fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
     use quick_xml::events::Event;
-    let malformed = || {
-        S3Error::new(
-            S3ErrorCode::MalformedXML,
-            "The XML you provided was not well-formed or did not validate against our published schema.",
-        )
-    };
+    let malformed = xml::malformed;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
     let mut parts = Vec::new();
-    let (mut number, mut etag, mut field): (Option<u32>, Option<String>, Option<&'static str>) =
-        (None, None, None);
+    let (mut number, mut etag, mut field, mut text): (
+        Option<u32>,
+        Option<String>,
+        Option<&'static str>,
+        String,
+    ) = (None, None, None, String::new());
     let mut saw_root = false;
     loop {
         match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
-            Event::Start(e) => match e.local_name().as_ref() {
-                b"CompleteMultipartUpload" => saw_root = true,
-                b"Part" => (number, etag) = (None, None),
-                b"PartNumber" => field = Some("n"),
-                b"ETag" => field = Some("e"),
-                _ => field = None,
-            },
-            Event::Text(t) => {
-                let raw = t.decode().map_err(|_| malformed())?;
-                let text = quick_xml::escape::unescape(&raw).map_err(|_| malformed())?.into_owned();
-                match field {
+            Event::Start(e) => {
+                text.clear();
+                field = match e.local_name().as_ref() {
+                    b"CompleteMultipartUpload" => {
+                        saw_root = true;
+                        None
+                    }
+                    b"Part" => {
+                        (number, etag) = (None, None);
+                        None
+                    }
+                    b"PartNumber" => Some("n"),
+                    b"ETag" => Some("e"),
+                    _ => None,
+                };
+            }
+            ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
+                xml::append_text(&ev, &mut text)?
+            }
+            Event::End(e) => {
+                match field.take() {
                     Some("n") => number = Some(text.trim().parse().map_err(|_| malformed())?),
                     Some("e") => etag = Some(text.trim().trim_matches('"').to_owned()),
                     _ => {}
                 }
-            }
-            Event::GeneralRef(r) if field == Some("e") => {
-                // `&quot;` around the ETag arrives as a separate reference event: quotes are dropped.
-                let _ = r;
-            }
-            Event::End(e) => {
-                field = None;
+                text.clear();
                 if e.local_name().as_ref() == b"Part" {
                     match (number, etag.take()) {
                         (Some(n), Some(e)) => parts.push(CompletePart { number: n, etag: e }),

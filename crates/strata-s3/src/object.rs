@@ -169,7 +169,11 @@ pub(crate) fn check_declared_length(headers: &HeaderMap) -> Result<(), S3Error> 
 
 /// ETag and verified checksum headers of a stored body.
 pub(crate) fn stored_reply(etag: &str, checksums: &BTreeMap<String, String>) -> Reply {
-    let mut reply = Reply::empty(StatusCode::OK).header("etag", &format!("\"{etag}\""));
+    with_checksums(Reply::empty(StatusCode::OK).header("etag", &format!("\"{etag}\"")), checksums)
+}
+
+/// Adds an `x-amz-checksum-*` header for each stored checksum.
+fn with_checksums(mut reply: Reply, checksums: &BTreeMap<String, String>) -> Reply {
     for (algo, value) in checksums {
         if let Some(a) = Algorithm::parse(algo) {
             reply = reply.header(&a.header(), value);
@@ -328,11 +332,7 @@ fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_m
         reply = reply.header("x-amz-tagging-count", &info.tags.len().to_string());
     }
     if checksum_mode {
-        for (algo, value) in &info.checksums {
-            if let Some(a) = Algorithm::parse(algo) {
-                reply = reply.header(&a.header(), value);
-            }
-        }
+        reply = with_checksums(reply, &info.checksums);
     }
     reply
 }

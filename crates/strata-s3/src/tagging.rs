@@ -51,12 +51,7 @@ pub fn from_header(value: &str) -> Result<BTreeMap<String, String>, S3Error> {
 
 fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
     use quick_xml::events::Event;
-    let malformed = || {
-        S3Error::new(
-            S3ErrorCode::MalformedXML,
-            "The XML you provided was not well-formed or did not validate against our published schema.",
-        )
-    };
+    let malformed = xml::malformed;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
     let (mut pairs, mut saw_root) = (Vec::new(), false);
@@ -79,13 +74,8 @@ fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
                     _ => None,
                 };
             }
-            Event::Text(t) if field.is_some() => {
-                let raw = t.decode().map_err(|_| malformed())?;
-                text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
-            }
-            Event::GeneralRef(r) if field.is_some() => {
-                let reference = format!("&{};", r.decode().map_err(|_| malformed())?);
-                text.push_str(&quick_xml::escape::unescape(&reference).map_err(|_| malformed())?);
+            ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
+                xml::append_text(&ev, &mut text)?
             }
             Event::Empty(e) if e.local_name().as_ref() == b"Value" => value = Some(String::new()),
             Event::End(e) => {

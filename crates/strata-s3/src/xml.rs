@@ -70,6 +70,35 @@ fn escape_into(out: &mut String, text: &str) {
     }
 }
 
+/// The S3 error for a request document that does not parse or does not fit its schema.
+pub fn malformed() -> crate::error::S3Error {
+    crate::error::S3Error::new(
+        crate::error::S3ErrorCode::MalformedXML,
+        "The XML you provided was not well-formed or did not validate against our published schema.",
+    )
+}
+
+/// Appends the character data of a text or entity-reference event to `text`, entities resolved;
+/// other events add nothing.
+pub fn append_text(
+    event: &quick_xml::events::Event<'_>,
+    text: &mut String,
+) -> Result<(), crate::error::S3Error> {
+    use quick_xml::events::Event;
+    match event {
+        Event::Text(t) => {
+            let raw = t.decode().map_err(|_| malformed())?;
+            text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
+        }
+        Event::GeneralRef(r) => {
+            let reference = format!("&{};", r.decode().map_err(|_| malformed())?);
+            text.push_str(&quick_xml::escape::unescape(&reference).map_err(|_| malformed())?);
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// A request document that is not well-formed XML.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MalformedXml;
