@@ -357,3 +357,29 @@ def test_bucket_cors(server, s3, bucket):
     with pytest.raises(urllib.error.HTTPError) as e:
         options("https://app.example.com", "GET")
     assert e.value.code == 403
+
+
+def test_upload_part_copy(server, s3, bucket):
+    data = os.urandom(12 * MiB + 7)
+    s3.put_object(Bucket=bucket, Key="big-src", Body=data)
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="assembled")["UploadId"]
+    first = s3.upload_part_copy(Bucket=bucket, Key="assembled", UploadId=uid, PartNumber=1,
+                                CopySource={"Bucket": bucket, "Key": "big-src"}, CopySourceRange=f"bytes=0-{6 * MiB - 1}")
+    second = s3.upload_part_copy(Bucket=bucket, Key="assembled", UploadId=uid, PartNumber=2,
+                                 CopySource={"Bucket": bucket, "Key": "big-src"}, CopySourceRange=f"bytes={6 * MiB}-{len(data) - 1}")
+    assert first["CopyPartResult"]["ETag"] == f'"{hashlib.md5(data[:6 * MiB]).hexdigest()}"'
+    s3.complete_multipart_upload(Bucket=bucket, Key="assembled", UploadId=uid, MultipartUpload={"Parts": [
+        {"PartNumber": 1, "ETag": first["CopyPartResult"]["ETag"]}, {"PartNumber": 2, "ETag": second["CopyPartResult"]["ETag"]}]})
+    assert s3.get_object(Bucket=bucket, Key="assembled")["Body"].read() == data
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="assembled", UploadId=uid, PartNumber=3,
+                            CopySource={"Bucket": bucket, "Key": "big-src"}, CopySourceRange="bytes=0-1")
+    assert code(e) == "NoSuchUpload"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="x")["UploadId"]
+    with pytest.raises(ClientError) as e:
+        s3.upload_part_copy(Bucket=bucket, Key="x", UploadId=uid, PartNumber=1,
+                            CopySource={"Bucket": bucket, "Key": "big-src"}, CopySourceRange=f"bytes=0-{len(data)}")
+    assert code(e) == "InvalidRange"
+    # The aws cli copies objects above its multipart threshold with UploadPartCopy.
+    aws(server, "s3", "cp", f"s3://{bucket}/big-src", f"s3://{bucket}/cli-copy")
+    assert s3.get_object(Bucket=bucket, Key="cli-copy")["Body"].read() == data

@@ -15,7 +15,7 @@ use crate::router::Route;
 use crate::server::{Reply, Request};
 use crate::xml;
 
-fn upload_id(route: &Route) -> Result<Uuid, S3Error> {
+pub(crate) fn upload_id(route: &Route) -> Result<Uuid, S3Error> {
     route.param("uploadId").and_then(|id| Uuid::try_parse(id).ok()).ok_or_else(|| {
         S3Error::new(
             S3ErrorCode::NoSuchUpload,
@@ -41,15 +41,9 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     Ok(Reply::xml(x.finish()))
 }
 
-pub async fn upload_part(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-    mut body: RequestBody,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let number = route
+/// `partNumber`, 1 to 10,000.
+pub(crate) fn part_number(route: &Route) -> Result<u32, S3Error> {
+    route
         .param("partNumber")
         .and_then(|n| n.parse::<u32>().ok())
         .filter(|n| (1..=PART_NUMBER_MAX).contains(n))
@@ -58,7 +52,18 @@ pub async fn upload_part(
                 S3ErrorCode::InvalidArgument,
                 "Part number must be an integer between 1 and 10000, inclusive",
             )
-        })?;
+        })
+}
+
+pub async fn upload_part(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+    mut body: RequestBody,
+) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let number = part_number(route)?;
     let id = upload_id(route)?;
     check_declared_length(req.headers)?;
     let content_md5 = put_options(req)?.content_md5;

@@ -61,6 +61,7 @@ operations! {
     GetBucketCors,
     PutBucketCors,
     DeleteBucketCors,
+    UploadPartCopy,
 }
 
 #[derive(Debug, Clone)]
@@ -270,12 +271,7 @@ pub fn route_with_headers(
     if headers.contains_key("x-amz-copy-source") {
         match r.operation {
             Operation::PutObject => r.operation = Operation::CopyObject,
-            Operation::UploadPart => {
-                return Err(S3Error::new(
-                    S3ErrorCode::NotImplemented,
-                    "UploadPartCopy is not implemented yet",
-                ))
-            }
+            Operation::UploadPart => r.operation = Operation::UploadPartCopy,
             _ => {}
         }
     }

@@ -306,6 +306,7 @@ async fn serve_route(
         O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
         O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
+        O::UploadPartCopy => copy::upload_part_copy(&req, bucket, key, &route).await,
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
         O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
