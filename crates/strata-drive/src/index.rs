@@ -357,12 +357,13 @@ fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, 
         let outcome = commit_batch(db, &mut batch, &mut freed_files);
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.changes.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        for (pending, result) in batch.into_iter().zip(outcome) {
-            let _ = pending.reply.send(result);
-        }
+        // Files go before the replies, so a change that frees data has freed it when it returns.
         for id in freed_files {
             // A file that cannot be removed is an orphan for the scanner to sweep.
             let _ = std::fs::remove_file(crate::local::data_path(data_dir, id));
+        }
+        for (pending, result) in batch.into_iter().zip(outcome) {
+            let _ = pending.reply.send(result);
         }
     }
 }
