@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http::HeaderMap;
 use percent_encoding::percent_decode_str;
-use strata_object::{BodyError, BodyReader, ObjectInfo, ObjectStream, PutOptions};
+use strata_object::{BodyError, BodyReader, ObjectInfo, ObjectStream, OpenObject, PutOptions};
 use strata_types::ObjectKey;
 
 use crate::error::{S3Error, S3ErrorCode};
@@ -71,6 +71,18 @@ fn copy_conditions(headers: &HeaderMap) -> HeaderMap {
     out
 }
 
+/// Opens the copy source for reading and checks its `x-amz-copy-source-if-*` conditions.
+async fn open_source(req: &Request<'_>, bucket: &str, key: &str) -> Result<OpenObject, S3Error> {
+    let open = req
+        .node
+        .layer
+        .open_object(bucket, key, true)
+        .await
+        .map_err(|e| S3Error::from(e).with_resource(Some(bucket), Some(key)))?;
+    check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
+    Ok(open)
+}
+
 pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -87,11 +99,7 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
         ));
     }
     let layer = &req.node.layer;
-    let open = layer
-        .open_object(&src_bucket, &src_key, true)
-        .await
-        .map_err(|e| S3Error::from(e).with_resource(Some(&src_bucket), Some(&src_key)))?;
-    check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
+    let open = open_source(req, &src_bucket, &src_key).await?;
     let source_info: ObjectInfo = open.info.clone();
     let mut opts = put_options(req)?;
     opts.content_md5 = None;
@@ -147,11 +155,7 @@ pub async fn upload_part_copy(
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
     let (src_bucket, src_key) = parse_source(source)?;
     let layer = &req.node.layer;
-    let open = layer
-        .open_object(&src_bucket, &src_key, true)
-        .await
-        .map_err(|e| S3Error::from(e).with_resource(Some(&src_bucket), Some(&src_key)))?;
-    check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
+    let open = open_source(req, &src_bucket, &src_key).await?;
     let size = open.info.size;
     let (offset, len) = match req.headers.get("x-amz-copy-source-range").and_then(|v| v.to_str().ok()) {
         Some(r) => copy_range(r, size)?,
