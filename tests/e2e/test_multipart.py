@@ -383,3 +383,108 @@ def test_upload_part_copy(server, s3, bucket):
     # The aws cli copies objects above its multipart threshold with UploadPartCopy.
     aws(server, "s3", "cp", f"s3://{bucket}/big-src", f"s3://{bucket}/cli-copy")
     assert s3.get_object(Bucket=bucket, Key="cli-copy")["Body"].read() == data
+
+
+def b64(raw):
+    import base64
+
+    return base64.b64encode(raw).decode()
+
+
+def test_multipart_composite_checksums(server, s3, bucket):
+    up = s3.create_multipart_upload(Bucket=bucket, Key="cs", ChecksumAlgorithm="SHA256")
+    assert up["ChecksumAlgorithm"] == "SHA256" and up.get("ChecksumType") == "COMPOSITE"
+    uid = up["UploadId"]
+    chunks = [os.urandom(5 * MiB), os.urandom(1000)]
+    parts = []
+    for i, c in enumerate(chunks, start=1):
+        r = s3.upload_part(Bucket=bucket, Key="cs", UploadId=uid, PartNumber=i, Body=c, ChecksumAlgorithm="SHA256")
+        assert r["ChecksumSHA256"] == b64(hashlib.sha256(c).digest())
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumSHA256": r["ChecksumSHA256"]})
+    listed = s3.list_parts(Bucket=bucket, Key="cs", UploadId=uid)
+    assert [p["ChecksumSHA256"] for p in listed["Parts"]] == [p["ChecksumSHA256"] for p in parts]
+    assert listed["ChecksumAlgorithm"] == "SHA256"
+    # A part sent with another algorithm, or without a checksum (the server computes it).
+    with pytest.raises(ClientError) as e:
+        s3.upload_part(Bucket=bucket, Key="cs", UploadId=uid, PartNumber=3, Body=b"x", ChecksumAlgorithm="CRC32")
+    assert code(e) == "InvalidRequest"
+    plain = server.client(request_checksum_calculation="when_required")
+    r = plain.upload_part(Bucket=bucket, Key="cs", UploadId=uid, PartNumber=3, Body=b"computed by the server")
+    assert r["ChecksumSHA256"] == b64(hashlib.sha256(b"computed by the server").digest())
+    # Complete must name each part's checksum, and it must be the stored one.
+    without = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in parts]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="cs", UploadId=uid, MultipartUpload={"Parts": without})
+    assert code(e) == "InvalidRequest"
+    wrong = [dict(parts[0], ChecksumSHA256=b64(hashlib.sha256(b"no").digest())), parts[1]]
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="cs", UploadId=uid, MultipartUpload={"Parts": wrong})
+    assert code(e) == "InvalidPart"
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="cs", UploadId=uid, MultipartUpload={"Parts": parts})
+    want = b64(hashlib.sha256(b"".join(hashlib.sha256(c).digest() for c in chunks)).digest()) + "-2"
+    assert done["ChecksumSHA256"] == want and done["ChecksumType"] == "COMPOSITE"
+    head = s3.head_object(Bucket=bucket, Key="cs", ChecksumMode="ENABLED")
+    assert head["ChecksumSHA256"] == want and head["ChecksumType"] == "COMPOSITE"
+    got = s3.get_object(Bucket=bucket, Key="cs", ChecksumMode="ENABLED")
+    assert got["Body"].read() == b"".join(chunks) and got["ChecksumSHA256"] == want
+    part2 = s3.head_object(Bucket=bucket, Key="cs", PartNumber=2, ChecksumMode="ENABLED")
+    assert part2["ChecksumSHA256"] == parts[1]["ChecksumSHA256"] and part2["ContentLength"] == 1000
+    attrs = s3.get_object_attributes(Bucket=bucket, Key="cs", ObjectAttributes=["Checksum", "ObjectParts"])
+    assert attrs["Checksum"]["ChecksumSHA256"] == want and attrs["Checksum"]["ChecksumType"] == "COMPOSITE"
+    assert attrs["ObjectParts"]["TotalPartsCount"] == 2
+    assert [(p["PartNumber"], p["Size"], p["ChecksumSHA256"]) for p in attrs["ObjectParts"]["Parts"]] == [
+        (1, 5 * MiB, parts[0]["ChecksumSHA256"]),
+        (2, 1000, parts[1]["ChecksumSHA256"]),
+    ]
+
+
+def test_multipart_full_object_checksums(s3, bucket):
+    import zlib
+
+    up = s3.create_multipart_upload(Bucket=bucket, Key="fo", ChecksumAlgorithm="CRC32", ChecksumType="FULL_OBJECT")
+    assert up.get("ChecksumType") == "FULL_OBJECT"
+    uid = up["UploadId"]
+    chunks = [os.urandom(5 * MiB + 7), os.urandom(5 * MiB), os.urandom(3)]
+    parts = []
+    for i, c in enumerate(chunks, start=1):
+        r = s3.upload_part(Bucket=bucket, Key="fo", UploadId=uid, PartNumber=i, Body=c, ChecksumAlgorithm="CRC32")
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumCRC32": r["ChecksumCRC32"]})
+    data = b"".join(chunks)
+    whole = b64(zlib.crc32(data).to_bytes(4, "big"))
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(
+            Bucket=bucket, Key="fo", UploadId=uid, MultipartUpload={"Parts": parts},
+            ChecksumCRC32=b64((zlib.crc32(data) ^ 1).to_bytes(4, "big")), ChecksumType="FULL_OBJECT",
+        )
+    assert code(e) == "BadDigest"
+    done = s3.complete_multipart_upload(
+        Bucket=bucket, Key="fo", UploadId=uid, MultipartUpload={"Parts": parts},
+        ChecksumCRC32=whole, ChecksumType="FULL_OBJECT",
+    )
+    assert done["ChecksumCRC32"] == whole and done["ChecksumType"] == "FULL_OBJECT"
+    got = s3.get_object(Bucket=bucket, Key="fo", ChecksumMode="ENABLED")
+    assert got["ChecksumCRC32"] == whole and got["Body"].read() == data
+    # Combinations S3 refuses.
+    for algorithm, kind in [("CRC64NVME", "COMPOSITE"), ("SHA1", "FULL_OBJECT")]:
+        with pytest.raises(ClientError) as e:
+            s3.create_multipart_upload(Bucket=bucket, Key="x", ChecksumAlgorithm=algorithm, ChecksumType=kind)
+        assert code(e) == "InvalidRequest", (algorithm, kind)
+
+
+def test_list_multipart_uploads_paging(s3, bucket):
+    made = []
+    for key in ["a", "a", "b/1", "b/2", "c", "d/x/y"]:
+        made.append((key, s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]))
+    listed = s3.list_multipart_uploads(Bucket=bucket, Delimiter="/")
+    assert [u["Key"] for u in listed["Uploads"]] == ["a", "a", "c"]
+    assert [p["Prefix"] for p in listed["CommonPrefixes"]] == ["b/", "d/"]
+    assert [u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket, Prefix="b/")["Uploads"]] == ["b/1", "b/2"]
+    # One upload per page: every upload once, in key then initiation order.
+    seen = []
+    for page in s3.get_paginator("list_multipart_uploads").paginate(Bucket=bucket, MaxUploads=1):
+        seen += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+    assert seen == made
+    first = s3.list_multipart_uploads(Bucket=bucket, MaxUploads=1)
+    assert first["IsTruncated"] and first["NextKeyMarker"] == "a" and first["NextUploadIdMarker"] == made[0][1]
+    after = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="a", UploadIdMarker=made[0][1])
+    assert [u["UploadId"] for u in after["Uploads"]][0] == made[1][1]

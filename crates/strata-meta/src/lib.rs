@@ -71,6 +71,9 @@ pub struct PartInfo {
     /// Nanoseconds since the Unix epoch (when the part was uploaded).
     #[serde(default)]
     pub mod_time: u64,
+    /// Verified S3 checksums of the part (algorithm name → base64).
+    #[serde(default)]
+    pub checksums: BTreeMap<String, String>,
 }
 
 /// A multipart upload in progress, as every drive of its set records it.
@@ -87,6 +90,12 @@ pub struct UploadRecord {
     /// Tags the completed object gets.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+    /// The S3 checksum every part carries (`CRC32`, ...), if the upload chose one.
+    #[serde(default)]
+    pub checksum_algorithm: Option<String>,
+    /// `COMPOSITE` or `FULL_OBJECT`, with `checksum_algorithm`.
+    #[serde(default)]
+    pub checksum_type: Option<String>,
 }
 
 impl UploadRecord {

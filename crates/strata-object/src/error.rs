@@ -47,6 +47,8 @@ pub enum ObjectError {
     InvalidPartOrder,
     #[error("part {0} is smaller than the minimum part size")]
     EntityTooSmall(u32),
+    #[error("{0}")]
+    InvalidRequest(String),
     #[error("invalid storage class parity {0}")]
     InvalidParity(usize),
     #[error(transparent)]

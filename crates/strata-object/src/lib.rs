@@ -18,6 +18,7 @@
 //! Invariants: a version is visible only once committed on a write quorum; per-object striped
 //! locks serialise commits and metadata reads of one key, so drives never disagree on order.
 
+pub mod checksum;
 mod error;
 mod get;
 mod layer;
@@ -32,7 +33,7 @@ pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
 pub use layer::{DriveSlot, ObjectLayer, SetView};
 pub use list::{ListPage, ListRequest};
-pub use multipart::CompletePart;
+pub use multipart::{CompleteOptions, CompletePart};
 pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;
 pub use strata_meta::{BucketRecord, CorsRule, PartInfo, UploadRecord};
@@ -52,9 +53,8 @@ pub struct ObjectInfo {
     pub headers: BTreeMap<String, String>,
     pub user_metadata: BTreeMap<String, String>,
     pub checksums: BTreeMap<String, String>,
-    pub parts_count: usize,
-    /// Sizes of the parts of a multipart object, in order (empty otherwise).
-    pub part_sizes: Vec<u64>,
+    /// The parts of a multipart object, in order (empty otherwise).
+    pub parts: Vec<PartInfo>,
     pub tags: BTreeMap<String, String>,
 }
 
@@ -69,8 +69,7 @@ impl ObjectInfo {
             headers: v.headers.clone(),
             user_metadata: v.user_metadata.clone(),
             checksums: v.checksums.clone(),
-            parts_count: v.parts.len(),
-            part_sizes: v.parts.iter().map(|p| p.size).collect(),
+            parts: v.parts.clone(),
             tags: v.tags.clone(),
         }
     }

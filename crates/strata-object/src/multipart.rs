@@ -11,18 +11,78 @@ use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadReco
 use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN};
 use uuid::Uuid;
 
-use crate::error::ObjectError;
+use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
+use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{abort_files, check_condition, write_file_data, BodyReader, PutOptions, WriteCondition};
 use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
 use crate::ObjectInfo;
 
 /// One entry of a CompleteMultipartUpload request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompletePart {
     pub number: u32,
     /// Without quotes.
     pub etag: String,
+    /// Checksums the client expects the part to have (algorithm name → base64).
+    pub checksums: BTreeMap<String, String>,
+}
+
+/// What a CompleteMultipartUpload asks of the result beyond its parts.
+#[derive(Debug, Clone, Default)]
+pub struct CompleteOptions {
+    pub condition: Option<WriteCondition>,
+    /// A whole-object checksum the client computed (`x-amz-checksum-*` on the request).
+    pub checksum: Option<(Algorithm, String)>,
+}
+
+/// An upload's checksum algorithm and type.
+fn upload_checksum(upload: &UploadRecord) -> Option<(Algorithm, ChecksumType)> {
+    let a = Algorithm::parse(upload.checksum_algorithm.as_deref()?)?;
+    let t = upload.checksum_type.as_deref().and_then(ChecksumType::parse).unwrap_or(a.default_type());
+    Some((a, t))
+}
+
+/// The completed object's checksums: checks what the request says of each part, then combines
+/// the parts' checksums as the upload's type says.
+fn completed_checksums(
+    upload: &UploadRecord,
+    requested: &[CompletePart],
+    chosen: &[PartInfo],
+    expected: &Option<(Algorithm, String)>,
+) -> Result<BTreeMap<String, String>, ObjectError> {
+    for (want, part) in requested.iter().zip(chosen) {
+        for (algorithm, value) in &want.checksums {
+            if part.checksums.get(algorithm).is_some_and(|stored| stored != value) {
+                return Err(ObjectError::InvalidPart(want.number));
+            }
+        }
+    }
+    let Some((a, t)) = upload_checksum(upload) else { return Ok(BTreeMap::new()) };
+    if t == ChecksumType::Composite {
+        if let Some(missing) = requested.iter().find(|p| !p.checksums.contains_key(a.name())) {
+            return Err(ObjectError::InvalidRequest(format!(
+                "The upload was created using a {} checksum. The complete request must include the checksum for each part. It was missing for part {} in the request.",
+                a.name().to_ascii_lowercase(),
+                missing.number
+            )));
+        }
+    }
+    let mut values = Vec::with_capacity(chosen.len());
+    for p in chosen {
+        let v = p.checksums.get(a.name()).ok_or_else(|| {
+            ObjectError::Internal(format!("part {} has no {} checksum", p.number, a.name()))
+        })?;
+        values.push((v.as_str(), p.size));
+    }
+    let value = checksum::combine_parts(a, t, &values)
+        .ok_or_else(|| ObjectError::Internal(format!("part {} checksums do not combine", a.name())))?;
+    if let Some((ea, ev)) = expected {
+        if *ea != a || *ev != value {
+            return Err(ObjectError::Body(BodyError::ChecksumMismatch(ea.name().to_owned())));
+        }
+    }
+    Ok(BTreeMap::from([(a.name().to_owned(), value)]))
 }
 
 async fn on_drives<'a, T, F, Fut>(set: &'a ErasureSet, f: F) -> Vec<Result<T, DriveError>>
@@ -72,6 +132,8 @@ impl ObjectLayer {
                 distribution: distribution.clone(),
             },
             tags: opts.tags,
+            checksum_algorithm: opts.checksum.map(|(a, _)| a.name().to_owned()),
+            checksum_type: opts.checksum.map(|(_, t)| t.name().to_owned()),
         };
         let results = on_drives(set, |i, d| {
             let mut r = record.clone();
@@ -118,6 +180,21 @@ impl ObjectLayer {
         let e = &upload.erasure;
         let erasure = set.erasure_for(usize::from(e.data_count), usize::from(e.parity_count))?;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
+        let mut with_checksum;
+        let body: &mut dyn BodyReader = match (upload_checksum(&upload), body.checksum_algorithm()) {
+            (Some((want, _)), Some(got)) if want != got => {
+                return Err(ObjectError::InvalidRequest(format!(
+                    "Checksum Type mismatch occurred, expected checksum Type: {}, actual checksum Type: {}",
+                    want.name().to_ascii_lowercase(),
+                    got.name().to_ascii_lowercase()
+                )))
+            }
+            (Some((want, _)), None) => {
+                with_checksum = WithChecksum::new(body, want);
+                &mut with_checksum
+            }
+            _ => body,
+        };
         let written = write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
         let part = PartInfo {
             number: part_number,
@@ -125,6 +202,7 @@ impl ObjectLayer {
             etag: hex::encode(written.md5),
             data_id: written.data_id,
             mod_time: strata_types::time::now_nanos(),
+            checksums: body.checksums(),
         };
         let results = on_drives(set, |_, d| {
             let p = part.clone();
@@ -183,7 +261,7 @@ impl ObjectLayer {
         key: &str,
         upload_id: Uuid,
         requested: &[CompletePart],
-        condition: Option<WriteCondition>,
+        opts: CompleteOptions,
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
@@ -206,6 +284,7 @@ impl ObjectLayer {
             }
             chosen.push(part.clone());
         }
+        let checksums = completed_checksums(&upload, requested, &chosen, &opts.checksum)?;
         let mut md5 = Md5::new();
         for p in &chosen {
             md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);
@@ -218,7 +297,7 @@ impl ObjectLayer {
             etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
             headers: upload.headers.clone(),
             user_metadata: upload.user_metadata.clone(),
-            checksums: BTreeMap::new(),
+            checksums,
             erasure: upload.erasure.clone(),
             data: DataLocation::Multipart(upload_id),
             parts: chosen,
@@ -228,7 +307,7 @@ impl ObjectLayer {
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
         let _guard = set.locks.exclusive(hash).await;
-        check_condition(set, bucket, key, &condition).await?;
+        check_condition(set, bucket, key, &opts.condition).await?;
         let results = on_drives(set, |i, d| {
             let mut v = version.clone();
             v.erasure.shard_index = e.distribution.get(i).copied().unwrap_or(0);

@@ -24,6 +24,10 @@ pub trait BodyReader: Send {
     async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError>;
     /// Verified S3 checksums of the whole body (algorithm → base64), valid after the end.
     fn checksums(&self) -> BTreeMap<String, String>;
+    /// The S3 checksum this body computes, if any.
+    fn checksum_algorithm(&self) -> Option<crate::checksum::Algorithm> {
+        None
+    }
 }
 
 /// What the client asked to store with the object.
@@ -40,6 +44,8 @@ pub struct PutOptions {
     /// A conditional write (`If-None-Match: *`, `If-Match`), checked under the object's lock
     /// just before commit.
     pub condition: Option<WriteCondition>,
+    /// Multipart uploads only: the checksum every part carries and how they combine.
+    pub checksum: Option<(crate::checksum::Algorithm, crate::checksum::ChecksumType)>,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.

@@ -17,8 +17,8 @@ use hyper::body::Incoming;
 use sha2::{Digest, Sha256};
 use strata_object::{BodyError, BodyReader, ObjectError, ObjectStream};
 
-use crate::checksum::{Algorithm, Hasher};
 use crate::chunked::ChunkedDecoder;
+use strata_object::checksum::{Algorithm, Hasher};
 
 /// The S3 checksum a request asked for.
 pub struct ChecksumRequest {
@@ -148,6 +148,10 @@ impl BodyReader for RequestBody {
 
     fn checksums(&self) -> BTreeMap<String, String> {
         self.verified.clone()
+    }
+
+    fn checksum_algorithm(&self) -> Option<Algorithm> {
+        self.checksum.as_ref().map(|(_, r)| r.algorithm)
     }
 }
 

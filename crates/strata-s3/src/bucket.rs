@@ -90,7 +90,7 @@ fn max_keys(route: &Route) -> Result<usize, S3Error> {
     }
 }
 
-fn url_encoding(route: &Route) -> Result<bool, S3Error> {
+pub(crate) fn url_encoding(route: &Route) -> Result<bool, S3Error> {
     match route.param("encoding-type") {
         None => Ok(false),
         Some(v) if v.eq_ignore_ascii_case("url") => Ok(true),
@@ -101,7 +101,7 @@ fn url_encoding(route: &Route) -> Result<bool, S3Error> {
 }
 
 /// How S3 URL-encodes names in listings with `encoding-type=url`.
-fn encode_name(s: &str, url: bool) -> String {
+pub(crate) fn encode_name(s: &str, url: bool) -> String {
     const SET: &percent_encoding::AsciiSet =
         &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b'/');
     if url {

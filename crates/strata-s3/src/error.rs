@@ -141,6 +141,7 @@ impl From<ObjectError> for S3Error {
             ObjectError::EntityTooSmall(_) => {
                 (C::EntityTooSmall, "Your proposed upload is smaller than the minimum allowed object size.")
             }
+            ObjectError::InvalidRequest(m) => return S3Error::new(C::InvalidRequest, m),
             ObjectError::InvalidParity(_) => {
                 (C::InvalidStorageClass, "The storage class you specified is not valid")
             }

@@ -16,7 +16,6 @@
 pub mod acl;
 pub mod body;
 pub mod bucket;
-pub mod checksum;
 pub mod chunked;
 pub mod copy;
 pub mod cors;

@@ -2,7 +2,8 @@
 //! ListMultipartUploads.
 
 use http::StatusCode;
-use strata_object::CompletePart;
+use strata_object::checksum::{Algorithm, ChecksumType};
+use strata_object::{CompleteOptions, CompletePart, UploadRecord};
 use strata_types::limits::{PART_NUMBER_MAX, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 use uuid::Uuid;
@@ -10,7 +11,7 @@ use uuid::Uuid;
 use crate::body::RequestBody;
 use crate::bucket::owner_as;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::object::{check_declared_length, put_options, stored_reply};
+use crate::object::{check_declared_length, checksum_elements, put_options, stored_reply};
 use crate::router::Route;
 use crate::server::{Reply, Request};
 use crate::xml;
@@ -28,9 +29,46 @@ fn id_str(id: Uuid) -> String {
     id.simple().to_string()
 }
 
+/// `x-amz-checksum-algorithm` and `x-amz-checksum-type` of CreateMultipartUpload.
+fn upload_checksum(headers: &http::HeaderMap) -> Result<Option<(Algorithm, ChecksumType)>, S3Error> {
+    let get = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let invalid = |m: &str| S3Error::new(S3ErrorCode::InvalidRequest, m);
+    let algorithm = match get("x-amz-checksum-algorithm") {
+        None => None,
+        Some(a) => Some(Algorithm::parse(a).ok_or_else(|| {
+            S3Error::new(S3ErrorCode::InvalidArgument, "Checksum algorithm provided is unsupported.")
+        })?),
+    };
+    let kind = match get("x-amz-checksum-type") {
+        None => None,
+        Some(t) => Some(ChecksumType::parse(t).ok_or_else(|| {
+            S3Error::new(S3ErrorCode::InvalidArgument, "Checksum type provided is unsupported.")
+        })?),
+    };
+    match (algorithm, kind) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(invalid(
+            "The x-amz-checksum-type header can only be used with the x-amz-checksum-algorithm header.",
+        )),
+        (Some(a), t) => {
+            let t = t.unwrap_or(a.default_type());
+            if !a.supports(t) {
+                return Err(invalid(&format!(
+                    "The {} checksum type cannot be used with the {} checksum algorithm.",
+                    t.name(),
+                    a.name().to_ascii_lowercase()
+                )));
+            }
+            Ok(Some((a, t)))
+        }
+    }
+}
+
 pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let opts = put_options(req)?;
+    let mut opts = put_options(req)?;
+    opts.checksum = upload_checksum(req.headers)?;
+    let checksum = opts.checksum;
     let id = req.node.layer.create_multipart_upload(bucket, key, opts).await?;
     let mut x = xml::Writer::new();
     x.root("InitiateMultipartUploadResult");
@@ -38,7 +76,11 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     x.elem("Key", key);
     x.elem("UploadId", &id_str(id));
     x.close("InitiateMultipartUploadResult");
-    Ok(Reply::xml(x.finish()))
+    let mut reply = Reply::xml(x.finish());
+    if let Some((a, t)) = checksum {
+        reply = reply.header("x-amz-checksum-algorithm", a.name()).header("x-amz-checksum-type", t.name());
+    }
+    Ok(reply)
 }
 
 /// `partNumber`, 1 to 10,000.
@@ -68,7 +110,7 @@ pub async fn upload_part(
     check_declared_length(req.headers)?;
     let content_md5 = put_options(req)?.content_md5;
     let part = req.node.layer.upload_part(bucket, key, id, number, &mut body, content_md5).await?;
-    Ok(stored_reply(&part.etag, &strata_object::BodyReader::checksums(&body)))
+    Ok(stored_reply(&part.etag, &part.checksums))
 }
 
 /// Parses `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag></Part>…`.
@@ -84,6 +126,7 @@ fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
         Option<&'static str>,
         String,
     ) = (None, None, None, String::new());
+    let mut checksums = std::collections::BTreeMap::new();
     let mut saw_root = false;
     loop {
         match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
@@ -96,11 +139,15 @@ fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
                     }
                     b"Part" => {
                         (number, etag) = (None, None);
+                        checksums.clear();
                         None
                     }
                     b"PartNumber" => Some("n"),
                     b"ETag" => Some("e"),
-                    _ => None,
+                    name => name
+                        .strip_prefix(b"Checksum")
+                        .and_then(|a| Algorithm::parse(std::str::from_utf8(a).ok()?))
+                        .map(Algorithm::name),
                 };
             }
             ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
@@ -110,12 +157,19 @@ fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
                 match field.take() {
                     Some("n") => number = Some(text.trim().parse().map_err(|_| malformed())?),
                     Some("e") => etag = Some(text.trim().trim_matches('"').to_owned()),
-                    _ => {}
+                    Some(algorithm) => {
+                        checksums.insert(algorithm.to_owned(), text.trim().to_owned());
+                    }
+                    None => {}
                 }
                 text.clear();
                 if e.local_name().as_ref() == b"Part" {
                     match (number, etag.take()) {
-                        (Some(n), Some(e)) => parts.push(CompletePart { number: n, etag: e }),
+                        (Some(n), Some(e)) => parts.push(CompletePart {
+                            number: n,
+                            etag: e,
+                            checksums: std::mem::take(&mut checksums),
+                        }),
                         _ => return Err(malformed()),
                     }
                 }
@@ -141,14 +195,22 @@ pub async fn complete(
     let id = upload_id(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let parts = parse_complete(&doc)?;
-    let condition = crate::object::write_condition(req.headers)?;
-    let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, condition).await?;
+    let checksum = Algorithm::ALL.into_iter().find_map(|a| {
+        let v = req.headers.get(a.header())?.to_str().ok()?;
+        Some((a, v.trim().to_owned()))
+    });
+    let opts = CompleteOptions { condition: crate::object::write_condition(req.headers)?, checksum };
+    let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, opts).await?;
     let mut x = xml::Writer::new();
     x.root("CompleteMultipartUploadResult");
     x.elem("Location", &format!("/{bucket}/{key}"));
     x.elem("Bucket", bucket);
     x.elem("Key", key);
     x.elem("ETag", &format!("\"{}\"", info.etag));
+    checksum_elements(&mut x, &info.checksums);
+    if let Some(v) = info.checksums.values().next() {
+        x.elem("ChecksumType", ChecksumType::of_value(v).name());
+    }
     x.close("CompleteMultipartUploadResult");
     Ok(Reply::xml(x.finish()))
 }
@@ -157,6 +219,13 @@ pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) ->
     let id = upload_id(route)?;
     req.node.layer.abort_multipart_upload(bucket, key, id).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
+}
+
+fn upload_checksum_elements(x: &mut xml::Writer, upload: &UploadRecord) {
+    if let (Some(a), Some(t)) = (&upload.checksum_algorithm, &upload.checksum_type) {
+        x.elem("ChecksumAlgorithm", a);
+        x.elem("ChecksumType", t);
+    }
 }
 
 fn number_param(route: &Route, name: &str, default: usize) -> Result<usize, S3Error> {
@@ -172,7 +241,7 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     let id = upload_id(route)?;
     let max_parts = number_param(route, "max-parts", 1000)?.min(1000);
     let marker = number_param(route, "part-number-marker", 0)?;
-    let (_, parts) = req.node.layer.list_parts(bucket, key, id).await?;
+    let (upload, parts) = req.node.layer.list_parts(bucket, key, id).await?;
     let after: Vec<_> = parts.into_iter().filter(|p| p.number as usize > marker).collect();
     let truncated = after.len() > max_parts;
     let page = &after[..after.len().min(max_parts)];
@@ -190,47 +259,127 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     }
     x.elem("MaxParts", &max_parts.to_string());
     x.elem("IsTruncated", if truncated { "true" } else { "false" });
+    upload_checksum_elements(&mut x, &upload);
     for p in page {
         x.open("Part");
         x.elem("PartNumber", &p.number.to_string());
         x.elem("LastModified", &strata_types::time::iso8601(p.mod_time));
         x.elem("ETag", &format!("\"{}\"", p.etag));
         x.elem("Size", &p.size.to_string());
+        checksum_elements(&mut x, &p.checksums);
         x.close("Part");
     }
     x.close("ListPartsResult");
     Ok(Reply::xml(x.finish()))
 }
 
+/// One entry of a ListMultipartUploads page.
+#[derive(Debug, PartialEq)]
+enum UploadEntry<'a> {
+    Upload(&'a UploadRecord),
+    Prefix(String),
+}
+
+/// ListMultipartUploads paging over `uploads` (sorted by key, then initiation): entries after
+/// the markers, keys under `prefix`, rolled up at `delimiter`; and whether more follow.
+fn page_uploads<'a>(
+    uploads: &'a [UploadRecord],
+    prefix: &str,
+    delimiter: Option<&str>,
+    key_marker: &str,
+    upload_id_marker: Option<Uuid>,
+    max: usize,
+) -> (Vec<UploadEntry<'a>>, bool) {
+    // With an upload-id marker, uploads of the marker key after that upload come first.
+    let marker_at =
+        upload_id_marker.and_then(|id| uploads.iter().position(|u| u.key == key_marker && u.upload_id == id));
+    let mut out: Vec<UploadEntry<'a>> = Vec::new();
+    for (i, u) in uploads.iter().enumerate() {
+        let after = match marker_at {
+            Some(m) if u.key == key_marker => i > m,
+            _ => u.key.as_str() > key_marker,
+        };
+        let Some(rest) = u.key.strip_prefix(prefix).filter(|_| after) else { continue };
+        let entry = match delimiter.and_then(|d| rest.find(d).map(|at| at + d.len())) {
+            Some(end) => {
+                let common = format!("{prefix}{}", &rest[..end]);
+                if common.as_str() <= key_marker
+                    || matches!(out.last(), Some(UploadEntry::Prefix(p)) if *p == common)
+                {
+                    continue;
+                }
+                UploadEntry::Prefix(common)
+            }
+            None => UploadEntry::Upload(u),
+        };
+        if out.len() == max {
+            return (out, true);
+        }
+        out.push(entry);
+    }
+    (out, false)
+}
+
 pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
     let prefix = route.param("prefix").unwrap_or("");
+    let delimiter = route.param("delimiter").filter(|d| !d.is_empty());
     let max = number_param(route, "max-uploads", 1000)?.min(1000);
     let key_marker = route.param("key-marker").unwrap_or("");
-    let uploads = req.node.layer.list_multipart_uploads(bucket, prefix, 10_000).await?;
-    let after: Vec<_> = uploads.into_iter().filter(|u| u.key.as_str() > key_marker).collect();
-    let truncated = after.len() > max;
-    let page = &after[..after.len().min(max)];
+    let upload_id_marker = match route.param("upload-id-marker").filter(|m| !m.is_empty()) {
+        None => None,
+        // Without a key marker S3 ignores the upload-id marker.
+        Some(_) if key_marker.is_empty() => None,
+        Some(m) => Some(
+            Uuid::try_parse(m)
+                .map_err(|_| S3Error::new(S3ErrorCode::InvalidArgument, "Invalid uploadId marker"))?,
+        ),
+    };
+    let url = crate::bucket::url_encoding(route)?;
+    let enc = |s: &str| crate::bucket::encode_name(s, url);
+    let mut uploads = req.node.layer.list_multipart_uploads(bucket, prefix, usize::MAX).await?;
+    uploads.sort_by(|a, b| (&a.key, a.initiated, a.upload_id).cmp(&(&b.key, b.initiated, b.upload_id)));
+    let (page, truncated) = page_uploads(&uploads, prefix, delimiter, key_marker, upload_id_marker, max);
     let mut x = xml::Writer::new();
     x.root("ListMultipartUploadsResult");
     x.elem("Bucket", bucket);
-    x.elem("KeyMarker", key_marker);
-    x.elem("UploadIdMarker", "");
-    if let Some(last) = page.last().filter(|_| truncated) {
-        x.elem("NextKeyMarker", &last.key);
-        x.elem("NextUploadIdMarker", &id_str(last.upload_id));
+    x.elem("KeyMarker", &enc(key_marker));
+    x.elem("UploadIdMarker", &upload_id_marker.map(id_str).unwrap_or_default());
+    match page.last().filter(|_| truncated) {
+        Some(UploadEntry::Upload(u)) => {
+            x.elem("NextKeyMarker", &enc(&u.key));
+            x.elem("NextUploadIdMarker", &id_str(u.upload_id));
+        }
+        Some(UploadEntry::Prefix(p)) => x.elem("NextKeyMarker", &enc(p)),
+        None => {}
     }
-    x.elem("Prefix", prefix);
+    if let Some(d) = delimiter {
+        x.elem("Delimiter", &enc(d));
+    }
+    x.elem("Prefix", &enc(prefix));
     x.elem("MaxUploads", &max.to_string());
     x.elem("IsTruncated", if truncated { "true" } else { "false" });
-    for u in page {
-        x.open("Upload");
-        x.elem("Key", &u.key);
-        x.elem("UploadId", &id_str(u.upload_id));
-        owner_as(&mut x, req, "Initiator");
-        owner_as(&mut x, req, "Owner");
-        x.elem("StorageClass", "STANDARD");
-        x.elem("Initiated", &strata_types::time::iso8601(u.initiated));
-        x.close("Upload");
+    if url {
+        x.elem("EncodingType", "url");
+    }
+    for entry in &page {
+        if let UploadEntry::Upload(u) = entry {
+            x.open("Upload");
+            x.elem("Key", &enc(&u.key));
+            x.elem("UploadId", &id_str(u.upload_id));
+            owner_as(&mut x, req, "Initiator");
+            owner_as(&mut x, req, "Owner");
+            x.elem("StorageClass", "STANDARD");
+            x.elem("Initiated", &strata_types::time::iso8601(u.initiated));
+            upload_checksum_elements(&mut x, u);
+            x.close("Upload");
+        }
+    }
+    for entry in &page {
+        if let UploadEntry::Prefix(p) = entry {
+            x.open("CommonPrefixes");
+            x.elem("Prefix", &enc(p));
+            x.close("CommonPrefixes");
+        }
     }
     x.close("ListMultipartUploadsResult");
     Ok(Reply::xml(x.finish()))
@@ -240,13 +389,89 @@ pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Res
 mod tests {
     use super::*;
 
+    fn upload(key: &str, n: u128) -> UploadRecord {
+        UploadRecord {
+            upload_id: Uuid::from_u128(n),
+            key: key.to_owned(),
+            initiated: n as u64,
+            headers: Default::default(),
+            user_metadata: Default::default(),
+            erasure: strata_meta::ErasureInfo {
+                data_count: 1,
+                parity_count: 0,
+                block_size: 1,
+                shard_index: 0,
+                distribution: vec![0],
+            },
+            tags: Default::default(),
+            checksum_algorithm: None,
+            checksum_type: None,
+        }
+    }
+
+    fn names(entries: &[UploadEntry<'_>]) -> Vec<String> {
+        entries
+            .iter()
+            .map(|e| match e {
+                UploadEntry::Upload(u) => format!("{}#{}", u.key, u.upload_id.as_u128()),
+                UploadEntry::Prefix(p) => p.clone(),
+            })
+            .collect()
+    }
+
+    /// Pages through every upload and prefix exactly once, whatever the page size.
+    #[test]
+    fn upload_pages() {
+        let all = [
+            upload("a", 1),
+            upload("a", 2),
+            upload("a", 3),
+            upload("b/1", 4),
+            upload("b/2", 5),
+            upload("c", 6),
+            upload("d/x/y", 7),
+        ];
+        let (page, more) = page_uploads(&all, "", Some("/"), "", None, 100);
+        assert_eq!(names(&page), ["a#1", "a#2", "a#3", "b/", "c#6", "d/"]);
+        assert!(!more);
+        let (page, _) = page_uploads(&all, "b/", Some("/"), "", None, 100);
+        assert_eq!(names(&page), ["b/1#4", "b/2#5"]);
+        for max in 1..=7 {
+            let (mut key_marker, mut id_marker, mut seen) = (String::new(), None, Vec::new());
+            loop {
+                let (page, more) = page_uploads(&all, "", Some("/"), &key_marker, id_marker, max);
+                assert!(page.len() <= max);
+                seen.extend(names(&page));
+                if !more {
+                    break;
+                }
+                (key_marker, id_marker) = match page.last() {
+                    Some(UploadEntry::Upload(u)) => (u.key.clone(), Some(u.upload_id)),
+                    Some(UploadEntry::Prefix(p)) => (p.clone(), None),
+                    None => panic!("a truncated page is not empty"),
+                };
+            }
+            assert_eq!(seen, ["a#1", "a#2", "a#3", "b/", "c#6", "d/"], "max {max}");
+        }
+        // A key marker alone skips every upload of that key.
+        let (page, _) = page_uploads(&all, "", None, "a", None, 100);
+        assert_eq!(names(&page)[0], "b/1#4");
+    }
+
     #[test]
     fn parses_complete_documents() {
-        let doc = br#"<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>"aa"</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>2</PartNumber><ETag>&quot;bb&quot;</ETag></Part></CompleteMultipartUpload>"#;
+        let doc = br#"<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Part><ETag>"aa"</ETag><PartNumber>1</PartNumber></Part><Part><PartNumber>2</PartNumber><ChecksumCRC32>DUoRhQ==</ChecksumCRC32><ETag>&quot;bb&quot;</ETag></Part></CompleteMultipartUpload>"#;
         let parts = parse_complete(doc).expect("parses");
         assert_eq!(
             parts,
-            [CompletePart { number: 1, etag: "aa".into() }, CompletePart { number: 2, etag: "bb".into() }]
+            [
+                CompletePart { number: 1, etag: "aa".into(), ..Default::default() },
+                CompletePart {
+                    number: 2,
+                    etag: "bb".into(),
+                    checksums: [("CRC32".to_owned(), "DUoRhQ==".to_owned())].into()
+                }
+            ]
         );
         for bad in [
             &b"<CompleteMultipartUpload></CompleteMultipartUpload>"[..],

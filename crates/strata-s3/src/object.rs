@@ -10,12 +10,12 @@ use strata_types::limits::{PUT_OBJECT_SIZE_MAX, USER_METADATA_SIZE_MAX};
 use strata_types::ObjectKey;
 
 use crate::body::{ChecksumRequest, RequestBody, ResponseBody};
-use crate::checksum::Algorithm;
 use crate::chunked::ChunkedDecoder;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::Route;
 use crate::server::{Reply, Request};
 use crate::sigv4::Payload;
+use strata_object::checksum::{Algorithm, ChecksumType};
 
 /// Headers stored with the object and returned on GET/HEAD.
 const STORED_HEADERS: [&str; 6] = [
@@ -37,6 +37,20 @@ fn invalid(code: S3ErrorCode, msg: &str) -> S3Error {
 
 /// Builds the body reader that decodes and verifies what the signature promised.
 pub fn request_body(req: &Request<'_>, incoming: hyper::body::Incoming) -> Result<RequestBody, S3Error> {
+    body_reader(req, incoming, true)
+}
+
+/// CompleteMultipartUpload's body: its `x-amz-checksum-*` headers describe the object being
+/// completed, not the XML document.
+pub fn complete_body(req: &Request<'_>, incoming: hyper::body::Incoming) -> Result<RequestBody, S3Error> {
+    body_reader(req, incoming, false)
+}
+
+fn body_reader(
+    req: &Request<'_>,
+    incoming: hyper::body::Incoming,
+    checksum_headers: bool,
+) -> Result<RequestBody, S3Error> {
     let headers = req.headers;
     let content_length = header(headers, "content-length").and_then(|v| v.parse::<u64>().ok());
     let decoded_length = header(headers, "x-amz-decoded-content-length").and_then(|v| v.parse::<u64>().ok());
@@ -48,7 +62,7 @@ pub fn request_body(req: &Request<'_>, incoming: hyper::body::Incoming) -> Resul
         Payload::Sha256(h) => (None, content_length, Some(h.clone())),
         Payload::Unsigned => (None, content_length, None),
     };
-    let checksum = checksum_request(headers)?;
+    let checksum = if checksum_headers { checksum_request(headers)? } else { None };
     Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum))
 }
 
@@ -172,14 +186,25 @@ pub(crate) fn stored_reply(etag: &str, checksums: &BTreeMap<String, String>) -> 
     with_checksums(Reply::empty(StatusCode::OK).header("etag", &format!("\"{etag}\"")), checksums)
 }
 
-/// Adds an `x-amz-checksum-*` header for each stored checksum.
-fn with_checksums(mut reply: Reply, checksums: &BTreeMap<String, String>) -> Reply {
+/// Adds an `x-amz-checksum-*` header for each stored checksum, and `x-amz-checksum-type`.
+pub(crate) fn with_checksums(mut reply: Reply, checksums: &BTreeMap<String, String>) -> Reply {
     for (algo, value) in checksums {
         if let Some(a) = Algorithm::parse(algo) {
-            reply = reply.header(&a.header(), value);
+            reply = reply
+                .header(&a.header(), value)
+                .header("x-amz-checksum-type", ChecksumType::of_value(value).name());
         }
     }
     reply
+}
+
+/// Writes `<ChecksumCRC32>…</ChecksumCRC32>`… for each checksum, in the order S3 uses.
+pub(crate) fn checksum_elements(x: &mut crate::xml::Writer, checksums: &BTreeMap<String, String>) {
+    for a in Algorithm::ALL {
+        if let Some(v) = checksums.get(a.name()) {
+            x.elem(&format!("Checksum{}", a.name()), v);
+        }
+    }
 }
 
 pub async fn put_object(
@@ -200,11 +225,11 @@ pub async fn put_object(
 fn part_range(number: &str, info: &ObjectInfo) -> Result<Option<(u64, u64)>, S3Error> {
     let bad = || invalid(S3ErrorCode::InvalidPartNumber, "The requested partnumber is not satisfiable");
     let n: usize = number.parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
-    if info.part_sizes.is_empty() {
+    if info.parts.is_empty() {
         return if n == 1 { Ok((info.size > 0).then_some((0, info.size))) } else { Err(bad()) };
     }
-    let size = *info.part_sizes.get(n - 1).ok_or_else(bad)?;
-    let offset: u64 = info.part_sizes[..n - 1].iter().sum();
+    let size = info.parts.get(n - 1).ok_or_else(bad)?.size;
+    let offset: u64 = info.parts[..n - 1].iter().map(|p| p.size).sum();
     Ok((size > 0).then_some((offset, size)))
 }
 
@@ -375,10 +400,20 @@ pub async fn get_object(
         None => (StatusCode::OK, 0, info.size),
     };
     let mut reply = Reply::empty(status);
-    reply = object_headers(reply, &info, route, checksum_mode && range.is_none());
+    // Checksums describe the whole object, or with `partNumber` that part.
+    let part_checksums = route
+        .param("partNumber")
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| info.parts.get(n.wrapping_sub(1)))
+        .map(|p| &p.checksums);
+    let show_checksums = checksum_mode && (range.is_none() || part_checksums.is_some());
+    reply = object_headers(reply, &info, route, show_checksums && part_checksums.is_none());
+    if let Some(c) = part_checksums.filter(|_| show_checksums) {
+        reply = with_checksums(reply, c);
+    }
     reply = reply.header("content-length", &len.to_string());
-    if part.is_some() && info.parts_count > 0 {
-        reply = reply.header("x-amz-mp-parts-count", &info.parts_count.to_string());
+    if part.is_some() && !info.parts.is_empty() {
+        reply = reply.header("x-amz-mp-parts-count", &info.parts.len().to_string());
     }
     if range.is_some() {
         reply = reply.header("content-range", &format!("bytes {offset}-{}/{}", offset + len - 1, info.size));
@@ -387,6 +422,40 @@ pub async fn get_object(
         reply.body = ResponseBody::Stream(open.stream(offset, len));
     }
     Ok(reply)
+}
+
+/// GetObjectAttributes' `ObjectParts`: the count, and a page of parts after
+/// `x-amz-part-number-marker` (up to `x-amz-max-parts`, default 1,000).
+fn object_parts(x: &mut crate::xml::Writer, info: &ObjectInfo, req: &Request<'_>) -> Result<(), S3Error> {
+    let number = |name: &str, default: usize| match header(req.headers, name) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse::<usize>()
+            .map_err(|_| invalid(S3ErrorCode::InvalidArgument, &format!("{name} must be a number"))),
+    };
+    let marker = number("x-amz-part-number-marker", 0)?;
+    let max = number("x-amz-max-parts", 1000)?.min(1000);
+    let after: Vec<_> = info.parts.iter().filter(|p| p.number as usize > marker).collect();
+    let page = &after[..after.len().min(max)];
+    x.open("ObjectParts");
+    // Named TotalPartsCount in the API model, PartsCount on the wire.
+    x.elem("PartsCount", &info.parts.len().to_string());
+    x.elem("PartNumberMarker", &marker.to_string());
+    if let Some(last) = page.last() {
+        x.elem("NextPartNumberMarker", &last.number.to_string());
+    }
+    x.elem("MaxParts", &max.to_string());
+    x.elem("IsTruncated", if after.len() > page.len() { "true" } else { "false" });
+    for p in page {
+        x.open("Part");
+        x.elem("PartNumber", &p.number.to_string());
+        x.elem("Size", &p.size.to_string());
+        checksum_elements(x, &p.checksums);
+        x.close("Part");
+    }
+    x.close("ObjectParts");
+    Ok(())
 }
 
 /// GetObjectAttributes: the attributes named in `x-amz-object-attributes`.
@@ -412,17 +481,13 @@ pub async fn get_object_attributes(req: &Request<'_>, bucket: &str, key: &str) -
             "ETag" => x.elem("ETag", &info.etag),
             "Checksum" if !info.checksums.is_empty() => {
                 x.open("Checksum");
-                for (algo, value) in &info.checksums {
-                    x.elem(&format!("Checksum{algo}"), value);
+                checksum_elements(&mut x, &info.checksums);
+                if let Some(v) = info.checksums.values().next() {
+                    x.elem("ChecksumType", ChecksumType::of_value(v).name());
                 }
                 x.close("Checksum");
             }
-            "ObjectParts" if info.parts_count > 0 => {
-                x.open("ObjectParts");
-                // Named TotalPartsCount in the API model, PartsCount on the wire.
-                x.elem("PartsCount", &info.parts_count.to_string());
-                x.close("ObjectParts");
-            }
+            "ObjectParts" if !info.parts.is_empty() => object_parts(&mut x, &info, req)?,
             "StorageClass" => x.elem("StorageClass", "STANDARD"),
             "ObjectSize" => x.elem("ObjectSize", &info.size.to_string()),
             "Checksum" | "ObjectParts" => {}

@@ -300,7 +300,7 @@ async fn serve_route(
             multipart::upload_part(&req, bucket, key, &route, object::request_body(&req, body)?).await
         }
         O::CompleteMultipartUpload => {
-            multipart::complete(&req, bucket, key, &route, object::request_body(&req, body)?).await
+            multipart::complete(&req, bucket, key, &route, object::complete_body(&req, body)?).await
         }
         O::AbortMultipartUpload => multipart::abort(&req, bucket, key, &route).await,
         O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
