@@ -488,3 +488,28 @@ def test_list_multipart_uploads_paging(s3, bucket):
     assert first["IsTruncated"] and first["NextKeyMarker"] == "a" and first["NextUploadIdMarker"] == made[0][1]
     after = s3.list_multipart_uploads(Bucket=bucket, KeyMarker="a", UploadIdMarker=made[0][1])
     assert [u["UploadId"] for u in after["Uploads"]][0] == made[1][1]
+
+
+def test_ownership_controls_and_public_access_block(server, s3, bucket):
+    enforced = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=enforced)
+    assert s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"] == enforced
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]})
+    assert code(e) == "InvalidArgument"
+    with pytest.raises(ClientError) as e:
+        s3.get_public_access_block(Bucket=bucket)
+    assert code(e) == "NoSuchPublicAccessBlockConfiguration"
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    block = {"BlockPublicAcls": True, "IgnorePublicAcls": False, "BlockPublicPolicy": True, "RestrictPublicBuckets": True}
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=block)
+    server.stop()
+    server.start()
+    assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == block
+    s3.delete_public_access_block(Bucket=bucket)
+    with pytest.raises(ClientError) as e:
+        s3.get_public_access_block(Bucket=bucket)
+    assert code(e) == "NoSuchPublicAccessBlockConfiguration"
+    with pytest.raises(ClientError) as e:
+        s3.put_public_access_block(Bucket="no-such-bucket", PublicAccessBlockConfiguration=block)
+    assert code(e) == "NoSuchBucket"

@@ -176,6 +176,18 @@ pub struct BucketRecord {
     /// CORS rules, in the order they are matched.
     #[serde(default)]
     pub cors: Vec<CorsRule>,
+    /// The bucket's public access block, if one was put.
+    #[serde(default)]
+    pub public_access_block: Option<PublicAccessBlock>,
+}
+
+/// S3's PublicAccessBlockConfiguration: four switches, each false unless set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublicAccessBlock {
+    pub block_public_acls: bool,
+    pub ignore_public_acls: bool,
+    pub block_public_policy: bool,
+    pub restrict_public_buckets: bool,
 }
 
 /// One CORS rule of a bucket.
@@ -252,7 +264,12 @@ mod tests {
     fn round_trip() {
         let r = sample();
         assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r));
-        let b = BucketRecord { created: 42, tags: BTreeMap::from([("a".into(), "b".into())]), cors: vec![] };
+        let b = BucketRecord {
+            created: 42,
+            tags: BTreeMap::from([("a".into(), "b".into())]),
+            cors: vec![],
+            ..Default::default()
+        };
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
     }
 

@@ -36,7 +36,7 @@ pub use list::{ListPage, ListRequest};
 pub use multipart::{CompleteOptions, CompletePart};
 pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;
-pub use strata_meta::{BucketRecord, CorsRule, PartInfo, UploadRecord};
+pub use strata_meta::{BucketRecord, CorsRule, PartInfo, PublicAccessBlock, UploadRecord};
 
 use std::collections::BTreeMap;
 

@@ -1,11 +1,16 @@
-//! The ACL and ownership calls SDKs send routinely. Strata enforces bucket-owner ownership: every
-//! object belongs to the deployment's owner and ACLs grant nothing beyond it, so the only ACL is
-//! `private` (owner FULL_CONTROL). Setting `private` succeeds; any other grant is refused as AWS
-//! refuses it with ownership enforced.
+//! The ACL, ownership and public-access calls SDKs send routinely. Strata enforces bucket-owner
+//! ownership: every object belongs to the deployment's owner and ACLs grant nothing beyond it, so
+//! the only ACL is `private` (owner FULL_CONTROL). Setting `private` succeeds; any other grant is
+//! refused as AWS refuses it with ownership enforced. Ownership controls can be set only to what
+//! is enforced. A public access block is kept per bucket and shown back; nothing in Strata grants
+//! anonymous access yet, so it has nothing more to block until bucket policies arrive.
 
 use http::StatusCode;
+use strata_object::PublicAccessBlock;
+use strata_types::limits::XML_BODY_SIZE_MAX;
 use strata_types::ObjectKey;
 
+use crate::body::RequestBody;
 use crate::bucket::owner_as;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::server::{Reply, Request};
@@ -83,4 +88,113 @@ pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> R
     x.close("Rule");
     x.close("OwnershipControls");
     Ok(Reply::xml(x.finish()))
+}
+
+pub async fn put_bucket_ownership_controls(
+    req: &Request<'_>,
+    bucket: &str,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    match xml::first_text(&doc, "ObjectOwnership").map_err(|_| xml::malformed())?.as_deref() {
+        Some("BucketOwnerEnforced") => Ok(Reply::empty(StatusCode::OK)),
+        Some("BucketOwnerPreferred" | "ObjectWriter") => Err(S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "Only BucketOwnerEnforced object ownership is supported: objects always belong to the bucket owner",
+        )),
+        _ => Err(xml::malformed()),
+    }
+}
+
+const PUBLIC_ACCESS_FIELDS: [&str; 4] =
+    ["BlockPublicAcls", "IgnorePublicAcls", "BlockPublicPolicy", "RestrictPublicBuckets"];
+
+fn no_public_access_block() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::NoSuchPublicAccessBlockConfiguration,
+        "The public access block configuration was not found",
+    )
+}
+
+pub async fn get_public_access_block(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    let block =
+        req.node.layer.bucket_record(bucket)?.public_access_block.ok_or_else(no_public_access_block)?;
+    let values = [
+        block.block_public_acls,
+        block.ignore_public_acls,
+        block.block_public_policy,
+        block.restrict_public_buckets,
+    ];
+    let mut x = xml::Writer::new();
+    x.root("PublicAccessBlockConfiguration");
+    for (name, on) in PUBLIC_ACCESS_FIELDS.iter().zip(values) {
+        x.elem(name, if on { "true" } else { "false" });
+    }
+    x.close("PublicAccessBlockConfiguration");
+    Ok(Reply::xml(x.finish()))
+}
+
+/// Parses a PublicAccessBlockConfiguration document (absent switches are false).
+fn parse_public_access_block(doc: &[u8]) -> Result<PublicAccessBlock, S3Error> {
+    if xml::first_text(doc, "PublicAccessBlockConfiguration").map_err(|_| xml::malformed())?.is_none() {
+        return Err(xml::malformed());
+    }
+    let mut values = [false; 4];
+    for (name, value) in PUBLIC_ACCESS_FIELDS.iter().zip(values.iter_mut()) {
+        *value = match xml::first_text(doc, name).map_err(|_| xml::malformed())?.as_deref().map(str::trim) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err(xml::malformed()),
+        };
+    }
+    let [block_public_acls, ignore_public_acls, block_public_policy, restrict_public_buckets] = values;
+    Ok(PublicAccessBlock {
+        block_public_acls,
+        ignore_public_acls,
+        block_public_policy,
+        restrict_public_buckets,
+    })
+}
+
+pub async fn put_public_access_block(
+    req: &Request<'_>,
+    bucket: &str,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let block = parse_public_access_block(&doc)?;
+    req.node.layer.update_bucket(bucket, |r| r.public_access_block = Some(block)).await?;
+    Ok(Reply::empty(StatusCode::OK))
+}
+
+pub async fn delete_public_access_block(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.update_bucket(bucket, |r| r.public_access_block = None).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_access_block_documents() {
+        let doc = br#"<PublicAccessBlockConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><BlockPublicAcls>true</BlockPublicAcls><RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>"#;
+        assert_eq!(
+            parse_public_access_block(doc).expect("parses"),
+            PublicAccessBlock {
+                block_public_acls: true,
+                restrict_public_buckets: true,
+                ..Default::default()
+            }
+        );
+        for bad in [
+            &b"<Other/>"[..],
+            b"<PublicAccessBlockConfiguration><BlockPublicAcls>yes</BlockPublicAcls></PublicAccessBlockConfiguration>",
+            b"<PublicAccessBlockConfiguration><x>",
+        ] {
+            assert!(parse_public_access_block(bad).is_err());
+        }
+    }
 }

@@ -55,6 +55,7 @@ codes! {
     NoSuchBucket => StatusCode::NOT_FOUND,
     NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
+    NoSuchPublicAccessBlockConfiguration => StatusCode::NOT_FOUND,
     NoSuchTagSet => StatusCode::NOT_FOUND,
     NoSuchUpload => StatusCode::NOT_FOUND,
     NotImplemented => StatusCode::NOT_IMPLEMENTED,

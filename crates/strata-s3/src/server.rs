@@ -327,6 +327,14 @@ async fn serve_route(
         O::GetObjectAcl => acl::get_object_acl(&req, bucket, key).await,
         O::PutObjectAcl => acl::put_object_acl(&req, bucket, key).await,
         O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(&req, bucket).await,
+        O::PutBucketOwnershipControls => {
+            acl::put_bucket_ownership_controls(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::GetPublicAccessBlock => acl::get_public_access_block(&req, bucket).await,
+        O::PutPublicAccessBlock => {
+            acl::put_public_access_block(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::DeletePublicAccessBlock => acl::delete_public_access_block(&req, bucket).await,
         O::DeleteObjects => delete::delete_objects(&req, bucket, object::request_body(&req, body)?).await,
     };
     result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
