@@ -7,6 +7,8 @@ pub enum BodyError {
     Incomplete,
     #[error("the body is longer than allowed")]
     TooLarge,
+    #[error("the body is shorter than allowed")]
+    TooSmall,
     #[error("a chunk signature does not match")]
     SignatureMismatch,
     #[error("x-amz-content-sha256 does not match the body")]

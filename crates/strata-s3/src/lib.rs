@@ -24,6 +24,7 @@ pub mod error;
 pub mod multipart;
 pub mod object;
 pub mod observe;
+pub mod post;
 pub mod router;
 pub mod server;
 pub mod sigv2;

@@ -66,6 +66,7 @@ operations! {
     PutBucketCors,
     DeleteBucketCors,
     UploadPartCopy,
+    PostObject,
 }
 
 #[derive(Debug, Clone)]
@@ -207,6 +208,7 @@ pub fn route(
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
             (&Method::HEAD, None) => O::HeadBucket,
+            (&Method::POST, None) => O::PostObject,
             (&Method::GET, None) if query.iter().any(|(k, v)| k == "list-type" && v == "2") => {
                 O::ListObjectsV2
             }
@@ -320,6 +322,7 @@ mod tests {
         assert_eq!(op(Method::GET, "/b/k", "x-id=GetObject"), Ok(Operation::GetObject));
         assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));
         assert_eq!(op(Method::POST, "/b/k", ""), Err(S3ErrorCode::MethodNotAllowed));
+        assert_eq!(op(Method::POST, "/b", ""), Ok(Operation::PostObject));
         let r = route(&Method::GET, "/b//a%20b/../c", "", None, None).expect("route");
         assert_eq!((r.bucket.as_deref(), r.key.as_deref()), (Some("b"), Some("/a b/../c")));
     }

@@ -21,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{acl, bucket, copy, cors, delete, multipart, object, observe, tagging};
+use crate::{acl, bucket, copy, cors, delete, multipart, object, observe, post, tagging};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -273,6 +273,13 @@ async fn serve_route(
     body: Incoming,
     route: crate::router::Route,
 ) -> Result<Reply, S3Error> {
+    if route.operation == Operation::PostObject {
+        // Authorised by the signed policy inside the form, not by the request's signature.
+        let bucket = route.bucket.as_deref().unwrap_or("");
+        return post::post_object(node, parts, body, bucket)
+            .await
+            .map_err(|e| e.with_resource(route.bucket.as_deref(), None));
+    }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
     let auth = sigv4::verify(parts, node, now, host_bucket)?
@@ -307,6 +314,9 @@ async fn serve_route(
         O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
         O::CopyObject => copy::copy_object(&req, bucket, key).await,
         O::UploadPartCopy => copy::upload_part_copy(&req, bucket, key, &route).await,
+        O::PostObject => {
+            Err(S3Error::new(S3ErrorCode::InternalError, "PostObject is served before authentication"))
+        }
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
         O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,

@@ -105,7 +105,7 @@ fn string_to_sign(parts: &Parts, date_or_expires: &str, bucket_from_host: Option
     s
 }
 
-fn sign(secret: &str, sts: &str) -> String {
+pub(crate) fn sign(secret: &str, sts: &str) -> String {
     let mut mac = Hmac::<Sha1>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
     mac.update(sts.as_bytes());
     base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())

@@ -44,6 +44,11 @@ fn validate_at_most(pairs: Vec<(String, String)>, max: usize) -> Result<BTreeMap
     Ok(tags)
 }
 
+/// An object's tag set as a `<Tagging>` document (PostObject's `tagging` field).
+pub(crate) fn parse_document(doc: &[u8]) -> Result<BTreeMap<String, String>, S3Error> {
+    validate(parse_tagging(doc)?)
+}
+
 /// The `x-amz-tagging` header: `k1=v1&k2=v2`, URL-encoded.
 pub fn from_header(value: &str) -> Result<BTreeMap<String, String>, S3Error> {
     validate(crate::router::parse_query(value))

@@ -82,6 +82,21 @@ pub fn parse_amz_date(s: &str) -> Option<u64> {
     u64::try_from(days).ok().map(|d| d * 86_400 + hour * 3600 + minute * 60 + second)
 }
 
+/// Parses `2009-10-12T17:50:30Z` or `2009-10-12T17:50:30.000Z` into Unix seconds (fractions
+/// dropped); `None` for anything else.
+pub fn parse_iso8601(s: &str) -> Option<u64> {
+    let s = s.strip_suffix('Z')?;
+    let (whole, fraction) = s.split_once('.').unwrap_or((s, "0"));
+    let b = whole.as_bytes();
+    let shaped =
+        b.len() == 19 && b[4] == b'-' && b[7] == b'-' && b[10] == b'T' && b[13] == b':' && b[16] == b':';
+    if !shaped || fraction.is_empty() || !fraction.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let compact: String = whole.chars().filter(|c| *c != '-' && *c != ':').collect();
+    parse_amz_date(&format!("{compact}Z"))
+}
+
 /// Parses `500ms`, `10s`, `2m`, `1h` (a bare number is seconds); `None` for anything else.
 pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
     let s = s.trim();
@@ -119,6 +134,13 @@ mod tests {
         assert_eq!(iso8601(1_255_369_830_123_000_000), "2009-10-12T17:50:30.123Z");
         assert_eq!(parse_amz_date("2013-05-24T00:00"), None);
         assert_eq!(parse_amz_date("20131324T000000Z"), None);
+        assert_eq!(parse_iso8601("2009-10-12T17:50:30.123Z"), Some(1_255_369_830));
+        assert_eq!(parse_iso8601("2009-10-12T17:50:30Z"), Some(1_255_369_830));
+        for bad in
+            ["2009-10-12T17:50:30", "2009-10-12 17:50:30Z", "2009-10-12T17:50:30.Z", "20091012T175030Z"]
+        {
+            assert_eq!(parse_iso8601(bad), None, "{bad}");
+        }
     }
 
     #[test]

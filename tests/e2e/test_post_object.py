@@ -1,0 +1,96 @@
+"""Browser form uploads (PostObject) with POST policies made by boto3's generate_presigned_post."""
+
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+import urllib3
+
+MiB = 1024 * 1024
+http = urllib3.PoolManager()
+
+
+def post(presigned, data, filename="photo.txt", extra=None):
+    fields = dict(presigned["fields"])
+    fields.update(extra or {})
+    fields = list(fields.items()) + [("file", (filename, data, "application/octet-stream"))]
+    return http.request("POST", presigned["url"], fields=fields, redirect=False)
+
+
+def error_code(resp):
+    return ET.fromstring(resp.data).findtext("Code")
+
+
+def test_post_policy_upload(server, s3, bucket):
+    v4 = server.client(signature_version="s3v4")
+    presigned = v4.generate_presigned_post(
+        bucket,
+        "uploads/${filename}",
+        Fields={"Content-Type": "text/plain", "success_action_status": "201", "x-amz-meta-who": "browser"},
+        Conditions=[
+            {"Content-Type": "text/plain"},
+            {"success_action_status": "201"},
+            {"x-amz-meta-who": "browser"},
+            ["content-length-range", 1, 4096],
+        ],
+        ExpiresIn=600,
+    )
+    assert presigned["fields"]["x-amz-algorithm"] == "AWS4-HMAC-SHA256"
+    r = post(presigned, b"hello from a form", filename="note.txt")
+    assert r.status == 201, r.data
+    doc = ET.fromstring(r.data)
+    assert doc.tag.endswith("PostResponse")
+    assert doc.find("{*}Key").text == "uploads/note.txt" and doc.find("{*}Bucket").text == bucket
+    got = s3.get_object(Bucket=bucket, Key="uploads/note.txt")
+    assert got["Body"].read() == b"hello from a form"
+    assert got["ContentType"] == "text/plain" and got["Metadata"] == {"who": "browser"}
+    assert r.headers["ETag"] == got["ETag"]
+    # Too big, too small: refused, and nothing is stored.
+    r = post(presigned, b"x" * 4097, filename="big.txt")
+    assert (r.status, error_code(r)) == (400, "EntityTooLarge")
+    r = post(presigned, b"", filename="empty.txt")
+    assert (r.status, error_code(r)) == (400, "EntityTooSmall")
+    listed = s3.list_objects_v2(Bucket=bucket)["Contents"]
+    assert [o["Key"] for o in listed] == ["uploads/note.txt"]
+    # A field the policy does not allow, a changed field, or no policy at all.
+    r = post(presigned, b"data", extra={"x-amz-meta-extra": "1"})
+    assert (r.status, error_code(r)) == (403, "AccessDenied")
+    r = post(presigned, b"data", extra={"Content-Type": "text/html"})
+    assert (r.status, error_code(r)) == (403, "AccessDenied")
+    no_policy = {"url": presigned["url"], "fields": {"key": "anon.txt"}}
+    r = post(no_policy, b"data")
+    assert (r.status, error_code(r)) == (403, "AccessDenied")
+    forged = {"url": presigned["url"], "fields": dict(presigned["fields"], **{"x-amz-signature": "0" * 64})}
+    r = post(forged, b"data")
+    assert (r.status, error_code(r)) == (403, "SignatureDoesNotMatch")
+    r = http.request("POST", presigned["url"], body=b"not a form", headers={"Content-Type": "text/plain"})
+    assert (r.status, error_code(r)) == (400, "MalformedPOSTRequest")
+    fields_only = list(presigned["fields"].items())
+    r = http.request("POST", presigned["url"], fields=fields_only)
+    assert (r.status, error_code(r)) == (400, "IncorrectNumberOfFilesInPostRequest")
+
+
+def test_post_policy_expiry_redirect_and_large_file(server, s3, bucket):
+    v4 = server.client(signature_version="s3v4")
+    expired = v4.generate_presigned_post(bucket, "late.txt", ExpiresIn=-60)
+    r = post(expired, b"too late")
+    assert (r.status, error_code(r)) == (403, "AccessDenied")
+    redirect = v4.generate_presigned_post(
+        bucket, "r.bin",
+        Fields={"success_action_redirect": "http://app.example/done"},
+        Conditions=[{"success_action_redirect": "http://app.example/done"}],
+    )
+    r = post(redirect, b"redirected")
+    assert r.status == 303
+    assert r.headers["Location"].startswith("http://app.example/done?bucket=e2e-bucket&key=r.bin&etag=")
+    plain = v4.generate_presigned_post(bucket, "big.bin")
+    data = os.urandom(20 * MiB + 5)
+    r = post(plain, data)
+    assert r.status == 204, r.data
+    assert s3.get_object(Bucket=bucket, Key="big.bin")["Body"].read() == data
+    # SigV2 policies, as boto3 signs them by default.
+    v2 = s3.generate_presigned_post(bucket, "v2.txt")
+    assert "signature" in v2["fields"]
+    r = post(v2, b"signed the old way")
+    assert r.status == 204, r.data
+    assert s3.get_object(Bucket=bucket, Key="v2.txt")["Body"].read() == b"signed the old way"
