@@ -65,6 +65,12 @@ def test_metrics_need_auth_and_move_with_requests(server, s3, bucket):
     assert all(after[k] > 0 for k in after if k[0] == "strata_drive_free_bytes")
     assert sum(after[k] for k in after if k[0] == "strata_drive_index_commits_total") > 0
     assert value(after, "strata_set_write_quorum_ok", pool="0", set="0") == 1
+    # Every drive's operations are counted and timed.
+    d0 = str(server.drives[0])
+    count = "strata_drive_operation_duration_seconds_count"
+    for op in ["read_record", "commit_version"]:
+        assert value(after, count, drive=d0, op=op) > value(before, count, drive=d0, op=op), op
+    assert sum(after[k] for k in after if k[0] == "strata_drive_operation_errors_total") == 0
 
 
 def test_lost_drives_show_in_metrics_and_cluster_health(server, s3, bucket):
@@ -74,8 +80,13 @@ def test_lost_drives_show_in_metrics_and_cluster_health(server, s3, bucket):
     samples = scrape(server)
     assert value(samples, "strata_set_online_drives", pool="0", set="0") == 3
     assert value(samples, "strata_set_write_quorum_ok", pool="0", set="0") == 1
+    s3.put_object(Bucket=bucket, Key="after-loss", Body=b"x" * 300_000)
     shutil.rmtree(server.drives[1])
     samples = scrape(server)
+    errors = {k[1]: v for k, v in samples.items() if k[0] == "strata_drive_operation_errors_total"}
+    failing = {dict(labels)["drive"] for labels in errors}
+    assert str(server.drives[0]) in failing and failing <= {str(server.drives[0]), str(server.drives[1])}, errors
+    assert any(dict(labels)["op"] == "create_shard_file" for labels in errors), errors
     assert value(samples, "strata_set_write_quorum_ok", pool="0", set="0") == 0
     assert value(samples, "strata_set_read_quorum_ok", pool="0", set="0") == 1
     try:

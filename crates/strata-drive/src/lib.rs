@@ -16,6 +16,7 @@
 
 mod index;
 mod local;
+mod metered;
 
 use std::fmt::Debug;
 
@@ -27,6 +28,7 @@ use uuid::Uuid;
 
 pub use index::CommitStats;
 pub use local::LocalDrive;
+pub use metered::{DriveObserver, Metered};
 
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.
 #[derive(Debug, thiserror::Error)]

@@ -32,6 +32,12 @@ pub struct DriveLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DriveOpLabels {
+    pub drive: String,
+    pub op: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SetLabels {
     pub pool: String,
     pub set: String,
@@ -51,6 +57,8 @@ pub struct Metrics {
     pub drive_free_inodes: Family<DriveLabels, Gauge>,
     pub drive_index_commits: Family<DriveLabels, Counter>,
     pub drive_index_changes: Family<DriveLabels, Counter>,
+    pub drive_operation_duration: Family<DriveOpLabels, Histogram>,
+    pub drive_operation_errors: Family<DriveOpLabels, Counter>,
     pub set_online_drives: Family<SetLabels, Gauge>,
     pub set_read_quorum_ok: Family<SetLabels, Gauge>,
     pub set_write_quorum_ok: Family<SetLabels, Gauge>,
@@ -125,6 +133,20 @@ impl Metrics {
             set(&mut r, "strata_set_read_quorum_ok", "1 when enough drives are online to read the set");
         let set_write_quorum_ok =
             set(&mut r, "strata_set_write_quorum_ok", "1 when enough drives are online to write to the set");
+        let drive_operation_duration = Family::<DriveOpLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.00005, 2.5, 14))
+        });
+        r.register(
+            "strata_drive_operation_duration_seconds",
+            "Time of each drive operation, by drive and operation (its _count is the operation count)",
+            drive_operation_duration.clone(),
+        );
+        let drive_operation_errors = Family::<DriveOpLabels, Counter>::default();
+        r.register(
+            "strata_drive_operation_errors",
+            "Drive operations that failed with an I/O, corruption or offline error, by drive and operation",
+            drive_operation_errors.clone(),
+        );
         let process_cpu_seconds = Counter::<f64, AtomicU64>::default();
         r.register(
             "strata_process_cpu_seconds",
@@ -157,6 +179,8 @@ impl Metrics {
             drive_free_inodes,
             drive_index_commits,
             drive_index_changes,
+            drive_operation_duration,
+            drive_operation_errors,
             set_online_drives,
             set_read_quorum_ok,
             set_write_quorum_ok,
@@ -164,6 +188,15 @@ impl Metrics {
             process_resident_memory_bytes,
             process_open_fds,
         }
+    }
+
+    /// Records one drive operation (see `strata_drive::Metered`).
+    pub fn observe_drive_op(&self, drive: &str, op: &str, seconds: f64, failed: bool) {
+        let labels = DriveOpLabels { drive: drive.to_owned(), op: op.to_owned() };
+        if failed {
+            self.drive_operation_errors.get_or_create(&labels).inc();
+        }
+        self.drive_operation_duration.get_or_create(&labels).observe(seconds);
     }
 
     /// The Prometheus/OpenMetrics text exposition of every metric.

@@ -50,11 +50,11 @@ pub struct Node {
 }
 
 impl Node {
-    pub fn new(layer: Arc<ObjectLayer>, config: S3Config) -> Self {
+    pub fn new(layer: Arc<ObjectLayer>, config: S3Config, metrics: Arc<Metrics>) -> Self {
         Self {
             layer,
             config,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
             in_flight: Semaphore::new(REQUESTS_IN_FLIGHT_MAX),
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),

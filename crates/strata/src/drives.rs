@@ -143,3 +143,22 @@ pub async fn open_deployment(
         parity_count: layouts[0].parity_count,
     })
 }
+
+/// Reports every drive operation of the deployment to the metrics.
+struct DriveMetrics(Arc<strata_metrics::Metrics>);
+
+impl strata_drive::DriveObserver for DriveMetrics {
+    fn observe(&self, drive: &str, op: &'static str, seconds: f64, failed: bool) {
+        self.0.observe_drive_op(drive, op, seconds, failed);
+    }
+}
+
+/// Wraps every drive so its operations are counted, timed and their errors recorded.
+pub fn meter(deployment: &mut Deployment, metrics: Arc<strata_metrics::Metrics>) {
+    let observer: Arc<dyn strata_drive::DriveObserver> = Arc::new(DriveMetrics(metrics));
+    for slot in deployment.pools.iter_mut().flatten().flatten() {
+        if let Some(d) = slot.take() {
+            *slot = Some(Arc::new(strata_drive::Metered::new(d, observer.clone())) as Arc<dyn Drive>);
+        }
+    }
+}

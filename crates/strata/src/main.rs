@@ -83,7 +83,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     let (root_user, root_password) = credentials()?;
     let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
     let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
-    let deployment = drives::open_deployment(&args.drives, args.address, parity).await?;
+    let mut deployment = drives::open_deployment(&args.drives, args.address, parity).await?;
+    let metrics = Arc::new(strata_metrics::Metrics::new());
+    drives::meter(&mut deployment, metrics.clone());
     if let Some(p) = rrs_parity {
         if p > deployment.set_drive_count / 2 {
             bail!(
@@ -109,7 +111,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
-    let node = Arc::new(Node::new(layer, config));
+    let node = Arc::new(Node::new(layer, config, metrics));
     let listener = tokio::net::TcpListener::bind(args.address)
         .await
         .with_context(|| format!("cannot listen on {}", args.address))?;
