@@ -89,3 +89,34 @@ def test_a_lying_server_scores_errors(tmp_path):
         (get,) = json.loads((tmp_path / "r.json").read_text())["ops"]
         assert get["count"] == 0 and get["errors_total"] > 0
         assert set(get["errors"]) == {"WrongSize" if short else "WrongContent"}
+
+
+def test_size_ranges_multipart_and_chart(server, s3, tmp_path):
+    MiB = 1024 * 1024
+    chart = tmp_path / "put.svg"
+    out = bench(server, "put", "--obj.size", "4MiB-12MiB", "--part.size", "5MiB", "--duration", "3s",
+                "--concurrent", "2", "--no-clear", "--bucket", "bench-mp", "--chart", str(chart),
+                "--json", str(tmp_path / "mp.json"))
+    assert out.returncode == 0, out.stderr
+    objects = s3.list_objects_v2(Bucket="bench-mp")["Contents"]
+    assert objects and all(4 * MiB <= o["Size"] <= 12 * MiB for o in objects)
+    # Above the part size the bench uploads in parts: a multipart ETag ends in -N, N = ceil(size / part).
+    for o in objects:
+        parts = -(-o["Size"] // (5 * MiB))
+        assert o["ETag"].endswith(f'-{parts}"') if o["Size"] > 5 * MiB else "-" not in o["ETag"], o
+    assert len({o["Size"] for o in objects}) > 1
+    report = json.loads((tmp_path / "mp.json").read_text())
+    assert (report["object_size"], report["object_size_max"]) == (4 * MiB, 12 * MiB)
+    assert len(report["timeline"]) >= 2 and all(s["mib_per_sec"] >= 0 for s in report["timeline"])
+    svg = chart.read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 2
+    out = bench(server, "put", "--obj.size", "6MiB", "--part.size", "5MiB", "--disable-multipart",
+                "--duration", "1s", "--concurrent", "1", "--no-clear", "--bucket", "bench-single")
+    assert out.returncode == 0, out.stderr
+    assert all("-" not in o["ETag"] for o in s3.list_objects_v2(Bucket="bench-single")["Contents"])
+    # Reads of prepared objects of random sizes check each size and MD5.
+    out = bench(server, "get", "--obj.size", "1KiB-300KiB", "--objects", "30", "--verify", "--duration", "1s",
+                "--concurrent", "2", "--json", str(tmp_path / "g.json"), "--bucket", "bench-range")
+    assert out.returncode == 0, out.stderr
+    (get,) = json.loads((tmp_path / "g.json").read_text())["ops"]
+    assert get["count"] > 0 and get["errors_total"] == 0

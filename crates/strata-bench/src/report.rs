@@ -110,6 +110,16 @@ pub struct ProcessUsage {
     pub peak_rss_mib: Option<f64>,
 }
 
+/// Throughput over one second of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Sample {
+    /// Seconds since the run started, at the end of this sample.
+    pub second: f64,
+    pub mib_per_sec: f64,
+    pub ops_per_sec: f64,
+    pub errors: u64,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub tool: String,
@@ -117,11 +127,17 @@ pub struct Report {
     pub operation: String,
     pub hosts: Vec<String>,
     pub concurrency: usize,
+    /// The smallest object size (the only one unless a range was asked for).
     pub object_size: u64,
+    #[serde(default)]
+    pub object_size_max: u64,
     pub duration_secs: f64,
     pub ops: Vec<OpReport>,
     pub bench: ProcessUsage,
     pub server: Option<ProcessUsage>,
+    /// Throughput second by second.
+    #[serde(default)]
+    pub timeline: Vec<Sample>,
 }
 
 fn fmt_p(p: &Option<Percentiles>) -> String {
@@ -138,7 +154,11 @@ pub fn print(report: &Report) {
         report.operation,
         report.hosts.join(","),
         report.concurrency,
-        report.object_size,
+        if report.object_size_max > report.object_size {
+            format!("{}-{}", report.object_size, report.object_size_max)
+        } else {
+            report.object_size.to_string()
+        },
         report.duration_secs
     );
     for op in &report.ops {

@@ -11,7 +11,16 @@ use http::Method;
 use md5::{Digest, Md5};
 
 use crate::client::{error_code, BodyMode, Client, Endpoint};
-use crate::report::{self, OpReport, OpStats, ProcessUsage, Report};
+use crate::report::{self, OpReport, OpStats, ProcessUsage, Report, Sample};
+
+/// `4096 B` or `4096-1048576 B`.
+fn size_text((lo, hi): (u64, u64)) -> String {
+    if lo == hi {
+        format!("{lo} B")
+    } else {
+        format!("{lo}-{hi} B")
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Op {
@@ -83,9 +92,16 @@ pub struct BenchArgs {
     /// Bucket to use; created if missing, and emptied of this run's objects at the end.
     #[arg(long, default_value = "strata-bench", env = "STRATA_BENCH_BUCKET")]
     pub bucket: String,
-    /// Object size: 4KiB, 1MiB, 16MiB, 100B, ...
+    /// Object size: 4KiB, 1MiB, 16MiB, 100B, ...; or a range, 4KiB-1MiB, for objects of random
+    /// sizes in it (uniform).
     #[arg(long = "obj.size", default_value = "1MiB", env = "STRATA_BENCH_OBJ_SIZE")]
     pub obj_size: String,
+    /// Objects larger than this are uploaded in parts of this size (multipart upload).
+    #[arg(long = "part.size", default_value = "16MiB", env = "STRATA_BENCH_PART_SIZE")]
+    pub part_size: String,
+    /// Upload every object with one PUT, whatever its size.
+    #[arg(long, env = "STRATA_BENCH_DISABLE_MULTIPART")]
+    pub disable_multipart: bool,
     /// Concurrent requests.
     #[arg(long, default_value_t = 16, env = "STRATA_BENCH_CONCURRENT")]
     pub concurrent: usize,
@@ -107,6 +123,9 @@ pub struct BenchArgs {
     /// Write the report as JSON to this file.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Draw throughput over time as an SVG chart into this file.
+    #[arg(long)]
+    pub chart: Option<std::path::PathBuf>,
     /// Also report CPU and memory of this local process (the server under test).
     #[arg(long)]
     pub server_pid: Option<u32>,
@@ -129,6 +148,21 @@ pub fn parse_size(s: &str) -> Result<u64> {
         _ => bail!("unknown size unit in {s:?}"),
     };
     Ok((n * mult as f64) as u64)
+}
+
+/// Parses a size or a range of sizes, `4KiB-1MiB`.
+pub fn parse_size_range(s: &str) -> Result<(u64, u64)> {
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (parse_size(a)?, parse_size(b)?),
+        None => {
+            let n = parse_size(s)?;
+            (n, n)
+        }
+    };
+    if lo > hi {
+        bail!("size range {s:?} runs backwards");
+    }
+    Ok((lo, hi))
 }
 
 /// Parses `10s`, `2m`, `500ms`.
@@ -184,8 +218,13 @@ struct Shared {
     client: Client,
     bucket: String,
     prefix: String,
+    /// As large as the largest object; every body is a slice of it.
     payload: Bytes,
-    payload_md5: [u8; 16],
+    sizes: (u64, u64),
+    /// Multipart above this size (`None`: never).
+    part_size: Option<u64>,
+    /// MD5 of each prepared object (one entry when all have the same size), when verifying.
+    prepared_md5: Vec<[u8; 16]>,
     prepared: usize,
     verify: bool,
     deadline: Instant,
@@ -199,6 +238,67 @@ impl Shared {
     fn prepared_key(&self, i: usize) -> String {
         format!("{}/obj-{i:08}", self.prefix)
     }
+
+    /// The size of prepared object `i` (fixed, so reads know what to expect).
+    fn prepared_size(&self, i: usize) -> u64 {
+        let (lo, hi) = self.sizes;
+        lo + Rng((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1).next() % (hi - lo + 1)
+    }
+
+    fn prepared_md5(&self, i: usize) -> Option<[u8; 16]> {
+        match self.prepared_md5.len() {
+            0 => None,
+            1 => Some(self.prepared_md5[0]),
+            _ => self.prepared_md5.get(i).copied(),
+        }
+    }
+
+    /// PUTs `size` bytes at `key`, in parts above the part size; the last response.
+    async fn put(&self, key: &str, size: u64) -> Result<crate::client::Outcome> {
+        let body = self.payload.slice(..size as usize);
+        match self.part_size {
+            Some(part) if size > part => self.put_multipart(key, body, part).await,
+            _ => self.client.request(Method::PUT, &self.bucket, key, "", body, BodyMode::Keep).await,
+        }
+    }
+
+    async fn put_multipart(&self, key: &str, body: Bytes, part: u64) -> Result<crate::client::Outcome> {
+        let c = &self.client;
+        let created =
+            c.request(Method::POST, &self.bucket, key, "uploads", Bytes::new(), BodyMode::Keep).await?;
+        if !created.status.is_success() {
+            return Ok(created);
+        }
+        let text = String::from_utf8_lossy(created.body.as_deref().unwrap_or_default()).into_owned();
+        let id = xml_text(&text, "UploadId").context("CreateMultipartUpload answered no UploadId")?;
+        let mut doc = String::from("<CompleteMultipartUpload>");
+        for (i, start) in (0..body.len()).step_by(part as usize).enumerate() {
+            let chunk = body.slice(start..(start + part as usize).min(body.len()));
+            let query = format!("partNumber={}&uploadId={id}", i + 1);
+            let o = c.request(Method::PUT, &self.bucket, key, &query, chunk, BodyMode::Keep).await;
+            let etag = match &o {
+                Ok(o) if o.status.is_success() => o.headers.get("etag").and_then(|v| v.to_str().ok()),
+                _ => None,
+            };
+            let Some(etag) = etag else {
+                let q = format!("uploadId={id}");
+                let _ = c.request(Method::DELETE, &self.bucket, key, &q, Bytes::new(), BodyMode::Keep).await;
+                return o;
+            };
+            doc.push_str(&format!("<Part><PartNumber>{}</PartNumber><ETag>{etag}</ETag></Part>", i + 1));
+        }
+        doc.push_str("</CompleteMultipartUpload>");
+        let query = format!("uploadId={id}");
+        c.request(Method::POST, &self.bucket, key, &query, Bytes::from(doc), BodyMode::Keep).await
+    }
+}
+
+/// The text of the first `<name>` element.
+fn xml_text(text: &str, name: &str) -> Option<String> {
+    let open = format!("<{name}>");
+    let start = text.find(&open)? + open.len();
+    let end = text[start..].find('<')? + start;
+    Some(text[start..end].to_owned())
 }
 
 struct Rng(u64);
@@ -214,32 +314,33 @@ impl Rng {
 
 type Stats = HashMap<Op, OpStats>;
 
-async fn do_put(s: &Shared, key: &str, stats: &mut Stats) {
+async fn do_put(s: &Shared, key: &str, size: u64, stats: &mut Stats) {
     let start = Instant::now();
-    let r = s.client.request(Method::PUT, &s.bucket, key, "", s.payload.clone(), BodyMode::Keep).await;
-    account(s, stats.entry(Op::Put).or_default(), r, start, s.payload.len() as u64, |_| None);
+    let r = s.put(key, size).await;
+    account(s, stats.entry(Op::Put).or_default(), r, start, size, |_| None);
 }
 
-async fn do_get(s: &Shared, key: &str, stats: &mut Stats) {
+async fn do_get(s: &Shared, i: usize, stats: &mut Stats) {
     let start = Instant::now();
     let mode = if s.verify { BodyMode::Md5 } else { BodyMode::Discard };
-    let r = s.client.request(Method::GET, &s.bucket, key, "", Bytes::new(), mode).await;
-    let want = s.payload.len() as u64;
+    let r = s.client.request(Method::GET, &s.bucket, &s.prepared_key(i), "", Bytes::new(), mode).await;
+    let want = s.prepared_size(i);
     account(s, stats.entry(Op::Get).or_default(), r, start, want, |o| {
         if o.size != want {
             return Some("WrongSize".into());
         }
-        if o.md5.is_some_and(|m| m != s.payload_md5) {
+        if o.md5.is_some() && o.md5 != s.prepared_md5(i) {
             return Some("WrongContent".into());
         }
         None
     });
 }
 
-async fn do_stat(s: &Shared, key: &str, stats: &mut Stats) {
+async fn do_stat(s: &Shared, i: usize, stats: &mut Stats) {
     let start = Instant::now();
-    let r = s.client.request(Method::HEAD, &s.bucket, key, "", Bytes::new(), BodyMode::Discard).await;
-    let want = s.payload.len().to_string();
+    let key = s.prepared_key(i);
+    let r = s.client.request(Method::HEAD, &s.bucket, &key, "", Bytes::new(), BodyMode::Discard).await;
+    let want = s.prepared_size(i).to_string();
     account(s, stats.entry(Op::Stat).or_default(), r, start, 0, |o| {
         (o.headers.get("content-length").and_then(|v| v.to_str().ok()) != Some(want.as_str()))
             .then(|| "WrongSize".into())
@@ -341,21 +442,23 @@ async fn worker(s: Arc<Shared>, id: usize, op: Op, mix: Arc<Vec<(Op, u32)>>) -> 
         } else {
             op
         };
+        let (lo, hi) = s.sizes;
+        let size = lo + rng.next() % (hi - lo + 1);
         match this {
             Op::Put => {
                 let key = format!("{}/put-{id}-{n}", s.prefix);
                 n += 1;
-                do_put(&s, &key, &mut stats).await;
+                do_put(&s, &key, size, &mut stats).await;
                 if op == Op::Mixed {
                     own.push(key);
                 }
             }
             Op::Get | Op::Stat if s.prepared > 0 => {
-                let key = s.prepared_key((rng.next() % s.prepared as u64) as usize);
+                let i = (rng.next() % s.prepared as u64) as usize;
                 if this == Op::Get {
-                    do_get(&s, &key, &mut stats).await;
+                    do_get(&s, i, &mut stats).await;
                 } else {
-                    do_stat(&s, &key, &mut stats).await;
+                    do_stat(&s, i, &mut stats).await;
                 }
             }
             Op::Delete if op == Op::Mixed => match own.pop() {
@@ -363,7 +466,7 @@ async fn worker(s: Arc<Shared>, id: usize, op: Op, mix: Arc<Vec<(Op, u32)>>) -> 
                 None => {
                     let key = format!("{}/put-{id}-{n}", s.prefix);
                     n += 1;
-                    do_put(&s, &key, &mut stats).await;
+                    do_put(&s, &key, size, &mut stats).await;
                     own.push(key);
                 }
             },
@@ -399,7 +502,13 @@ fn memory_mib(pid: &str, field: &str) -> Option<f64> {
 /// Clock ticks per second of /proc accounting (USER_HZ is 100 on Linux).
 const TICKS_PER_SEC: f64 = 100.0;
 
-async fn for_all(shared: &Arc<Shared>, keys: Vec<String>, concurrency: usize, put: bool) -> Result<()> {
+/// PUTs (with sizes) or DELETEs (without) every key, `concurrency` at a time.
+async fn for_all(
+    shared: &Arc<Shared>,
+    keys: Vec<(String, Option<u64>)>,
+    concurrency: usize,
+    put: bool,
+) -> Result<()> {
     let queue = Arc::new(std::sync::Mutex::new(keys));
     let failures = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();
@@ -411,10 +520,16 @@ async fn for_all(shared: &Arc<Shared>, keys: Vec<String>, concurrency: usize, pu
                     Ok(mut q) => q.pop(),
                     Err(_) => None,
                 };
-                let Some(key) = key else { break };
-                let (method, body) =
-                    if put { (Method::PUT, s.payload.clone()) } else { (Method::DELETE, Bytes::new()) };
-                match s.client.request(method, &s.bucket, &key, "", body, BodyMode::Keep).await {
+                let Some((key, size)) = key else { break };
+                let outcome = match size {
+                    Some(size) => s.put(&key, size).await,
+                    None => {
+                        s.client
+                            .request(Method::DELETE, &s.bucket, &key, "", Bytes::new(), BodyMode::Keep)
+                            .await
+                    }
+                };
+                match outcome {
                     Ok(o) if o.status.is_success() => {}
                     _ => {
                         f.fetch_add(1, Ordering::Relaxed);
@@ -462,7 +577,11 @@ async fn list_all(s: &Shared) -> Result<Vec<String>> {
 }
 
 pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
-    let object_size = parse_size(&args.obj_size)?;
+    let sizes = parse_size_range(&args.obj_size)?;
+    let part_size = if args.disable_multipart { None } else { Some(parse_size(&args.part_size)?) };
+    if part_size.is_some_and(|p| p < 5 << 20) {
+        bail!("--part.size must be at least 5MiB (S3's smallest part)");
+    }
     let duration = parse_duration(&args.duration)?;
     let mix = Arc::new(parse_mix(&args.mix)?);
     let hosts = hosts(&args.host)?;
@@ -482,9 +601,8 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     }
     let payload: Bytes = {
         let mut rng = Rng(0x1234_5678_9ABC_DEF1 ^ strata_types::time::now_nanos());
-        (0..object_size).map(|_| rng.next() as u8).collect::<Vec<u8>>().into()
+        (0..sizes.1).map(|_| rng.next() as u8).collect::<Vec<u8>>().into()
     };
-    let payload_md5: [u8; 16] = Md5::digest(&payload).into();
     let prefix = format!("bench-{:x}", strata_types::time::now_nanos() & 0xffff_ffff);
     let prepared = if matches!(op, Op::Put) { 0 } else { args.objects };
     let mut shared = Shared {
@@ -492,7 +610,9 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
         bucket: args.bucket.clone(),
         prefix,
         payload,
-        payload_md5,
+        sizes,
+        part_size,
+        prepared_md5: Vec::new(),
         prepared,
         verify: args.verify,
         deadline: Instant::now(),
@@ -501,9 +621,17 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
         bytes: AtomicU64::new(0),
         errors: AtomicU64::new(0),
     };
+    if args.verify {
+        let md5 = |size: u64| -> [u8; 16] { Md5::digest(&shared.payload[..size as usize]).into() };
+        shared.prepared_md5 = if sizes.0 == sizes.1 {
+            vec![md5(sizes.0)]
+        } else {
+            (0..prepared).map(|i| md5(shared.prepared_size(i))).collect()
+        };
+    }
     if prepared > 0 {
-        eprintln!("preparing {prepared} objects of {object_size} B ...");
-        let keys = (0..prepared).map(|i| shared.prepared_key(i)).collect();
+        eprintln!("preparing {prepared} objects of {} ...", size_text(sizes));
+        let keys = (0..prepared).map(|i| (shared.prepared_key(i), Some(shared.prepared_size(i)))).collect();
         let s = Arc::new(shared);
         for_all(&s, keys, args.concurrent, true).await?;
         shared = Arc::try_unwrap(s).map_err(|_| anyhow::anyhow!("workers still running"))?;
@@ -513,22 +641,36 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     let server_pid = args.server_pid.map(|p| p.to_string());
     let (bench_before, server_before) = (cpu_ticks("self"), server_pid.as_deref().and_then(cpu_ticks));
     let started = Instant::now();
+    let timeline = Arc::new(std::sync::Mutex::new(Vec::<Sample>::new()));
     let ticker = {
-        let s = shared.clone();
+        let (s, timeline) = (shared.clone(), timeline.clone());
         tokio::spawn(async move {
-            let mut last = (0u64, 0u64);
+            let mut last = (0u64, 0u64, 0u64);
+            let mut tick = tokio::time::interval_at(
+                tokio::time::Instant::now() + Duration::from_secs(1),
+                Duration::from_secs(1),
+            );
             loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tick.tick().await;
                 let (ops, bytes) = (s.ops.load(Ordering::Relaxed), s.bytes.load(Ordering::Relaxed));
+                let errors = s.errors.load(Ordering::Relaxed);
+                if let Ok(mut t) = timeline.lock() {
+                    t.push(Sample {
+                        second: started.elapsed().as_secs_f64(),
+                        mib_per_sec: (bytes - last.1) as f64 / (1024.0 * 1024.0),
+                        ops_per_sec: (ops - last.0) as f64,
+                        errors: errors - last.2,
+                    });
+                }
                 eprint!(
                     "\r[{:>4.0}s] {:>8} ops {:>9.1} MiB/s {:>9.0} obj/s  {} errors   ",
                     started.elapsed().as_secs_f64(),
                     ops,
                     (bytes - last.1) as f64 / (1024.0 * 1024.0),
                     (ops - last.0) as f64,
-                    s.errors.load(Ordering::Relaxed)
+                    errors
                 );
-                last = (ops, bytes);
+                last = (ops, bytes, errors);
             }
         })
     };
@@ -566,13 +708,19 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
         operation: op.name().into(),
         hosts,
         concurrency: args.concurrent,
-        object_size,
+        object_size: sizes.0,
+        object_size_max: sizes.1,
         duration_secs: elapsed.as_secs_f64(),
         ops,
         bench: bench_usage,
         server: server_usage,
+        timeline: timeline.lock().map(|t| t.clone()).unwrap_or_default(),
     };
     report::print(&report);
+    if let Some(path) = &args.chart {
+        std::fs::write(path, crate::chart::svg(&report))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_vec_pretty(&report)?)
             .with_context(|| format!("writing {}", path.display()))?;
@@ -580,6 +728,7 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     if !args.no_clear {
         let keys = list_all(&shared).await?;
         eprintln!("cleaning up {} objects ...", keys.len());
+        let keys = keys.into_iter().map(|k| (k, None)).collect();
         for_all(&shared, keys, args.concurrent, false).await?;
     }
     let errors: u64 = report.ops.iter().map(|o| o.errors_total).sum();
@@ -599,6 +748,9 @@ mod tests {
         assert_eq!(parse_size("1MiB").expect("size"), 1 << 20);
         assert_eq!(parse_size("1.5MB").expect("size"), 1_500_000);
         assert_eq!(parse_size("100").expect("size"), 100);
+        assert_eq!(parse_size_range("4KiB-1MiB").expect("range"), (4096, 1 << 20));
+        assert_eq!(parse_size_range("4KiB").expect("range"), (4096, 4096));
+        assert!(parse_size_range("1MiB-4KiB").is_err());
         assert!(parse_size("1XB").is_err());
         assert_eq!(parse_duration("500ms").expect("d"), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").expect("d"), Duration::from_secs(120));
