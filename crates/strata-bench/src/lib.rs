@@ -11,6 +11,7 @@
 //! - [`run`]: the phases (prepare, run, clean up) and the workers.
 //! - [`report`]: statistics, the text table and the JSON report; [`compare`] sets two side by side.
 
+pub mod admin;
 pub mod chart;
 pub mod client;
 pub mod compare;

@@ -17,7 +17,8 @@ pub async fn list_buckets(req: &Request<'_>) -> Result<Reply, S3Error> {
     x.root("ListAllMyBucketsResult");
     owner(&mut x, req);
     x.open("Buckets");
-    for b in buckets {
+    // Buckets whose names S3 does not allow (`.strata-speedtest`) are the system's own.
+    for b in buckets.iter().filter(|b| !b.name.starts_with('.')) {
         x.open("Bucket");
         x.elem("Name", &b.name);
         x.elem("CreationDate", &strata_types::time::iso8601(b.created));

@@ -14,6 +14,7 @@
 //! object body (only small XML documents, bounded); every error leaves as S3 XML.
 
 pub mod acl;
+pub mod admin;
 pub mod body;
 pub mod bucket;
 pub mod chunked;

@@ -21,7 +21,7 @@ use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
-use crate::{acl, bucket, copy, cors, delete, multipart, object, observe, post, tagging};
+use crate::{acl, admin, bucket, copy, cors, delete, multipart, object, observe, post, tagging};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -37,6 +37,8 @@ pub struct S3Config {
     pub rrs_parity: Option<usize>,
     /// Serve `/metrics` without authentication (`STRATA_PROMETHEUS_AUTH_TYPE=public`).
     pub prometheus_public: bool,
+    /// The address this node serves on (`host:port`), as reports name the node.
+    pub endpoint: String,
 }
 
 /// Process state shared by every request.
@@ -181,7 +183,9 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     node.metrics.received_bytes.inc_by(declared);
-    let (api, result) = if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
+    let (api, result) = if path.starts_with(admin::ADMIN_PREFIX) {
+        admin::serve(&node, &parts).await
+    } else if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
         let r = match observe::authorize_scrape(&node, &parts) {
             Ok(()) => Ok(observe::scrape(&node).await),
             Err(e) => Err(e),

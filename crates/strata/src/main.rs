@@ -28,6 +28,9 @@ enum Command {
     /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed), or compare two runs.
     #[command(subcommand)]
     Bench(strata_bench::BenchCommand),
+    /// Administer a running deployment through its admin API (root credentials).
+    #[command(subcommand)]
+    Admin(strata_bench::admin::AdminCommand),
 }
 
 #[derive(Args)]
@@ -99,6 +102,10 @@ async fn server(args: ServerArgs) -> Result<()> {
             .await
             .context("loading the object layer")?,
     );
+    let listener = tokio::net::TcpListener::bind(args.address)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.address))?;
+    let local = listener.local_addr()?;
     let config = S3Config {
         region: args.region,
         domain: args.domain,
@@ -108,14 +115,11 @@ async fn server(args: ServerArgs) -> Result<()> {
         rrs_parity,
         prometheus_public: std::env::var("STRATA_PROMETHEUS_AUTH_TYPE")
             .is_ok_and(|v| v.eq_ignore_ascii_case("public")),
+        endpoint: local.to_string(),
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
     let node = Arc::new(Node::new(layer, config, metrics));
-    let listener = tokio::net::TcpListener::bind(args.address)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.address))?;
-    let local = listener.local_addr()?;
     println!("Strata is serving S3 at http://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
@@ -183,5 +187,6 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Server(args) => runtime.block_on(server(args)),
         Command::Bench(cmd) => runtime.block_on(strata_bench::main(cmd)),
+        Command::Admin(cmd) => runtime.block_on(strata_bench::admin::main(cmd)),
     }
 }

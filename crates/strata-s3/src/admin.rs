@@ -1,0 +1,442 @@
+//! The admin API, under [`ADMIN_PREFIX`] (a path no S3 bucket can have: bucket names have no
+//! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials; anything else
+//! is `AccessDenied`. Answers are JSON.
+//!
+//! - `POST /_strata/admin/v1/speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`:
+//!   every node drives PUT then GET load against the deployment through its object layer (what
+//!   the drives, erasure coding and, between nodes, the network sustain; the S3 front end is
+//!   measured by `strata bench`), samples its CPU and memory meanwhile, removes what it wrote,
+//!   and reports per node and in aggregate. Objects go to a hidden bucket that S3 listings never
+//!   show, so normal traffic is untouched.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use http::StatusCode;
+use serde::Serialize;
+use strata_object::{BodyError, BodyReader, ListRequest, ObjectError, PutOptions};
+use tokio::sync::Mutex;
+
+use crate::body::ResponseBody;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::server::{Node, Reply};
+use crate::sigv4;
+
+pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
+/// The hidden bucket speedtests write to (not a valid S3 bucket name, so no client can make it).
+pub const SPEEDTEST_BUCKET: &str = ".strata-speedtest";
+
+/// One speedtest at a time per node.
+static SPEEDTEST_RUNNING: AtomicBool = AtomicBool::new(false);
+
+fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
+    let text = serde_json::to_vec_pretty(value).unwrap_or_default();
+    let mut r = Reply::empty(status)
+        .header("content-type", "application/json")
+        .header("content-length", &text.len().to_string());
+    r.body = ResponseBody::Full(Some(Bytes::from(text)));
+    r
+}
+
+/// Serves one admin request (the caller saw the path start with [`ADMIN_PREFIX`]).
+pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result<Reply, S3Error>) {
+    let Some(op) = parts.uri.path().strip_prefix(ADMIN_PREFIX) else {
+        return ("Admin".into(), Err(S3Error::new(S3ErrorCode::InvalidRequest, "unknown admin path")));
+    };
+    let name = format!("Admin{}", op.split('/').map(capitalise).collect::<String>());
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let authorised = match sigv4::verify(parts, node, now, None) {
+        Ok(Some(v)) if v.access_key == node.config.root_user => Ok(()),
+        Ok(_) => Err(S3Error::new(S3ErrorCode::AccessDenied, "The admin API needs the root credentials.")),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = authorised {
+        return (name, Err(e));
+    }
+    let query = crate::router::parse_query(parts.uri.query().unwrap_or(""));
+    let result = match (&parts.method, op) {
+        (&http::Method::POST, "speedtest") => match SpeedtestParams::parse(&query) {
+            Ok(p) => speedtest(node, p).await,
+            Err(e) => Err(e),
+        },
+        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
+    };
+    (name, result)
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct SpeedtestParams {
+    pub size: u64,
+    pub concurrent: usize,
+    pub duration_secs: f64,
+    pub autotune: bool,
+}
+
+impl SpeedtestParams {
+    fn parse(query: &[(String, String)]) -> Result<Self, S3Error> {
+        let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let bad = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
+        let size = match param("size") {
+            None => 64 << 20,
+            Some(s) => parse_size(s).ok_or_else(|| bad("size must be like 64MiB"))?,
+        };
+        let concurrent = match param("concurrent") {
+            None => 32,
+            Some(c) => c.parse().map_err(|_| bad("concurrent must be a number"))?,
+        };
+        let duration = match param("duration") {
+            None => Duration::from_secs(10),
+            Some(d) => {
+                strata_types::time::parse_duration(d).ok_or_else(|| bad("duration must be like 10s"))?
+            }
+        };
+        let autotune = param("autotune").is_some_and(|a| a == "true" || a == "1");
+        if !(1..=strata_types::limits::PUT_OBJECT_SIZE_MAX).contains(&size) {
+            return Err(bad("size must be between 1 B and 5 GiB"));
+        }
+        if !(1..=1024).contains(&concurrent) {
+            return Err(bad("concurrent must be between 1 and 1024"));
+        }
+        if duration < Duration::from_millis(100) || duration > Duration::from_secs(600) {
+            return Err(bad("duration must be between 100ms and 10m"));
+        }
+        Ok(Self { size, concurrent, duration_secs: duration.as_secs_f64(), autotune })
+    }
+}
+
+/// `64MiB`, `1GiB`, `4096`, ...
+fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
+    let (n, unit) = s.split_at(split);
+    let n: u64 = n.trim().parse().ok()?;
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" | "k" => 1 << 10,
+        "mib" | "m" => 1 << 20,
+        "gib" | "g" => 1 << 30,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Latency {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// Throughput of one phase (PUT or GET).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Throughput {
+    pub mib_per_sec: f64,
+    pub objects_per_sec: f64,
+    pub objects: u64,
+    pub errors: u64,
+    /// Milliseconds.
+    pub latency_ms: Latency,
+    /// Percent of one core (200 = two cores busy) the node used during the phase.
+    pub cpu_percent: f64,
+    /// Resident memory at the end of the phase.
+    pub rss_mib: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeResult {
+    pub endpoint: String,
+    pub put: Throughput,
+    pub get: Throughput,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SpeedtestReport {
+    pub params: SpeedtestParams,
+    /// With autotune: PUT MiB/s at each concurrency tried, and the one chosen.
+    pub autotune: Vec<(usize, f64)>,
+    pub concurrent: usize,
+    pub nodes: Vec<NodeResult>,
+    pub aggregate_put: Throughput,
+    pub aggregate_get: Throughput,
+}
+
+/// A body of `size` bytes cut from one shared random buffer (no per-request copy).
+struct SharedBody {
+    data: Bytes,
+    sent: usize,
+}
+
+#[async_trait]
+impl BodyReader for SharedBody {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        if self.sent == self.data.len() {
+            return Ok(None);
+        }
+        let end = (self.sent + (1 << 20)).min(self.data.len());
+        let chunk = self.data.slice(self.sent..end);
+        self.sent = end;
+        Ok(Some(chunk))
+    }
+
+    fn checksums(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+}
+
+fn cpu_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+fn latency(mut us: Vec<u64>) -> Latency {
+    if us.is_empty() {
+        return Latency::default();
+    }
+    us.sort_unstable();
+    let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+    Latency { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1.0) }
+}
+
+/// Runs `concurrent` workers for `duration`; `work(worker, n)` does one operation and returns
+/// the bytes it moved.
+async fn phase<F, Fut>(concurrent: usize, duration: Duration, work: F) -> Throughput
+where
+    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<u64, ObjectError>> + Send,
+{
+    let work = Arc::new(work);
+    let started = Instant::now();
+    let deadline = started + duration;
+    let cpu_before = cpu_ticks();
+    let mut tasks = Vec::new();
+    for w in 0..concurrent {
+        let work = work.clone();
+        tasks.push(tokio::spawn(async move {
+            let (mut bytes, mut errors, mut lat) = (0u64, 0u64, Vec::new());
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                let t = Instant::now();
+                match work(w, n).await {
+                    Ok(b) => {
+                        bytes += b;
+                        lat.push(t.elapsed().as_micros() as u64);
+                    }
+                    Err(_) => errors += 1,
+                }
+                n += 1;
+            }
+            (bytes, errors, lat)
+        }));
+    }
+    let (mut bytes, mut errors, mut lat) = (0u64, 0u64, Vec::new());
+    for t in tasks {
+        if let Ok((b, e, l)) = t.await {
+            bytes += b;
+            errors += e;
+            lat.extend(l);
+        }
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let cpu_percent = match (cpu_before, cpu_ticks()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 100.0 / secs * 100.0,
+        _ => 0.0,
+    };
+    Throughput {
+        mib_per_sec: bytes as f64 / secs / (1024.0 * 1024.0),
+        objects_per_sec: lat.len() as f64 / secs,
+        objects: lat.len() as u64,
+        errors,
+        latency_ms: latency(lat),
+        cpu_percent,
+        rss_mib: rss_mib(),
+    }
+}
+
+/// Keys written by a PUT phase, so the GET phase reads them and clean-up removes them.
+type Written = Arc<Mutex<Vec<String>>>;
+
+async fn put_phase(
+    node: &Node,
+    data: &Bytes,
+    prefix: &str,
+    concurrent: usize,
+    duration: Duration,
+) -> (Throughput, Vec<String>) {
+    let written: Written = Arc::new(Mutex::new(Vec::new()));
+    let (layer, data, prefix, w2) = (node.layer.clone(), data.clone(), prefix.to_owned(), written.clone());
+    let result = phase(concurrent, duration, move |w, n| {
+        let (layer, data, written) = (layer.clone(), data.clone(), w2.clone());
+        let key = format!("{prefix}/{w}-{n}");
+        async move {
+            let mut body = SharedBody { data, sent: 0 };
+            let info = layer.put_object(SPEEDTEST_BUCKET, &key, &mut body, PutOptions::default()).await?;
+            written.lock().await.push(key);
+            Ok(info.size)
+        }
+    })
+    .await;
+    let keys = std::mem::take(&mut *written.lock().await);
+    (result, keys)
+}
+
+async fn get_phase(node: &Node, keys: Arc<Vec<String>>, concurrent: usize, duration: Duration) -> Throughput {
+    let layer = node.layer.clone();
+    phase(concurrent, duration, move |w, n| {
+        let (layer, keys) = (layer.clone(), keys.clone());
+        async move {
+            if keys.is_empty() {
+                return Err(ObjectError::ObjectNotFound);
+            }
+            let key = &keys[(w * 7919 + n as usize) % keys.len()];
+            let open = layer.open_object(SPEEDTEST_BUCKET, key, true).await?;
+            let size = open.info.size;
+            let mut stream = open.stream(0, size);
+            let mut got = 0u64;
+            while let Some(chunk) = stream.recv().await {
+                got += chunk?.len() as u64;
+            }
+            if got != size {
+                return Err(ObjectError::Internal(format!("read {got} of {size} bytes")));
+            }
+            Ok(got)
+        }
+    })
+    .await
+}
+
+/// Removes every object under `prefix` in the speedtest bucket, then the bucket if empty.
+async fn clean_up(node: &Node, prefix: &str) {
+    clean_up_prefix(node, prefix).await;
+    let _ = node.layer.delete_bucket(SPEEDTEST_BUCKET).await;
+}
+
+async fn speedtest(node: &Node, params: SpeedtestParams) -> Result<Reply, S3Error> {
+    if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
+        return Err(S3Error::new(S3ErrorCode::SlowDown, "A speedtest is already running on this node."));
+    }
+    let result = run_speedtest(node, params).await;
+    SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
+    result.map(|r| json_reply(StatusCode::OK, &r))
+}
+
+async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
+    match node.layer.make_bucket(SPEEDTEST_BUCKET).await {
+        Ok(()) | Err(ObjectError::BucketExists) => {}
+        Err(e) => return Err(e.into()),
+    }
+    let data: Bytes = {
+        let mut x = strata_types::time::now_nanos() | 1;
+        (0..params.size)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect::<Vec<u8>>()
+            .into()
+    };
+    let prefix = format!("run-{:x}", strata_types::time::now_nanos());
+    let duration = Duration::from_secs_f64(params.duration_secs);
+    let mut tried = Vec::new();
+    let mut concurrent = params.concurrent;
+    if params.autotune {
+        // Double the concurrency while PUT throughput still grows by 5 % or more.
+        let (mut c, mut best) = (4usize, 0.0f64);
+        let step = duration.div_f64(2.0).max(Duration::from_millis(500));
+        loop {
+            let (t, _) = put_phase(node, &data, &format!("{prefix}/tune-{c}"), c, step).await;
+            tried.push((c, t.mib_per_sec));
+            if t.mib_per_sec < best * 1.05 || c >= 256 {
+                break;
+            }
+            (best, concurrent) = (t.mib_per_sec, c);
+            c *= 2;
+        }
+        clean_up_prefix(node, &prefix).await;
+    }
+    let (put, keys) = put_phase(node, &data, &prefix, concurrent, duration).await;
+    let get = get_phase(node, Arc::new(keys), concurrent, duration).await;
+    clean_up(node, &prefix).await;
+    let endpoint = node.config.endpoint.clone();
+    Ok(SpeedtestReport {
+        params,
+        autotune: tried,
+        concurrent,
+        aggregate_put: put.clone(),
+        aggregate_get: get.clone(),
+        nodes: vec![NodeResult { endpoint, put, get }],
+    })
+}
+
+/// Clean-up of autotune rounds, keeping the bucket.
+async fn clean_up_prefix(node: &Node, prefix: &str) {
+    loop {
+        let req = ListRequest { prefix: format!("{prefix}/"), max_keys: 1000, ..Default::default() };
+        let Ok(page) = node.layer.list_objects(SPEEDTEST_BUCKET, &req).await else { break };
+        if page.objects.is_empty() {
+            break;
+        }
+        for o in page.objects {
+            if let Err(e) = node.layer.delete_object(SPEEDTEST_BUCKET, &o.key).await {
+                tracing::warn!(key = %o.key, error = %e, "speedtest clean-up");
+                return;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params() {
+        let q = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+        };
+        let p = SpeedtestParams::parse(&q(&[])).expect("defaults");
+        assert_eq!((p.size, p.concurrent, p.duration_secs, p.autotune), (64 << 20, 32, 10.0, false));
+        let p = SpeedtestParams::parse(&q(&[
+            ("size", "1MiB"),
+            ("concurrent", "4"),
+            ("duration", "2s"),
+            ("autotune", "true"),
+        ]))
+        .expect("given");
+        assert_eq!((p.size, p.concurrent, p.duration_secs, p.autotune), (1 << 20, 4, 2.0, true));
+        for bad in [
+            &[("size", "0")][..],
+            &[("size", "6GiB")],
+            &[("concurrent", "0")],
+            &[("duration", "1h")],
+            &[("size", "x")],
+        ] {
+            assert!(SpeedtestParams::parse(&q(bad)).is_err(), "{bad:?}");
+        }
+        assert_eq!(latency(vec![1000, 2000, 3000]).p50, 2.0);
+    }
+}
