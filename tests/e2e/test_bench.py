@@ -120,3 +120,48 @@ def test_size_ranges_multipart_and_chart(server, s3, tmp_path):
     assert out.returncode == 0, out.stderr
     (get,) = json.loads((tmp_path / "g.json").read_text())["ops"]
     assert get["count"] > 0 and get["errors_total"] == 0
+
+
+def test_multi_client_agents(server, s3, tmp_path):
+    import socket
+    import time
+
+    from conftest import free_port
+
+    ports = [free_port(), free_port()]
+    agents = [subprocess.Popen([BIN, "bench", "serve", "--address", f"127.0.0.1:{p}"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for p in ports]
+    try:
+        for p in ports:
+            deadline = time.time() + 10
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", p), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.time() < deadline, "agent did not start"
+                    time.sleep(0.05)
+        clients = ",".join(f"127.0.0.1:{p}" for p in ports)
+        out = bench(server, "get", "--clients", clients, "--objects", "20", "--obj.size", "8KiB", "--duration", "2s",
+                    "--concurrent", "3", "--verify", "--no-clear", "--bucket", "bench-agents",
+                    "--json", str(tmp_path / "m.json"))
+        assert out.returncode == 0, out.stderr
+        report = json.loads((tmp_path / "m.json").read_text())
+        assert [c["address"] for c in report["clients"]] == clients.split(",")
+        (get,) = report["ops"]
+        per_client = [c["ops"][0] for c in report["clients"]]
+        assert all(c["count"] > 0 and c["errors_total"] == 0 for c in per_client)
+        assert get["count"] == sum(c["count"] for c in per_client)
+        assert abs(get["ops_per_sec"] - sum(c["ops_per_sec"] for c in per_client)) < 1e-6
+        assert get["latency_ms"]["p50"] <= get["latency_ms"]["p99"] and report["concurrency"] == 6
+        # Each agent prepared its own 20 objects, under its own prefix.
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket="bench-agents")["Contents"]]
+        assert len(keys) == 40 and len({k.split("/")[0] for k in keys}) == 2
+        # An agent that cannot reach the endpoint fails the whole run with its reason.
+        bad = subprocess.run([BIN, "bench", "put", "--clients", clients, "--host", "127.0.0.1:1", "--duration", "1s"],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode != 0 and "agent 127.0.0.1" in bad.stderr
+    finally:
+        for a in agents:
+            a.kill()
+            a.wait()

@@ -110,14 +110,15 @@ mod tests {
             ops: vec![],
             bench: ProcessUsage::default(),
             server: None,
-            timeline: (1..=3)
+            timeline: (1..=3u32)
                 .map(|i| Sample {
                     second: f64::from(i),
                     mib_per_sec: 10.0 * f64::from(i),
                     ops_per_sec: 5.0,
-                    errors: i as u64 % 2,
+                    errors: u64::from(i % 2),
                 })
                 .collect(),
+            clients: vec![],
         };
         let svg = svg(&report);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));

@@ -81,6 +81,11 @@ pub struct OpReport {
     pub items_per_sec: f64,
     pub latency_ms: Option<Percentiles>,
     pub ttfb_ms: Option<Percentiles>,
+    /// Latencies as a sparse log histogram (see [`histogram`]), so runs of several clients merge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_histogram: Vec<(u32, u64)>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ttfb_histogram: Vec<(u32, u64)>,
 }
 
 impl OpReport {
@@ -97,8 +102,69 @@ impl OpReport {
             items_per_sec: s.items as f64 / secs,
             latency_ms: percentiles(&mut s.latencies_us),
             ttfb_ms: percentiles(&mut s.ttfb_us),
+            latency_histogram: histogram(&s.latencies_us),
+            ttfb_histogram: histogram(&s.ttfb_us),
         }
     }
+}
+
+/// Growth factor between histogram buckets: values are kept within 1 %.
+const BUCKET_GROWTH: f64 = 1.02;
+
+fn bucket_of(us: u32) -> u32 {
+    if us == 0 {
+        0
+    } else {
+        (f64::from(us).ln() / BUCKET_GROWTH.ln()) as u32 + 1
+    }
+}
+
+/// The middle of a bucket, in microseconds.
+fn bucket_value(b: u32) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        BUCKET_GROWTH.powi(b as i32 - 1) * (1.0 + BUCKET_GROWTH) / 2.0
+    }
+}
+
+/// Microsecond samples as sparse (bucket, count) pairs, buckets growing by 2 %.
+pub fn histogram(samples_us: &[u32]) -> Vec<(u32, u64)> {
+    let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
+    for &s in samples_us {
+        *counts.entry(bucket_of(s)).or_default() += 1;
+    }
+    counts.into_iter().collect()
+}
+
+/// Adds histogram `b` into `a`.
+pub fn merge_histograms(a: &[(u32, u64)], b: &[(u32, u64)]) -> Vec<(u32, u64)> {
+    let mut counts: BTreeMap<u32, u64> = a.iter().copied().collect();
+    for &(k, n) in b {
+        *counts.entry(k).or_default() += n;
+    }
+    counts.into_iter().collect()
+}
+
+/// Percentiles (milliseconds) of a histogram, each within 1 % of the exact value.
+pub fn histogram_percentiles(h: &[(u32, u64)]) -> Option<Percentiles> {
+    let total: u64 = h.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return None;
+    }
+    let at = |q: f64| {
+        let rank = ((total - 1) as f64 * q).round() as u64;
+        let mut seen = 0;
+        for &(b, n) in h {
+            seen += n;
+            if seen > rank {
+                return bucket_value(b) / 1000.0;
+            }
+        }
+        h.last().map_or(0.0, |&(b, _)| bucket_value(b) / 1000.0)
+    };
+    let mean = h.iter().map(|&(b, n)| bucket_value(b) * n as f64).sum::<f64>() / total as f64 / 1000.0;
+    Some(Percentiles { mean, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1.0) })
 }
 
 /// CPU and memory of a process over the run.
@@ -138,6 +204,17 @@ pub struct Report {
     /// Throughput second by second.
     #[serde(default)]
     pub timeline: Vec<Sample>,
+    /// A multi-client run: what each `strata bench serve` agent measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clients: Vec<ClientReport>,
+}
+
+/// One agent's part of a multi-client run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientReport {
+    pub address: String,
+    pub ops: Vec<OpReport>,
+    pub bench: ProcessUsage,
 }
 
 fn fmt_p(p: &Option<Percentiles>) -> String {
@@ -204,5 +281,26 @@ mod tests {
         let p = percentiles(&mut s).expect("samples");
         assert_eq!((p.p50, p.p90, p.p99, p.max), (51.0, 90.0, 99.0, 100.0));
         assert!(percentiles(&mut []).is_none());
+    }
+
+    #[test]
+    fn merged_histograms_give_percentiles_within_one_percent() {
+        let a: Vec<u32> = (1..=5000).map(|i| i * 37).collect();
+        let b: Vec<u32> = (1..=5000).map(|i| 200_000 + i * 11).collect();
+        let merged = merge_histograms(&histogram(&a), &histogram(&b));
+        let mut all: Vec<u32> = a.iter().chain(&b).copied().collect();
+        let exact = percentiles(&mut all).expect("samples");
+        let approx = histogram_percentiles(&merged).expect("samples");
+        for (e, x) in [
+            (exact.p50, approx.p50),
+            (exact.p90, approx.p90),
+            (exact.p99, approx.p99),
+            (exact.max, approx.max),
+        ] {
+            assert!((x - e).abs() <= e * 0.011, "{x} vs {e}");
+        }
+        assert!((approx.mean - exact.mean).abs() <= exact.mean * 0.011);
+        assert!(histogram_percentiles(&[]).is_none());
+        assert_eq!(histogram(&[0, 0]), [(0, 2)]);
     }
 }

@@ -22,7 +22,7 @@ fn size_text((lo, hi): (u64, u64)) -> String {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Op {
     Put,
     Get,
@@ -33,7 +33,7 @@ pub enum Op {
 }
 
 impl Op {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Op::Put => "put",
             Op::Get => "get",
@@ -62,6 +62,12 @@ pub enum BenchCommand {
     Mixed(BenchArgs),
     /// Compare two JSON reports (--json) side by side.
     Compare { before: std::path::PathBuf, after: std::path::PathBuf },
+    /// Run as an agent that generates load when a controller (`--clients`) says so.
+    Serve {
+        /// Address to listen on for the controller.
+        #[arg(long, default_value = "127.0.0.1:7761", env = "STRATA_BENCH_AGENT_ADDRESS")]
+        address: std::net::SocketAddr,
+    },
 }
 
 /// Runs one bench command.
@@ -74,11 +80,12 @@ pub async fn main(cmd: BenchCommand) -> Result<()> {
         BenchCommand::List(a) => (Op::List, a),
         BenchCommand::Mixed(a) => (Op::Mixed, a),
         BenchCommand::Compare { before, after } => return crate::compare::compare(&before, &after),
+        BenchCommand::Serve { address } => return crate::agent::serve(address).await,
     };
     run(op, args).await
 }
 
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone, clap::Args, serde::Serialize, serde::Deserialize)]
 pub struct BenchArgs {
     /// Endpoints, host:port, comma-separated or an ellipsis pattern; used round-robin.
     #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_BENCH_HOST")]
@@ -129,6 +136,10 @@ pub struct BenchArgs {
     /// Also report CPU and memory of this local process (the server under test).
     #[arg(long)]
     pub server_pid: Option<u32>,
+    /// Drive these `strata bench serve` agents (host:port, comma-separated) with this run and
+    /// merge their results, instead of generating load here.
+    #[arg(long, env = "STRATA_BENCH_CLIENTS")]
+    pub clients: Option<String>,
 }
 
 /// Parses `4KiB`, `1MiB`, `1.5MB`, `100`, ...
@@ -227,7 +238,8 @@ struct Shared {
     prepared_md5: Vec<[u8; 16]>,
     prepared: usize,
     verify: bool,
-    deadline: Instant,
+    /// Set when the workers start.
+    deadline: std::sync::OnceLock<Instant>,
     next_delete: AtomicUsize,
     ops: AtomicU64,
     bytes: AtomicU64,
@@ -235,6 +247,10 @@ struct Shared {
 }
 
 impl Shared {
+    fn running(&self) -> bool {
+        self.deadline.get().is_some_and(|d| Instant::now() < *d)
+    }
+
     fn prepared_key(&self, i: usize) -> String {
         format!("{}/obj-{i:08}", self.prefix)
     }
@@ -372,7 +388,7 @@ async fn do_list(s: &Shared, stats: &mut Stats) {
         if let Some((items, t)) = next {
             st.items += items;
             match t {
-                Some(t) if Instant::now() < s.deadline => token = t,
+                Some(t) if s.running() => token = t,
                 _ => break,
             }
         } else {
@@ -427,7 +443,7 @@ async fn worker(s: Arc<Shared>, id: usize, op: Op, mix: Arc<Vec<(Op, u32)>>) -> 
     let mut own: Vec<String> = Vec::new();
     let mut n = 0usize;
     let total: u32 = mix.iter().map(|(_, w)| w).sum();
-    while Instant::now() < s.deadline {
+    while s.running() {
         let this = if op == Op::Mixed {
             let mut pick = (rng.next() % u64::from(total)) as u32;
             let mut chosen = Op::Get;
@@ -484,8 +500,20 @@ async fn worker(s: Arc<Shared>, id: usize, op: Op, mix: Arc<Vec<(Op, u32)>>) -> 
     stats
 }
 
+/// CPU (since `before` ticks, over `elapsed`) and memory of a process.
+pub(crate) fn process_usage(before: Option<u64>, pid: &str, elapsed: Duration) -> ProcessUsage {
+    ProcessUsage {
+        cpu_percent: match (before, cpu_ticks(pid)) {
+            (Some(a), Some(b)) => (b - a) as f64 / TICKS_PER_SEC / elapsed.as_secs_f64().max(1e-9) * 100.0,
+            _ => 0.0,
+        },
+        rss_mib: memory_mib(pid, "VmRSS:"),
+        peak_rss_mib: memory_mib(pid, "VmHWM:"),
+    }
+}
+
 /// Reads utime+stime (clock ticks) of a process.
-fn cpu_ticks(pid: &str) -> Option<u64> {
+pub(crate) fn cpu_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
     let fields: Vec<&str> = after.split_whitespace().collect();
@@ -576,7 +604,20 @@ async fn list_all(s: &Shared) -> Result<Vec<String>> {
     Ok(keys)
 }
 
-pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
+/// A run made ready: bucket made, objects prepared, workers not started.
+pub struct Prepared {
+    op: Op,
+    args: BenchArgs,
+    hosts: Vec<String>,
+    sizes: (u64, u64),
+    duration: Duration,
+    mix: Arc<Vec<(Op, u32)>>,
+    shared: Arc<Shared>,
+}
+
+/// Checks the arguments, makes the bucket and prepares the objects reads need. `tag` goes into
+/// the key prefix (agents of one multi-client run each get their own).
+pub async fn prepare(op: Op, args: BenchArgs, tag: &str) -> Result<Prepared> {
     let sizes = parse_size_range(&args.obj_size)?;
     let part_size = if args.disable_multipart { None } else { Some(parse_size(&args.part_size)?) };
     if part_size.is_some_and(|p| p < 5 << 20) {
@@ -603,7 +644,7 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
         let mut rng = Rng(0x1234_5678_9ABC_DEF1 ^ strata_types::time::now_nanos());
         (0..sizes.1).map(|_| rng.next() as u8).collect::<Vec<u8>>().into()
     };
-    let prefix = format!("bench-{:x}", strata_types::time::now_nanos() & 0xffff_ffff);
+    let prefix = format!("bench-{tag}{:x}", strata_types::time::now_nanos() & 0xffff_ffff);
     let prepared = if matches!(op, Op::Put) { 0 } else { args.objects };
     let mut shared = Shared {
         client,
@@ -615,7 +656,7 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
         prepared_md5: Vec::new(),
         prepared,
         verify: args.verify,
-        deadline: Instant::now(),
+        deadline: std::sync::OnceLock::new(),
         next_delete: AtomicUsize::new(0),
         ops: AtomicU64::new(0),
         bytes: AtomicU64::new(0),
@@ -629,15 +670,21 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
             (0..prepared).map(|i| md5(shared.prepared_size(i))).collect()
         };
     }
+    let shared = Arc::new(shared);
     if prepared > 0 {
         eprintln!("preparing {prepared} objects of {} ...", size_text(sizes));
         let keys = (0..prepared).map(|i| (shared.prepared_key(i), Some(shared.prepared_size(i)))).collect();
-        let s = Arc::new(shared);
-        for_all(&s, keys, args.concurrent, true).await?;
-        shared = Arc::try_unwrap(s).map_err(|_| anyhow::anyhow!("workers still running"))?;
+        for_all(&shared, keys, args.concurrent, true).await?;
     }
-    shared.deadline = Instant::now() + duration;
-    let shared = Arc::new(shared);
+    Ok(Prepared { op, args, hosts, sizes, duration, mix, shared })
+}
+
+/// Runs the workers for the run's duration and reports what they measured.
+pub async fn execute(p: &Prepared) -> Result<Report> {
+    let (shared, args) = (&p.shared, &p.args);
+    if shared.deadline.set(Instant::now() + p.duration).is_err() {
+        bail!("a prepared run executes once");
+    }
     let server_pid = args.server_pid.map(|p| p.to_string());
     let (bench_before, server_before) = (cpu_ticks("self"), server_pid.as_deref().and_then(cpu_ticks));
     let started = Instant::now();
@@ -676,7 +723,7 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     };
     let mut tasks = Vec::new();
     for id in 0..args.concurrent {
-        tasks.push(tokio::spawn(worker(shared.clone(), id, op, mix.clone())));
+        tasks.push(tokio::spawn(worker(shared.clone(), id, p.op, p.mix.clone())));
     }
     let mut totals: Stats = HashMap::new();
     for t in tasks {
@@ -687,55 +734,71 @@ pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
     let elapsed = started.elapsed();
     ticker.abort();
     eprintln!();
-    let usage = |before: Option<u64>, pid: &str| ProcessUsage {
-        cpu_percent: match (before, cpu_ticks(pid)) {
-            (Some(a), Some(b)) => (b - a) as f64 / TICKS_PER_SEC / elapsed.as_secs_f64() * 100.0,
-            _ => 0.0,
-        },
-        rss_mib: memory_mib(pid, "VmRSS:"),
-        peak_rss_mib: memory_mib(pid, "VmHWM:"),
-    };
-    let bench_usage = usage(bench_before, "self");
-    let server_usage = server_pid.as_deref().map(|p| usage(server_before, p));
+    let bench_usage = process_usage(bench_before, "self", elapsed);
+    let server_usage = server_pid.as_deref().map(|p| process_usage(server_before, p, elapsed));
     let order = [Op::Put, Op::Get, Op::Stat, Op::Delete, Op::List];
     let ops = order
         .iter()
         .filter_map(|op| totals.remove(op).map(|st| OpReport::new(op.name(), st, elapsed)))
         .collect();
-    let report = Report {
+    Ok(Report {
         tool: "strata bench".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        operation: op.name().into(),
-        hosts,
+        operation: p.op.name().into(),
+        hosts: p.hosts.clone(),
         concurrency: args.concurrent,
-        object_size: sizes.0,
-        object_size_max: sizes.1,
+        object_size: p.sizes.0,
+        object_size_max: p.sizes.1,
         duration_secs: elapsed.as_secs_f64(),
         ops,
         bench: bench_usage,
         server: server_usage,
         timeline: timeline.lock().map(|t| t.clone()).unwrap_or_default(),
-    };
-    report::print(&report);
+        clients: Vec::new(),
+    })
+}
+
+/// Deletes what the run wrote (unless `--no-clear`).
+pub async fn finish(p: Prepared) -> Result<()> {
+    if !p.args.no_clear {
+        let keys = list_all(&p.shared).await?;
+        eprintln!("cleaning up {} objects ...", keys.len());
+        let keys = keys.into_iter().map(|k| (k, None)).collect();
+        for_all(&p.shared, keys, p.args.concurrent, false).await?;
+    }
+    Ok(())
+}
+
+/// Prints the report, writes `--json` and `--chart`, and fails if any operation failed.
+pub fn publish(report: &Report, args: &BenchArgs) -> Result<()> {
+    report::print(report);
     if let Some(path) = &args.chart {
-        std::fs::write(path, crate::chart::svg(&report))
+        std::fs::write(path, crate::chart::svg(report))
             .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_vec_pretty(&report)?)
+        std::fs::write(path, serde_json::to_vec_pretty(report)?)
             .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if !args.no_clear {
-        let keys = list_all(&shared).await?;
-        eprintln!("cleaning up {} objects ...", keys.len());
-        let keys = keys.into_iter().map(|k| (k, None)).collect();
-        for_all(&shared, keys, args.concurrent, false).await?;
     }
     let errors: u64 = report.ops.iter().map(|o| o.errors_total).sum();
     if errors > 0 {
         bail!("{errors} operations failed");
     }
     Ok(())
+}
+
+pub async fn run(op: Op, args: BenchArgs) -> Result<()> {
+    if let Some(clients) = args.clients.clone() {
+        let report = crate::agent::drive_clients(op, args.clone(), &clients).await?;
+        return publish(&report, &args);
+    }
+    let prepared = prepare(op, args.clone(), "").await?;
+    let report = execute(&prepared).await;
+    let cleaned = finish(prepared).await;
+    let report = report?;
+    let published = publish(&report, &args);
+    cleaned?;
+    published
 }
 
 #[cfg(test)]
