@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -29,11 +30,13 @@ def free_port():
 class Server:
     """One strata process over `drive_count` folders in a temp dir; restartable."""
 
-    def __init__(self, drive_count=4, env=None):
+    def __init__(self, drive_count=4, env=None, certs_dir=None):
         self.dir = Path(tempfile.mkdtemp(prefix="strata-e2e-"))
         self.drives = [self.dir / f"d{i}" for i in range(1, drive_count + 1)]
         self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.certs_dir = certs_dir
+        scheme = "https" if certs_dir else "http"
+        self.endpoint = f"{scheme}://127.0.0.1:{self.port}"
         self.env = dict(os.environ, STRATA_ROOT_USER=ACCESS_KEY, STRATA_ROOT_PASSWORD=SECRET_KEY)
         self.env.update(env or {})
         self.proc = None
@@ -47,7 +50,8 @@ class Server:
     def start(self, wait=True, extra_args=()):
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
-                [BIN, "server", "--address", f"127.0.0.1:{self.port}", *extra_args, *self.drive_args()],
+                [BIN, "server", "--address", f"127.0.0.1:{self.port}", *self.tls_args(), *extra_args,
+                 *self.drive_args()],
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -56,13 +60,17 @@ class Server:
             self.wait_ready()
         return self
 
+    def tls_args(self):
+        return ["--certs-dir", str(self.certs_dir)] if self.certs_dir else []
+
     def wait_ready(self, timeout=30):
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"strata exited with {self.proc.returncode}:\n{self.log.read_text()}")
             try:
-                with urllib.request.urlopen(f"{self.endpoint}/health/ready", timeout=1) as r:
+                unverified = ssl._create_unverified_context() if self.certs_dir else None
+                with urllib.request.urlopen(f"{self.endpoint}/health/ready", timeout=1, context=unverified) as r:
                     if r.status == 200:
                         return
             except OSError:
@@ -92,6 +100,7 @@ class Server:
             aws_secret_access_key=SECRET_KEY,
             region_name="us-east-1",
             config=cfg,
+            verify=str(self.certs_dir / "public.crt") if self.certs_dir else None,
         )
 
     def cleanup(self):

@@ -24,6 +24,12 @@ pub struct SpeedtestArgs {
     pub secret_key: String,
     #[arg(long, default_value = "us-east-1")]
     pub region: String,
+    /// Use HTTPS.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls, accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
     /// Object size.
     #[arg(long, default_value = "64MiB")]
     pub size: String,
@@ -70,8 +76,10 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
         access_key: a.access_key,
         secret_key: a.secret_key,
         region: a.region,
+        tls: a.tls,
+        insecure: a.insecure,
     };
-    let client = Client::new(endpoint, 1);
+    let client = Client::new(endpoint, 1)?;
     let query = format!(
         "autotune={}&concurrent={}&duration={}&size={}",
         a.autotune, a.concurrent, a.duration, a.size

@@ -1,7 +1,8 @@
 //! A minimal S3 client for load generation: SigV4 header signing (`UNSIGNED-PAYLOAD`), pooled
-//! HTTP/1.1 connections, round-robin over several endpoints.
+//! HTTP/1.1 connections (plain or TLS), round-robin over several endpoints.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -21,10 +22,14 @@ pub struct Endpoint {
     pub access_key: String,
     pub secret_key: String,
     pub region: String,
+    /// HTTPS instead of HTTP.
+    pub tls: bool,
+    /// With `tls`: accept any server certificate (self-signed test deployments).
+    pub insecure: bool,
 }
 
 pub struct Client {
-    http: HyperClient<HttpConnector, Full<Bytes>>,
+    http: HyperClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
     ep: Endpoint,
     next_host: AtomicUsize,
 }
@@ -56,15 +61,70 @@ pub enum BodyMode {
 const ENCODE: &percent_encoding::AsciiSet =
     &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~').remove(b'/');
 
+/// Accepts every server certificate (`--insecure`); signatures are still checked.
+#[derive(Debug)]
+struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
 impl Client {
-    pub fn new(ep: Endpoint, concurrency: usize) -> Self {
+    pub fn new(ep: Endpoint, concurrency: usize) -> Result<Self> {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
+        connector.enforce_http(false);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = hyper_rustls::HttpsConnectorBuilder::new();
+        let builder = if ep.insecure {
+            let config = rustls::ClientConfig::builder_with_provider(provider.clone())
+                .with_safe_default_protocol_versions()?
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
+                .with_no_client_auth();
+            builder.with_tls_config(config)
+        } else {
+            builder
+                .with_provider_and_native_roots(provider)
+                .context("loading the system's CA certificates")?
+        };
+        let https = builder.https_or_http().enable_http1().wrap_connector(connector);
         let http = HyperClient::builder(TokioExecutor::new())
             .pool_max_idle_per_host(concurrency)
             .pool_idle_timeout(Duration::from_secs(30))
-            .build(connector);
-        Self { http, ep, next_host: AtomicUsize::new(0) }
+            .build(https);
+        Ok(Self { http, ep, next_host: AtomicUsize::new(0) })
     }
 
     fn host(&self) -> &str {
@@ -119,10 +179,11 @@ impl Client {
         } else {
             format!("/{bucket}/{}", percent_encoding::utf8_percent_encode(key, ENCODE))
         };
+        let scheme = if self.ep.tls { "https" } else { "http" };
         let uri = if query.is_empty() {
-            format!("http://{host}{path}")
+            format!("{scheme}://{host}{path}")
         } else {
-            format!("http://{host}{path}?{query}")
+            format!("{scheme}://{host}{path}?{query}")
         };
         let mut headers = HeaderMap::new();
         self.sign(&method, &host, &path, query, &mut headers);

@@ -96,6 +96,12 @@ pub struct BenchArgs {
     pub secret_key: String,
     #[arg(long, default_value = "us-east-1", env = "STRATA_BENCH_REGION")]
     pub region: String,
+    /// Use HTTPS.
+    #[arg(long, env = "STRATA_BENCH_TLS")]
+    pub tls: bool,
+    /// With --tls, accept any server certificate (self-signed test deployments).
+    #[arg(long, env = "STRATA_BENCH_INSECURE")]
+    pub insecure: bool,
     /// Bucket to use; created if missing, and emptied of this run's objects at the end.
     #[arg(long, default_value = "strata-bench", env = "STRATA_BENCH_BUCKET")]
     pub bucket: String,
@@ -634,8 +640,10 @@ pub async fn prepare(op: Op, args: BenchArgs, tag: &str) -> Result<Prepared> {
         access_key: args.access_key.clone(),
         secret_key: args.secret_key.clone(),
         region: args.region.clone(),
+        tls: args.tls,
+        insecure: args.insecure,
     };
-    let client = Client::new(endpoint, args.concurrent);
+    let client = Client::new(endpoint, args.concurrent)?;
     let made = client.request(Method::PUT, &args.bucket, "", "", Bytes::new(), BodyMode::Keep).await?;
     if !made.status.is_success() && error_code(&made) != "BucketAlreadyOwnedByYou" {
         bail!("cannot create bucket {}: {}", args.bucket, error_code(&made));

@@ -31,6 +31,7 @@ pub mod server;
 pub mod sigv2;
 pub mod sigv4;
 pub mod tagging;
+pub mod tls;
 pub mod xml;
 
 pub use router::Operation;

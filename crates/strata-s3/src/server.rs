@@ -110,7 +110,13 @@ impl Reply {
 }
 
 /// Serves S3 on `listener` until `shutdown` completes.
-pub async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+/// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes.
+pub async fn serve(
+    node: Arc<Node>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -126,14 +132,24 @@ pub async fn serve(node: Arc<Node>, listener: TcpListener, shutdown: impl Future
             }
         };
         let _ = stream.set_nodelay(true);
-        let node = node.clone();
+        let (node, tls) = (node.clone(), tls.clone());
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let node = node.clone();
                 async move { Ok::<_, Infallible>(handle(node, req).await) }
             });
             let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            if let Err(e) = builder.serve_connection(TokioIo::new(stream), service).await {
+            let served = match tls {
+                Some(tls) => match tls.accept(stream).await {
+                    Ok(s) => builder.serve_connection(TokioIo::new(s), service).await,
+                    Err(e) => {
+                        tracing::debug!(error = %e, "TLS handshake failed");
+                        return;
+                    }
+                },
+                None => builder.serve_connection(TokioIo::new(stream), service).await,
+            };
+            if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });

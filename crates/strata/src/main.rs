@@ -44,6 +44,9 @@ struct ServerArgs {
     /// Region this deployment reports.
     #[arg(long, default_value = "us-east-1", env = "STRATA_REGION")]
     region: String,
+    /// Serve HTTPS with the certificate chain `public.crt` and key `private.key` (PEM) in this folder.
+    #[arg(long, env = "STRATA_CERTS_DIR")]
+    certs_dir: Option<std::path::PathBuf>,
     /// Drives: folders or ellipsis patterns. Each ellipsis argument is one pool.
     #[arg(required = true)]
     drives: Vec<String>,
@@ -86,6 +89,11 @@ async fn server(args: ServerArgs) -> Result<()> {
     let (root_user, root_password) = credentials()?;
     let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
     let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
+    let tls = match &args.certs_dir {
+        Some(dir) => Some(strata_s3::tls::acceptor(dir).context("setting up TLS")?),
+        None => None,
+    };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let mut deployment = drives::open_deployment(&args.drives, args.address, parity).await?;
     let metrics = Arc::new(strata_metrics::Metrics::new());
     drives::meter(&mut deployment, metrics.clone());
@@ -120,10 +128,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
     let node = Arc::new(Node::new(layer, config, metrics));
-    println!("Strata is serving S3 at http://{local}");
+    println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
-    println!("   Metrics: http://{local}/metrics (Authorization: Bearer {token})");
+    println!("   Metrics: {scheme}://{local}/metrics (Authorization: Bearer {token})");
     println!(
         "   Drives: {} in sets of {} (EC {}+{})",
         deployment.drive_count,
@@ -131,7 +139,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         deployment.set_drive_count - deployment.parity_count,
         deployment.parity_count
     );
-    strata_s3::serve(node, listener, shutdown_signal()).await;
+    strata_s3::serve(node, listener, tls, shutdown_signal()).await;
     tracing::info!("stopped");
     Ok(())
 }
