@@ -11,10 +11,14 @@ use crate::client::{error_code, BodyMode, Client, Endpoint};
 pub enum AdminCommand {
     /// Every node drives PUT then GET load against the deployment; per-node and aggregate results.
     Speedtest(SpeedtestArgs),
+    /// Healing: progress, scans, priority.
+    #[command(subcommand)]
+    Heal(HealCommand),
 }
 
+/// Where the admin API is and who calls it.
 #[derive(Debug, Clone, clap::Args)]
-pub struct SpeedtestArgs {
+pub struct AdminConn {
     /// A node of the deployment, host:port.
     #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_ADMIN_HOST")]
     pub host: String,
@@ -30,6 +34,70 @@ pub struct SpeedtestArgs {
     /// With --tls, accept any server certificate.
     #[arg(long)]
     pub insecure: bool,
+}
+
+impl AdminConn {
+    /// Calls admin operation `op` (`speedtest`, `heal/status`, ...) and returns its JSON.
+    async fn call(&self, method: Method, op: &str, query: &str) -> Result<Value> {
+        let endpoint = Endpoint {
+            hosts: vec![self
+                .host
+                .trim_start_matches("http://")
+                .trim_start_matches("https://")
+                .trim_end_matches('/')
+                .to_owned()],
+            access_key: self.access_key.clone(),
+            secret_key: self.secret_key.clone(),
+            region: self.region.clone(),
+            tls: self.tls,
+            insecure: self.insecure,
+        };
+        let client = Client::new(endpoint, 1)?;
+        let o = client
+            .request(method, "_strata", &format!("admin/v1/{op}"), query, Bytes::new(), BodyMode::Keep)
+            .await
+            .context("calling the admin API")?;
+        if !o.status.is_success() {
+            bail!("{op} failed: {}", error_code(&o));
+        }
+        serde_json::from_slice(&o.body.unwrap_or_default()).context("the admin API answered no JSON")
+    }
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum HealCommand {
+    /// What healing is doing: the current or last scan per set and drive, the queue, the priority.
+    Status {
+        #[command(flatten)]
+        conn: AdminConn,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check and heal every object (of one bucket, under a prefix).
+    Start {
+        #[command(flatten)]
+        conn: AdminConn,
+        #[arg(long)]
+        bucket: Option<String>,
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Verify every shard frame's hash, not only that shards are there and end well.
+        #[arg(long)]
+        deep: bool,
+    },
+    /// How much I/O healing may take while foreground requests run: low, normal or high.
+    Priority {
+        #[command(flatten)]
+        conn: AdminConn,
+        value: String,
+    },
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct SpeedtestArgs {
+    #[command(flatten)]
+    pub conn: AdminConn,
     /// Object size.
     #[arg(long, default_value = "64MiB")]
     pub size: String,
@@ -50,7 +118,82 @@ pub struct SpeedtestArgs {
 pub async fn main(cmd: AdminCommand) -> Result<()> {
     match cmd {
         AdminCommand::Speedtest(a) => speedtest(a).await,
+        AdminCommand::Heal(HealCommand::Status { conn, json }) => {
+            let status = conn.call(Method::GET, "heal/status", "").await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                print_heal_status(&status);
+            }
+            Ok(())
+        }
+        AdminCommand::Heal(HealCommand::Start { conn, bucket, prefix, deep }) => {
+            let enc = |s: &str| {
+                percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+            };
+            let query = format!(
+                "bucket={}&deep={deep}&prefix={}",
+                enc(bucket.as_deref().unwrap_or("")),
+                enc(&prefix)
+            );
+            conn.call(Method::POST, "heal/start", &query).await?;
+            println!("heal scan started; follow it with `strata admin heal status`");
+            Ok(())
+        }
+        AdminCommand::Heal(HealCommand::Priority { conn, value }) => {
+            let enc =
+                percent_encoding::utf8_percent_encode(&value, percent_encoding::NON_ALPHANUMERIC).to_string();
+            let status = conn.call(Method::POST, "heal/priority", &format!("value={enc}")).await?;
+            println!("heal priority: {}", status["priority"].as_str().unwrap_or("?"));
+            Ok(())
+        }
     }
+}
+
+fn print_heal_status(s: &Value) {
+    let scan = &s["scan"];
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    println!(
+        "scan: {} (priority {}), {} of {} objects checked, {} healed, {} failed, {} remaining",
+        scan["state"].as_str().unwrap_or("?"),
+        s["priority"].as_str().unwrap_or("?"),
+        n(&scan["objects_scanned"]),
+        n(&scan["objects_total"]),
+        n(&scan["objects_healed"]),
+        n(&scan["objects_failed"]),
+        n(&scan["objects_remaining"]),
+    );
+    println!(
+        "      {:.1} objects/s, {:.1} MiB/s checked{}",
+        f(scan, &["objects_per_sec"]),
+        f(scan, &["bytes_per_sec"]) / (1024.0 * 1024.0),
+        scan["eta_secs"].as_f64().map(|e| format!(", ETA {e:.0} s")).unwrap_or_default()
+    );
+    if let Some(sets) = scan["sets"].as_object() {
+        for (name, p) in sets {
+            println!(
+                "  set {name}: {} checked, {} healed, {} failed",
+                n(&p["objects_scanned"]),
+                n(&p["objects_healed"]),
+                n(&p["objects_failed"])
+            );
+        }
+    }
+    if let Some(drives) = s["drives"].as_object() {
+        for (name, d) in drives {
+            println!(
+                "  drive {name}: {} objects healed onto it ({} bytes)",
+                n(&d["objects"]),
+                n(&d["bytes"])
+            );
+        }
+    }
+    println!(
+        "queue: {} waiting, {} healed, {} failed",
+        n(&s["queue_length"]),
+        n(&s["queue_healed"]),
+        n(&s["queue_failed"])
+    );
 }
 
 fn f(v: &Value, path: &[&str]) -> f64 {
@@ -71,33 +214,16 @@ fn line(name: &str, t: &Value) -> String {
 }
 
 async fn speedtest(a: SpeedtestArgs) -> Result<()> {
-    let endpoint = Endpoint {
-        hosts: vec![a.host.trim_start_matches("http://").trim_end_matches('/').to_owned()],
-        access_key: a.access_key,
-        secret_key: a.secret_key,
-        region: a.region,
-        tls: a.tls,
-        insecure: a.insecure,
-    };
-    let client = Client::new(endpoint, 1)?;
     let query = format!(
         "autotune={}&concurrent={}&duration={}&size={}",
         a.autotune, a.concurrent, a.duration, a.size
     );
     eprintln!("speedtest: {} objects, {} concurrent, {} per phase ...", a.size, a.concurrent, a.duration);
-    let o = client
-        .request(Method::POST, "_strata", "admin/v1/speedtest", &query, Bytes::new(), BodyMode::Keep)
-        .await
-        .context("calling the admin API")?;
-    if !o.status.is_success() {
-        bail!("speedtest failed: {}", error_code(&o));
-    }
-    let body = o.body.unwrap_or_default();
+    let report = a.conn.call(Method::POST, "speedtest", &query).await?;
     if a.json {
-        println!("{}", String::from_utf8_lossy(&body));
+        println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    let report: Value = serde_json::from_slice(&body).context("the speedtest answer is not JSON")?;
     if let Some(tried) = report.get("autotune").and_then(Value::as_array).filter(|t| !t.is_empty()) {
         for t in tried {
             let (c, mib) = (t.get(0).and_then(Value::as_u64), t.get(1).and_then(Value::as_f64));

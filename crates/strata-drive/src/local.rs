@@ -325,7 +325,7 @@ impl Drive for LocalDrive {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()> {
-        let moved = match version.data {
+        let moved: Vec<PathBuf> = match version.data {
             DataLocation::File(id) => {
                 let from = self.tmp.join(id.simple().to_string());
                 let to = data_path(&self.data, id);
@@ -335,13 +335,33 @@ impl Drive for LocalDrive {
                 blocking(move || {
                     Self::ensure_online(&sys)?;
                     fs::rename(&from, &to)?;
-                    Ok(Some(to))
+                    Ok(vec![to])
                 })
                 .await?
             }
-            DataLocation::Inline(_) | DataLocation::Multipart(_) => {
+            DataLocation::Multipart(_) => {
+                // Parts are committed one by one as they are uploaded; a healed version brings
+                // its rebuilt part files in temp, moved into place here.
+                let ids: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
+                let (tmp, data, sys) = (self.tmp.clone(), self.data.clone(), self.sys.clone());
+                blocking(move || {
+                    Self::ensure_online(&sys)?;
+                    let mut moved = Vec::new();
+                    for id in ids {
+                        let from = tmp.join(id.simple().to_string());
+                        if from.exists() {
+                            let to = data_path(&data, id);
+                            fs::rename(&from, &to)?;
+                            moved.push(to);
+                        }
+                    }
+                    Ok(moved)
+                })
+                .await?
+            }
+            DataLocation::Inline(_) => {
                 Self::ensure_online(&self.sys)?;
-                None
+                Vec::new()
             }
         };
         let change = Change::PutVersion {
@@ -356,7 +376,7 @@ impl Drive for LocalDrive {
                 Ok(())
             }
             Err(e) => {
-                if let Some(path) = moved {
+                for path in moved {
                     let _ = fs::remove_file(path);
                 }
                 Err(e)

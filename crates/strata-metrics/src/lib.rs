@@ -59,6 +59,13 @@ pub struct Metrics {
     pub drive_index_changes: Family<DriveLabels, Counter>,
     pub drive_operation_duration: Family<DriveOpLabels, Histogram>,
     pub drive_operation_errors: Family<DriveOpLabels, Counter>,
+    pub heal_objects_scanned: Counter,
+    pub heal_objects_healed: Counter,
+    pub heal_objects_failed: Counter,
+    pub heal_bytes_healed: Counter,
+    pub heal_dangling_removed: Counter,
+    pub heal_queue_length: Gauge,
+    pub heal_scan_objects_remaining: Gauge,
     pub set_online_drives: Family<SetLabels, Gauge>,
     pub set_read_quorum_ok: Family<SetLabels, Gauge>,
     pub set_write_quorum_ok: Family<SetLabels, Gauge>,
@@ -147,6 +154,39 @@ impl Metrics {
             "Drive operations that failed with an I/O, corruption or offline error, by drive and operation",
             drive_operation_errors.clone(),
         );
+        let counter = |r: &mut Registry, name: &str, help: &str| {
+            let c = Counter::default();
+            r.register(name, help, c.clone());
+            c
+        };
+        let heal_objects_scanned =
+            counter(&mut r, "strata_heal_objects_scanned", "Objects the healer checked (queue and scans)");
+        let heal_objects_healed = counter(
+            &mut r,
+            "strata_heal_objects_healed",
+            "Objects the healer repaired on at least one drive",
+        );
+        let heal_objects_failed =
+            counter(&mut r, "strata_heal_objects_failed", "Objects the healer could not fully repair");
+        let heal_bytes_healed =
+            counter(&mut r, "strata_heal_bytes_healed", "Object bytes rebuilt, once per drive repaired");
+        let heal_dangling_removed = counter(
+            &mut r,
+            "strata_heal_dangling_removed",
+            "Records removed because no read quorum held their object",
+        );
+        let heal_queue_length = Gauge::default();
+        r.register(
+            "strata_heal_queue_length",
+            "Objects waiting in the heal queue",
+            heal_queue_length.clone(),
+        );
+        let heal_scan_objects_remaining = Gauge::default();
+        r.register(
+            "strata_heal_scan_objects_remaining",
+            "Objects the running heal scan has still to check (0 when idle)",
+            heal_scan_objects_remaining.clone(),
+        );
         let process_cpu_seconds = Counter::<f64, AtomicU64>::default();
         r.register(
             "strata_process_cpu_seconds",
@@ -181,6 +221,13 @@ impl Metrics {
             drive_index_changes,
             drive_operation_duration,
             drive_operation_errors,
+            heal_objects_scanned,
+            heal_objects_healed,
+            heal_objects_failed,
+            heal_bytes_healed,
+            heal_dangling_removed,
+            heal_queue_length,
+            heal_scan_objects_remaining,
             set_online_drives,
             set_read_quorum_ok,
             set_write_quorum_ok,

@@ -10,6 +10,7 @@ use strata_meta::{DataLocation, ObjectVersion};
 use tokio::sync::mpsc;
 
 use crate::error::ObjectError;
+use crate::healer::Healer;
 use crate::set::ErasureSet;
 use crate::ObjectInfo;
 
@@ -39,24 +40,57 @@ async fn open_files(drives: &[Option<Arc<dyn Drive>>], id: uuid::Uuid) -> Vec<Op
 /// newer version replaces it while the body streams.
 pub struct OpenObject {
     pub info: ObjectInfo,
-    version: ObjectVersion,
+    pub(crate) version: ObjectVersion,
     erasure: Arc<Erasure>,
     source: ShardSource,
+    /// Told (once) when a read finds a shard missing or bad.
+    heal: Option<HealNotice>,
+}
+
+/// Queues the object for healing the first time a read finds something wrong.
+struct HealNotice {
+    healer: Arc<Healer>,
+    bucket: String,
+    key: String,
+    sent: std::sync::atomic::AtomicBool,
+}
+
+impl HealNotice {
+    fn send(&self) {
+        if !self.sent.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            self.healer.notify(&self.bucket, &self.key);
+        }
+    }
 }
 
 /// The body of a GET: chunks in order; an `Err` ends the stream (the client sees a short body).
 pub type ObjectStream = mpsc::Receiver<Result<Bytes, ObjectError>>;
 
+/// Resolves and opens an object; with `healer`, an object some online drive lacks (or holds
+/// badly) is queued for healing.
 pub(crate) async fn open_object(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
     hash: u64,
     for_read: bool,
+    healer: Option<&Arc<Healer>>,
 ) -> Result<OpenObject, ObjectError> {
     let _guard = set.locks.shared(hash).await;
     let reads = set.read_records(bucket, key, for_read).await;
     let resolved = set.resolve(reads)?;
+    let heal = healer.map(|h| HealNotice {
+        healer: h.clone(),
+        bucket: bucket.to_owned(),
+        key: key.to_owned(),
+        sent: Default::default(),
+    });
+    // An online drive without the current version (missing or stale record) needs healing.
+    if set.drives.iter().zip(&resolved.holders).any(|(d, h)| d.is_some() && h.is_none()) {
+        if let Some(h) = &heal {
+            h.send();
+        }
+    }
     let version = resolved.version;
     let info = ObjectInfo::from_version(bucket, key, &version);
     let (data_count, parity_count) =
@@ -86,21 +120,34 @@ pub(crate) async fn open_object(
                 }
             }
             match version.data {
-                DataLocation::File(id) => ShardSource::Files(open_files(&by_shard, id).await),
+                DataLocation::File(id) => {
+                    let files = open_files(&by_shard, id).await;
+                    let missing = files.iter().zip(&by_shard).any(|(f, d)| d.is_some() && f.is_none());
+                    if let (true, Some(h)) = (missing, &heal) {
+                        h.send();
+                    }
+                    ShardSource::Files(files)
+                }
                 _ => ShardSource::Parts(by_shard),
             }
         }
     };
-    Ok(OpenObject { info, version, erasure, source })
+    Ok(OpenObject { info, version, erasure, source, heal })
 }
 
 impl OpenObject {
     /// Streams bytes `[offset, offset + len)` (already checked against the size). Blocks are
     /// read, verified and decoded one ahead of the client, through a bounded channel.
     pub fn stream(self, offset: u64, len: u64) -> ObjectStream {
+        Arc::new(self).stream_shared(offset, len)
+    }
+
+    /// As [`OpenObject::stream`], for several ranges of one opened object.
+    pub(crate) fn stream_shared(self: &Arc<Self>, offset: u64, len: u64) -> ObjectStream {
         let (tx, rx) = mpsc::channel(2 * self.erasure.data_count().max(2));
+        let this = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = self.produce(offset, len, &tx).await {
+            if let Err(e) = this.produce(offset, len, &tx).await {
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -180,6 +227,9 @@ impl OpenObject {
         let mut shards: Vec<Option<Bytes>> =
             read_shards(source, 0..data_count, layout, block, shard_size).await;
         if shards.iter().any(Option::is_none) {
+            if let Some(h) = &self.heal {
+                h.send();
+            }
             let parity = read_shards(source, data_count..shard_count, layout, block, shard_size).await;
             shards.extend(parity);
         } else {

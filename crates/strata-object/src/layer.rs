@@ -34,6 +34,7 @@ pub struct ObjectLayer {
     pools: Vec<Vec<ErasureSet>>,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
+    pub(crate) healer: Arc<crate::healer::Healer>,
 }
 
 impl std::fmt::Debug for ObjectLayer {
@@ -57,7 +58,12 @@ impl ObjectLayer {
             .into_iter()
             .map(|sets| sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count)).collect())
             .collect::<Result<Vec<Vec<_>>, _>>()?;
-        let layer = Self { deployment_id, pools, buckets: RwLock::new(BTreeMap::new()) };
+        let layer = Self {
+            deployment_id,
+            pools,
+            buckets: RwLock::new(BTreeMap::new()),
+            healer: Arc::new(crate::healer::Healer::new()),
+        };
         let listed = layer.read_bucket_list().await?;
         layer.heal_buckets(&listed).await;
         *layer.buckets.write().map_err(|_| poisoned())? = listed;
@@ -264,6 +270,12 @@ impl ObjectLayer {
     }
 
     /// The set an object lives in (first pool; more pools come with pool expansion).
+    /// `pool/set` of the set an object lives in, for progress reports.
+    pub(crate) fn set_name(&self, bucket: &str, key: &str) -> String {
+        let hash = placement::object_hash(self.deployment_id, bucket, key);
+        format!("0/{}", placement::set_index(hash, self.pools[0].len()))
+    }
+
     pub(crate) fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
         let hash = placement::object_hash(self.deployment_id, bucket, key);
         let sets = &self.pools[0];
@@ -279,7 +291,7 @@ impl ObjectLayer {
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
-        put_object(PutTarget { set, bucket, key, hash }, body, opts).await
+        put_object(PutTarget { set, bucket, key, hash, healer: &self.healer }, body, opts).await
     }
 
     /// Resolves an object; with `for_read`, also opens its data for [`OpenObject::stream`].
@@ -291,7 +303,7 @@ impl ObjectLayer {
     ) -> Result<OpenObject, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
-        open_object(set, bucket, key, hash, for_read).await
+        open_object(set, bucket, key, hash, for_read, Some(&self.healer)).await
     }
 
     /// Deletes an object; deleting a missing object succeeds (S3 semantics).
@@ -312,6 +324,9 @@ impl ObjectLayer {
         .await;
         let outcome = crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count));
         crate::set::finish_op(set, &results, op, outcome.is_ok()).await;
+        if outcome.is_ok() && results.iter().any(Result::is_err) {
+            self.healer.notify(bucket, key);
+        }
         outcome
     }
 

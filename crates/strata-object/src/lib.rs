@@ -21,6 +21,8 @@
 pub mod checksum;
 mod error;
 mod get;
+mod heal;
+mod healer;
 mod layer;
 mod list;
 mod lock;
@@ -31,6 +33,8 @@ mod tagging;
 
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
+pub use heal::HealResult;
+pub use healer::{DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanProgress, SetProgress};
 pub use layer::{DriveSlot, ObjectLayer, SetView};
 pub use list::{ListPage, ListRequest};
 pub use multipart::{CompleteOptions, CompletePart};

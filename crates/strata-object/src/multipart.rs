@@ -317,6 +317,9 @@ impl ObjectLayer {
         let outcome = reduce_writes(&results, quorum);
         finish_op(set, &results, op, outcome.is_ok()).await;
         outcome?;
+        if results.iter().any(Result::is_err) {
+            self.healer.notify(bucket, key);
+        }
         let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
         let drives: Vec<Arc<dyn Drive>> = set.drives.iter().flatten().cloned().collect();
         let (b, k) = (bucket.to_owned(), key.to_owned());

@@ -76,7 +76,7 @@ pub(crate) async fn check_condition(
 }
 
 /// Cuts the body into blocks of exactly `BLOCK_SIZE` (the last may be shorter).
-struct BlockReader<'a> {
+pub(crate) struct BlockReader<'a> {
     body: &'a mut dyn BodyReader,
     pending: Option<Bytes>,
     eof: bool,
@@ -85,8 +85,14 @@ struct BlockReader<'a> {
     capacity: usize,
 }
 
+impl<'a> BlockReader<'a> {
+    pub(crate) fn new(body: &'a mut dyn BodyReader, data_count: usize) -> Self {
+        Self { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count }
+    }
+}
+
 impl BlockReader<'_> {
-    async fn next_block(&mut self) -> Result<BytesMut, ObjectError> {
+    pub(crate) async fn next_block(&mut self) -> Result<BytesMut, ObjectError> {
         let mut block = BytesMut::with_capacity(self.capacity);
         while block.len() < BLOCK_SIZE {
             let chunk = match self.pending.take() {
@@ -117,12 +123,31 @@ impl BlockReader<'_> {
 }
 
 /// One encoded block: the running MD5 and, per shard index, the frame's hash and shard bytes.
-struct Encoded {
-    md5: Md5,
-    frames: Vec<([u8; 32], Bytes)>,
+pub(crate) struct Encoded {
+    pub md5: Md5,
+    pub frames: Vec<([u8; 32], Bytes)>,
 }
 
-async fn encode(erasure: Arc<Erasure>, mut md5: Md5, block: BytesMut) -> Result<Encoded, ObjectError> {
+impl Encoded {
+    /// Each shard's frame (hash then shard bytes) as one buffer: the inline form.
+    pub(crate) fn inline_frames(&self) -> Vec<Bytes> {
+        self.frames
+            .iter()
+            .map(|(hash, shard)| {
+                let mut f = BytesMut::with_capacity(32 + shard.len());
+                f.extend_from_slice(hash);
+                f.extend_from_slice(shard);
+                f.freeze()
+            })
+            .collect()
+    }
+}
+
+pub(crate) async fn encode(
+    erasure: Arc<Erasure>,
+    mut md5: Md5,
+    block: BytesMut,
+) -> Result<Encoded, ObjectError> {
     tokio::task::spawn_blocking(move || {
         md5.update(&block);
         let shards = erasure.encode_block(block).map_err(|e| ObjectError::Internal(e.to_string()))?;
@@ -157,6 +182,8 @@ pub(crate) struct PutTarget<'a> {
     pub bucket: &'a str,
     pub key: &'a str,
     pub hash: u64,
+    /// Told when the write met its quorum but missed drives.
+    pub healer: &'a crate::healer::Healer,
 }
 
 pub(crate) async fn put_object(
@@ -180,27 +207,18 @@ pub(crate) async fn put_object(
         return Err(ObjectError::WriteQuorum { needed: quorum, online: set.online_count() });
     }
     let distribution = strata_cluster::placement::distribution(t.hash, n);
-    let mut reader =
-        BlockReader { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count };
+    let mut reader = BlockReader::new(body, data_count);
 
     let first = reader.next_block().await?;
     let (md5, data, inline) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
         let encoded = encode(erasure.clone(), Md5::new(), first).await?;
-        let frames: Vec<Bytes> = encoded
-            .frames
-            .iter()
-            .map(|(hash, shard)| {
-                let mut f = BytesMut::with_capacity(32 + shard.len());
-                f.extend_from_slice(hash);
-                f.extend_from_slice(shard);
-                f.freeze()
-            })
-            .collect();
+        let frames = encoded.inline_frames();
         (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames))
     } else {
         let data_id = Uuid::new_v4();
-        let md5 =
-            write_shard_files(set, &mut reader, first, &erasure, &distribution, data_id, quorum).await?;
+        let (md5, _) =
+            write_shard_files(&set.drives, &mut reader, first, &erasure, &distribution, data_id, quorum)
+                .await?;
         (md5, DataLocation::File(data_id), None)
     };
     let size = reader.total;
@@ -250,6 +268,9 @@ pub(crate) async fn put_object(
     let outcome = reduce_writes(&results, quorum);
     finish_op(set, &results, op, outcome.is_ok()).await;
     outcome?;
+    if results.iter().any(Result::is_err) {
+        t.healer.notify(t.bucket, t.key);
+    }
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 
@@ -270,16 +291,11 @@ pub(crate) async fn write_file_data(
     quorum: usize,
     content_md5: Option<[u8; 16]>,
 ) -> Result<Written, ObjectError> {
-    let mut reader = BlockReader {
-        body,
-        pending: None,
-        eof: false,
-        total: 0,
-        capacity: BLOCK_SIZE + erasure.data_count(),
-    };
+    let mut reader = BlockReader::new(body, erasure.data_count());
     let first = reader.next_block().await?;
     let data_id = Uuid::new_v4();
-    let md5 = write_shard_files(set, &mut reader, first, erasure, distribution, data_id, quorum).await?;
+    let (md5, _) =
+        write_shard_files(&set.drives, &mut reader, first, erasure, distribution, data_id, quorum).await?;
     let md5: [u8; 16] = md5.finalize().into();
     if content_md5.is_some_and(|want| want != md5) {
         abort_files(set, DataLocation::File(data_id)).await;
@@ -288,17 +304,19 @@ pub(crate) async fn write_file_data(
     Ok(Written { data_id, size: reader.total, md5 })
 }
 
-/// Streams every block into temp shard files on all drives; returns the body's MD5 state.
-async fn write_shard_files(
-    set: &ErasureSet,
+/// Streams every block into temp shard files on the given drives (`None` positions are skipped);
+/// returns the body's MD5 state and which positions hold a finished file. On an error, or when
+/// fewer than `quorum` drives kept up, no temp file is left.
+pub(crate) async fn write_shard_files(
+    drives: &[Option<Arc<dyn strata_drive::Drive>>],
     reader: &mut BlockReader<'_>,
     first: BytesMut,
     erasure: &Arc<Erasure>,
     distribution: &[u8],
     data_id: Uuid,
     quorum: usize,
-) -> Result<Md5, ObjectError> {
-    let mut writers: Writers = join_all(set.drives.iter().map(|d| async move {
+) -> Result<(Md5, Vec<bool>), ObjectError> {
+    let mut writers: Writers = join_all(drives.iter().map(|d| async move {
         match d {
             Some(d) => d.create_shard_file(data_id).await.ok(),
             None => None,
@@ -337,11 +355,11 @@ async fn write_shard_files(
         if alive(&writers) < quorum {
             return Err(ObjectError::WriteQuorum { needed: quorum, online: alive(&writers) });
         }
-        Ok(md5)
+        Ok((md5, writers.iter().map(Option::is_some).collect()))
     }
     .await;
     if result.is_err() {
-        abort_files(set, DataLocation::File(data_id)).await;
+        join_all(drives.iter().flatten().map(|d| d.abort_shard_file(data_id))).await;
     }
     result
 }

@@ -76,17 +76,28 @@ impl ErasureSet {
         .await
     }
 
-    /// Picks the newest latest-version that at least its data count of drives hold.
+    /// Picks the newest latest-version that at least its data count of drives hold; of its
+    /// copies, the metadata most drives agree on (a drive may have missed a tag update).
     pub fn resolve(&self, reads: Vec<RecordRead>) -> Result<Resolved, ObjectError> {
-        let mut groups: Vec<(ObjectVersion, usize)> = Vec::new();
+        // Per write (same_version): how many drives hold it, and each metadata variant's count.
+        let mut groups: Vec<(usize, Vec<(ObjectVersion, usize)>)> = Vec::new();
         let mut not_found = 0;
         for read in &reads {
             match read {
                 Ok((record, _)) => match record.latest() {
-                    Some(v) => match groups.iter_mut().find(|(g, _)| same_version(g, v)) {
-                        Some((_, n)) => *n += 1,
-                        None => groups.push((v.clone(), 1)),
-                    },
+                    Some(v) => {
+                        let v = normalized(v);
+                        match groups.iter_mut().find(|(_, variants)| same_version(&variants[0].0, &v)) {
+                            Some((n, variants)) => {
+                                *n += 1;
+                                match variants.iter_mut().find(|(m, _)| *m == v) {
+                                    Some((_, c)) => *c += 1,
+                                    None => variants.push((v, 1)),
+                                }
+                            }
+                            None => groups.push((1, vec![(v, 1)])),
+                        }
+                    }
                     None => not_found += 1,
                 },
                 Err(DriveError::NotFound) => not_found += 1,
@@ -95,9 +106,12 @@ impl ErasureSet {
         }
         let chosen = groups
             .into_iter()
-            .filter(|(v, n)| *n >= usize::from(v.erasure.data_count))
-            .max_by_key(|(v, _)| (v.mod_time, v.data.data_id()));
-        let Some((version, _)) = chosen else {
+            .filter_map(|(n, variants)| {
+                let (v, _) = variants.into_iter().max_by_key(|(_, c)| *c)?;
+                (n >= usize::from(v.erasure.data_count)).then_some(v)
+            })
+            .max_by_key(|v| (v.mod_time, v.data.data_id()));
+        let Some(version) = chosen else {
             if not_found >= self.data_count() {
                 return Err(ObjectError::ObjectNotFound);
             }
@@ -118,6 +132,13 @@ impl ErasureSet {
         }
         Ok(Resolved { version, holders })
     }
+}
+
+/// A version as every drive of the set holds it (the shard index is the drive's own).
+pub(crate) fn normalized(v: &ObjectVersion) -> ObjectVersion {
+    let mut v = v.clone();
+    v.erasure.shard_index = 0;
+    v
 }
 
 /// Two drives' copies of a version are the same write when their data id and time agree.

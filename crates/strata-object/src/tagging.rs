@@ -42,6 +42,9 @@ impl ObjectLayer {
             .await;
         let outcome = reduce_writes(&results, quorum);
         finish_op(set, &results, op, outcome.is_ok()).await;
+        if outcome.is_ok() && results.iter().any(Result::is_err) {
+            self.healer.notify(bucket, key);
+        }
         outcome
     }
 }

@@ -2,6 +2,8 @@
 //! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials; anything else
 //! is `AccessDenied`. Answers are JSON.
 //!
+//! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
+//!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
 //! - `POST /_strata/admin/v1/speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`:
 //!   every node drives PUT then GET load against the deployment through its object layer (what
 //!   the drives, erasure coding and, between nodes, the network sustain; the S3 front end is
@@ -18,7 +20,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use http::StatusCode;
 use serde::Serialize;
-use strata_object::{BodyError, BodyReader, ListRequest, ObjectError, PutOptions};
+use strata_object::{BodyError, BodyReader, HealPriority, HealScope, ListRequest, ObjectError, PutOptions};
 use tokio::sync::Mutex;
 
 use crate::body::ResponseBody;
@@ -58,10 +60,33 @@ pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result
         return (name, Err(e));
     }
     let query = crate::router::parse_query(parts.uri.query().unwrap_or(""));
+    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let result = match (&parts.method, op) {
         (&http::Method::POST, "speedtest") => match SpeedtestParams::parse(&query) {
             Ok(p) => speedtest(node, p).await,
             Err(e) => Err(e),
+        },
+        (&http::Method::GET, "heal/status") => Ok(json_reply(StatusCode::OK, &node.layer.healer().status())),
+        (&http::Method::POST, "heal/start") => {
+            let scope = HealScope {
+                bucket: param("bucket").filter(|b| !b.is_empty()).map(str::to_owned),
+                prefix: param("prefix").unwrap_or("").to_owned(),
+                deep: param("deep").is_some_and(|d| d == "true" || d == "1"),
+            };
+            match scope.bucket.as_deref().map(|b| node.layer.bucket_info(b)) {
+                Some(Err(e)) => Err(e.into()),
+                _ if node.layer.start_heal_scan(scope) => {
+                    Ok(json_reply(StatusCode::OK, &node.layer.healer().status()))
+                }
+                _ => Err(S3Error::new(S3ErrorCode::OperationAborted, "A heal scan is already running.")),
+            }
+        }
+        (&http::Method::POST, "heal/priority") => match param("value").and_then(HealPriority::parse) {
+            Some(p) => {
+                node.layer.healer().set_priority(p);
+                Ok(json_reply(StatusCode::OK, &node.layer.healer().status()))
+            }
+            None => Err(S3Error::new(S3ErrorCode::InvalidArgument, "value must be low, normal or high")),
         },
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
     };

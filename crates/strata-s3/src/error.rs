@@ -64,6 +64,7 @@ codes! {
     NoSuchUpload => StatusCode::NOT_FOUND,
     NotImplemented => StatusCode::NOT_IMPLEMENTED,
     NotModified => StatusCode::NOT_MODIFIED,
+    OperationAborted => StatusCode::CONFLICT,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,

@@ -90,6 +90,21 @@ pub async fn scrape(node: &Arc<Node>) -> Reply {
             }
         }
     }
+    let healer = node.layer.healer();
+    let totals = &healer.totals;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    advance(&m.heal_objects_scanned, load(&totals.objects_scanned));
+    advance(&m.heal_objects_healed, load(&totals.objects_healed));
+    advance(&m.heal_objects_failed, load(&totals.objects_failed));
+    advance(&m.heal_bytes_healed, load(&totals.bytes_healed));
+    advance(&m.heal_dangling_removed, load(&totals.dangling_removed));
+    let status = healer.status();
+    m.heal_queue_length.set(status.queue_length as i64);
+    m.heal_scan_objects_remaining.set(if status.scan.state == "idle" {
+        0
+    } else {
+        status.scan.objects_remaining as i64
+    });
     m.refresh_process();
     let text = m.encode();
     let len = text.len().to_string();

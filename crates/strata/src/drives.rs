@@ -19,6 +19,9 @@ pub struct Deployment {
     pub drive_count: usize,
     pub set_drive_count: usize,
     pub parity_count: usize,
+    /// Blank drives given their slot's format at this start (replaced drives) while others
+    /// already held the deployment: their sets need refilling.
+    pub replaced_drives: usize,
 }
 
 /// Splits arguments into pools: each ellipsis argument is a pool; plain arguments together form one.
@@ -111,6 +114,8 @@ pub async fn open_deployment(
         };
         anyhow::anyhow!("refusing to start: {e}{detail}")
     })?;
+    let writes = plan.actions.iter().filter(|a| matches!(a, DriveAction::Write(_))).count();
+    let replaced_drives = if writes < plan.actions.len() { writes } else { 0 };
     let mut slots: Vec<DriveSlot> = Vec::new();
     for (d, action) in drives.into_iter().zip(&plan.actions) {
         slots.push(match (d, action) {
@@ -141,6 +146,7 @@ pub async fn open_deployment(
         drive_count: paths.len(),
         set_drive_count: layouts[0].set_drive_count,
         parity_count: layouts[0].parity_count,
+        replaced_drives,
     })
 }
 

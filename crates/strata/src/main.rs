@@ -127,6 +127,17 @@ async fn server(args: ServerArgs) -> Result<()> {
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
+    let scan_every = match std::env::var("STRATA_SCANNER_INTERVAL") {
+        Ok(v) if v == "0" || v == "off" => None,
+        Ok(v) => Some(
+            strata_types::time::parse_duration(&v).with_context(|| format!("STRATA_SCANNER_INTERVAL={v}"))?,
+        ),
+        Err(_) => Some(std::time::Duration::from_secs(3600)),
+    };
+    if deployment.replaced_drives > 0 {
+        tracing::info!(drives = deployment.replaced_drives, "replaced drives found: healing their sets now");
+    }
+    layer.start_healing(scan_every, deployment.replaced_drives > 0);
     let node = Arc::new(Node::new(layer, config, metrics));
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");

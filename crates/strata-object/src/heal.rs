@@ -1,0 +1,316 @@
+//! Healing: bringing one object back to full redundancy on every online drive of its set.
+//!
+//! [`ObjectLayer::heal_object`] compares what each drive holds with the version a read quorum
+//! agrees on. A drive with no record, a stale record, or shard data that is missing, truncated
+//! or fails its bitrot hash (checked on the last frame, or on every frame for a deep heal) is a
+//! target. The object is read back through the normal verified read path (parity fills what is
+//! missing), re-encoded with the same split, checked against its MD5, and only the targets'
+//! shards are written, under the same data id, then committed with the same record. Reading and
+//! writing happen without the object's lock; the commit takes it and first checks that the
+//! version is still the current one, so a heal never undoes a newer write.
+//!
+//! An object that no read quorum holds, whose record is left on a few drives after a delete or a
+//! failed write, is dangling: when every drive of the set answered, those records go.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures_util::future::join_all;
+use md5::Digest;
+use strata_drive::{Drive, DriveError};
+use strata_erasure::{bitrot, ShardLayout};
+use strata_meta::{DataLocation, ObjectVersion};
+use uuid::Uuid;
+
+use crate::error::{BodyError, ObjectError};
+use crate::layer::ObjectLayer;
+use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
+use crate::set::{normalized, same_version, ErasureSet};
+use crate::ObjectStream;
+
+/// What healing one object did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HealResult {
+    /// Object bytes (its size), for progress accounting.
+    pub size: u64,
+    /// Drives that now hold shards they lacked (endpoints).
+    pub healed_drives: Vec<String>,
+    /// Drives that needed healing but could not take it.
+    pub failed_drives: Vec<String>,
+    /// Records removed from drives because no quorum holds the object.
+    pub dangling_removed: usize,
+    /// Drives of the set that could not be checked (offline): the object may still lack
+    /// redundancy there.
+    pub offline_drives: usize,
+}
+
+impl HealResult {
+    pub fn was_healthy(&self) -> bool {
+        self.healed_drives.is_empty() && self.failed_drives.is_empty() && self.dangling_removed == 0
+    }
+}
+
+/// An object stream read as a body (the heal's source).
+struct StreamBody(ObjectStream);
+
+#[async_trait]
+impl BodyReader for StreamBody {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        match self.0.recv().await {
+            Some(Ok(b)) => Ok(Some(b)),
+            Some(Err(e)) => Err(BodyError::Io(format!("reading the object to heal: {e}"))),
+            None => Ok(None),
+        }
+    }
+
+    fn checksums(&self) -> std::collections::BTreeMap<String, String> {
+        Default::default()
+    }
+}
+
+/// Whether a drive's shard file `id` is whole: the last frame (or, `deep`, every frame)
+/// verifies against its hash.
+async fn file_ok(drive: &Arc<dyn Drive>, id: Uuid, layout: &ShardLayout, deep: bool) -> bool {
+    let blocks = layout.block_count();
+    if blocks == 0 {
+        return true;
+    }
+    let Ok(reader) = drive.open_shard_file(id).await else { return false };
+    let first = if deep { 0 } else { blocks - 1 };
+    for block in first..blocks {
+        let size = layout.shard_size(block) as usize;
+        if reader.read_frame(layout.frame_offset(block), size).await.is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether a drive holding `version` (with `inline` frame bytes when inline) has all its data.
+async fn data_ok(
+    drive: &Arc<dyn Drive>,
+    version: &ObjectVersion,
+    inline: Option<&Bytes>,
+    deep: bool,
+) -> bool {
+    let block_size = version.erasure.block_size as usize;
+    let data_count = usize::from(version.erasure.data_count);
+    match version.data {
+        DataLocation::Inline(_) => {
+            let layout = ShardLayout::new(version.size, block_size, data_count);
+            let size = layout.shard_size(0) as usize;
+            inline.is_some_and(|frame| bitrot::verify(frame, size).is_ok())
+        }
+        DataLocation::File(id) => {
+            file_ok(drive, id, &ShardLayout::new(version.size, block_size, data_count), deep).await
+        }
+        DataLocation::Multipart(_) => {
+            for part in &version.parts {
+                let layout = ShardLayout::new(part.size, block_size, data_count);
+                if !file_ok(drive, part.data_id, &layout, deep).await {
+                    return false;
+                }
+            }
+            true
+        }
+    }
+}
+
+/// Positions (in set order) of the online drives that lack `version` or part of its data, and
+/// how many drives could not be checked.
+async fn targets(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    version: &ObjectVersion,
+    deep: bool,
+) -> (Vec<usize>, usize) {
+    let reads = set.read_records(bucket, key, true).await;
+    let offline = set.drives.iter().zip(&reads).filter(|(d, r)| d.is_none() || is_offline(r)).count();
+    let checks = set.drives.iter().zip(reads).enumerate().map(|(pos, (drive, read))| async move {
+        let drive = drive.as_ref()?;
+        let needs = match read {
+            Ok((record, inline)) => match record.latest() {
+                // The same write with the same metadata (tags can lag behind), and whole data.
+                Some(v) if normalized(v) == *version => !data_ok(drive, version, inline.as_ref(), deep).await,
+                _ => true,
+            },
+            Err(DriveError::NotFound) | Err(DriveError::Corrupt(_)) => true,
+            // Offline or failing: nothing can be written to it now.
+            Err(_) => false,
+        };
+        needs.then_some(pos)
+    });
+    (join_all(checks).await.into_iter().flatten().collect(), offline)
+}
+
+fn is_offline(read: &crate::set::RecordRead) -> bool {
+    matches!(read, Err(DriveError::Offline(_) | DriveError::Io(_) | DriveError::Index(_)))
+}
+
+impl ObjectLayer {
+    /// Heals one object (see the module documentation); `deep` verifies every frame of every
+    /// drive's data instead of the last one.
+    pub async fn heal_object(&self, bucket: &str, key: &str, deep: bool) -> Result<HealResult, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        let open = match crate::get::open_object(set, bucket, key, hash, true, None).await {
+            Ok(o) => o,
+            Err(ObjectError::ObjectNotFound) => return self.remove_dangling(set, bucket, key, hash).await,
+            Err(e) => return Err(e),
+        };
+        let version = open.version.clone();
+        let (positions, offline_drives) = targets(set, bucket, key, &version, deep).await;
+        let mut result = HealResult { size: version.size, offline_drives, ..Default::default() };
+        if positions.is_empty() {
+            return Ok(result);
+        }
+        let mut drives: Vec<Option<Arc<dyn Drive>>> = vec![None; set.drives.len()];
+        for &p in &positions {
+            drives[p] = set.drives[p].clone();
+        }
+        let erasure = set.erasure_for(
+            usize::from(version.erasure.data_count),
+            usize::from(version.erasure.parity_count),
+        )?;
+        let dist = &version.erasure.distribution;
+        let size = version.size;
+        // Rebuild the targets' shards from a verified read of the object.
+        let (written, inline): (Vec<bool>, Option<Vec<Bytes>>) = match version.data {
+            DataLocation::Inline(_) => {
+                let mut body = StreamBody(open.stream(0, size));
+                let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                let block = reader.next_block().await?;
+                let encoded = encode(erasure.clone(), md5::Md5::new(), block).await?;
+                if hex::encode(encoded.md5.clone().finalize()) != version.etag {
+                    return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
+                }
+                (drives.iter().map(Option::is_some).collect(), Some(encoded.inline_frames()))
+            }
+            DataLocation::File(id) => {
+                let mut body = StreamBody(open.stream(0, size));
+                let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                let first = reader.next_block().await?;
+                let (md5, written) =
+                    write_shard_files(&drives, &mut reader, first, &erasure, dist, id, 1).await?;
+                if hex::encode(md5.finalize()) != version.etag {
+                    join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+                    return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
+                }
+                (written, None)
+            }
+            DataLocation::Multipart(_) => {
+                let mut written: Vec<bool> = drives.iter().map(Option::is_some).collect();
+                let mut offset = 0;
+                let open = Arc::new(open);
+                for part in &version.parts {
+                    let stream = open.stream_shared(offset, part.size);
+                    offset += part.size;
+                    let mut body = StreamBody(stream);
+                    let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                    let first = reader.next_block().await?;
+                    let (md5, ok) =
+                        write_shard_files(&drives, &mut reader, first, &erasure, dist, part.data_id, 1)
+                            .await?;
+                    if hex::encode(md5.finalize()) != part.etag {
+                        return Err(ObjectError::Internal(format!(
+                            "rebuilt part {} does not match its ETag",
+                            part.number
+                        )));
+                    }
+                    for (w, ok) in written.iter_mut().zip(ok) {
+                        *w &= ok;
+                    }
+                }
+                (written, None)
+            }
+        };
+        // Commit under the lock, if the version is still the current one.
+        let op = Uuid::new_v4();
+        let _guard = set.locks.exclusive(hash).await;
+        let current = set.resolve(set.read_records(bucket, key, false).await);
+        if !current.is_ok_and(|r| same_version(&r.version, &version)) {
+            self.abort_heal(&drives, &version).await;
+            return Err(ObjectError::Internal("the object changed while it was healed".into()));
+        }
+        let commits = drives.iter().enumerate().map(|(pos, d)| {
+            let mut v = version.clone();
+            v.erasure.shard_index = dist.get(pos).copied().unwrap_or(0);
+            let frame = inline.as_ref().and_then(|f| f.get(usize::from(v.erasure.shard_index)).cloned());
+            let ok = written.get(pos).copied().unwrap_or(false);
+            async move {
+                match d {
+                    Some(d) if ok => {
+                        Some(d.commit_version(bucket, key, v, frame, op).await.map(|()| d.clone()))
+                    }
+                    Some(d) => {
+                        Some(Err(DriveError::Offline(format!("{}: writing shards failed", d.endpoint()))))
+                    }
+                    None => None,
+                }
+            }
+        });
+        for (pos, r) in join_all(commits).await.into_iter().enumerate() {
+            let Some(drive) = &set.drives[pos] else { continue };
+            match r {
+                Some(Ok(d)) => {
+                    d.finish_op(op, true).await;
+                    result.healed_drives.push(d.endpoint().to_owned());
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(drive = drive.endpoint(), %bucket, %key, error = %e, "heal failed on drive");
+                    result.failed_drives.push(drive.endpoint().to_owned());
+                }
+                None => {}
+            }
+        }
+        Ok(result)
+    }
+
+    async fn abort_heal(&self, drives: &[Option<Arc<dyn Drive>>], version: &ObjectVersion) {
+        let ids: Vec<Uuid> = match version.data {
+            DataLocation::File(id) => vec![id],
+            DataLocation::Multipart(_) => version.parts.iter().map(|p| p.data_id).collect(),
+            DataLocation::Inline(_) => vec![],
+        };
+        for id in ids {
+            join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+        }
+    }
+
+    /// Removes the records of an object no read quorum holds, when every drive answered (an
+    /// offline drive might hold the copies that make a quorum).
+    async fn remove_dangling(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        key: &str,
+        hash: u64,
+    ) -> Result<HealResult, ObjectError> {
+        let _guard = set.locks.exclusive(hash).await;
+        let reads = set.read_records(bucket, key, false).await;
+        let mut result = HealResult::default();
+        if reads.iter().any(|r| !matches!(r, Ok(_) | Err(DriveError::NotFound))) {
+            return Ok(result);
+        }
+        if set.resolve(set.read_records(bucket, key, false).await).is_ok() {
+            return Ok(result); // written meanwhile
+        }
+        let op = Uuid::new_v4();
+        for (drive, read) in set.drives.iter().zip(&reads) {
+            let (Some(d), Ok((record, _))) = (drive, read) else { continue };
+            let Some(latest) = record.latest() else { continue };
+            match d.delete_version(bucket, key, latest.version_id, op).await {
+                Ok(()) => {
+                    d.finish_op(op, true).await;
+                    result.dangling_removed += 1;
+                }
+                Err(e) => {
+                    tracing::warn!(drive = d.endpoint(), %bucket, %key, error = %e, "cannot remove a dangling record")
+                }
+            }
+        }
+        Ok(result)
+    }
+}

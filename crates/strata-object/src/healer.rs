@@ -1,0 +1,400 @@
+//! The healer: a bounded queue of objects to heal (fed by reads that found a missing or bad
+//! shard and by writes that missed drives), worked in the background, and heal scans over
+//! buckets (`heal start`, the periodic scanner), with their progress for `heal status` and
+//! metrics.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::layer::ObjectLayer;
+use crate::list::ListRequest;
+
+/// Objects waiting in the heal queue at most; more are left to the scanner.
+const QUEUE_MAX: usize = 10_000;
+
+/// How much I/O healing may take while foreground requests run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealPriority {
+    Low,
+    Normal,
+    High,
+}
+
+impl HealPriority {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "low" => Some(Self::Low),
+            "normal" => Some(Self::Normal),
+            "high" => Some(Self::High),
+            _ => None,
+        }
+    }
+
+    /// The pause after each object healed or checked.
+    fn pause(self) -> Duration {
+        match self {
+            Self::Low => Duration::from_millis(20),
+            Self::Normal => Duration::from_millis(2),
+            Self::High => Duration::ZERO,
+        }
+    }
+}
+
+/// What a scan covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HealScope {
+    /// One bucket, or all.
+    pub bucket: Option<String>,
+    pub prefix: String,
+    /// Verify every frame of every shard, not just that shards are there and end well.
+    pub deep: bool,
+}
+
+/// Progress of the current (or last) scan; objects and bytes.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ScanProgress {
+    /// `idle`, `counting`, `healing`.
+    pub state: String,
+    pub scope: HealScope,
+    /// Seconds since the Unix epoch.
+    pub started: u64,
+    pub finished: Option<u64>,
+    pub objects_total: u64,
+    pub bytes_total: u64,
+    pub objects_scanned: u64,
+    pub bytes_scanned: u64,
+    pub objects_healed: u64,
+    pub bytes_healed: u64,
+    pub objects_failed: u64,
+    /// Objects that could not reach full redundancy because drives of their set are offline;
+    /// the next scan after the drives return heals them.
+    pub objects_degraded: u64,
+    pub dangling_removed: u64,
+    pub objects_remaining: u64,
+    pub bytes_remaining: u64,
+    /// Over the scan so far.
+    pub objects_per_sec: f64,
+    pub bytes_per_sec: f64,
+    pub eta_secs: Option<f64>,
+    /// Per erasure set (`pool/set`): objects scanned, healed, failed.
+    pub sets: BTreeMap<String, SetProgress>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SetProgress {
+    pub objects_scanned: u64,
+    pub objects_healed: u64,
+    pub objects_failed: u64,
+}
+
+/// Lifetime totals, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct HealTotals {
+    pub objects_scanned: AtomicU64,
+    pub objects_healed: AtomicU64,
+    pub objects_failed: AtomicU64,
+    pub bytes_healed: AtomicU64,
+    pub dangling_removed: AtomicU64,
+    /// Drive endpoint → (shards written for objects, object bytes healed).
+    pub drives: Mutex<BTreeMap<String, (u64, u64)>>,
+}
+
+/// The whole heal status, as the admin API reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct HealStatus {
+    pub priority: HealPriority,
+    pub queue_length: usize,
+    pub queue_healed: u64,
+    pub queue_failed: u64,
+    pub scan: ScanProgress,
+    /// Drive endpoint → objects healed onto it, object bytes healed onto it (since start).
+    pub drives: BTreeMap<String, DriveHealed>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DriveHealed {
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+pub struct Healer {
+    tx: mpsc::Sender<(String, String)>,
+    rx: Mutex<Option<mpsc::Receiver<(String, String)>>>,
+    queued: Mutex<HashSet<(String, String)>>,
+    queue_healed: AtomicU64,
+    queue_failed: AtomicU64,
+    priority: AtomicU8,
+    scan: Mutex<ScanProgress>,
+    /// Serialises scans.
+    scanning: tokio::sync::Mutex<()>,
+    pub totals: HealTotals,
+}
+
+fn now_secs() -> u64 {
+    strata_types::time::now_nanos() / 1_000_000_000
+}
+
+impl Healer {
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = mpsc::channel(QUEUE_MAX);
+        Self {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            queued: Mutex::new(HashSet::new()),
+            queue_healed: AtomicU64::new(0),
+            queue_failed: AtomicU64::new(0),
+            priority: AtomicU8::new(1),
+            scan: Mutex::new(ScanProgress { state: "idle".into(), ..Default::default() }),
+            scanning: tokio::sync::Mutex::new(()),
+            totals: HealTotals::default(),
+        }
+    }
+
+    /// Queues an object for healing; dropped (the scanner will find it) when the queue is full.
+    pub fn notify(&self, bucket: &str, key: &str) {
+        let entry = (bucket.to_owned(), key.to_owned());
+        let Ok(mut queued) = self.queued.lock() else { return };
+        if queued.contains(&entry) {
+            return;
+        }
+        if self.tx.try_send(entry.clone()).is_ok() {
+            queued.insert(entry);
+        }
+    }
+
+    pub fn priority(&self) -> HealPriority {
+        match self.priority.load(Ordering::Relaxed) {
+            0 => HealPriority::Low,
+            2 => HealPriority::High,
+            _ => HealPriority::Normal,
+        }
+    }
+
+    pub fn set_priority(&self, p: HealPriority) {
+        self.priority.store(p as u8, Ordering::Relaxed);
+    }
+
+    pub fn queue_length(&self) -> usize {
+        self.queued.lock().map(|q| q.len()).unwrap_or(0)
+    }
+
+    pub fn status(&self) -> HealStatus {
+        let mut scan = self.scan.lock().map(|s| s.clone()).unwrap_or_default();
+        let elapsed = scan.finished.unwrap_or_else(now_secs).saturating_sub(scan.started).max(1) as f64;
+        scan.objects_remaining = scan.objects_total.saturating_sub(scan.objects_scanned);
+        scan.bytes_remaining = scan.bytes_total.saturating_sub(scan.bytes_scanned);
+        scan.objects_per_sec = scan.objects_scanned as f64 / elapsed;
+        scan.bytes_per_sec = scan.bytes_scanned as f64 / elapsed;
+        scan.eta_secs = (scan.state == "healing" && scan.objects_per_sec > 0.0)
+            .then(|| scan.objects_remaining as f64 / scan.objects_per_sec);
+        let drives = self
+            .totals
+            .drives
+            .lock()
+            .map(|d| {
+                d.iter().map(|(k, &(objects, bytes))| (k.clone(), DriveHealed { objects, bytes })).collect()
+            })
+            .unwrap_or_default();
+        HealStatus {
+            priority: self.priority(),
+            queue_length: self.queue_length(),
+            queue_healed: self.queue_healed.load(Ordering::Relaxed),
+            queue_failed: self.queue_failed.load(Ordering::Relaxed),
+            scan,
+            drives,
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ScanProgress)) {
+        if let Ok(mut s) = self.scan.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// Counts one heal's outcome in the lifetime totals; returns whether it healed something.
+    fn account(&self, r: &Result<crate::HealResult, crate::ObjectError>) -> (bool, bool) {
+        let t = &self.totals;
+        t.objects_scanned.fetch_add(1, Ordering::Relaxed);
+        match r {
+            Ok(h) => {
+                let healed = !h.healed_drives.is_empty() || h.dangling_removed > 0;
+                if healed {
+                    t.objects_healed.fetch_add(1, Ordering::Relaxed);
+                    t.bytes_healed.fetch_add(h.size * h.healed_drives.len() as u64, Ordering::Relaxed);
+                    t.dangling_removed.fetch_add(h.dangling_removed as u64, Ordering::Relaxed);
+                    if let Ok(mut d) = t.drives.lock() {
+                        for e in &h.healed_drives {
+                            let entry = d.entry(e.clone()).or_default();
+                            entry.0 += 1;
+                            entry.1 += h.size;
+                        }
+                    }
+                }
+                let failed = !h.failed_drives.is_empty();
+                if failed {
+                    t.objects_failed.fetch_add(1, Ordering::Relaxed);
+                }
+                (healed, failed)
+            }
+            Err(_) => {
+                t.objects_failed.fetch_add(1, Ordering::Relaxed);
+                (false, true)
+            }
+        }
+    }
+}
+
+impl ObjectLayer {
+    pub fn healer(&self) -> &Arc<Healer> {
+        &self.healer
+    }
+
+    /// Starts the heal queue's worker and, with an interval, the periodic scanner (a quick scan
+    /// of everything, the first one right away when `scan_now`).
+    pub fn start_healing(self: &Arc<Self>, scan_every: Option<Duration>, scan_now: bool) {
+        let rx = self.healer.rx.lock().ok().and_then(|mut r| r.take());
+        if let Some(mut rx) = rx {
+            let layer = self.clone();
+            tokio::spawn(async move {
+                while let Some((bucket, key)) = rx.recv().await {
+                    if let Ok(mut q) = layer.healer.queued.lock() {
+                        q.remove(&(bucket.clone(), key.clone()));
+                    }
+                    // Deep: something was found wrong with this object, so every frame is checked.
+                    let r = layer.heal_object(&bucket, &key, true).await;
+                    let (_, failed) = layer.healer.account(&r);
+                    if let Err(e) = &r {
+                        tracing::warn!(%bucket, %key, error = %e, "queued heal failed");
+                    }
+                    let counter =
+                        if failed { &layer.healer.queue_failed } else { &layer.healer.queue_healed };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(layer.healer.priority().pause()).await;
+                }
+            });
+        }
+        let layer = self.clone();
+        tokio::spawn(async move {
+            if scan_now {
+                layer.heal_scan(HealScope::default()).await;
+            }
+            let Some(every) = scan_every else { return };
+            loop {
+                tokio::time::sleep(every).await;
+                layer.heal_scan(HealScope::default()).await;
+            }
+        });
+    }
+
+    /// Starts a scan in the background unless one is running; `false` if one is.
+    pub fn start_heal_scan(self: &Arc<Self>, scope: HealScope) -> bool {
+        if self.healer.scanning.try_lock().is_err() {
+            return false;
+        }
+        let layer = self.clone();
+        tokio::spawn(async move { layer.heal_scan(scope).await });
+        true
+    }
+
+    /// Checks and heals every object in `scope`: counts them first (so progress and ETA are
+    /// true), then heals one after another at the current priority.
+    pub async fn heal_scan(&self, scope: HealScope) {
+        let _running = self.healer.scanning.lock().await;
+        let h = &self.healer;
+        h.update(|s| {
+            *s = ScanProgress {
+                state: "counting".into(),
+                scope: scope.clone(),
+                started: now_secs(),
+                ..Default::default()
+            }
+        });
+        let buckets: Vec<String> = match &scope.bucket {
+            Some(b) => vec![b.clone()],
+            None => self.list_buckets().map(|b| b.into_iter().map(|b| b.name).collect()).unwrap_or_default(),
+        };
+        let (mut objects, mut bytes) = (0u64, 0u64);
+        for bucket in &buckets {
+            self.each_object(bucket, &scope.prefix, |_, size| {
+                objects += 1;
+                bytes += size;
+                async {}
+            })
+            .await;
+        }
+        h.update(|s| {
+            s.state = "healing".into();
+            s.objects_total = objects;
+            s.bytes_total = bytes;
+        });
+        for bucket in &buckets {
+            self.each_object(bucket, &scope.prefix, |key, size| {
+                let bucket = bucket.clone();
+                let deep = scope.deep;
+                async move {
+                    let r = self.heal_object(&bucket, &key, deep).await;
+                    let (healed, failed) = h.account(&r);
+                    let set = self.set_name(&bucket, &key);
+                    h.update(|s| {
+                        s.objects_scanned += 1;
+                        s.bytes_scanned += size;
+                        let per_set = s.sets.entry(set).or_default();
+                        per_set.objects_scanned += 1;
+                        if healed {
+                            s.objects_healed += 1;
+                            per_set.objects_healed += 1;
+                            if let Ok(r) = &r {
+                                s.bytes_healed += size * r.healed_drives.len() as u64;
+                                s.dangling_removed += r.dangling_removed as u64;
+                            }
+                        }
+                        if failed {
+                            s.objects_failed += 1;
+                            per_set.objects_failed += 1;
+                        }
+                        if r.as_ref().is_ok_and(|r| r.offline_drives > 0) {
+                            s.objects_degraded += 1;
+                        }
+                    });
+                    if let Err(e) = r {
+                        tracing::warn!(%bucket, %key, error = %e, "heal failed");
+                    }
+                    tokio::time::sleep(h.priority().pause()).await;
+                }
+            })
+            .await;
+        }
+        h.update(|s| {
+            s.state = "idle".into();
+            s.finished = Some(now_secs());
+            // Objects deleted while the scan ran were counted but not scanned.
+            s.objects_total = s.objects_scanned;
+            s.bytes_total = s.bytes_scanned;
+        });
+    }
+
+    /// Calls `f(key, size)` for every object under `prefix`, page by page.
+    async fn each_object<F, Fut>(&self, bucket: &str, prefix: &str, mut f: F)
+    where
+        F: FnMut(String, u64) -> Fut,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let mut req = ListRequest { prefix: prefix.to_owned(), max_keys: 1000, ..Default::default() };
+        loop {
+            let Ok(page) = self.list_objects(bucket, &req).await else { return };
+            for o in page.objects {
+                f(o.key, o.size).await;
+            }
+            match page.next_marker.filter(|_| page.truncated) {
+                Some(m) => req.start_after = m,
+                None => return,
+            }
+        }
+    }
+}

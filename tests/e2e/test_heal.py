@@ -1,0 +1,180 @@
+"""Healing: heal on read, heal scans (replaced drive, deep), and writes that missed a drive."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+
+MiB = 1024 * 1024
+
+
+def data_files(drive):
+    root = drive / ".strata.sys" / "data"
+    return {p.relative_to(drive): p for p in root.rglob("*") if p.is_file()} if root.exists() else {}
+
+
+def admin(server, *args):
+    out = subprocess.run(
+        [BIN, "admin", *args, "--host", f"127.0.0.1:{server.port}", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def heal_status(server):
+    return json.loads(admin(server, "heal", "status", "--json"))
+
+
+def wait_for(condition, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def read_all_with_only(server, objects, keep):
+    """Restarts with every drive but `keep` unreadable: each object must read back whole."""
+    server.stop()
+    away = []
+    for d in server.drives:
+        if d not in keep:
+            moved = d.with_name(d.name + ".away")
+            d.rename(moved)
+            d.write_bytes(b"not a drive")  # a file where the folder was: offline, not blank
+            away.append((moved, d))
+    try:
+        server.start()
+        s3 = server.client()
+        for (bucket, key), data in objects.items():
+            assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data, key
+    finally:
+        server.stop()
+        for moved, d in away:
+            d.unlink()
+            moved.rename(d)
+
+
+def put_mixed(s3, bucket, n):
+    objects = {}
+    for i in range(n):
+        size = [100, 200_000, 3 * MiB + 17][i % 3]
+        data = os.urandom(size)
+        s3.put_object(Bucket=bucket, Key=f"obj-{i:03}", Body=data)
+        objects[(bucket, f"obj-{i:03}")] = data
+    up = s3.create_multipart_upload(Bucket=bucket, Key="multi")["UploadId"]
+    parts, chunks = [], [os.urandom(5 * MiB), os.urandom(MiB + 3)]
+    for i, c in enumerate(chunks, start=1):
+        parts.append({"PartNumber": i, "ETag": s3.upload_part(Bucket=bucket, Key="multi", UploadId=up, PartNumber=i, Body=c)["ETag"]})
+    s3.complete_multipart_upload(Bucket=bucket, Key="multi", UploadId=up, MultipartUpload={"Parts": parts})
+    objects[(bucket, "multi")] = b"".join(chunks)
+    return objects
+
+
+def test_heal_on_read_rewrites_missing_and_rotten_shards():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-h")
+        d1, d2 = server.drives[0], server.drives[1]
+        before = set(data_files(d1))
+        big = os.urandom(3 * MiB + 5)
+        s3.put_object(Bucket="heal-h", Key="big", Body=big)
+        (shard,) = set(data_files(d1)) - before
+        objects = {("heal-h", "big"): big}
+        objects.update(put_mixed(s3, "heal-h", 3))
+        # d1 loses the shard file; every file on d2 rots in its first frame.
+        original = (d1 / shard).read_bytes()
+        (d1 / shard).unlink()
+        rotten = {}
+        for name, p in data_files(d2).items():
+            good = p.read_bytes()
+            raw = bytearray(good)
+            raw[40] ^= 0xFF
+            p.write_bytes(bytes(raw))
+            rotten[name] = good
+        for (bucket, key), data in objects.items():
+            assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data, key
+        wait_for(lambda: (d1 / shard).exists(), what="the missing shard to be rewritten")
+        wait_for(lambda: heal_status(server)["queue_length"] == 0, what="the heal queue to drain")
+        assert (d1 / shard).read_bytes() == original
+        status = heal_status(server)
+        assert status["queue_failed"] == 0 and status["drives"][str(d1)]["objects"] >= 1, status
+        # The reads that met rot (d2 held a data shard) had it rewritten, byte for byte; rot in
+        # shards no read needed (parity) is left to a deep scan.
+        now = {name: (d2 / name).read_bytes() for name in rotten}
+        rewritten = [n for n in rotten if now[n] == rotten[n]]
+        assert rewritten and status["drives"][str(d2)]["objects"] >= 1, status
+        assert all(now[n] == rotten[n] or now[n][40] == rotten[n][40] ^ 0xFF for n in rotten)
+        admin(server, "heal", "start", "--deep")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the deep scan")
+        assert all((d2 / n).read_bytes() == rotten[n] for n in rotten)
+        # Every shard on d1 and d2 verifies: read everything with the other two drives gone.
+        read_all_with_only(server, objects, keep=[d1, d2])
+    finally:
+        server.cleanup()
+
+
+def test_replaced_drive_is_refilled_and_deep_scan_fixes_rot():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"}).start()
+    try:
+        s3 = server.client()
+        for b in ["heal-r1", "heal-r2"]:
+            s3.create_bucket(Bucket=b)
+        objects = put_mixed(s3, "heal-r1", 12)
+        objects.update(put_mixed(s3, "heal-r2", 6))
+        server.stop()
+        d3 = server.drives[2]
+        shutil.rmtree(d3)
+        d3.mkdir()
+        server.start()  # a blank drive in a known slot: formatted, then its set is healed
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle"
+                 and heal_status(server)["scan"]["objects_scanned"] == len(objects), what="the refill")
+        scan = heal_status(server)["scan"]
+        assert scan["objects_total"] == len(objects) and scan["objects_healed"] == len(objects), scan
+        assert scan["objects_failed"] == 0 and scan["objects_remaining"] == 0
+        assert scan["sets"]["0/0"]["objects_healed"] == len(objects)
+        text = admin(server, "heal", "status")
+        assert "idle" in text and f"{len(objects)} healed" in text
+        # Rot nobody reads: a deep scan finds and fixes it; a quick one does not look.
+        victim = sorted(data_files(server.drives[3]).values())[0]
+        good = victim.read_bytes()
+        raw = bytearray(good)
+        raw[len(raw) // 2] ^= 0x01
+        victim.write_bytes(bytes(raw))
+        admin(server, "heal", "priority", "high")
+        admin(server, "heal", "start", "--bucket", "heal-r1")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the quick scan")
+        assert victim.read_bytes() != good
+        admin(server, "heal", "start", "--deep")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the deep scan")
+        assert heal_status(server)["scan"]["objects_healed"] >= 1
+        assert victim.read_bytes() == good
+        read_all_with_only(server, objects, keep=[d3, server.drives[3]])
+    finally:
+        server.cleanup()
+
+
+def test_writes_that_missed_a_drive_heal_without_a_command():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "2s"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-w")
+        d4 = server.drives[3]
+        fmt = d4 / ".strata.sys" / "format.json"
+        fmt.rename(fmt.with_name("format.json.away"))  # the drive is offline
+        objects = put_mixed(s3, "heal-w", 6)
+        time.sleep(2.5)  # a scan while the drive is away sees the objects degraded
+        assert heal_status(server)["scan"]["objects_degraded"] >= 1
+        fmt.with_name("format.json.away").rename(fmt)  # and back
+        healed = lambda: heal_status(server)["drives"].get(str(d4), {}).get("objects", 0)
+        wait_for(lambda: healed() >= len(objects), timeout=60, what="healing onto the returned drive")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the scan to end")
+        read_all_with_only(server, objects, keep=[server.drives[0], d4])
+    finally:
+        server.cleanup()
