@@ -238,3 +238,61 @@ async fn listing_and_reads_agree_on_a_partial_write() {
     assert_eq!(page.objects[0].size, 100_000);
     assert_eq!(read_all(&l, "k", 0, 100_000).await.expect("get"), &data[..]);
 }
+
+/// A drive that was down during a write, a drive that missed a tag update, and records left
+/// behind on one drive are all put right by `heal_object`; a second heal finds nothing to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heal_object_fills_missing_stale_and_dangling() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let drives = open_drives(dir.path(), 4).await;
+    let full = layer(&drives, &[]).await;
+    full.make_bucket("b").await.expect("bucket");
+    // Written while drive 3 was down: inline, single file and empty objects.
+    let down = layer(&drives, &[3]).await;
+    let sizes = [100usize, 3 << 20, 0];
+    for (i, &size) in sizes.iter().enumerate() {
+        down.put_object(
+            "b",
+            &format!("k{i}"),
+            &mut body(&pattern(size, 40 + i as u64)),
+            PutOptions::default(),
+        )
+        .await
+        .expect("put with one drive down");
+        assert!(matches!(
+            drives[3].read_record("b", &format!("k{i}"), false).await,
+            Err(strata_drive::DriveError::NotFound)
+        ));
+    }
+    for (i, &size) in sizes.iter().enumerate() {
+        let key = format!("k{i}");
+        let r = full.heal_object("b", &key, true).await.expect("heal");
+        assert_eq!(r.healed_drives, [drives[3].endpoint().to_owned()], "{key}");
+        assert!(full.heal_object("b", &key, true).await.expect("heal again").was_healthy(), "{key}");
+        // Drive 3 now serves its share: read with two others offline.
+        let two_down = layer(&drives, &[0, 1]).await;
+        assert_eq!(
+            read_all(&two_down, &key, 0, size as u64).await.expect("read"),
+            &pattern(size, 40 + i as u64)[..]
+        );
+    }
+    // Drive 2 misses a tag update; the majority's tags win, on reads and after healing.
+    let no_2 = layer(&drives, &[2]).await;
+    let tags = BTreeMap::from([("team".to_owned(), "storage".to_owned())]);
+    no_2.put_object_tags("b", "k0", tags.clone()).await.expect("tags");
+    assert_eq!(full.open_object("b", "k0", false).await.expect("head").info.tags, tags);
+    let r = full.heal_object("b", "k0", false).await.expect("heal tags");
+    assert_eq!(r.healed_drives, [drives[2].endpoint().to_owned()]);
+    let (record, _) = drives[2].read_record("b", "k0", false).await.expect("record");
+    assert_eq!(record.latest().expect("version").tags, tags);
+    // A record left on one drive (the others deleted it) is dangling and goes.
+    for d in &drives[..3] {
+        let op = Uuid::new_v4();
+        d.delete_version("b", "k1", None, op).await.expect("delete");
+        d.finish_op(op, true).await;
+    }
+    let r = full.heal_object("b", "k1", false).await.expect("heal dangling");
+    assert_eq!(r.dangling_removed, 1);
+    assert!(matches!(drives[3].read_record("b", "k1", false).await, Err(strata_drive::DriveError::NotFound)));
+    assert!(matches!(full.open_object("b", "k1", false).await, Err(ObjectError::ObjectNotFound)));
+}
