@@ -178,3 +178,33 @@ def test_writes_that_missed_a_drive_heal_without_a_command():
         read_all_with_only(server, objects, keep=[server.drives[0], d4])
     finally:
         server.cleanup()
+
+
+def test_kill_during_healing_resumes_and_converges():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_HEAL_PRIORITY": "low"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-k")
+        objects = {}
+        for i in range(250):
+            data = os.urandom(1000 + i)
+            s3.put_object(Bucket="heal-k", Key=f"k{i:04}", Body=data)
+            objects[("heal-k", f"k{i:04}")] = data
+        server.stop()
+        d2 = server.drives[1]
+        shutil.rmtree(d2)
+        d2.mkdir()
+        server.start()
+        wait_for(lambda: 40 <= heal_status(server)["scan"]["objects_scanned"], what="the refill to get going")
+        time.sleep(1.2)  # the healer saves its progress every second
+        server.kill()
+        server.start()
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", timeout=120, what="the resumed scan")
+        scan = heal_status(server)["scan"]
+        assert scan["resumed"] >= 1, scan
+        assert scan["objects_scanned"] == scan["objects_total"] == len(objects), scan
+        assert scan["objects_remaining"] == 0 and scan["objects_failed"] == 0, scan
+        assert scan["objects_healed"] >= len(objects) - 5, scan  # a few may be redone after the kill
+        read_all_with_only(server, objects, keep=[d2, server.drives[3]])
+    finally:
+        server.cleanup()

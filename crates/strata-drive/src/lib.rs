@@ -140,6 +140,11 @@ pub trait Drive: Send + Sync + Debug {
     async fn read_format(&self) -> DriveResult<Option<Vec<u8>>>;
     async fn write_format(&self, format: Vec<u8>) -> DriveResult<()>;
 
+    /// A small named state document kept on this drive for its node (the healer's progress),
+    /// replaced atomically; `None` when never written.
+    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>>;
+    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()>;
+
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()>;
     /// Replaces an existing bucket's record.

@@ -239,6 +239,34 @@ impl Drive for LocalDrive {
         .await
     }
 
+    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
+        let path = self.sys.join(format!("state-{name}.json"));
+        let sys = self.sys.clone();
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            match fs::read(&path) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await
+    }
+
+    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
+        let (sys, name) = (self.sys.clone(), name.to_owned());
+        blocking(move || {
+            Self::ensure_online(&sys)?;
+            let tmp = sys.join(format!("state-{name}.json.tmp"));
+            let mut f = File::create(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_data()?;
+            fs::rename(&tmp, sys.join(format!("state-{name}.json")))?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         Self::ensure_online(&self.sys)?;
         self.index.apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await.map(drop)

@@ -112,6 +112,14 @@ impl Drive for Metered {
         self.probe.time("write_format", self.inner.write_format(format)).await
     }
 
+    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
+        self.probe.time("read_state", self.inner.read_state(name)).await
+    }
+
+    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
+        self.probe.time("write_state", self.inner.write_state(name, bytes)).await
+    }
+
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         self.probe.time("make_bucket", self.inner.make_bucket(bucket, record)).await
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::layer::ObjectLayer;
@@ -47,7 +47,7 @@ impl HealPriority {
 }
 
 /// What a scan covers.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealScope {
     /// One bucket, or all.
     pub bucket: Option<String>,
@@ -57,7 +57,8 @@ pub struct HealScope {
 }
 
 /// Progress of the current (or last) scan; objects and bytes.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ScanProgress {
     /// `idle`, `counting`, `healing`.
     pub state: String,
@@ -84,9 +85,13 @@ pub struct ScanProgress {
     pub eta_secs: Option<f64>,
     /// Per erasure set (`pool/set`): objects scanned, healed, failed.
     pub sets: BTreeMap<String, SetProgress>,
+    /// The last object done (bucket, key): where a scan interrupted by a restart resumes.
+    pub position: Option<(String, String)>,
+    /// The scan was resumed after a restart (this many times).
+    pub resumed: u32,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SetProgress {
     pub objects_scanned: u64,
     pub objects_healed: u64,
@@ -123,7 +128,24 @@ pub struct DriveHealed {
     pub bytes: u64,
 }
 
+/// The healer's state as saved on drives, so a restart resumes it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct Saved {
+    /// Nanoseconds since the Unix epoch: the newest copy wins.
+    saved: u64,
+    queue: Vec<(String, String)>,
+    scan: ScanProgress,
+}
+
+/// Name of the state document on drives.
+const STATE_NAME: &str = "heal";
+/// Drives that keep a copy of the state.
+const STATE_COPIES: usize = 3;
+
 pub struct Healer {
+    /// Something changed since the state was last saved.
+    dirty: std::sync::atomic::AtomicBool,
     tx: mpsc::Sender<(String, String)>,
     rx: Mutex<Option<mpsc::Receiver<(String, String)>>>,
     queued: Mutex<HashSet<(String, String)>>,
@@ -144,6 +166,7 @@ impl Healer {
     pub(crate) fn new() -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_MAX);
         Self {
+            dirty: Default::default(),
             tx,
             rx: Mutex::new(Some(rx)),
             queued: Mutex::new(HashSet::new()),
@@ -165,6 +188,7 @@ impl Healer {
         }
         if self.tx.try_send(entry.clone()).is_ok() {
             queued.insert(entry);
+            self.dirty.store(true, Ordering::Relaxed);
         }
     }
 
@@ -214,6 +238,15 @@ impl Healer {
     fn update(&self, f: impl FnOnce(&mut ScanProgress)) {
         if let Ok(mut s) = self.scan.lock() {
             f(&mut s);
+            self.dirty.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn snapshot(&self) -> Saved {
+        Saved {
+            saved: strata_types::time::now_nanos(),
+            queue: self.queued.lock().map(|q| q.iter().cloned().collect()).unwrap_or_default(),
+            scan: self.scan.lock().map(|s| s.clone()).unwrap_or_default(),
         }
     }
 
@@ -255,9 +288,71 @@ impl ObjectLayer {
         &self.healer
     }
 
+    /// Saves the healer's state (queue, scan progress) on a few drives.
+    async fn save_heal_state(&self) {
+        let Ok(bytes) = serde_json::to_vec(&self.healer.snapshot()) else { return };
+        let drives: Vec<_> =
+            self.all_sets().flat_map(|s| s.drives.iter().flatten()).take(STATE_COPIES).collect();
+        for d in drives {
+            if let Err(e) = d.write_state(STATE_NAME, bytes.clone()).await {
+                tracing::debug!(drive = d.endpoint(), error = %e, "cannot save the heal state");
+            }
+        }
+    }
+
+    /// The newest saved heal state on any drive.
+    async fn load_heal_state(&self) -> Option<Saved> {
+        let mut newest: Option<Saved> = None;
+        for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
+            let Ok(Some(bytes)) = d.read_state(STATE_NAME).await else { continue };
+            let Ok(saved) = serde_json::from_slice::<Saved>(&bytes) else { continue };
+            if newest.as_ref().is_none_or(|n| saved.saved > n.saved) {
+                newest = Some(saved);
+            }
+        }
+        newest
+    }
+
     /// Starts the heal queue's worker and, with an interval, the periodic scanner (a quick scan
-    /// of everything, the first one right away when `scan_now`).
+    /// of everything, the first one right away when `scan_now`). A queue or a scan saved before
+    /// a restart is picked up where it stopped.
     pub fn start_healing(self: &Arc<Self>, scan_every: Option<Duration>, scan_now: bool) {
+        let layer = self.clone();
+        tokio::spawn(async move {
+            let saved = layer.load_heal_state().await.unwrap_or_default();
+            for (bucket, key) in &saved.queue {
+                layer.healer.notify(bucket, key);
+            }
+            let interrupted = saved.scan.state != "idle" && !saved.scan.state.is_empty();
+            if !interrupted {
+                layer.healer.update(|s| *s = ScanProgress { state: "idle".into(), ..saved.scan.clone() });
+            }
+            if interrupted {
+                tracing::info!(
+                    scanned = saved.scan.objects_scanned,
+                    "resuming the heal scan a restart interrupted"
+                );
+                let scope = saved.scan.scope.clone();
+                layer.heal_scan_from(scope, Some(saved.scan)).await;
+            }
+            if scan_now {
+                layer.heal_scan(HealScope::default()).await;
+            }
+            let Some(every) = scan_every else { return };
+            loop {
+                tokio::time::sleep(every).await;
+                layer.heal_scan(HealScope::default()).await;
+            }
+        });
+        let layer = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if layer.healer.dirty.swap(false, Ordering::Relaxed) {
+                    layer.save_heal_state().await;
+                }
+            }
+        });
         let rx = self.healer.rx.lock().ok().and_then(|mut r| r.take());
         if let Some(mut rx) = rx {
             let layer = self.clone();
@@ -275,21 +370,11 @@ impl ObjectLayer {
                     let counter =
                         if failed { &layer.healer.queue_failed } else { &layer.healer.queue_healed };
                     counter.fetch_add(1, Ordering::Relaxed);
+                    layer.healer.dirty.store(true, Ordering::Relaxed);
                     tokio::time::sleep(layer.healer.priority().pause()).await;
                 }
             });
         }
-        let layer = self.clone();
-        tokio::spawn(async move {
-            if scan_now {
-                layer.heal_scan(HealScope::default()).await;
-            }
-            let Some(every) = scan_every else { return };
-            loop {
-                tokio::time::sleep(every).await;
-                layer.heal_scan(HealScope::default()).await;
-            }
-        });
     }
 
     /// Starts a scan in the background unless one is running; `false` if one is.
@@ -305,23 +390,33 @@ impl ObjectLayer {
     /// Checks and heals every object in `scope`: counts them first (so progress and ETA are
     /// true), then heals one after another at the current priority.
     pub async fn heal_scan(&self, scope: HealScope) {
+        self.heal_scan_from(scope, None).await
+    }
+
+    /// A scan, or the rest of one interrupted after `resume.position` with its counters.
+    async fn heal_scan_from(&self, scope: HealScope, resume: Option<ScanProgress>) {
         let _running = self.healer.scanning.lock().await;
         let h = &self.healer;
-        h.update(|s| {
-            *s = ScanProgress {
+        let start = match resume {
+            Some(r) => {
+                ScanProgress { state: "counting".into(), scope: scope.clone(), resumed: r.resumed + 1, ..r }
+            }
+            None => ScanProgress {
                 state: "counting".into(),
                 scope: scope.clone(),
                 started: now_secs(),
                 ..Default::default()
-            }
-        });
+            },
+        };
+        let position = start.position.clone();
+        h.update(|s| *s = start);
         let buckets: Vec<String> = match &scope.bucket {
             Some(b) => vec![b.clone()],
             None => self.list_buckets().map(|b| b.into_iter().map(|b| b.name).collect()).unwrap_or_default(),
         };
         let (mut objects, mut bytes) = (0u64, 0u64);
         for bucket in &buckets {
-            self.each_object(bucket, &scope.prefix, |_, size| {
+            self.each_object(bucket, &scope.prefix, "", |_, size| {
                 objects += 1;
                 bytes += size;
                 async {}
@@ -334,7 +429,13 @@ impl ObjectLayer {
             s.bytes_total = bytes;
         });
         for bucket in &buckets {
-            self.each_object(bucket, &scope.prefix, |key, size| {
+            // Resuming: buckets before the position are done, and its own up to the key.
+            let after = match &position {
+                Some((b, _)) if bucket < b => continue,
+                Some((b, k)) if bucket == b => k.clone(),
+                _ => String::new(),
+            };
+            self.each_object(bucket, &scope.prefix, &after, |key, size| {
                 let bucket = bucket.clone();
                 let deep = scope.deep;
                 async move {
@@ -361,6 +462,7 @@ impl ObjectLayer {
                         if r.as_ref().is_ok_and(|r| r.offline_drives > 0) {
                             s.objects_degraded += 1;
                         }
+                        s.position = Some((bucket.clone(), key.clone()));
                     });
                     if let Err(e) = r {
                         tracing::warn!(%bucket, %key, error = %e, "heal failed");
@@ -377,15 +479,21 @@ impl ObjectLayer {
             s.objects_total = s.objects_scanned;
             s.bytes_total = s.bytes_scanned;
         });
+        self.save_heal_state().await;
     }
 
     /// Calls `f(key, size)` for every object under `prefix`, page by page.
-    async fn each_object<F, Fut>(&self, bucket: &str, prefix: &str, mut f: F)
+    async fn each_object<F, Fut>(&self, bucket: &str, prefix: &str, after: &str, mut f: F)
     where
         F: FnMut(String, u64) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        let mut req = ListRequest { prefix: prefix.to_owned(), max_keys: 1000, ..Default::default() };
+        let mut req = ListRequest {
+            prefix: prefix.to_owned(),
+            start_after: after.to_owned(),
+            max_keys: 1000,
+            ..Default::default()
+        };
         loop {
             let Ok(page) = self.list_objects(bucket, &req).await else { return };
             for o in page.objects {

@@ -137,6 +137,11 @@ async fn server(args: ServerArgs) -> Result<()> {
     if deployment.replaced_drives > 0 {
         tracing::info!(drives = deployment.replaced_drives, "replaced drives found: healing their sets now");
     }
+    if let Ok(p) = std::env::var("STRATA_HEAL_PRIORITY") {
+        let priority = strata_object::HealPriority::parse(&p)
+            .with_context(|| format!("STRATA_HEAL_PRIORITY={p} is not low, normal or high"))?;
+        layer.healer().set_priority(priority);
+    }
     layer.start_healing(scan_every, deployment.replaced_drives > 0);
     let node = Arc::new(Node::new(layer, config, metrics));
     println!("Strata is serving S3 at {scheme}://{local}");
