@@ -204,7 +204,8 @@ def test_kill_during_healing_resumes_and_converges():
         assert scan["resumed"] >= 1, scan
         assert scan["objects_scanned"] == scan["objects_total"] == len(objects), scan
         assert scan["objects_remaining"] == 0 and scan["objects_failed"] == 0, scan
-        assert scan["objects_healed"] >= len(objects) - 5, scan  # a few may be redone after the kill
+        # Objects healed after the last save (≤ 1 s) before the kill are checked again, healthy.
+        assert len(objects) // 2 <= scan["objects_healed"] <= len(objects), scan
         read_all_with_only(server, objects, keep=[d2, server.drives[3]])
     finally:
         server.cleanup()
