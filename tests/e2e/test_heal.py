@@ -209,3 +209,26 @@ def test_kill_during_healing_resumes_and_converges():
         read_all_with_only(server, objects, keep=[d2, server.drives[3]])
     finally:
         server.cleanup()
+
+
+def test_drive_wiped_while_running_is_refilled():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_DRIVE_CHECK_INTERVAL": "500ms"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-live")
+        objects = put_mixed(s3, "heal-live", 9)
+        d2 = server.drives[1]
+        for child in d2.iterdir():
+            shutil.rmtree(child)  # the drive's contents are gone; the folder stays
+        for (bucket, key), data in objects.items():
+            assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data, key
+        healed = lambda: heal_status(server)["drives"].get(str(d2), {}).get("objects", 0)
+        wait_for(lambda: healed() >= len(objects), what="the wiped drive to be refilled")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the refill scan to end")
+        assert (d2 / ".strata.sys" / "format.json").exists()
+        # New writes reach it too.
+        s3.put_object(Bucket="heal-live", Key="after", Body=b"written after the refill")
+        objects[("heal-live", "after")] = b"written after the refill"
+        read_all_with_only(server, objects, keep=[d2, server.drives[3]])
+    finally:
+        server.cleanup()

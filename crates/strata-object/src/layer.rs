@@ -70,6 +70,13 @@ impl ObjectLayer {
         Ok(layer)
     }
 
+    /// [`Self::heal_buckets`] with the buckets as they are now (a drive formatted again while
+    /// the server runs).
+    pub async fn heal_buckets_now(&self) {
+        let buckets = self.buckets.read().map(|b| b.clone()).unwrap_or_default();
+        self.heal_buckets(&buckets).await;
+    }
+
     /// Gives every online drive every bucket the quorum knows (a replaced, blank drive has none),
     /// so writes to it count toward quorum again.
     async fn heal_buckets(&self, buckets: &BTreeMap<String, BucketRecord>) {

@@ -22,6 +22,9 @@ pub struct Deployment {
     /// Blank drives given their slot's format at this start (replaced drives) while others
     /// already held the deployment: their sets need refilling.
     pub replaced_drives: usize,
+    /// The local drives that opened, with their slot's format record (for re-formatting a
+    /// drive wiped or swapped while the server runs).
+    pub locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
 }
 
 /// Splits arguments into pools: each ellipsis argument is a pool; plain arguments together form one.
@@ -117,11 +120,16 @@ pub async fn open_deployment(
     let writes = plan.actions.iter().filter(|a| matches!(a, DriveAction::Write(_))).count();
     let replaced_drives = if writes < plan.actions.len() { writes } else { 0 };
     let mut slots: Vec<DriveSlot> = Vec::new();
+    let mut locals = Vec::new();
     for (d, action) in drives.into_iter().zip(&plan.actions) {
         slots.push(match (d, action) {
-            (Some(d), DriveAction::Use(_)) => Some(d as Arc<dyn Drive>),
+            (Some(d), DriveAction::Use(f)) => {
+                locals.push((d.clone(), f.to_json()));
+                Some(d as Arc<dyn Drive>)
+            }
             (Some(d), DriveAction::Write(f)) => {
                 d.write_format(f.to_json()).await.with_context(|| format!("formatting {}", d.endpoint()))?;
+                locals.push((d.clone(), f.to_json()));
                 Some(d as Arc<dyn Drive>)
             }
             _ => None,
@@ -147,6 +155,7 @@ pub async fn open_deployment(
         set_drive_count: layouts[0].set_drive_count,
         parity_count: layouts[0].parity_count,
         replaced_drives,
+        locals,
     })
 }
 
@@ -167,4 +176,49 @@ pub fn meter(deployment: &mut Deployment, metrics: Arc<strata_metrics::Metrics>)
             *slot = Some(Arc::new(strata_drive::Metered::new(d, observer.clone())) as Arc<dyn Drive>);
         }
     }
+}
+
+/// Watches the local drives: one whose folder turns up empty while the server runs (wiped, or a
+/// new drive mounted in its place) is given its slot's format again, gets the buckets, and a
+/// heal scan refills it.
+pub fn spawn_drive_monitor(
+    locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
+    layer: Arc<strata_object::ObjectLayer>,
+    every: std::time::Duration,
+) {
+    tokio::spawn(async move {
+        let mut refill_pending = false;
+        loop {
+            tokio::time::sleep(every).await;
+            for (drive, format) in &locals {
+                let (d, f) = (drive.clone(), format.clone());
+                let reformatted = tokio::task::spawn_blocking(move || {
+                    if !d.root_is_blank() {
+                        return None;
+                    }
+                    Some(d.reinitialize(&f))
+                })
+                .await
+                .ok()
+                .flatten();
+                match reformatted {
+                    Some(Ok(())) => {
+                        tracing::warn!(
+                            drive = drive.endpoint(),
+                            "blank drive in its slot: formatted again; refilling it"
+                        );
+                        layer.heal_buckets_now().await;
+                        refill_pending = true;
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(drive = drive.endpoint(), error = %e, "cannot format the replaced drive")
+                    }
+                    None => {}
+                }
+            }
+            if refill_pending && layer.start_heal_scan(strata_object::HealScope::default()) {
+                refill_pending = false;
+            }
+        }
+    });
 }

@@ -143,6 +143,13 @@ async fn server(args: ServerArgs) -> Result<()> {
         layer.healer().set_priority(priority);
     }
     layer.start_healing(scan_every, deployment.replaced_drives > 0);
+    let check_every = match std::env::var("STRATA_DRIVE_CHECK_INTERVAL") {
+        Ok(v) => strata_types::time::parse_duration(&v)
+            .filter(|d| !d.is_zero())
+            .with_context(|| format!("STRATA_DRIVE_CHECK_INTERVAL={v}"))?,
+        Err(_) => std::time::Duration::from_secs(10),
+    };
+    drives::spawn_drive_monitor(std::mem::take(&mut deployment.locals), layer.clone(), check_every);
     let node = Arc::new(Node::new(layer, config, metrics));
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
