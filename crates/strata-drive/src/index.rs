@@ -252,6 +252,31 @@ impl Index {
         Ok(out)
     }
 
+    /// Every shard file id a record or an upload's part refers to (what must not be swept).
+    pub fn referenced_files(&self) -> DriveResult<std::collections::HashSet<Uuid>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let mut ids = std::collections::HashSet::new();
+        for item in txn.open_table(OBJECTS).map_err(index_err)?.iter().map_err(index_err)? {
+            let (_, v) = item.map_err(index_err)?;
+            for version in ObjectRecord::decode(v.value())?.versions {
+                match version.data {
+                    strata_meta::DataLocation::File(id) => {
+                        ids.insert(id);
+                    }
+                    strata_meta::DataLocation::Multipart(_) => {
+                        ids.extend(version.parts.iter().map(|p| p.data_id))
+                    }
+                    strata_meta::DataLocation::Inline(_) => {}
+                }
+            }
+        }
+        for item in txn.open_table(PARTS).map_err(index_err)?.iter().map_err(index_err)? {
+            let (_, v) = item.map_err(index_err)?;
+            ids.insert(PartInfo::decode(v.value())?.data_id);
+        }
+        Ok(ids)
+    }
+
     /// Uploads in progress in `bucket` whose key starts with `prefix`, in (key, upload id) order.
     pub fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
         let txn = self.db.begin_read().map_err(index_err)?;

@@ -226,4 +226,8 @@ pub trait Drive: Send + Sync + Debug {
     async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>>;
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
+
+    /// Deletes shard files no record refers to and temp files, both older than `min_age` (what
+    /// a crash between writing data and committing its record leaves). Returns (files, bytes).
+    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)>;
 }

@@ -612,4 +612,50 @@ impl Drive for LocalDrive {
         })
         .await
     }
+
+    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
+        Self::ensure_online(&self.sys)?;
+        let index = self.index();
+        let (data, tmp) = (self.data.clone(), self.tmp.clone());
+        blocking(move || {
+            let old = |m: &fs::Metadata| {
+                m.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a >= min_age)
+            };
+            let (mut files, mut bytes) = (0u64, 0u64);
+            let mut remove = |path: &Path, m: &fs::Metadata| {
+                if fs::remove_file(path).is_ok() {
+                    files += 1;
+                    bytes += m.len();
+                }
+            };
+            for entry in fs::read_dir(&tmp)?.flatten() {
+                if let Ok(m) = entry.metadata() {
+                    if m.is_file() && old(&m) {
+                        remove(&entry.path(), &m);
+                    }
+                }
+            }
+            // Read the references after listing the files: a file committed meanwhile is young.
+            let mut candidates = Vec::new();
+            for dir in fs::read_dir(&data)?.flatten() {
+                for entry in fs::read_dir(dir.path())?.flatten() {
+                    if let (Ok(m), Some(id)) =
+                        (entry.metadata(), entry.file_name().to_str().and_then(|n| Uuid::try_parse(n).ok()))
+                    {
+                        if m.is_file() && old(&m) {
+                            candidates.push((entry.path(), m, id));
+                        }
+                    }
+                }
+            }
+            let referenced = index.referenced_files()?;
+            for (path, m, id) in candidates {
+                if !referenced.contains(&id) {
+                    remove(&path, &m);
+                }
+            }
+            Ok((files, bytes))
+        })
+        .await
+    }
 }

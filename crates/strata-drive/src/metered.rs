@@ -248,6 +248,10 @@ impl Drive for Metered {
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
         self.probe.time("list", self.inner.list(bucket, query)).await
     }
+
+    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
+        self.probe.time("sweep_orphans", self.inner.sweep_orphans(min_age)).await
+    }
 }
 
 #[cfg(test)]

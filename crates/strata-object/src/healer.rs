@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::layer::ObjectLayer;
-use crate::list::ListRequest;
 
 /// Objects waiting in the heal queue at most; more are left to the scanner.
 const QUEUE_MAX: usize = 10_000;
@@ -78,6 +77,9 @@ pub struct ScanProgress {
     /// the next scan after the drives return heals them.
     pub objects_degraded: u64,
     pub dangling_removed: u64,
+    /// Files no record refers to (and old temp files) removed at the end of a full scan.
+    pub orphans_removed: u64,
+    pub orphan_bytes_removed: u64,
     pub objects_remaining: u64,
     pub bytes_remaining: u64,
     /// Over the scan so far.
@@ -107,13 +109,15 @@ pub struct HealTotals {
     pub objects_failed: AtomicU64,
     pub bytes_healed: AtomicU64,
     pub dangling_removed: AtomicU64,
-    /// Drive endpoint → (shards written for objects, object bytes healed).
-    pub drives: Mutex<BTreeMap<String, (u64, u64)>>,
+    /// Drive endpoint → (objects healed onto it, object bytes healed onto it, objects it refused).
+    pub drives: Mutex<BTreeMap<String, (u64, u64, u64)>>,
 }
 
 /// The whole heal status, as the admin API reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct HealStatus {
+    /// `healing` while a scan runs or the queue holds objects, else `idle`.
+    pub state: String,
     pub priority: HealPriority,
     pub queue_length: usize,
     pub queue_healed: u64,
@@ -127,6 +131,8 @@ pub struct HealStatus {
 pub struct DriveHealed {
     pub objects: u64,
     pub bytes: u64,
+    /// Objects whose heal this drive refused (write errors).
+    pub failed: u64,
 }
 
 /// The healer's state as saved on drives, so a restart resumes it.
@@ -144,6 +150,21 @@ const STATE_NAME: &str = "heal";
 /// Drives that keep a copy of the state.
 const STATE_COPIES: usize = 3;
 
+/// How scans check and clean.
+#[derive(Debug, Clone, Copy)]
+pub struct ScanConfig {
+    /// 0.0 to 1.0: objects a quick scan verifies frame by frame anyway.
+    pub deep_fraction: f64,
+    /// Orphaned shard files and temp files older than this are removed by full scans.
+    pub orphan_age: Duration,
+}
+
+impl Default for ScanConfig {
+    fn default() -> Self {
+        Self { deep_fraction: 0.01, orphan_age: Duration::from_secs(3600) }
+    }
+}
+
 pub struct Healer {
     /// Something changed since the state was last saved.
     dirty: std::sync::atomic::AtomicBool,
@@ -156,6 +177,9 @@ pub struct Healer {
     scan: Mutex<ScanProgress>,
     /// Serialises scans.
     scanning: tokio::sync::Mutex<()>,
+    /// Share of objects a quick scan checks deeply (every frame), and the age at which files
+    /// no record refers to are swept.
+    config: Mutex<ScanConfig>,
     pub totals: HealTotals,
 }
 
@@ -176,6 +200,7 @@ impl Healer {
             priority: AtomicU8::new(1),
             scan: Mutex::new(ScanProgress { state: "idle".into(), ..Default::default() }),
             scanning: tokio::sync::Mutex::new(()),
+            config: Mutex::new(ScanConfig::default()),
             totals: HealTotals::default(),
         }
     }
@@ -191,6 +216,16 @@ impl Healer {
             queued.insert(entry);
             self.dirty.store(true, Ordering::Relaxed);
         }
+    }
+
+    pub fn set_config(&self, config: ScanConfig) {
+        if let Ok(mut c) = self.config.lock() {
+            *c = config;
+        }
+    }
+
+    fn config(&self) -> ScanConfig {
+        self.config.lock().map(|c| *c).unwrap_or_default()
     }
 
     pub fn priority(&self) -> HealPriority {
@@ -223,12 +258,16 @@ impl Healer {
             .drives
             .lock()
             .map(|d| {
-                d.iter().map(|(k, &(objects, bytes))| (k.clone(), DriveHealed { objects, bytes })).collect()
+                d.iter()
+                    .map(|(k, &(objects, bytes, failed))| (k.clone(), DriveHealed { objects, bytes, failed }))
+                    .collect()
             })
             .unwrap_or_default();
+        let queue_length = self.queue_length();
         HealStatus {
+            state: if scan.state != "idle" || queue_length > 0 { "healing" } else { "idle" }.into(),
             priority: self.priority(),
-            queue_length: self.queue_length(),
+            queue_length,
             queue_healed: self.queue_healed.load(Ordering::Relaxed),
             queue_failed: self.queue_failed.load(Ordering::Relaxed),
             scan,
@@ -268,6 +307,11 @@ impl Healer {
                             entry.0 += 1;
                             entry.1 += h.size;
                         }
+                    }
+                }
+                if let Ok(mut d) = t.drives.lock() {
+                    for e in &h.failed_drives {
+                        d.entry(e.clone()).or_default().2 += 1;
                     }
                 }
                 let failed = !h.failed_drives.is_empty();
@@ -412,6 +456,8 @@ impl ObjectLayer {
             },
         };
         let position = start.position.clone();
+        let config = h.config();
+        let salt = strata_types::time::now_nanos();
         h.update(|s| *s = start);
         let buckets: Vec<String> = match &scope.bucket {
             Some(b) => vec![b.clone()],
@@ -419,7 +465,7 @@ impl ObjectLayer {
         };
         let (mut objects, mut bytes) = (0u64, 0u64);
         for bucket in &buckets {
-            self.each_object(bucket, &scope.prefix, "", |_, size| {
+            self.each_key_any(bucket, &scope.prefix, "", |_, size| {
                 objects += 1;
                 bytes += size;
                 async {}
@@ -438,9 +484,9 @@ impl ObjectLayer {
                 Some((b, k)) if bucket == b => k.clone(),
                 _ => String::new(),
             };
-            self.each_object(bucket, &scope.prefix, &after, |key, size| {
+            self.each_key_any(bucket, &scope.prefix, &after, |key, size| {
                 let bucket = bucket.clone();
-                let deep = scope.deep;
+                let deep = scope.deep || sampled(&bucket, &key, salt, config.deep_fraction);
                 async move {
                     let began = std::time::Instant::now();
                     let r = self.heal_object(&bucket, &key, deep).await;
@@ -477,6 +523,22 @@ impl ObjectLayer {
             })
             .await;
         }
+        if scope.bucket.is_none() && scope.prefix.is_empty() {
+            let (mut files, mut bytes) = (0, 0);
+            for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
+                match d.sweep_orphans(config.orphan_age).await {
+                    Ok((f, b)) => (files, bytes) = (files + f, bytes + b),
+                    Err(e) => tracing::warn!(drive = d.endpoint(), error = %e, "cannot sweep orphaned files"),
+                }
+            }
+            if files > 0 {
+                tracing::info!(files, bytes, "removed files no record refers to");
+            }
+            h.update(|s| {
+                s.orphans_removed += files;
+                s.orphan_bytes_removed += bytes;
+            });
+        }
         h.update(|s| {
             s.state = "idle".into();
             s.finished = Some(now_secs());
@@ -487,27 +549,82 @@ impl ObjectLayer {
         self.save_heal_state().await;
     }
 
-    /// Calls `f(key, size)` for every object under `prefix`, page by page.
-    async fn each_object<F, Fut>(&self, bucket: &str, prefix: &str, after: &str, mut f: F)
+    /// Calls `f(key, size)` for every key any drive holds under `prefix` after `after`, in key
+    /// order: objects a read quorum holds, and the dangling ones no listing shows.
+    async fn each_key_any<F, Fut>(&self, bucket: &str, prefix: &str, after: &str, mut f: F)
     where
         F: FnMut(String, u64) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        let mut req = ListRequest {
-            prefix: prefix.to_owned(),
-            start_after: after.to_owned(),
-            max_keys: 1000,
-            ..Default::default()
-        };
+        const PAGE: usize = 1000;
+        let drives: Vec<Arc<dyn strata_drive::Drive>> =
+            self.all_sets().flat_map(|s| s.drives.iter().flatten().cloned()).collect();
+        let mut after = after.to_owned();
         loop {
-            let Ok(page) = self.list_objects(bucket, &req).await else { return };
-            for o in page.objects {
-                f(o.key, o.size).await;
+            let pages = futures_util::future::join_all(drives.iter().map(|d| {
+                let q = strata_drive::ListQuery {
+                    prefix: prefix.to_owned(),
+                    start_after: after.clone(),
+                    delimiter: None,
+                    limit: PAGE,
+                };
+                d.list(bucket, q)
+            }))
+            .await;
+            // Keys up to the smallest last key of a full page are known from every drive.
+            let mut bound: Option<String> = None;
+            let mut keys: BTreeMap<String, u64> = BTreeMap::new();
+            for page in pages.into_iter().flatten() {
+                if page.len() == PAGE {
+                    if let Some(last) = page.last() {
+                        let last = last.name().to_owned();
+                        bound = Some(bound.map_or(last.clone(), |b| b.min(last)));
+                    }
+                }
+                for entry in page {
+                    if let strata_drive::ListEntry::Object { key, record } = entry {
+                        let size = record.latest().map_or(0, |v| v.size);
+                        let slot = keys.entry(key).or_insert(0);
+                        *slot = (*slot).max(size);
+                    }
+                }
             }
-            match page.next_marker.filter(|_| page.truncated) {
-                Some(m) => req.start_after = m,
+            for (key, size) in keys {
+                if bound.as_ref().is_some_and(|b| key > *b) {
+                    break;
+                }
+                after.clone_from(&key);
+                f(key, size).await;
+            }
+            match bound {
+                Some(b) => after = b,
                 None => return,
             }
         }
+    }
+}
+
+/// Whether a quick scan checks this object deeply: a `fraction` of objects, a different sample
+/// each scan (`salt`).
+fn sampled(bucket: &str, key: &str, salt: u64, fraction: f64) -> bool {
+    use std::hash::{Hash, Hasher};
+    if fraction <= 0.0 {
+        return false;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (bucket, key, salt).hash(&mut h);
+    (h.finish() % 1_000_000) as f64 / 1_000_000.0 < fraction
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_about_the_fraction_asked() {
+        let hits = (0..20_000).filter(|i| sampled("b", &format!("k{i}"), 7, 0.05)).count();
+        assert!((800..1200).contains(&hits), "{hits}");
+        assert!(!(0..1000).any(|i| sampled("b", &format!("k{i}"), 7, 0.0)));
+        assert!((0..1000).all(|i| sampled("b", &format!("k{i}"), 7, 1.0)));
     }
 }

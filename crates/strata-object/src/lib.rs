@@ -34,7 +34,9 @@ mod tagging;
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
 pub use heal::HealResult;
-pub use healer::{DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanProgress, SetProgress};
+pub use healer::{
+    DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanConfig, ScanProgress, SetProgress,
+};
 pub use layer::{DriveSlot, ObjectLayer, SetView};
 pub use list::{ListPage, ListRequest};
 pub use multipart::{CompleteOptions, CompletePart};

@@ -296,3 +296,44 @@ async fn heal_object_fills_missing_stale_and_dangling() {
     assert!(matches!(drives[3].read_record("b", "k1", false).await, Err(strata_drive::DriveError::NotFound)));
     assert!(matches!(full.open_object("b", "k1", false).await, Err(ObjectError::ObjectNotFound)));
 }
+
+/// A full scan finds what no listing shows (a record left on one drive) and sweeps shard and
+/// temp files no record refers to once they are old, leaving young and referenced files alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scans_remove_dangling_records_and_old_orphans() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let drives = open_drives(dir.path(), 4).await;
+    let l = layer(&drives, &[]).await;
+    l.make_bucket("b").await.expect("bucket");
+    let big = pattern(2 << 20, 77);
+    l.put_object("b", "kept", &mut body(&big), PutOptions::default()).await.expect("put");
+    l.put_object("b", "left", &mut body(&pattern(50, 78)), PutOptions::default()).await.expect("put");
+    for d in &drives[..3] {
+        let op = Uuid::new_v4();
+        d.delete_version("b", "left", None, op).await.expect("delete");
+        d.finish_op(op, true).await;
+    }
+    let data = dir.path().join("d0/.strata.sys/data/ab");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    let orphan = data.join(Uuid::new_v4().simple().to_string());
+    let young = data.join(Uuid::new_v4().simple().to_string());
+    let temp = dir.path().join("d0/.strata.sys/tmp").join(Uuid::new_v4().simple().to_string());
+    for (path, time) in [(&orphan, Some(old)), (&young, None), (&temp, Some(old))] {
+        std::fs::write(path, b"nobody refers to me").expect("write");
+        if let Some(t) = time {
+            std::fs::File::options().write(true).open(path).expect("open").set_modified(t).expect("mtime");
+        }
+    }
+    let referenced_before = walk(&dir.path().join("d0/.strata.sys/data")).len();
+    l.heal_scan(strata_object::HealScope::default()).await;
+    let scan = l.healer().status().scan;
+    assert_eq!((scan.objects_scanned, scan.dangling_removed), (2, 1), "{scan:?}");
+    assert_eq!((scan.orphans_removed, scan.orphan_bytes_removed), (2, 38), "{scan:?}");
+    assert!(matches!(
+        drives[3].read_record("b", "left", false).await,
+        Err(strata_drive::DriveError::NotFound)
+    ));
+    assert!(!orphan.exists() && !temp.exists() && young.exists());
+    assert_eq!(walk(&dir.path().join("d0/.strata.sys/data")).len(), referenced_before - 1);
+    assert_eq!(read_all(&l, "kept", 0, big.len() as u64).await.expect("read"), &big[..]);
+}

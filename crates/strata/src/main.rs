@@ -137,6 +137,19 @@ async fn server(args: ServerArgs) -> Result<()> {
     if deployment.replaced_drives > 0 {
         tracing::info!(drives = deployment.replaced_drives, "replaced drives found: healing their sets now");
     }
+    let mut scan_config = strata_object::ScanConfig::default();
+    if let Ok(v) = std::env::var("STRATA_SCANNER_DEEP_FRACTION") {
+        scan_config.deep_fraction = v
+            .parse::<f64>()
+            .ok()
+            .filter(|f| (0.0..=1.0).contains(f))
+            .with_context(|| format!("STRATA_SCANNER_DEEP_FRACTION={v} is not between 0 and 1"))?;
+    }
+    if let Ok(v) = std::env::var("STRATA_SCANNER_ORPHAN_AGE") {
+        scan_config.orphan_age = strata_types::time::parse_duration(&v)
+            .with_context(|| format!("STRATA_SCANNER_ORPHAN_AGE={v}"))?;
+    }
+    layer.healer().set_config(scan_config);
     if let Ok(p) = std::env::var("STRATA_HEAL_PRIORITY") {
         let priority = strata_object::HealPriority::parse(&p)
             .with_context(|| format!("STRATA_HEAL_PRIORITY={p} is not low, normal or high"))?;
