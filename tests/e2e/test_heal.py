@@ -161,7 +161,7 @@ def test_replaced_drive_is_refilled_and_deep_scan_fixes_rot():
 
 
 def test_writes_that_missed_a_drive_heal_without_a_command():
-    server = Server(env={"STRATA_SCANNER_INTERVAL": "2s"}).start()
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_DRIVE_CHECK_INTERVAL": "500ms"}).start()
     try:
         s3 = server.client()
         s3.create_bucket(Bucket="heal-w")
@@ -169,9 +169,14 @@ def test_writes_that_missed_a_drive_heal_without_a_command():
         fmt = d4 / ".strata.sys" / "format.json"
         fmt.rename(fmt.with_name("format.json.away"))  # the drive is offline
         objects = put_mixed(s3, "heal-w", 6)
-        time.sleep(2.5)  # a scan while the drive is away sees the objects degraded
-        assert heal_status(server)["scan"]["objects_degraded"] >= 1
-        fmt.with_name("format.json.away").rename(fmt)  # and back
+        # A scan while the drive is away reports the objects as degraded, not healthy.
+        time.sleep(1)
+        admin(server, "heal", "start")
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the scan while away")
+        scan = heal_status(server)["scan"]
+        assert scan["objects_degraded"] == scan["objects_scanned"] == len(objects), scan
+        assert scan["sets"]["0/0"]["objects_total"] == len(objects) and str(d4) in scan["sets"]["0/0"]["drives"]
+        fmt.with_name("format.json.away").rename(fmt)  # and back: its return starts a heal scan
         healed = lambda: heal_status(server)["drives"].get(str(d4), {}).get("objects", 0)
         wait_for(lambda: healed() >= len(objects), timeout=60, what="healing onto the returned drive")
         wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the scan to end")

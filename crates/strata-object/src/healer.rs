@@ -95,7 +95,14 @@ pub struct ScanProgress {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SetProgress {
+    pub objects_total: u64,
+    pub objects_remaining: u64,
+    /// Over the scan so far; `None` when nothing is left or nothing was done yet.
+    pub eta_secs: Option<f64>,
+    /// The set's drives (endpoints).
+    pub drives: Vec<String>,
     pub objects_scanned: u64,
     pub objects_healed: u64,
     pub objects_failed: u64,
@@ -253,6 +260,12 @@ impl Healer {
         scan.bytes_per_sec = scan.bytes_scanned as f64 / elapsed;
         scan.eta_secs = (scan.state == "healing" && scan.objects_per_sec > 0.0)
             .then(|| scan.objects_remaining as f64 / scan.objects_per_sec);
+        let healing = scan.state == "healing";
+        for set in scan.sets.values_mut() {
+            set.objects_remaining = set.objects_total.saturating_sub(set.objects_scanned);
+            let rate = set.objects_scanned as f64 / elapsed;
+            set.eta_secs = (healing && rate > 0.0 && set.objects_remaining > 0).then(|| set.objects_remaining as f64 / rate);
+        }
         let drives = self
             .totals
             .drives
@@ -464,18 +477,27 @@ impl ObjectLayer {
             None => self.list_buckets().map(|b| b.into_iter().map(|b| b.name).collect()).unwrap_or_default(),
         };
         let (mut objects, mut bytes) = (0u64, 0u64);
+        let mut per_set: BTreeMap<String, u64> = BTreeMap::new();
         for bucket in &buckets {
-            self.each_key_any(bucket, &scope.prefix, "", |_, size| {
+            self.each_key_any(bucket, &scope.prefix, "", |key, size| {
                 objects += 1;
                 bytes += size;
+                *per_set.entry(self.set_name(bucket, &key)).or_default() += 1;
                 async {}
             })
             .await;
         }
+        let set_drives = self.set_drive_names();
         h.update(|s| {
             s.state = "healing".into();
-            s.objects_total = objects;
-            s.bytes_total = bytes;
+            // Resumed: what was done before the restart is part of the total.
+            s.objects_total = objects.max(s.objects_scanned);
+            s.bytes_total = bytes.max(s.bytes_scanned);
+            for (name, drives) in set_drives {
+                let entry = s.sets.entry(name.clone()).or_default();
+                entry.objects_total = per_set.get(&name).copied().unwrap_or(0).max(entry.objects_scanned);
+                entry.drives = drives;
+            }
         });
         for bucket in &buckets {
             // Resuming: buckets before the position are done, and its own up to the key.
@@ -545,6 +567,9 @@ impl ObjectLayer {
             // Objects deleted while the scan ran were counted but not scanned.
             s.objects_total = s.objects_scanned;
             s.bytes_total = s.bytes_scanned;
+            for set in s.sets.values_mut() {
+                set.objects_total = set.objects_scanned;
+            }
         });
         self.save_heal_state().await;
     }

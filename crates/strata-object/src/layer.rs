@@ -277,6 +277,18 @@ impl ObjectLayer {
     }
 
     /// The set an object lives in (first pool; more pools come with pool expansion).
+    /// Every set's `pool/set` name with its drives' endpoints (offline slots as `offline`).
+    pub(crate) fn set_drive_names(&self) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        for (p, sets) in self.pools.iter().enumerate() {
+            for (i, set) in sets.iter().enumerate() {
+                let drives = set.drives.iter().map(|d| d.as_ref().map_or("offline".into(), |d| d.endpoint().to_owned()));
+                out.push((format!("{p}/{i}"), drives.collect()));
+            }
+        }
+        out
+    }
+
     /// `pool/set` of the set an object lives in, for progress reports.
     pub(crate) fn set_name(&self, bucket: &str, key: &str) -> String {
         let hash = placement::object_hash(self.deployment_id, bucket, key);

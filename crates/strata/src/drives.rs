@@ -180,7 +180,8 @@ pub fn meter(deployment: &mut Deployment, metrics: Arc<strata_metrics::Metrics>)
 
 /// Watches the local drives: one whose folder turns up empty while the server runs (wiped, or a
 /// new drive mounted in its place) is given its slot's format again, gets the buckets, and a
-/// heal scan refills it.
+/// heal scan refills it; a drive that comes back after being offline also gets a heal scan (it
+/// missed the writes made meanwhile).
 pub fn spawn_drive_monitor(
     locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
     layer: Arc<strata_object::ObjectLayer>,
@@ -188,8 +189,17 @@ pub fn spawn_drive_monitor(
 ) {
     tokio::spawn(async move {
         let mut refill_pending = false;
+        let mut online: Vec<bool> = vec![true; locals.len()];
         loop {
             tokio::time::sleep(every).await;
+            for (i, (drive, _)) in locals.iter().enumerate() {
+                let now = matches!(drive.read_format().await, Ok(Some(_)));
+                if now && !online[i] {
+                    tracing::info!(drive = drive.endpoint(), "drive is back: healing what it missed");
+                    refill_pending = true;
+                }
+                online[i] = now;
+            }
             for (drive, format) in &locals {
                 let (d, f) = (drive.clone(), format.clone());
                 let reformatted = tokio::task::spawn_blocking(move || {
