@@ -237,3 +237,28 @@ def test_drive_wiped_while_running_is_refilled():
         read_all_with_only(server, objects, keep=[d2, server.drives[3]])
     finally:
         server.cleanup()
+
+
+def test_corrupt_metadata_index_is_set_aside_and_refilled():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-meta")
+        objects = put_mixed(s3, "heal-meta", 6)
+        server.stop()
+        d2 = server.drives[1]
+        index = d2 / ".strata.sys" / "index.redb"
+        raw = bytearray(index.read_bytes())
+        for off in range(4096, len(raw), 4096):
+            raw[off + 100] ^= 0xFF  # rot through the whole file
+        index.write_bytes(bytes(raw))
+        server.start()  # one rotten index does not stop the server
+        for (bucket, key), data in objects.items():
+            assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data, key
+        wait_for(lambda: heal_status(server)["drives"].get(str(d2), {}).get("objects", 0) >= len(objects),
+                 what="the drive with the rotten index to be refilled")
+        assert list((d2 / ".strata.sys").glob("index.redb.corrupt-*")), "the rotten index is kept aside"
+        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the scan to end")
+        read_all_with_only(server, objects, keep=[d2, server.drives[2]])
+    finally:
+        server.cleanup()

@@ -38,6 +38,8 @@ pub struct LocalDrive {
     index: std::sync::RwLock<Arc<Index>>,
     /// Changes committed but not yet finished: what to free or undo (see [`Drive::finish_op`]).
     pending: Mutex<HashMap<Uuid, PendingOp>>,
+    /// The index was corrupt at open and started empty: the drive needs refilling.
+    index_rebuilt: bool,
 }
 
 struct PendingOp {
@@ -60,6 +62,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> DriveResult<T> + Send +
 }
 
 impl LocalDrive {
+    /// The index was found corrupt when the drive opened and was started empty.
+    pub fn index_was_rebuilt(&self) -> bool {
+        self.index_rebuilt
+    }
+
     fn index(&self) -> Arc<Index> {
         match self.index.read() {
             Ok(i) => i.clone(),
@@ -116,7 +123,26 @@ impl LocalDrive {
             fs::create_dir_all(data.join(format!("{i:02x}")))?;
         }
         let endpoint = root.display().to_string();
-        let index = Index::open(&sys.join("index.redb"), data.clone(), &endpoint)?;
+        let path = sys.join("index.redb");
+        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Index::open(&path, data.clone(), &endpoint)
+        }));
+        let (index, index_rebuilt) = match opened {
+            Ok(Ok(index)) => (index, false),
+            Ok(Err(e @ DriveError::Io(_))) => return Err(e),
+            // The index does not open (corrupt): keep it aside for inspection and start an
+            // empty one; the drive keeps its slot and healing refills it from its set.
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "the index reader panicked".to_owned(),
+                };
+                let aside = sys.join(format!("index.redb.corrupt-{}", strata_types::time::now_nanos()));
+                tracing::error!(drive = %endpoint, error = %why, aside = %aside.display(), "metadata index is corrupt: set aside, starting empty");
+                fs::rename(&path, &aside)?;
+                (Index::open(&path, data.clone(), &endpoint)?, true)
+            }
+        };
         Ok(Self {
             endpoint,
             sys,
@@ -124,6 +150,7 @@ impl LocalDrive {
             data,
             index: std::sync::RwLock::new(Arc::new(index)),
             pending: Mutex::new(HashMap::new()),
+            index_rebuilt,
         })
     }
 

@@ -264,7 +264,8 @@ impl Healer {
         for set in scan.sets.values_mut() {
             set.objects_remaining = set.objects_total.saturating_sub(set.objects_scanned);
             let rate = set.objects_scanned as f64 / elapsed;
-            set.eta_secs = (healing && rate > 0.0 && set.objects_remaining > 0).then(|| set.objects_remaining as f64 / rate);
+            set.eta_secs = (healing && rate > 0.0 && set.objects_remaining > 0)
+                .then(|| set.objects_remaining as f64 / rate);
         }
         let drives = self
             .totals

@@ -282,7 +282,10 @@ impl ObjectLayer {
         let mut out = Vec::new();
         for (p, sets) in self.pools.iter().enumerate() {
             for (i, set) in sets.iter().enumerate() {
-                let drives = set.drives.iter().map(|d| d.as_ref().map_or("offline".into(), |d| d.endpoint().to_owned()));
+                let drives = set
+                    .drives
+                    .iter()
+                    .map(|d| d.as_ref().map_or("offline".into(), |d| d.endpoint().to_owned()));
                 out.push((format!("{p}/{i}"), drives.collect()));
             }
         }

@@ -118,7 +118,8 @@ pub async fn open_deployment(
         anyhow::anyhow!("refusing to start: {e}{detail}")
     })?;
     let writes = plan.actions.iter().filter(|a| matches!(a, DriveAction::Write(_))).count();
-    let replaced_drives = if writes < plan.actions.len() { writes } else { 0 };
+    let rebuilt = drives.iter().flatten().filter(|d| d.index_was_rebuilt()).count();
+    let replaced_drives = if writes < plan.actions.len() { writes + rebuilt } else { 0 };
     let mut slots: Vec<DriveSlot> = Vec::new();
     let mut locals = Vec::new();
     for (d, action) in drives.into_iter().zip(&plan.actions) {
