@@ -51,15 +51,15 @@ impl HealResult {
     }
 }
 
-/// An object stream read as a body (the heal's source).
-struct StreamBody(ObjectStream);
+/// An object stream read as a body: the source of a heal or a copy.
+pub struct StreamBody(pub ObjectStream);
 
 #[async_trait]
 impl BodyReader for StreamBody {
     async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
         match self.0.recv().await {
             Some(Ok(b)) => Ok(Some(b)),
-            Some(Err(e)) => Err(BodyError::Io(format!("reading the object to heal: {e}"))),
+            Some(Err(e)) => Err(BodyError::Io(format!("reading the source object: {e}"))),
             None => Ok(None),
         }
     }

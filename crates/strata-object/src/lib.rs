@@ -33,7 +33,7 @@ mod tagging;
 
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
-pub use heal::HealResult;
+pub use heal::{HealResult, StreamBody};
 pub use healer::{
     DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanConfig, ScanProgress, SetProgress,
 };

@@ -1,36 +1,14 @@
 //! CopyObject: the source streams through the destination's PUT path (never whole in memory).
 
-use std::collections::BTreeMap;
-
-use async_trait::async_trait;
-use bytes::Bytes;
 use http::HeaderMap;
 use percent_encoding::percent_decode_str;
-use strata_object::{BodyError, BodyReader, ObjectInfo, ObjectStream, OpenObject, PutOptions};
+use strata_object::{ObjectInfo, OpenObject, PutOptions, StreamBody};
 use strata_types::ObjectKey;
 
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_conditions_with, put_options};
 use crate::server::{Reply, Request};
 use crate::xml;
-
-/// An object stream read as a request body.
-struct CopyBody(ObjectStream);
-
-#[async_trait]
-impl BodyReader for CopyBody {
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        match self.0.recv().await {
-            Some(Ok(b)) => Ok(Some(b)),
-            Some(Err(e)) => Err(BodyError::Io(format!("reading the copy source: {e}"))),
-            None => Ok(None),
-        }
-    }
-
-    fn checksums(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
-}
 
 /// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=null`.
 fn parse_source(value: &str) -> Result<(String, String), S3Error> {
@@ -116,7 +94,7 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
         Some("REPLACE") => {}
         Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown tagging directive.")),
     }
-    let mut body = CopyBody(open.stream(0, source_info.size));
+    let mut body = StreamBody(open.stream(0, source_info.size));
     let info = layer.put_object(bucket, key, &mut body, opts).await?;
     let mut x = xml::Writer::new();
     x.root("CopyObjectResult");
@@ -161,7 +139,7 @@ pub async fn upload_part_copy(
         Some(r) => copy_range(r, size)?,
         None => (0, size),
     };
-    let mut body = CopyBody(open.stream(offset, len));
+    let mut body = StreamBody(open.stream(offset, len));
     let part = layer.upload_part(bucket, key, upload_id, number, &mut body, None).await?;
     let mut x = xml::Writer::new();
     x.root("CopyPartResult");
