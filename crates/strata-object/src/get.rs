@@ -78,6 +78,17 @@ pub(crate) async fn open_object(
 ) -> Result<OpenObject, ObjectError> {
     let _guard = set.locks.shared(hash).await;
     let reads = set.read_records(bucket, key, for_read).await;
+    // Drives that answered (not offline): those without the current version need healing;
+    // an offline drive cannot take it, so it does not queue work on every read.
+    let answered = reads
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Ok(_) | Err(strata_drive::DriveError::NotFound | strata_drive::DriveError::Corrupt(_))
+            )
+        })
+        .count();
     let resolved = set.resolve(reads)?;
     let heal = healer.map(|h| HealNotice {
         healer: h.clone(),
@@ -85,8 +96,8 @@ pub(crate) async fn open_object(
         key: key.to_owned(),
         sent: Default::default(),
     });
-    // An online drive without the current version (missing or stale record) needs healing.
-    if set.drives.iter().zip(&resolved.holders).any(|(d, h)| d.is_some() && h.is_none()) {
+    // An answering drive without the current version (missing or stale record) needs healing.
+    if resolved.holders.iter().filter(|h| h.is_some()).count() < answered {
         if let Some(h) = &heal {
             h.send();
         }
@@ -227,7 +238,10 @@ impl OpenObject {
         let mut shards: Vec<Option<Bytes>> =
             read_shards(source, 0..data_count, layout, block, shard_size).await;
         if shards.iter().any(Option::is_none) {
-            if let Some(h) = &self.heal {
+            // A shard that was there to read and failed (rot, a vanished file) needs healing; one
+            // on a drive that is offline has nothing to read and nothing a heal could fix now.
+            let failed = shards.iter().enumerate().any(|(i, s)| s.is_none() && has_source(source, i));
+            if let (true, Some(h)) = (failed, &self.heal) {
                 h.send();
             }
             let parity = read_shards(source, data_count..shard_count, layout, block, shard_size).await;
@@ -242,6 +256,15 @@ impl OpenObject {
                 _ => 0,
             },
         })
+    }
+}
+
+/// Whether shard `index` has somewhere to be read from.
+fn has_source(source: &ShardSource, index: usize) -> bool {
+    match source {
+        ShardSource::Inline(frames) => frames.get(index).is_some_and(Option::is_some),
+        ShardSource::Files(readers) => readers.get(index).is_some_and(Option::is_some),
+        ShardSource::Parts(_) => false,
     }
 }
 

@@ -346,7 +346,7 @@ impl ObjectLayer {
         .await;
         let outcome = crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count));
         crate::set::finish_op(set, &results, op, outcome.is_ok()).await;
-        if outcome.is_ok() && results.iter().any(Result::is_err) {
+        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
         outcome

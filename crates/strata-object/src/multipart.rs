@@ -317,7 +317,7 @@ impl ObjectLayer {
         let outcome = reduce_writes(&results, quorum);
         finish_op(set, &results, op, outcome.is_ok()).await;
         outcome?;
-        if results.iter().any(Result::is_err) {
+        if crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
         let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();

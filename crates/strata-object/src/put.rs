@@ -268,7 +268,7 @@ pub(crate) async fn put_object(
     let outcome = reduce_writes(&results, quorum);
     finish_op(set, &results, op, outcome.is_ok()).await;
     outcome?;
-    if results.iter().any(Result::is_err) {
+    if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
     }
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))

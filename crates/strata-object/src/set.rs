@@ -160,6 +160,12 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
     Err(ObjectError::WriteQuorum { needed: quorum, online: ok })
 }
 
+/// Whether a write that met its quorum missed a drive that is online (so a heal can fix it now;
+/// an offline drive is caught up by the scan its return starts).
+pub(crate) fn missed_answering_drive(results: &[Result<(), DriveError>]) -> bool {
+    results.iter().any(|r| matches!(r, Err(e) if !matches!(e, DriveError::Offline(_))))
+}
+
 /// Ends operation `op` on the drives that applied it: frees what it displaced when it met its
 /// quorum (in the background: the client need not wait), undoes it otherwise (before answering,
 /// so a failed write or delete never replaces what was there).

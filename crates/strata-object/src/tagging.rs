@@ -42,7 +42,7 @@ impl ObjectLayer {
             .await;
         let outcome = reduce_writes(&results, quorum);
         finish_op(set, &results, op, outcome.is_ok()).await;
-        if outcome.is_ok() && results.iter().any(Result::is_err) {
+        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
         outcome
