@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
@@ -32,6 +33,15 @@ impl HealPriority {
             "normal" => Some(Self::Normal),
             "high" => Some(Self::High),
             _ => None,
+        }
+    }
+
+    /// Objects a scan heals at once.
+    fn parallel(self) -> usize {
+        match self {
+            Self::Low => 1,
+            Self::Normal => 4,
+            Self::High => 8,
         }
     }
 
@@ -480,10 +490,12 @@ impl ObjectLayer {
         let (mut objects, mut bytes) = (0u64, 0u64);
         let mut per_set: BTreeMap<String, u64> = BTreeMap::new();
         for bucket in &buckets {
-            self.each_key_any(bucket, &scope.prefix, "", |key, size| {
-                objects += 1;
-                bytes += size;
-                *per_set.entry(self.set_name(bucket, &key)).or_default() += 1;
+            self.each_key_any(bucket, &scope.prefix, "", |page| {
+                for (key, size) in page {
+                    objects += 1;
+                    bytes += size;
+                    *per_set.entry(self.set_name(bucket, &key)).or_default() += 1;
+                }
                 async {}
             })
             .await;
@@ -507,15 +519,23 @@ impl ObjectLayer {
                 Some((b, k)) if bucket == b => k.clone(),
                 _ => String::new(),
             };
-            self.each_key_any(bucket, &scope.prefix, &after, |key, size| {
-                let bucket = bucket.clone();
-                let deep = scope.deep || sampled(&bucket, &key, salt, config.deep_fraction);
-                async move {
-                    let began = std::time::Instant::now();
-                    let r = self.heal_object(&bucket, &key, deep).await;
-                    let spent = began.elapsed();
+            self.each_key_any(bucket, &scope.prefix, &after, |page| async move {
+                // Several objects at once (their commits share group commits), results taken in
+                // key order so the saved position only ever covers finished objects.
+                let width = h.priority().parallel();
+                let mut results = futures_util::stream::iter(page.into_iter().map(|(key, size)| {
+                    let deep = scope.deep || sampled(bucket, &key, salt, config.deep_fraction);
+                    async move {
+                        let began = std::time::Instant::now();
+                        let r = self.heal_object(bucket, &key, deep).await;
+                        tokio::time::sleep(h.priority().pause(began.elapsed())).await;
+                        (key, size, r)
+                    }
+                }))
+                .buffered(width);
+                while let Some((key, size, r)) = results.next().await {
                     let (healed, failed) = h.account(&r);
-                    let set = self.set_name(&bucket, &key);
+                    let set = self.set_name(bucket, &key);
                     h.update(|s| {
                         s.objects_scanned += 1;
                         s.bytes_scanned += size;
@@ -541,7 +561,6 @@ impl ObjectLayer {
                     if let Err(e) = r {
                         tracing::warn!(%bucket, %key, error = %e, "heal failed");
                     }
-                    tokio::time::sleep(h.priority().pause(spent)).await;
                 }
             })
             .await;
@@ -575,11 +594,12 @@ impl ObjectLayer {
         self.save_heal_state().await;
     }
 
-    /// Calls `f(key, size)` for every key any drive holds under `prefix` after `after`, in key
-    /// order: objects a read quorum holds, and the dangling ones no listing shows.
+    /// Calls `f(page)` with every key (and size) any drive holds under `prefix` after `after`,
+    /// page by page in key order: objects a read quorum holds, and the dangling ones no listing
+    /// shows.
     async fn each_key_any<F, Fut>(&self, bucket: &str, prefix: &str, after: &str, mut f: F)
     where
-        F: FnMut(String, u64) -> Fut,
+        F: FnMut(Vec<(String, u64)>) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
         const PAGE: usize = 1000;
@@ -615,12 +635,10 @@ impl ObjectLayer {
                     }
                 }
             }
-            for (key, size) in keys {
-                if bound.as_ref().is_some_and(|b| key > *b) {
-                    break;
-                }
-                after.clone_from(&key);
-                f(key, size).await;
+            let page: Vec<(String, u64)> =
+                keys.into_iter().take_while(|(key, _)| bound.as_ref().is_none_or(|b| key <= b)).collect();
+            if !page.is_empty() {
+                f(page).await;
             }
             match bound {
                 Some(b) => after = b,
