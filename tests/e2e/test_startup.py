@@ -72,3 +72,22 @@ def test_foreign_and_swapped_drives_are_refused():
     finally:
         a.cleanup()
         b.cleanup()
+
+
+def test_url_endpoints_of_this_node_serve_and_other_nodes_are_named():
+    srv = Server(drive_count=4)
+    mine = f"http://127.0.0.1:{srv.port}{srv.dir}/d{{1...4}}"
+    srv.drive_args = lambda: [mine]
+    try:
+        srv.start()
+        s3 = srv.client()
+        s3.create_bucket(Bucket="url-drives")
+        s3.put_object(Bucket="url-drives", Key="k", Body=b"on my own drives")
+        assert s3.get_object(Bucket="url-drives", Key="k")["Body"].read() == b"on my own drives"
+        assert (srv.dir / "d3" / ".strata.sys" / "format.json").exists()
+        srv.stop()
+        other = f"http://127.0.0.1:1{srv.dir}/e{{1...4}}"
+        out = run_and_fail(srv, args=[f"http://127.0.0.1:{srv.port}{srv.dir}/d{{1...2}}", other])
+        assert "127.0.0.1:1" in out and "other nodes" in out, out
+    finally:
+        srv.cleanup()

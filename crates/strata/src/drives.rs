@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use strata_cluster::ellipsis;
+use strata_cluster::endpoint;
 use strata_cluster::format::{resolve, DriveAction, DriveState};
 use strata_cluster::layout::{plan, Layout};
 use strata_drive::{Drive, LocalDrive};
@@ -27,36 +27,24 @@ pub struct Deployment {
     pub locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
 }
 
-/// Splits arguments into pools: each ellipsis argument is a pool; plain arguments together form one.
+/// The pools of drive folders the arguments describe. URL endpoints of this node (`--address`)
+/// are its folders; drives on other nodes need distributed mode.
 fn pools_of(args: &[String], address: SocketAddr) -> Result<Vec<Vec<PathBuf>>> {
-    let mut pools = Vec::new();
-    let mut plain = Vec::new();
-    for arg in args {
-        if ellipsis::has_ellipsis(arg) {
-            let expanded = ellipsis::expand(arg)?;
-            pools.push(expanded.iter().map(|e| local_path(e, address)).collect::<Result<Vec<_>>>()?);
-        } else {
-            plain.push(local_path(arg, address)?);
+    let pools = endpoint::pools(args)?;
+    let me = address.to_string();
+    let mut remote: Vec<String> = Vec::new();
+    for n in pools.iter().flat_map(|p| endpoint::nodes(p)).filter(|n| *n != me) {
+        if !remote.contains(&n) {
+            remote.push(n);
         }
     }
-    if !plain.is_empty() {
-        if !pools.is_empty() {
-            bail!("mixing ellipsis patterns and plain drive arguments is ambiguous: use one style");
-        }
-        pools.push(plain);
+    if !remote.is_empty() {
+        bail!(
+            "drives on {} are on other nodes than this one ({me}); distributed mode is not available in this build yet",
+            remote.join(", ")
+        );
     }
-    Ok(pools)
-}
-
-fn local_path(endpoint: &str, address: SocketAddr) -> Result<PathBuf> {
-    let Some(rest) = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://")) else {
-        return Ok(PathBuf::from(endpoint));
-    };
-    let (host, path) = rest.split_once('/').map_or((rest, ""), |(h, p)| (h, p));
-    if host != address.to_string() {
-        bail!("drive {endpoint} is on another node; distributed mode is not available in this build yet");
-    }
-    Ok(PathBuf::from(format!("/{path}")))
+    Ok(pools.into_iter().map(|p| p.into_iter().map(|e| PathBuf::from(e.path)).collect()).collect())
 }
 
 /// Opens every drive, checks or writes format records, and returns the deployment.
