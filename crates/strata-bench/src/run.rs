@@ -150,21 +150,7 @@ pub struct BenchArgs {
 
 /// Parses `4KiB`, `1MiB`, `1.5MB`, `100`, ...
 pub fn parse_size(s: &str) -> Result<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.trim().parse().with_context(|| format!("size {s:?}"))?;
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" | "k" => 1 << 10,
-        "mib" | "m" => 1 << 20,
-        "gib" | "g" => 1 << 30,
-        "kb" => 1000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        _ => bail!("unknown size unit in {s:?}"),
-    };
-    Ok((n * mult as f64) as u64)
+    strata_types::size::parse_size(s).with_context(|| format!("size {s:?} is not like 4KiB, 1MiB or 100"))
 }
 
 /// Parses a size or a range of sizes, `4KiB-1MiB`.
@@ -518,25 +504,13 @@ pub(crate) fn process_usage(before: Option<u64>, pid: &str, elapsed: Duration) -
     }
 }
 
-/// Reads utime+stime (clock ticks) of a process.
-pub(crate) fn cpu_ticks(pid: &str) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
+pub(crate) use strata_types::process::cpu_ticks;
+use strata_types::process::TICKS_PER_SEC;
 
 fn memory_mib(pid: &str, field: &str) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    strata_types::process::memory_kib(pid, field).map(|k| k as f64 / 1024.0)
 }
 
-/// Clock ticks per second of /proc accounting (USER_HZ is 100 on Linux).
-const TICKS_PER_SEC: f64 = 100.0;
-
-/// PUTs (with sizes) or DELETEs (without) every key, `concurrency` at a time.
 async fn for_all(
     shared: &Arc<Shared>,
     keys: Vec<(String, Option<u64>)>,

@@ -256,27 +256,16 @@ impl Metrics {
 
     /// Refreshes the process gauges from `/proc/self`.
     pub fn refresh_process(&self) {
-        if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
-            if let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) {
-                let f: Vec<&str> = after.split_whitespace().collect();
-                let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-                // USER_HZ is 100 on Linux.
-                let secs = (ticks(11) + ticks(12)) as f64 / 100.0;
-                let before = self.process_cpu_seconds.get();
-                if secs > before {
-                    self.process_cpu_seconds.inc_by(secs - before);
-                }
+        use strata_types::process;
+        if let Some(ticks) = process::cpu_ticks("self") {
+            let secs = ticks as f64 / process::TICKS_PER_SEC;
+            let before = self.process_cpu_seconds.get();
+            if secs > before {
+                self.process_cpu_seconds.inc_by(secs - before);
             }
         }
-        if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
-            if let Some(kib) = status
-                .lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse::<i64>().ok())
-            {
-                self.process_resident_memory_bytes.set(kib * 1024);
-            }
+        if let Some(kib) = process::memory_kib("self", "VmRSS:") {
+            self.process_resident_memory_bytes.set(i64::try_from(kib * 1024).unwrap_or(i64::MAX));
         }
         if let Ok(dir) = std::fs::read_dir("/proc/self/fd") {
             self.process_open_fds.set(dir.count() as i64);

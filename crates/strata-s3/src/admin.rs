@@ -112,7 +112,7 @@ impl SpeedtestParams {
         let bad = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
         let size = match param("size") {
             None => 64 << 20,
-            Some(s) => parse_size(s).ok_or_else(|| bad("size must be like 64MiB"))?,
+            Some(s) => strata_types::size::parse_size(s).ok_or_else(|| bad("size must be like 64MiB"))?,
         };
         let concurrent = match param("concurrent") {
             None => 32,
@@ -136,22 +136,6 @@ impl SpeedtestParams {
         }
         Ok(Self { size, concurrent, duration_secs: duration.as_secs_f64(), autotune })
     }
-}
-
-/// `64MiB`, `1GiB`, `4096`, ...
-fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let split = s.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(split);
-    let n: u64 = n.trim().parse().ok()?;
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kib" | "k" => 1 << 10,
-        "mib" | "m" => 1 << 20,
-        "gib" | "g" => 1 << 30,
-        _ => return None,
-    };
-    n.checked_mul(mult)
 }
 
 #[derive(Debug, Clone, Serialize, Default, PartialEq)]
@@ -218,22 +202,8 @@ impl BodyReader for SharedBody {
     }
 }
 
-fn cpu_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = after.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
-}
-
 fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let kib = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
+    strata_types::process::memory_kib("self", "VmRSS:").unwrap_or(0) as f64 / 1024.0
 }
 
 fn latency(mut us: Vec<u64>) -> Latency {
@@ -255,7 +225,7 @@ where
     let work = Arc::new(work);
     let started = Instant::now();
     let deadline = started + duration;
-    let cpu_before = cpu_ticks();
+    let cpu_before = strata_types::process::cpu_ticks("self");
     let mut tasks = Vec::new();
     for w in 0..concurrent {
         let work = work.clone();
@@ -285,8 +255,8 @@ where
         }
     }
     let secs = started.elapsed().as_secs_f64().max(1e-9);
-    let cpu_percent = match (cpu_before, cpu_ticks()) {
-        (Some(a), Some(b)) => (b - a) as f64 / 100.0 / secs * 100.0,
+    let cpu_percent = match (cpu_before, strata_types::process::cpu_ticks("self")) {
+        (Some(a), Some(b)) => (b - a) as f64 / strata_types::process::TICKS_PER_SEC / secs * 100.0,
         _ => 0.0,
     };
     Throughput {

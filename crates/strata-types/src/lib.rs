@@ -9,6 +9,8 @@
 
 pub mod limits;
 pub mod names;
+pub mod process;
+pub mod size;
 pub mod time;
 
 pub use names::{BucketName, NameError, ObjectKey};
