@@ -60,7 +60,7 @@ impl From<DecodeError> for DriveError {
 pub type DriveResult<T> = Result<T, DriveError>;
 
 /// One entry of a drive listing, in key order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ListEntry {
     Object {
         key: String,
@@ -81,7 +81,7 @@ impl ListEntry {
 }
 
 /// Capacity of a drive's filesystem.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DiskInfo {
     pub total_bytes: u64,
     pub free_bytes: u64,
@@ -90,7 +90,7 @@ pub struct DiskInfo {
 }
 
 /// What to list on one drive.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ListQuery {
     pub prefix: String,
     /// List only names greater than this one.

@@ -76,7 +76,7 @@ pub(crate) async fn open_object(
     for_read: bool,
     healer: Option<&Arc<Healer>>,
 ) -> Result<OpenObject, ObjectError> {
-    let _guard = set.locks.shared(hash).await;
+    let _guard = set.locks.shared(hash).await?;
     let reads = set.read_records(bucket, key, for_read).await;
     // Drives that answered (not offline): those without the current version need healing;
     // an offline drive cannot take it, so it does not queue work on every read.

@@ -228,7 +228,13 @@ impl ObjectLayer {
         };
         // Commit under the lock, if the version is still the current one.
         let op = Uuid::new_v4();
-        let _guard = set.locks.exclusive(hash).await;
+        let _guard = match set.locks.exclusive(hash).await {
+            Ok(g) => g,
+            Err(e) => {
+                self.abort_heal(&drives, &version).await;
+                return Err(e);
+            }
+        };
         let current = set.resolve(set.read_records(bucket, key, false).await);
         if !current.is_ok_and(|r| same_version(&r.version, &version)) {
             self.abort_heal(&drives, &version).await;
@@ -288,7 +294,7 @@ impl ObjectLayer {
         key: &str,
         hash: u64,
     ) -> Result<HealResult, ObjectError> {
-        let _guard = set.locks.exclusive(hash).await;
+        let _guard = set.locks.exclusive(hash).await?;
         let reads = set.read_records(bucket, key, false).await;
         let mut result = HealResult::default();
         if reads.iter().any(|r| !matches!(r, Ok(_) | Err(DriveError::NotFound))) {

@@ -163,7 +163,7 @@ struct Saved {
 }
 
 /// Name of the state document on drives.
-const STATE_NAME: &str = "heal";
+pub(crate) const STATE_NAME: &str = "heal";
 /// Drives that keep a copy of the state.
 const STATE_COPIES: usize = 3;
 
@@ -363,7 +363,7 @@ impl ObjectLayer {
         let drives: Vec<_> =
             self.all_sets().flat_map(|s| s.drives.iter().flatten()).take(STATE_COPIES).collect();
         for d in drives {
-            if let Err(e) = d.write_state(STATE_NAME, bytes.clone()).await {
+            if let Err(e) = d.write_state(&self.state_name, bytes.clone()).await {
                 tracing::debug!(drive = d.endpoint(), error = %e, "cannot save the heal state");
             }
         }
@@ -373,7 +373,7 @@ impl ObjectLayer {
     async fn load_heal_state(&self) -> Option<Saved> {
         let mut newest: Option<Saved> = None;
         for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
-            let Ok(Some(bytes)) = d.read_state(STATE_NAME).await else { continue };
+            let Ok(Some(bytes)) = d.read_state(&self.state_name).await else { continue };
             let Ok(saved) = serde_json::from_slice::<Saved>(&bytes) else { continue };
             if newest.as_ref().is_none_or(|n| saved.saved > n.saved) {
                 newest = Some(saved);

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use crate::error::ObjectError;
 use crate::get::{open_object, OpenObject};
 use crate::list::{list_objects, ListPage, ListRequest};
+use crate::lock::{Locker, Locks};
 use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
 use crate::set::{write_quorum, ErasureSet};
 use crate::{BucketInfo, ObjectInfo};
@@ -35,6 +36,27 @@ pub struct ObjectLayer {
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
+    /// Other nodes to tell about bucket changes (distributed mode).
+    peers: Option<Arc<dyn Peers>>,
+    /// The name this node's heal state is kept under on the drives.
+    pub(crate) state_name: String,
+}
+
+/// The other nodes of a deployment, as the object layer needs them.
+#[async_trait::async_trait]
+pub trait Peers: Send + Sync {
+    /// Tells every other node that bucket metadata changed (they reload it before this returns,
+    /// or are unreachable and reload when they start or next refresh).
+    async fn buckets_changed(&self);
+}
+
+/// What a deployment over several nodes plugs into the object layer; the layer itself never
+/// knows how nodes talk.
+pub struct Cluster {
+    pub locker: Arc<dyn Locker>,
+    pub peers: Arc<dyn Peers>,
+    /// This node's name (`host:port`); its heal state is kept under it.
+    pub node: String,
 }
 
 impl std::fmt::Debug for ObjectLayer {
@@ -54,20 +76,56 @@ impl ObjectLayer {
         pools: Vec<Vec<Vec<DriveSlot>>>,
         parity_count: usize,
     ) -> Result<Self, ObjectError> {
-        let pools = pools
+        Self::new_in(deployment_id, pools, parity_count, None).await
+    }
+
+    /// [`Self::new`] for one node of a deployment over several (`cluster`), or alone (`None`).
+    pub async fn new_in(
+        deployment_id: Uuid,
+        pools: Vec<Vec<Vec<DriveSlot>>>,
+        parity_count: usize,
+        cluster: Option<Cluster>,
+    ) -> Result<Self, ObjectError> {
+        let mut pools = pools
             .into_iter()
             .map(|sets| sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count)).collect())
             .collect::<Result<Vec<Vec<_>>, _>>()?;
+        let mut state_name = crate::healer::STATE_NAME.to_owned();
+        let mut peers = None;
+        if let Some(c) = cluster {
+            for set in pools.iter_mut().flatten() {
+                set.locks = Locks(c.locker.clone());
+            }
+            state_name =
+                format!("{state_name}-{}", c.node.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+            peers = Some(c.peers);
+        }
         let layer = Self {
             deployment_id,
             pools,
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),
+            peers,
+            state_name,
         };
         let listed = layer.read_bucket_list().await?;
         layer.heal_buckets(&listed).await;
         *layer.buckets.write().map_err(|_| poisoned())? = listed;
         Ok(layer)
+    }
+
+    /// Reads the bucket list from the drives again (another node changed it).
+    pub async fn reload_buckets(&self) -> Result<(), ObjectError> {
+        let listed = self.read_bucket_list().await?;
+        *self.buckets.write().map_err(|_| poisoned())? = listed;
+        Ok(())
+    }
+
+    /// Tells the other nodes (if any) that bucket metadata changed.
+    async fn buckets_changed(&self) {
+        if let Some(p) = &self.peers {
+            p.buckets_changed().await;
+        }
     }
 
     /// [`Self::heal_buckets`] with the buckets as they are now (a drive formatted again while
@@ -196,6 +254,7 @@ impl ObjectLayer {
         }
         let record = BucketRecord { created, ..Default::default() };
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
+        self.buckets_changed().await;
         Ok(())
     }
 
@@ -231,6 +290,7 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: gone });
         }
         self.buckets.write().map_err(|_| poisoned())?.remove(bucket);
+        self.buckets_changed().await;
         Ok(())
     }
 
@@ -264,6 +324,7 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: ok });
         }
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
+        self.buckets_changed().await;
         Ok(())
     }
 
@@ -333,7 +394,7 @@ impl ObjectLayer {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
         let op = Uuid::new_v4();
-        let _guard = set.locks.exclusive(hash).await;
+        let _guard = set.locks.exclusive(hash).await?;
         let results = join_all(set.drives.iter().map(|d| async move {
             match d {
                 Some(d) => match d.delete_version(bucket, key, None, op).await {

@@ -37,8 +37,9 @@ pub use heal::{HealResult, StreamBody};
 pub use healer::{
     DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanConfig, ScanProgress, SetProgress,
 };
-pub use layer::{DriveSlot, ObjectLayer, SetView};
+pub use layer::{Cluster, DriveSlot, ObjectLayer, Peers, SetView};
 pub use list::{ListPage, ListRequest};
+pub use lock::{LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart};
 pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;

@@ -1,29 +1,79 @@
-//! Per-object namespace locks: a fixed table of striped read/write locks. A stripe is picked by
+//! Per-object namespace locks behind [`Locker`]: shared for reads, exclusive for commits.
+//!
+//! One node uses [`LockTable`], a fixed table of striped read/write locks: a stripe is picked by
 //! the object's placement hash, so memory stays constant whatever the key count; two keys sharing
 //! a stripe merely wait for each other's short critical sections (commit, metadata read).
+//! Distributed mode plugs in a locker granted by a quorum of nodes (`strata-rpc`); the object
+//! layer only sees this trait.
 
-use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio::sync::RwLock;
+
+use crate::error::ObjectError;
 
 const STRIPES: usize = 1024;
 
-pub(crate) struct LockTable {
-    stripes: Vec<RwLock<()>>,
+/// A held lock; dropping it releases the lock.
+pub struct LockGuard(#[allow(dead_code)] Box<dyn Send + Sync>);
+
+impl LockGuard {
+    pub fn new(held: impl Send + Sync + 'static) -> Self {
+        Self(Box::new(held))
+    }
+}
+
+/// Grants namespace locks on an object, named by its placement hash (the same on every node).
+#[async_trait]
+pub trait Locker: Send + Sync {
+    /// Waits for the lock; an error when it cannot be had (too few nodes grant it, or it stays
+    /// taken too long).
+    async fn lock(&self, hash: u64, exclusive: bool) -> Result<LockGuard, ObjectError>;
+}
+
+pub struct LockTable {
+    stripes: Vec<Arc<RwLock<()>>>,
+}
+
+impl Default for LockTable {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl LockTable {
     pub fn new() -> Self {
-        Self { stripes: (0..STRIPES).map(|_| RwLock::new(())).collect() }
+        Self { stripes: (0..STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
     }
 
-    fn stripe(&self, hash: u64) -> &RwLock<()> {
-        &self.stripes[(hash.rotate_left(17) % STRIPES as u64) as usize]
+    fn stripe(&self, hash: u64) -> Arc<RwLock<()>> {
+        self.stripes[(hash.rotate_left(17) % STRIPES as u64) as usize].clone()
+    }
+}
+
+#[async_trait]
+impl Locker for LockTable {
+    async fn lock(&self, hash: u64, exclusive: bool) -> Result<LockGuard, ObjectError> {
+        let stripe = self.stripe(hash);
+        Ok(if exclusive {
+            LockGuard::new(stripe.write_owned().await)
+        } else {
+            LockGuard::new(stripe.read_owned().await)
+        })
+    }
+}
+
+/// The set's view: shorthand for shared and exclusive locks.
+#[derive(Clone)]
+pub(crate) struct Locks(pub Arc<dyn Locker>);
+
+impl Locks {
+    pub async fn shared(&self, hash: u64) -> Result<LockGuard, ObjectError> {
+        self.0.lock(hash, false).await
     }
 
-    pub async fn shared(&self, hash: u64) -> RwLockReadGuard<'_, ()> {
-        self.stripe(hash).read().await
-    }
-
-    pub async fn exclusive(&self, hash: u64) -> RwLockWriteGuard<'_, ()> {
-        self.stripe(hash).write().await
+    pub async fn exclusive(&self, hash: u64) -> Result<LockGuard, ObjectError> {
+        self.0.lock(hash, true).await
     }
 }

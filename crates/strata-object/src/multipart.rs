@@ -306,7 +306,7 @@ impl ObjectLayer {
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
-        let _guard = set.locks.exclusive(hash).await;
+        let _guard = set.locks.exclusive(hash).await?;
         check_condition(set, bucket, key, &opts.condition).await?;
         let results = on_drives(set, |i, d| {
             let mut v = version.clone();

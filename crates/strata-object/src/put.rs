@@ -248,7 +248,13 @@ pub(crate) async fn put_object(
         tags: opts.tags,
     };
     let op = Uuid::new_v4();
-    let _guard = set.locks.exclusive(t.hash).await;
+    let _guard = match set.locks.exclusive(t.hash).await {
+        Ok(g) => g,
+        Err(e) => {
+            abort_files(set, data).await;
+            return Err(e);
+        }
+    };
     if let Err(e) = check_condition(set, t.bucket, t.key, &condition).await {
         abort_files(set, data).await;
         return Err(e);

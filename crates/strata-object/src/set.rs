@@ -10,7 +10,7 @@ use strata_erasure::Erasure;
 use strata_meta::{ObjectRecord, ObjectVersion};
 
 use crate::error::ObjectError;
-use crate::lock::LockTable;
+use crate::lock::{LockTable, Locks};
 
 pub(crate) struct ErasureSet {
     /// Drives in set order; `None` = offline since start.
@@ -19,7 +19,7 @@ pub(crate) struct ErasureSet {
     pub parity_count: usize,
     /// The codec for the default split, built once.
     pub erasure: Arc<Erasure>,
-    pub locks: LockTable,
+    pub locks: Locks,
 }
 
 /// Drives that must acknowledge a write of a `data`+`parity` object.
@@ -46,7 +46,12 @@ impl ErasureSet {
         let data_count = drives.len() - parity_count;
         let erasure =
             Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?;
-        Ok(Self { drives, parity_count, erasure: Arc::new(erasure), locks: LockTable::new() })
+        Ok(Self {
+            drives,
+            parity_count,
+            erasure: Arc::new(erasure),
+            locks: Locks(Arc::new(LockTable::new())),
+        })
     }
 
     /// The codec for a `data`+`parity` split: the set's own when it matches, else a new one.

@@ -21,7 +21,7 @@ impl ObjectLayer {
     ) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
-        let _guard = set.locks.exclusive(hash).await;
+        let _guard = set.locks.exclusive(hash).await?;
         let resolved = set.resolve(set.read_records(bucket, key, false).await)?;
         let mut version = resolved.version;
         version.tags = tags;

@@ -35,4 +35,4 @@ pub mod tls;
 pub mod xml;
 
 pub use router::Operation;
-pub use server::{serve, Node, S3Config};
+pub use server::{serve, serve_service, InternalHandler, Node, S3Config, Service};

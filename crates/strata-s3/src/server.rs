@@ -109,10 +109,74 @@ impl Reply {
     }
 }
 
-/// Serves S3 on `listener` until `shutdown` completes.
+/// Answers requests under a private path prefix (inter-node RPC) before S3 sees them.
+pub type InternalHandler = Arc<
+    dyn Fn(http::Request<Incoming>) -> futures_util::future::BoxFuture<'static, Response<Bytes>>
+        + Send
+        + Sync,
+>;
+
+/// What the listener serves: S3 once the node is ready (503 before, while a distributed
+/// deployment forms), and internal requests under their prefix from the start.
+pub struct Service {
+    node: std::sync::OnceLock<Arc<Node>>,
+    internal: Option<(&'static str, InternalHandler)>,
+}
+
+impl Service {
+    pub fn new(internal: Option<(&'static str, InternalHandler)>) -> Arc<Self> {
+        Arc::new(Self { node: std::sync::OnceLock::new(), internal })
+    }
+
+    /// Whether S3 is being served.
+    pub fn is_ready(&self) -> bool {
+        self.node.get().is_some()
+    }
+
+    /// Starts serving S3 with `node`.
+    pub fn set_node(&self, node: Arc<Node>) {
+        let _ = self.node.set(node);
+    }
+
+    async fn handle(self: Arc<Self>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+        if let Some((prefix, handler)) = &self.internal {
+            if req.uri().path().starts_with(prefix) {
+                let (parts, body) = handler(req).await.into_parts();
+                return Response::from_parts(parts, ResponseBody::Full(Some(body)));
+            }
+        }
+        match self.node.get() {
+            Some(node) => handle(node.clone(), req).await,
+            None => {
+                let path = req.uri().path();
+                if path == "/health/live" || path == "/minio/health/live" {
+                    return finish(Reply::empty(StatusCode::OK), "starting");
+                }
+                let e = S3Error::new(
+                    S3ErrorCode::SlowDown,
+                    "The server is starting: waiting for the other nodes of the deployment.",
+                );
+                finish(error_reply(&e, "starting", req.method() == Method::HEAD), "starting")
+            }
+        }
+    }
+}
+
 /// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes.
 pub async fn serve(
     node: Arc<Node>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let service = Service::new(None);
+    service.set_node(node);
+    serve_service(service, listener, tls, shutdown).await
+}
+
+/// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes.
+pub async fn serve_service(
+    node: Arc<Service>,
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
@@ -136,9 +200,11 @@ pub async fn serve(
         tokio::spawn(async move {
             let service = service_fn(move |req| {
                 let node = node.clone();
-                async move { Ok::<_, Infallible>(handle(node, req).await) }
+                async move { Ok::<_, Infallible>(node.handle(req).await) }
             });
-            let builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+            // Room for shard streams between nodes (HTTP/2's default window is 64 KiB).
+            builder.http2().initial_stream_window_size(4 << 20).initial_connection_window_size(16 << 20);
             let served = match tls {
                 Some(tls) => match tls.accept(stream).await {
                     Ok(s) => builder.serve_connection(TokioIo::new(s), service).await,

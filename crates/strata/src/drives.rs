@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use strata_cluster::endpoint;
 use strata_cluster::format::{resolve, DriveAction, DriveState};
 use strata_cluster::layout::{plan, Layout};
+use strata_cluster::FormatError;
 use strata_drive::{Drive, LocalDrive};
 use strata_object::DriveSlot;
 use uuid::Uuid;
@@ -22,108 +23,290 @@ pub struct Deployment {
     /// Blank drives given their slot's format at this start (replaced drives) while others
     /// already held the deployment: their sets need refilling.
     pub replaced_drives: usize,
+    /// Every drive was blank: this start formed the deployment.
+    pub first_start: bool,
     /// The local drives that opened, with their slot's format record (for re-formatting a
     /// drive wiped or swapped while the server runs).
     pub locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
 }
 
-/// The pools of drive folders the arguments describe. URL endpoints of this node (`--address`)
-/// are its folders; drives on other nodes need distributed mode.
-fn pools_of(args: &[String], address: SocketAddr) -> Result<Vec<Vec<PathBuf>>> {
-    let pools = endpoint::pools(args)?;
-    let me = address.to_string();
-    let mut remote: Vec<String> = Vec::new();
-    for n in pools.iter().flat_map(|p| endpoint::nodes(p)).filter(|n| *n != me) {
-        if !remote.contains(&n) {
-            remote.push(n);
-        }
-    }
-    if !remote.is_empty() {
-        bail!(
-            "drives on {} are on other nodes than this one ({me}); distributed mode is not available in this build yet",
-            remote.join(", ")
-        );
-    }
-    Ok(pools.into_iter().map(|p| p.into_iter().map(|e| PathBuf::from(e.path)).collect()).collect())
+/// How this node talks to the others, when the deployment spans several nodes.
+pub struct Distributed {
+    /// This node's `host:port` as the endpoints name it.
+    pub me: String,
+    /// The node that formats a new deployment and runs the background scanner: the node of the
+    /// first drive.
+    pub leader: bool,
+    pub rpc: Arc<strata_rpc::RpcServer>,
+    pub peers: Vec<Arc<strata_rpc::NodeClient>>,
+    pub locks: Arc<strata_rpc::LockServer>,
 }
 
-/// Opens every drive, checks or writes format records, and returns the deployment.
-pub async fn open_deployment(
+/// Drive arguments resolved against this node: every endpoint, opened where it is local.
+pub struct Prepared {
+    pools: Vec<Vec<endpoint::Endpoint>>,
+    /// Per endpoint (flattened over pools): the drive, local or remote; `None` = a local drive
+    /// that did not open.
+    drives: Vec<Option<Arc<dyn Drive>>>,
+    /// Per endpoint: the local drive, when it is on this node and opened.
+    locals: Vec<Option<Arc<LocalDrive>>>,
+    pub distributed: Option<Distributed>,
+}
+
+/// Whether `node` (`host:port`) names this node listening on `address`: the same address, or,
+/// when listening on all interfaces, the same port on an address of one of them.
+fn is_this_node(node: &str, address: SocketAddr) -> bool {
+    if node == address.to_string() {
+        return true;
+    }
+    let Some((_, port)) = node.rsplit_once(':') else { return false };
+    if port.parse::<u16>().ok() != Some(address.port()) {
+        return false;
+    }
+    let Ok(resolved) = std::net::ToSocketAddrs::to_socket_addrs(node) else { return false };
+    resolved.into_iter().any(|a| {
+        if address.ip().is_unspecified() {
+            // An address we can bind is one of ours.
+            std::net::UdpSocket::bind((a.ip(), 0)).is_ok()
+        } else {
+            a.ip() == address.ip()
+        }
+    })
+}
+
+/// Client settings for the other nodes: signed with the key, over TLS trusting the certificate
+/// folder's `public.crt` and `CAs/` when the server has certificates.
+fn client_config(
+    key: strata_rpc::RpcKey,
+    address: SocketAddr,
+    certs_dir: Option<&std::path::Path>,
+) -> Result<strata_rpc::ClientConfig> {
+    let tls = match certs_dir {
+        None => None,
+        Some(dir) => {
+            use rustls::pki_types::pem::PemObject;
+            use rustls::pki_types::CertificateDer;
+            let mut roots = rustls::RootCertStore::empty();
+            let mut files = vec![dir.join("public.crt")];
+            if let Ok(entries) = std::fs::read_dir(dir.join("CAs")) {
+                files.extend(entries.flatten().map(|e| e.path()));
+            }
+            for file in files {
+                if let Ok(certs) = CertificateDer::pem_file_iter(&file) {
+                    for c in certs.flatten() {
+                        let _ = roots.add(c);
+                    }
+                }
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let config = rustls::ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .context("TLS for the other nodes")?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            Some(Arc::new(config))
+        }
+    };
+    let timeout = std::env::var("STRATA_RPC_TIMEOUT")
+        .ok()
+        .and_then(|v| strata_types::time::parse_duration(&v))
+        .unwrap_or(std::time::Duration::from_secs(15));
+    Ok(strata_rpc::ClientConfig {
+        key,
+        tls,
+        local_ip: (!address.ip().is_unspecified()).then(|| address.ip()),
+        timeout,
+        connect_timeout: std::time::Duration::from_secs(2),
+    })
+}
+
+/// Parses the drive arguments, opens this node's drives and, when other nodes hold drives,
+/// sets up the RPC server (to be served before the deployment forms) and the peer clients.
+pub async fn prepare(
     args: &[String],
     address: SocketAddr,
-    parity: Option<usize>,
-) -> Result<Deployment> {
-    let pools = pools_of(args, address)?;
-    let layouts: Vec<Layout> = pools
+    root: (&str, &str),
+    certs_dir: Option<&std::path::Path>,
+) -> Result<Prepared> {
+    let pools = endpoint::pools(args)?;
+    let flat: Vec<&endpoint::Endpoint> = pools.iter().flatten().collect();
+    let mine: Vec<bool> =
+        flat.iter().map(|e| e.node.as_deref().is_none_or(|n| is_this_node(n, address))).collect();
+    if !mine.iter().any(|m| *m) {
+        bail!(
+            "none of the drives is on this node ({address}); start each node with --address set to \
+             the host:port its drives are listed under"
+        );
+    }
+    let mut locals: Vec<Option<Arc<LocalDrive>>> = Vec::new();
+    for (e, m) in flat.iter().zip(&mine) {
+        if !m {
+            locals.push(None);
+            continue;
+        }
+        let p = PathBuf::from(&e.path);
+        let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&p)).await?;
+        match opened {
+            Ok(d) => locals.push(Some(Arc::new(d))),
+            Err(e2) => {
+                tracing::warn!(drive = %e, error = %e2, "drive is offline");
+                locals.push(None);
+            }
+        }
+    }
+    let distributed = mine.iter().any(|m| !m);
+    let mut drives: Vec<Option<Arc<dyn Drive>>> =
+        locals.iter().map(|l| l.clone().map(|d| d as Arc<dyn Drive>)).collect();
+    let mut dist = None;
+    if distributed {
+        let key = strata_rpc::RpcKey::derive(root.0, root.1);
+        let config = client_config(key.clone(), address, certs_dir)?;
+        let mut me = String::new();
+        let mut peers: Vec<Arc<strata_rpc::NodeClient>> = Vec::new();
+        for (i, e) in flat.iter().enumerate() {
+            let Some(node) = &e.node else { continue };
+            if mine[i] {
+                me = node.clone();
+                continue;
+            }
+            let client = match peers.iter().find(|p| p.name == *node) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = strata_rpc::NodeClient::new(node, &config);
+                    peers.push(p.clone());
+                    p
+                }
+            };
+            drives[i] = Some(Arc::new(strata_rpc::RemoteDrive::new(client, &e.path)) as Arc<dyn Drive>);
+        }
+        let served: std::collections::HashMap<String, Arc<dyn Drive>> = flat
+            .iter()
+            .zip(&locals)
+            .filter_map(|(e, l)| l.clone().map(|d| (e.path.clone(), d as Arc<dyn Drive>)))
+            .collect();
+        let locks = Arc::new(strata_rpc::LockServer::default());
+        let leader = flat.first().is_some_and(|e| e.node.as_deref() == Some(me.as_str()));
+        dist = Some(Distributed {
+            rpc: Arc::new(strata_rpc::RpcServer::new(key, served, locks.clone())),
+            me,
+            leader,
+            peers,
+            locks,
+        });
+    }
+    Ok(Prepared { pools, drives, locals, distributed: dist })
+}
+
+/// Checks or writes format records and returns the deployment. Alone, every drive is read once;
+/// over several nodes this waits (saying who is missing) until the drives agree on a format and
+/// every set has a write quorum of drives reachable. A new deployment is formatted by the
+/// leader alone, after every drive of every node answered blank.
+pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> Result<Deployment> {
+    let layouts: Vec<Layout> = prepared
+        .pools
         .iter()
         .map(|p| plan(p.len(), parity).with_context(|| format!("cannot lay out {} drives", p.len())))
         .collect::<Result<_>>()?;
     if layouts.windows(2).any(|w| w[0].parity_count != w[1].parity_count) {
         bail!("every pool must use the same parity; set STRATA_STORAGE_CLASS_STANDARD=EC:N");
     }
-    let paths: Vec<PathBuf> = pools.iter().flatten().cloned().collect();
-    let mut drives: Vec<Option<Arc<LocalDrive>>> = Vec::new();
-    for path in &paths {
-        let p = path.clone();
-        let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&p)).await?;
-        match opened {
-            Ok(d) => drives.push(Some(Arc::new(d))),
-            Err(e) => {
-                tracing::warn!(drive = %path.display(), error = %e, "drive is offline");
-                drives.push(None);
+    let names: Vec<String> = prepared.pools.iter().flatten().map(|e| e.to_string()).collect();
+    let name = |i: usize| names.get(i).cloned().unwrap_or_default();
+    let distributed = prepared.distributed.is_some();
+    let leader = prepared.distributed.as_ref().is_none_or(|d| d.leader);
+    let started = std::time::Instant::now();
+    let mut last_said = None::<std::time::Instant>;
+    let (plan, states) = loop {
+        let states: Vec<DriveState> = futures_util::future::join_all(prepared.drives.iter().map(|d| async move {
+            match d {
+                None => DriveState::Offline,
+                Some(d) => match d.read_format().await {
+                    Ok(Some(bytes)) => DriveState::Formatted(bytes),
+                    Ok(None) => DriveState::Blank,
+                    Err(e) => {
+                        tracing::debug!(drive = d.endpoint(), error = %e, "cannot read the format record");
+                        DriveState::Offline
+                    }
+                },
             }
-        }
-    }
-    let mut states = Vec::new();
-    for d in &drives {
-        states.push(match d {
-            None => DriveState::Offline,
-            Some(d) => match d.read_format().await {
-                Ok(Some(bytes)) => DriveState::Formatted(bytes),
-                Ok(None) => DriveState::Blank,
-                Err(e) => {
-                    tracing::warn!(drive = d.endpoint(), error = %e, "cannot read the format record");
-                    DriveState::Offline
+        }))
+        .await;
+        let offline: Vec<usize> = states
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, DriveState::Offline))
+            .map(|(i, _)| i)
+            .collect();
+        let waiting = match resolve(&layouts, &states, Uuid::new_v4) {
+            Ok(plan) => {
+                let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
+                let short = short_sets(&layouts, &states);
+                if first_start && !leader {
+                    Some(
+                        "every drive is blank: waiting for the first node to format the deployment"
+                            .to_owned(),
+                    )
+                } else if !short.is_empty() && distributed {
+                    Some(format!("sets without a write quorum of drives reachable: {}", short.join(", ")))
+                } else {
+                    break (plan, states);
                 }
-            },
-        });
-    }
-    let plan = resolve(&layouts, &states, Uuid::new_v4).map_err(|e| {
-        let name = |i: usize| paths.get(i).map(|p| p.display().to_string()).unwrap_or_default();
-        use strata_cluster::FormatError as F;
-        let detail = match &e {
-            F::Corrupt(i, _)
-            | F::ForeignDrive(i, _)
-            | F::LayoutChanged(i)
-            | F::WrongSlot { index: i, .. } => {
-                format!(" (drive {})", name(*i))
             }
-            F::NotAllOnline(list) => {
-                format!(" (offline: {})", list.iter().map(|i| name(*i)).collect::<Vec<_>>().join(", "))
+            Err(e @ (FormatError::NotAllOnline(_) | FormatError::NoQuorum { .. })) if distributed => {
+                Some(e.to_string())
             }
-            F::NoQuorum { .. } => String::new(),
+            Err(e) => return Err(format_error(e, &name)),
         };
-        anyhow::anyhow!("refusing to start: {e}{detail}")
-    })?;
-    let writes = plan.actions.iter().filter(|a| matches!(a, DriveAction::Write(_))).count();
-    let rebuilt = drives.iter().flatten().filter(|d| d.index_was_rebuilt()).count();
-    let replaced_drives = if writes < plan.actions.len() { writes + rebuilt } else { 0 };
+        if let Some(why) = waiting {
+            if last_said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(5)) {
+                let missing = missing_nodes(prepared, &offline);
+                tracing::warn!(
+                    waited_s = started.elapsed().as_secs(),
+                    missing = %missing,
+                    "waiting for the other nodes: {why}"
+                );
+                last_said = Some(std::time::Instant::now());
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        }
+    };
+    let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
+    let mut local_writes = 0;
     let mut slots: Vec<DriveSlot> = Vec::new();
     let mut locals = Vec::new();
-    for (d, action) in drives.into_iter().zip(&plan.actions) {
-        slots.push(match (d, action) {
-            (Some(d), DriveAction::Use(f)) => {
-                locals.push((d.clone(), f.to_json()));
-                Some(d as Arc<dyn Drive>)
+    for (i, (d, action)) in prepared.drives.iter().zip(&plan.actions).enumerate() {
+        let local = prepared.locals[i].clone();
+        let online = !matches!(states[i], DriveState::Offline);
+        let format = match action {
+            DriveAction::Use(f) => Some(f.to_json()),
+            DriveAction::Write(f) => {
+                // A node formats its own drives; the leader formats every drive of a new deployment.
+                if local.is_some() || (first_start && leader) {
+                    if let Some(d) = d {
+                        d.write_format(f.to_json())
+                            .await
+                            .with_context(|| format!("formatting {}", name(i)))?;
+                        if local.is_some() {
+                            local_writes += 1;
+                        }
+                    }
+                }
+                Some(f.to_json())
             }
-            (Some(d), DriveAction::Write(f)) => {
-                d.write_format(f.to_json()).await.with_context(|| format!("formatting {}", d.endpoint()))?;
-                locals.push((d.clone(), f.to_json()));
-                Some(d as Arc<dyn Drive>)
-            }
+            _ => None,
+        };
+        if let (Some(l), Some(f)) = (&local, &format) {
+            locals.push((l.clone(), f.clone()));
+        }
+        // Remote drives stay in their slot even when down now: their node's health decides.
+        slots.push(match (d, local.is_some()) {
+            (Some(d), true) if online => Some(d.clone()),
+            (Some(d), false) => Some(d.clone()),
             _ => None,
         });
     }
+    let rebuilt = prepared.locals.iter().flatten().filter(|d| d.index_was_rebuilt()).count();
+    let replaced_drives = if first_start { 0 } else { local_writes + rebuilt };
     let mut out_pools = Vec::new();
     let mut offset = 0;
     for layout in &layouts {
@@ -140,12 +323,68 @@ pub async fn open_deployment(
     Ok(Deployment {
         id: plan.deployment_id,
         pools: out_pools,
-        drive_count: paths.len(),
+        drive_count: names.len(),
         set_drive_count: layouts[0].set_drive_count,
         parity_count: layouts[0].parity_count,
         replaced_drives,
+        first_start,
         locals,
     })
+}
+
+/// `pool/set` of every set with fewer reachable drives than its write quorum.
+fn short_sets(layouts: &[Layout], states: &[DriveState]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for (p, layout) in layouts.iter().enumerate() {
+        for (s, set) in layout.sets.iter().enumerate() {
+            let up = set
+                .drive_indexes
+                .iter()
+                .filter(|&&i| !matches!(states.get(offset + i), Some(DriveState::Offline) | None))
+                .count();
+            if up < layout.write_quorum() {
+                out.push(format!(
+                    "{p}/{s} ({up} of {}, need {})",
+                    layout.set_drive_count,
+                    layout.write_quorum()
+                ));
+            }
+        }
+        offset += layout.sets.len() * layout.set_drive_count;
+    }
+    out
+}
+
+/// The nodes with drives among `offline`, for the waiting message.
+fn missing_nodes(prepared: &Prepared, offline: &[usize]) -> String {
+    let flat: Vec<&endpoint::Endpoint> = prepared.pools.iter().flatten().collect();
+    let mut nodes: Vec<String> = Vec::new();
+    for &i in offline {
+        let n = flat.get(i).map(|e| e.node.clone().unwrap_or_else(|| e.path.clone())).unwrap_or_default();
+        if !nodes.contains(&n) {
+            nodes.push(n);
+        }
+    }
+    if nodes.is_empty() {
+        "none".into()
+    } else {
+        nodes.join(", ")
+    }
+}
+
+fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error {
+    use strata_cluster::FormatError as F;
+    let detail = match &e {
+        F::Corrupt(i, _) | F::ForeignDrive(i, _) | F::LayoutChanged(i) | F::WrongSlot { index: i, .. } => {
+            format!(" (drive {})", name(*i))
+        }
+        F::NotAllOnline(list) => {
+            format!(" (offline: {})", list.iter().map(|i| name(*i)).collect::<Vec<_>>().join(", "))
+        }
+        F::NoQuorum { .. } => String::new(),
+    };
+    anyhow::anyhow!("refusing to start: {e}{detail}")
 }
 
 /// Reports every drive operation of the deployment to the metrics.

@@ -94,7 +94,38 @@ async fn server(args: ServerArgs) -> Result<()> {
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let mut deployment = drives::open_deployment(&args.drives, args.address, parity).await?;
+    let mut prepared =
+        drives::prepare(&args.drives, args.address, (&root_user, &root_password), args.certs_dir.as_deref())
+            .await?;
+    // Over several nodes the listener serves RPC from the start (the deployment forms over it)
+    // and S3 once the deployment has formed; alone, it opens when everything is ready.
+    let early = match &prepared.distributed {
+        Some(d) => {
+            let rpc = d.rpc.clone();
+            let handler: strata_s3::InternalHandler = Arc::new(move |req| {
+                let rpc = rpc.clone();
+                Box::pin(async move { rpc.handle(req).await })
+            });
+            let service = strata_s3::Service::new(Some((strata_rpc::PREFIX, handler)));
+            let listener = tokio::net::TcpListener::bind(args.address)
+                .await
+                .with_context(|| format!("cannot listen on {}", args.address))?;
+            tracing::info!(node = %d.me, peers = d.peers.len(), "distributed mode: serving node RPC, forming the deployment");
+            let ready = service.clone();
+            let stop = async move {
+                shutdown_signal().await;
+                if !ready.is_ready() {
+                    // Still forming the deployment: nothing to finish.
+                    tracing::info!("stopped before the deployment formed");
+                    std::process::exit(0);
+                }
+            };
+            let served = tokio::spawn(strata_s3::serve_service(service.clone(), listener, tls.clone(), stop));
+            Some((service, served))
+        }
+        None => None,
+    };
+    let mut deployment = drives::open_deployment(&mut prepared, parity).await?;
     let metrics = Arc::new(strata_metrics::Metrics::new());
     drives::meter(&mut deployment, metrics.clone());
     if let Some(p) = rrs_parity {
@@ -105,15 +136,57 @@ async fn server(args: ServerArgs) -> Result<()> {
             );
         }
     }
+    let cluster = prepared.distributed.as_ref().map(|d| {
+        let mut nodes = vec![strata_rpc::LockNode::Local(d.locks.clone())];
+        nodes.extend(d.peers.iter().map(|p| strata_rpc::LockNode::Remote(p.clone())));
+        strata_object::Cluster {
+            locker: Arc::new(strata_rpc::QuorumLocker::new(nodes, strata_rpc::LockTimings::default())),
+            peers: Arc::new(strata_rpc::PeerNotifier { peers: d.peers.clone() }),
+            node: d.me.clone(),
+        }
+    });
     let layer = Arc::new(
-        strata_object::ObjectLayer::new(deployment.id, deployment.pools, deployment.parity_count)
+        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, cluster)
             .await
             .context("loading the object layer")?,
     );
-    let listener = tokio::net::TcpListener::bind(args.address)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.address))?;
-    let local = listener.local_addr()?;
+    if let Some(d) = &prepared.distributed {
+        d.rpc.set_layer(layer.clone());
+        spawn_bucket_refresh(layer.clone());
+        if d.leader {
+            // A node that was unreachable missed writes: the leader scans when it returns (after
+            // the scan in progress, if one is).
+            let pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            for peer in &d.peers {
+                let pending = pending.clone();
+                peer.on_return(move |node| {
+                    tracing::info!(%node, "node returned: scanning for what it missed");
+                    pending.store(true, std::sync::atomic::Ordering::Relaxed);
+                });
+            }
+            let layer = layer.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    if pending.load(std::sync::atomic::Ordering::Relaxed)
+                        && layer.start_heal_scan(strata_object::HealScope::default())
+                    {
+                        pending.store(false, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+    }
+    let (listener, local) = match &early {
+        Some(_) => (None, args.address),
+        None => {
+            let listener = tokio::net::TcpListener::bind(args.address)
+                .await
+                .with_context(|| format!("cannot listen on {}", args.address))?;
+            let local = listener.local_addr()?;
+            (Some(listener), local)
+        }
+    };
     let config = S3Config {
         region: args.region,
         domain: args.domain,
@@ -155,7 +228,11 @@ async fn server(args: ServerArgs) -> Result<()> {
             .with_context(|| format!("STRATA_HEAL_PRIORITY={p} is not low, normal or high"))?;
         layer.healer().set_priority(priority);
     }
-    layer.start_healing(scan_every, deployment.replaced_drives > 0);
+    // Over several nodes the leader runs the periodic scan; a node starting in an existing
+    // deployment scans once, since its drives may have missed writes while it was down.
+    let (leader, distributed) = prepared.distributed.as_ref().map_or((true, false), |d| (d.leader, true));
+    let scan_now = deployment.replaced_drives > 0 || (distributed && !deployment.first_start);
+    layer.start_healing(if leader { scan_every } else { None }, scan_now);
     let check_every = match std::env::var("STRATA_DRIVE_CHECK_INTERVAL") {
         Ok(v) => strata_types::time::parse_duration(&v)
             .filter(|d| !d.is_zero())
@@ -175,7 +252,14 @@ async fn server(args: ServerArgs) -> Result<()> {
         deployment.set_drive_count - deployment.parity_count,
         deployment.parity_count
     );
-    strata_s3::serve(node, listener, tls, shutdown_signal()).await;
+    match (early, listener) {
+        (Some((service, served)), _) => {
+            service.set_node(node);
+            let _ = served.await;
+        }
+        (None, Some(listener)) => strata_s3::serve(node, listener, tls, shutdown_signal()).await,
+        (None, None) => bail!("no listener"),
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -185,6 +269,19 @@ fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
     strata_types::time::parse_duration(&value)
         .filter(|d| !d.is_zero())
         .with_context(|| format!("{name}={value} is not a duration like 30s, 10m or 24h"))
+}
+
+/// Reloads the bucket list now and then, for a change whose notice this node missed (it was
+/// unreachable when another node made it).
+fn spawn_bucket_refresh(layer: Arc<strata_object::ObjectLayer>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            if let Err(e) = layer.reload_buckets().await {
+                tracing::debug!(error = %e, "cannot reload the bucket list");
+            }
+        }
+    });
 }
 
 /// Aborts multipart uploads left unfinished longer than `STRATA_MULTIPART_EXPIRY` (default 24h),

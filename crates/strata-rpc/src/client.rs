@@ -1,0 +1,285 @@
+//! [`NodeClient`]: one HTTP/2 connection to one peer node, with signed requests, timeouts, and a
+//! health tracker: a node that fails at the transport level is marked offline, so calls to it
+//! fail at once instead of each waiting for a timeout, and a background probe brings it back.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use http_body::{Body, Frame};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Empty, Full};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+use serde::de::DeserializeOwned;
+use strata_drive::DriveError;
+use tokio::sync::mpsc;
+
+use crate::auth::{unix_now, RpcKey, SIGNATURE_HEADER, TIME_HEADER};
+use crate::wire::{decode, WireError};
+use crate::PREFIX;
+
+pub type RequestBody = UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// What to do when a node answers again.
+type ReturnHook = Box<dyn Fn(&str) + Send + Sync>;
+
+/// How a node reaches its peers.
+#[derive(Clone)]
+pub struct ClientConfig {
+    pub key: RpcKey,
+    /// TLS settings when the deployment serves HTTPS (peers are then `https://`).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// Source address for connections (this node's own address), so a node's traffic is its own.
+    pub local_ip: Option<std::net::IpAddr>,
+    /// Longest wait for any one call.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+pub struct NodeClient {
+    /// `host:port`.
+    pub name: String,
+    base: String,
+    http: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
+    key: RpcKey,
+    timeout: Duration,
+    online: AtomicBool,
+    probing: AtomicBool,
+    /// Called when the node answers again after being offline.
+    on_return: OnceLock<ReturnHook>,
+}
+
+impl std::fmt::Debug for NodeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NodeClient({})", self.name)
+    }
+}
+
+fn transport(e: impl std::fmt::Display) -> DriveError {
+    DriveError::Offline(e.to_string())
+}
+
+impl NodeClient {
+    pub fn new(name: &str, config: &ClientConfig) -> Arc<Self> {
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.set_local_address(config.local_ip);
+        let tls = config.tls.clone().map(|c| (*c).clone()).unwrap_or_else(|| {
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
+                .unwrap_or_else(|_| {
+                    rustls::ClientConfig::builder()
+                        .with_root_certificates(rustls::RootCertStore::empty())
+                        .with_no_client_auth()
+                })
+        });
+        let scheme = if config.tls.is_some() { "https" } else { "http" };
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http2()
+            .wrap_connector(http);
+        let http = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .http2_only(true)
+            .http2_initial_stream_window_size(4 << 20)
+            .http2_initial_connection_window_size(16 << 20)
+            .http2_keep_alive_interval(Duration::from_secs(5))
+            .http2_keep_alive_timeout(Duration::from_secs(5))
+            .build(connector);
+        Arc::new(Self {
+            name: name.to_owned(),
+            base: format!("{scheme}://{name}"),
+            http,
+            key: config.key.clone(),
+            timeout: config.timeout,
+            online: AtomicBool::new(true),
+            probing: AtomicBool::new(false),
+            on_return: OnceLock::new(),
+        })
+    }
+
+    /// Whether the node answered the last time we tried.
+    pub fn is_online(&self) -> bool {
+        self.online.load(Ordering::Relaxed)
+    }
+
+    /// Sets what to do when the node comes back after being offline (once).
+    pub fn on_return(&self, f: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.on_return.set(Box::new(f));
+    }
+
+    fn request(
+        &self,
+        method: Method,
+        path_and_query: &str,
+        body: RequestBody,
+    ) -> Result<Request<RequestBody>, DriveError> {
+        let now = unix_now();
+        let sig = self.key.sign(method.as_str(), path_and_query, now);
+        Request::builder()
+            .method(method)
+            .uri(format!("{}{path_and_query}", self.base))
+            .header(TIME_HEADER, now.to_string())
+            .header(SIGNATURE_HEADER, sig)
+            .body(body)
+            .map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))
+    }
+
+    /// Sends one request; `Offline` at once when the node is known to be down, and the node is
+    /// marked down when the transport fails or the call times out.
+    pub async fn send(
+        self: &Arc<Self>,
+        method: Method,
+        path_and_query: &str,
+        body: RequestBody,
+        timeout: Option<Duration>,
+    ) -> Result<Response<Incoming>, DriveError> {
+        if !self.is_online() {
+            return Err(DriveError::Offline(format!("node {} is offline", self.name)));
+        }
+        let req = self.request(method, path_and_query, body)?;
+        let answer = match timeout {
+            Some(t) => tokio::time::timeout(t, self.http.request(req)).await,
+            None => Ok(self.http.request(req).await),
+        };
+        match answer {
+            Ok(Ok(resp)) if resp.status() == StatusCode::FORBIDDEN => Err(DriveError::Offline(format!(
+                "node {} refused our RPC key: are all nodes started with the same root credentials?",
+                self.name
+            ))),
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => {
+                self.mark_offline(&e.to_string());
+                Err(transport(format!("node {}: {e}", self.name)))
+            }
+            Err(_) => {
+                self.mark_offline("timed out");
+                Err(transport(format!("node {} timed out", self.name)))
+            }
+        }
+    }
+
+    /// A MessagePack call: `body` in, `Result<T, WireError>` out.
+    pub async fn call<T: DeserializeOwned>(
+        self: &Arc<Self>,
+        path_and_query: &str,
+        body: Bytes,
+    ) -> Result<T, DriveError> {
+        let call = async {
+            let resp = self.send(Method::POST, path_and_query, full(body), None).await?;
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| transport(format!("node {}: {e}", self.name)))?;
+            decode::<Result<T, WireError>>(&bytes.to_bytes())
+                .map_err(|e| {
+                    DriveError::Offline(format!("node {} sent an unreadable answer: {e}", self.name))
+                })?
+                .map_err(DriveError::from)
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.mark_offline("timed out");
+                Err(transport(format!("node {} timed out", self.name)))
+            }
+        }
+    }
+
+    /// A call whose answer is raw bytes (shard reads): 200 with the bytes, or an error document.
+    pub async fn fetch(self: &Arc<Self>, path_and_query: &str) -> Result<Bytes, DriveError> {
+        let call = async {
+            let resp = self.send(Method::GET, path_and_query, empty(), None).await?;
+            let ok = resp.status() == StatusCode::OK;
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| transport(format!("node {}: {e}", self.name)))?
+                .to_bytes();
+            if ok {
+                return Ok(bytes);
+            }
+            Err(decode::<WireError>(&bytes).map(DriveError::from).unwrap_or_else(|e| {
+                DriveError::Offline(format!("node {} sent an unreadable error: {e}", self.name))
+            }))
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.mark_offline("timed out");
+                Err(transport(format!("node {} timed out", self.name)))
+            }
+        }
+    }
+
+    /// Marks the node offline and starts probing it in the background until it answers.
+    pub fn mark_offline(self: &Arc<Self>, why: &str) {
+        if self.online.swap(false, Ordering::Relaxed) {
+            tracing::warn!(node = %self.name, reason = why, "node is offline; retrying in the background");
+        }
+        if self.probing.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if this.probe().await {
+                    this.online.store(true, Ordering::Relaxed);
+                    this.probing.store(false, Ordering::Relaxed);
+                    tracing::info!(node = %this.name, "node is back online");
+                    if let Some(f) = this.on_return.get() {
+                        f(&this.name);
+                    }
+                    return;
+                }
+            }
+        });
+    }
+
+    /// One health request, whatever the node's state.
+    pub async fn probe(&self) -> bool {
+        let Ok(req) = self.request(Method::GET, &format!("{PREFIX}health"), empty()) else { return false };
+        matches!(
+            tokio::time::timeout(Duration::from_secs(2), self.http.request(req)).await,
+            Ok(Ok(r)) if r.status() == StatusCode::OK
+        )
+    }
+}
+
+pub fn full(bytes: Bytes) -> RequestBody {
+    UnsyncBoxBody::new(Full::new(bytes).map_err(|never| match never {}))
+}
+
+pub fn empty() -> RequestBody {
+    UnsyncBoxBody::new(Empty::new().map_err(|never| match never {}))
+}
+
+/// A request body fed through a channel: what a shard writer streams.
+pub struct ChannelBody(pub mpsc::Receiver<Bytes>);
+
+impl Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.0.poll_recv(cx).map(|b| b.map(|b| Ok(Frame::data(b))))
+    }
+}

@@ -1,0 +1,270 @@
+//! [`RpcServer`]: answers other nodes' requests under [`PREFIX`](crate::PREFIX): this node's
+//! drives, its share of the lock table, peer notices. Every request must carry a valid
+//! signature (see [`crate::auth`]); anything else is 403.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use bytes::{Buf, Bytes, BytesMut};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use strata_drive::{Drive, DriveResult, ShardWriter};
+use strata_object::ObjectLayer;
+use uuid::Uuid;
+
+use crate::auth::{unix_now, RpcKey};
+use crate::lock::LockServer;
+use crate::remote::END_OF_FRAMES;
+use crate::wire::{decode, encode, DriveCall, DriveReply, LockCall, PeerCall, WireError};
+use crate::PREFIX;
+
+pub struct RpcServer {
+    key: RpcKey,
+    /// This node's drives by path (the drives that opened).
+    drives: HashMap<String, Arc<dyn Drive>>,
+    locks: Arc<LockServer>,
+    /// Set once the object layer exists (peer notices before that are moot).
+    layer: OnceLock<Arc<ObjectLayer>>,
+}
+
+fn reply(status: StatusCode, body: Bytes) -> Response<Bytes> {
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    r
+}
+
+fn answer<T: serde::Serialize>(result: Result<T, WireError>) -> Response<Bytes> {
+    reply(StatusCode::OK, encode(&result))
+}
+
+fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k == name).then(|| percent_encoding::percent_decode_str(v).decode_utf8_lossy())
+    })
+}
+
+impl RpcServer {
+    pub fn new(key: RpcKey, drives: HashMap<String, Arc<dyn Drive>>, locks: Arc<LockServer>) -> Self {
+        Self { key, drives, locks, layer: OnceLock::new() }
+    }
+
+    pub fn set_layer(&self, layer: Arc<ObjectLayer>) {
+        let _ = self.layer.set(layer);
+    }
+
+    pub async fn handle(&self, req: Request<Incoming>) -> Response<Bytes> {
+        let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("").to_owned();
+        if !self.key.verify(req.headers(), req.method().as_str(), &path_and_query, unix_now()) {
+            return reply(StatusCode::FORBIDDEN, Bytes::from_static(b"RPC signature missing or wrong"));
+        }
+        let path = req.uri().path().strip_prefix(PREFIX).unwrap_or("").to_owned();
+        let query = req.uri().query().unwrap_or("").to_owned();
+        let drive = || {
+            let name = query_param(&query, "d").unwrap_or_default();
+            self.drives
+                .get(name.as_ref())
+                .cloned()
+                .ok_or_else(|| WireError::Offline(format!("drive {name} is not online on this node")))
+        };
+        match (req.method(), path.as_str()) {
+            (&Method::GET, "health") => reply(StatusCode::OK, Bytes::new()),
+            (&Method::POST, "drive/call") => {
+                let d = match drive() {
+                    Ok(d) => d,
+                    Err(e) => return answer::<DriveReply>(Err(e)),
+                };
+                let body = match req.into_body().collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(e) => return answer::<DriveReply>(Err(WireError::BadRequest(e.to_string()))),
+                };
+                let call = match decode::<DriveCall>(&body) {
+                    Ok(c) => c,
+                    Err(e) => return answer::<DriveReply>(Err(WireError::BadRequest(e))),
+                };
+                answer(serve_drive_call(d.as_ref(), call).await.map_err(WireError::from))
+            }
+            (&Method::GET, "drive/read") => {
+                let read = async {
+                    let d = drive()?;
+                    let id = parse::<Uuid>(&query, "id")?;
+                    let off = parse::<u64>(&query, "off")?;
+                    let len = parse::<usize>(&query, "len")?;
+                    let reader = d.open_shard_file(id).await?;
+                    Ok::<_, WireError>(reader.read_at(off, len).await?)
+                };
+                match read.await {
+                    Ok(bytes) => reply(StatusCode::OK, bytes),
+                    Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, encode(&e)),
+                }
+            }
+            (&Method::POST, "drive/write") => {
+                let write = async {
+                    let d = drive()?;
+                    let id = parse::<Uuid>(&query, "id")?;
+                    let writer = d.create_shard_file(id).await?;
+                    receive_frames(writer, req.into_body()).await
+                };
+                answer(write.await)
+            }
+            (&Method::POST, "lock") => {
+                let body = match req.into_body().collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(e) => return answer::<bool>(Err(WireError::BadRequest(e.to_string()))),
+                };
+                match decode::<LockCall>(&body) {
+                    Ok(call) => answer(Ok(self.locks.serve(call))),
+                    Err(e) => answer::<bool>(Err(WireError::BadRequest(e))),
+                }
+            }
+            (&Method::POST, "peer") => {
+                let body = match req.into_body().collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(e) => return answer::<()>(Err(WireError::BadRequest(e.to_string()))),
+                };
+                match decode::<PeerCall>(&body) {
+                    Ok(PeerCall::BucketsChanged) => {
+                        if let Some(layer) = self.layer.get() {
+                            if let Err(e) = layer.reload_buckets().await {
+                                return answer::<()>(Err(WireError::Io(e.to_string())));
+                            }
+                        }
+                        answer::<()>(Ok(()))
+                    }
+                    Err(e) => answer::<()>(Err(WireError::BadRequest(e))),
+                }
+            }
+            _ => reply(StatusCode::NOT_FOUND, Bytes::from_static(b"no such RPC")),
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(query: &str, name: &str) -> Result<T, WireError> {
+    query_param(query, name)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| WireError::BadRequest(format!("missing or bad parameter {name}")))
+}
+
+/// Writes the frames of a shard write stream; finishes the file only at the end marker.
+async fn receive_frames(mut writer: Box<dyn ShardWriter>, mut body: Incoming) -> Result<(), WireError> {
+    let mut buf = BytesMut::new();
+    loop {
+        // A whole frame in the buffer: write it.
+        while buf.len() >= 36 {
+            let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
+            if len == END_OF_FRAMES {
+                writer.finish().await?;
+                return Ok(());
+            }
+            let len = len as usize;
+            if buf.len() < 36 + len {
+                break;
+            }
+            let mut hash = [0u8; 32];
+            hash.copy_from_slice(&buf[4..36]);
+            buf.advance(36);
+            let shard = buf.split_to(len).freeze();
+            writer.write_frame(hash, shard).await?;
+        }
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.extend_from_slice(&data);
+                }
+            }
+            Some(Err(e)) => return Err(WireError::Io(format!("shard stream broke: {e}"))),
+            None => return Err(WireError::Io("shard stream ended without its end marker".into())),
+        }
+    }
+}
+
+async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveReply> {
+    use DriveCall as C;
+    use DriveReply as R;
+    Ok(match call {
+        C::DiskInfo => R::DiskInfo(d.disk_info().await?),
+        C::ReadFormat => R::Bytes(d.read_format().await?.map(Bytes::from)),
+        C::WriteFormat(f) => {
+            d.write_format(f.to_vec()).await?;
+            R::Done
+        }
+        C::ReadState(name) => R::Bytes(d.read_state(&name).await?.map(Bytes::from)),
+        C::WriteState(name, b) => {
+            d.write_state(&name, b.to_vec()).await?;
+            R::Done
+        }
+        C::MakeBucket(b, r) => {
+            d.make_bucket(&b, r.to_vec()).await?;
+            R::Done
+        }
+        C::DeleteBucket(b) => {
+            d.delete_bucket(&b).await?;
+            R::Done
+        }
+        C::UpdateBucket(b, r) => {
+            d.update_bucket(&b, r.to_vec()).await?;
+            R::Done
+        }
+        C::ListBuckets => {
+            R::Buckets(d.list_buckets().await?.into_iter().map(|(n, r)| (n, Bytes::from(r))).collect())
+        }
+        C::StatBucket(b) => R::Bytes(Some(Bytes::from(d.stat_bucket(&b).await?))),
+        C::ReadRecord { bucket, key, inline } => {
+            let (r, b) = d.read_record(&bucket, &key, inline).await?;
+            R::Record(r, b)
+        }
+        C::ReadInline(id) => R::Bytes(Some(d.read_inline(id).await?)),
+        C::OpenShard(id) => {
+            d.open_shard_file(id).await?;
+            R::Done
+        }
+        C::AbortShard(id) => {
+            d.abort_shard_file(id).await;
+            R::Done
+        }
+        C::CommitVersion { bucket, key, version, inline, op } => {
+            d.commit_version(&bucket, &key, version, inline, op).await?;
+            R::Done
+        }
+        C::UpdateVersion { bucket, key, version, op } => {
+            d.update_version(&bucket, &key, version, op).await?;
+            R::Done
+        }
+        C::DeleteVersion { bucket, key, version_id, op } => {
+            d.delete_version(&bucket, &key, version_id, op).await?;
+            R::Done
+        }
+        C::FinishOp { op, keep } => {
+            d.finish_op(op, keep).await;
+            R::Done
+        }
+        C::PutUpload { bucket, upload } => {
+            d.put_upload(&bucket, upload).await?;
+            R::Done
+        }
+        C::ReadUpload { bucket, key, upload_id } => R::Upload(d.read_upload(&bucket, &key, upload_id).await?),
+        C::CommitPart { bucket, key, upload_id, part } => {
+            d.commit_part(&bucket, &key, upload_id, part).await?;
+            R::Done
+        }
+        C::ListParts(id) => R::Parts(d.list_parts(id).await?),
+        C::CompleteUpload { bucket, key, upload_id, version, op } => {
+            d.complete_upload(&bucket, &key, upload_id, version, op).await?;
+            R::Done
+        }
+        C::DropUpload { bucket, key, upload_id, keep } => {
+            d.drop_upload(&bucket, &key, upload_id, keep).await?;
+            R::Done
+        }
+        C::ListUploads { bucket, prefix, limit } => {
+            R::Uploads(d.list_uploads(&bucket, &prefix, limit).await?)
+        }
+        C::List { bucket, query } => R::List(d.list(&bucket, query).await?),
+        C::SweepOrphans { min_age_ms } => {
+            let (f, b) = d.sweep_orphans(Duration::from_millis(min_age_ms)).await?;
+            R::Swept(f, b)
+        }
+    })
+}

@@ -1,0 +1,162 @@
+//! What travels between nodes: drive calls and replies, lock calls, errors. MessagePack
+//! (rmp-serde); byte payloads as `Bytes` so they travel as binary, not as arrays of numbers.
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use strata_drive::{DiskInfo, DriveError, ListEntry, ListQuery};
+use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
+use uuid::Uuid;
+
+/// One drive operation (everything of the `Drive` trait but shard bytes, which stream).
+#[derive(Debug, Serialize, Deserialize)]
+pub enum DriveCall {
+    DiskInfo,
+    ReadFormat,
+    WriteFormat(Bytes),
+    ReadState(String),
+    WriteState(String, Bytes),
+    MakeBucket(String, Bytes),
+    DeleteBucket(String),
+    UpdateBucket(String, Bytes),
+    ListBuckets,
+    StatBucket(String),
+    ReadRecord { bucket: String, key: String, inline: bool },
+    ReadInline(Uuid),
+    OpenShard(Uuid),
+    AbortShard(Uuid),
+    CommitVersion { bucket: String, key: String, version: ObjectVersion, inline: Option<Bytes>, op: Uuid },
+    UpdateVersion { bucket: String, key: String, version: ObjectVersion, op: Uuid },
+    DeleteVersion { bucket: String, key: String, version_id: Option<Uuid>, op: Uuid },
+    FinishOp { op: Uuid, keep: bool },
+    PutUpload { bucket: String, upload: UploadRecord },
+    ReadUpload { bucket: String, key: String, upload_id: Uuid },
+    CommitPart { bucket: String, key: String, upload_id: Uuid, part: PartInfo },
+    ListParts(Uuid),
+    CompleteUpload { bucket: String, key: String, upload_id: Uuid, version: ObjectVersion, op: Uuid },
+    DropUpload { bucket: String, key: String, upload_id: Uuid, keep: Vec<Uuid> },
+    ListUploads { bucket: String, prefix: String, limit: usize },
+    List { bucket: String, query: ListQuery },
+    SweepOrphans { min_age_ms: u64 },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub enum DriveReply {
+    Done,
+    DiskInfo(DiskInfo),
+    Bytes(Option<Bytes>),
+    Buckets(Vec<(String, Bytes)>),
+    Record(ObjectRecord, Option<Bytes>),
+    Upload(UploadRecord),
+    Parts(Vec<PartInfo>),
+    Uploads(Vec<UploadRecord>),
+    List(Vec<ListEntry>),
+    Swept(u64, u64),
+}
+
+/// A [`DriveError`] on the wire.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum WireError {
+    Offline(String),
+    NotFound,
+    BucketNotFound,
+    BucketExists,
+    BucketNotEmpty,
+    Corrupt(String),
+    Io(String),
+    Index(String),
+    /// The request itself was wrong (unknown drive, undecodable call).
+    BadRequest(String),
+}
+
+impl From<DriveError> for WireError {
+    fn from(e: DriveError) -> Self {
+        match e {
+            DriveError::Offline(m) => WireError::Offline(m),
+            DriveError::NotFound => WireError::NotFound,
+            DriveError::BucketNotFound => WireError::BucketNotFound,
+            DriveError::BucketExists => WireError::BucketExists,
+            DriveError::BucketNotEmpty => WireError::BucketNotEmpty,
+            DriveError::Corrupt(m) => WireError::Corrupt(m),
+            DriveError::Io(e) => WireError::Io(e.to_string()),
+            DriveError::Index(m) => WireError::Index(m),
+        }
+    }
+}
+
+impl From<WireError> for DriveError {
+    fn from(e: WireError) -> Self {
+        match e {
+            WireError::Offline(m) => DriveError::Offline(m),
+            WireError::NotFound => DriveError::NotFound,
+            WireError::BucketNotFound => DriveError::BucketNotFound,
+            WireError::BucketExists => DriveError::BucketExists,
+            WireError::BucketNotEmpty => DriveError::BucketNotEmpty,
+            WireError::Corrupt(m) => DriveError::Corrupt(m),
+            WireError::Io(m) => DriveError::Io(std::io::Error::other(m)),
+            WireError::Index(m) => DriveError::Index(m),
+            WireError::BadRequest(m) => DriveError::Offline(format!("refused by the remote node: {m}")),
+        }
+    }
+}
+
+/// A lock request to one node.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum LockCall {
+    /// Grant `resource` to `owner` (exclusively or shared) for `lease_ms`.
+    Acquire {
+        resource: u64,
+        owner: Uuid,
+        exclusive: bool,
+        lease_ms: u64,
+    },
+    /// Extend the lease of every lock `owner` holds; false when it holds none (expired).
+    Refresh {
+        owner: Uuid,
+        lease_ms: u64,
+    },
+    Release {
+        owner: Uuid,
+    },
+}
+
+/// A notice to a peer that cluster state changed.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PeerCall {
+    BucketsChanged,
+}
+
+pub fn encode<T: Serialize>(value: &T) -> Bytes {
+    // Encoding our own types into a Vec cannot fail (no maps with non-string keys, no I/O).
+    Bytes::from(rmp_serde::to_vec(value).unwrap_or_default())
+}
+
+pub fn decode<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<T, String> {
+    rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_and_errors_round_trip() {
+        let payload = Bytes::from(vec![0xffu8; 300]);
+        let call = DriveCall::WriteState("heal".into(), payload.clone());
+        let bytes = encode(&call);
+        // Binary payloads travel as bin (1 byte each), not one number per byte (2 bytes each).
+        assert!(bytes.len() < 330, "{}", bytes.len());
+        match decode::<DriveCall>(&bytes) {
+            Ok(DriveCall::WriteState(n, b)) => assert_eq!((n.as_str(), b), ("heal", payload)),
+            other => panic!("{other:?}"),
+        }
+        for e in [DriveError::NotFound, DriveError::BucketNotEmpty, DriveError::Corrupt("x".into())] {
+            let wire: WireError = e.into();
+            let back: DriveError = decode::<WireError>(&encode(&wire)).map(Into::into).expect("decodes");
+            assert!(matches!(
+                back,
+                DriveError::NotFound | DriveError::BucketNotEmpty | DriveError::Corrupt(_)
+            ));
+        }
+        assert!(decode::<DriveCall>(b"\xc1garbage").is_err());
+    }
+}
