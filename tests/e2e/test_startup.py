@@ -1,7 +1,13 @@
 """Start-up rules: layouts, parity, credentials and format records are checked before serving."""
 
 import shutil
+import signal
 import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
 
 from conftest import BIN, Server
 
@@ -86,8 +92,26 @@ def test_url_endpoints_of_this_node_serve_and_other_nodes_are_named():
         assert s3.get_object(Bucket="url-drives", Key="k")["Body"].read() == b"on my own drives"
         assert (srv.dir / "d3" / ".strata.sys" / "format.json").exists()
         srv.stop()
-        other = f"http://127.0.0.1:1{srv.dir}/e{{1...4}}"
-        out = run_and_fail(srv, args=[f"http://127.0.0.1:{srv.port}{srv.dir}/d{{1...2}}", other])
-        assert "127.0.0.1:1" in out and "other nodes" in out, out
+        # Drives on another node that is not there: the node waits for it, naming it, serves
+        # no S3 meanwhile (but is live), and stops promptly when told.
+        args = [f"http://127.0.0.1:{srv.port}{srv.dir}/d1", f"http://127.0.0.1:{srv.port}{srv.dir}/d2",
+                f"http://127.0.0.1:1{srv.dir}/e1", f"http://127.0.0.1:1{srv.dir}/e2"]
+        srv.drive_args = lambda: args
+        srv.start(wait=False)
+        deadline = time.time() + 20
+        while "waiting for the other nodes" not in srv.log.read_text() and time.time() < deadline:
+            time.sleep(0.1)
+        log = srv.log.read_text()
+        assert "waiting for the other nodes" in log and "127.0.0.1:1" in log, log
+        with urllib.request.urlopen(f"{srv.endpoint}/health/live", timeout=2) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(f"{srv.endpoint}/health/ready", timeout=2)
+        assert e.value.code == 503
+        with pytest.raises(Exception) as e:
+            srv.client().list_buckets()
+        assert e.value.response["Error"]["Code"] == "SlowDown"
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=5) == 0
     finally:
         srv.cleanup()

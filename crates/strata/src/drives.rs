@@ -283,7 +283,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
                 // A node formats its own drives; the leader formats every drive of a new deployment.
                 if local.is_some() || (first_start && leader) {
                     if let Some(d) = d {
-                        d.write_format(f.to_json())
+                        write_format_patiently(d.as_ref(), f.to_json())
                             .await
                             .with_context(|| format!("formatting {}", name(i)))?;
                         if local.is_some() {
@@ -330,6 +330,23 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         first_start,
         locals,
     })
+}
+
+/// Writes a format record, retrying for a while: once the leader has begun formatting a new
+/// deployment it must finish (a minority of formatted drives would leave no quorum), and a
+/// peer's connection may need a moment to come back after that peer restarted.
+async fn write_format_patiently(d: &dyn Drive, format: Vec<u8>) -> Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match d.write_format(format.clone()).await {
+            Ok(()) => return Ok(()),
+            Err(e) if std::time::Instant::now() < deadline => {
+                tracing::warn!(drive = d.endpoint(), error = %e, "cannot write the format record yet; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// `pool/set` of every set with fewer reachable drives than its write quorum.

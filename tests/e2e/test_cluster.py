@@ -1,0 +1,283 @@
+"""Distributed mode: four `strata` processes on 127.0.0.1 (each with its own port and two drive
+folders) forming one deployment with one erasure set of 8 drives (EC 4+4), driven through boto3."""
+
+import hashlib
+import json
+import os
+import random
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, free_port
+
+KiB, MiB = 1024, 1024 * 1024
+
+
+class Node(Server):
+    """One node: a Server whose drive arguments are the whole deployment's URLs."""
+
+    def __init__(self, cluster, index):
+        super().__init__(drive_count=0, env=cluster.env)
+        self.cluster, self.index = cluster, index
+
+    def drive_args(self):
+        return self.cluster.urls
+
+    def start(self, wait=True, extra_args=()):
+        return super().start(wait=False, extra_args=extra_args)
+
+
+class Cluster:
+    def __init__(self, nodes=4, drives_per_node=2, env=None):
+        self.env = {"STRATA_SCANNER_INTERVAL": "off", **(env or {})}
+        self.nodes = [Node(self, i) for i in range(nodes)]
+        self.urls = [
+            f"http://127.0.0.1:{n.port}{n.dir}/d{d}" for n in self.nodes for d in range(1, drives_per_node + 1)
+        ]
+        for n in self.nodes:
+            n.drives = [n.dir / f"d{d}" for d in range(1, drives_per_node + 1)]
+
+    def start(self):
+        for n in self.nodes:
+            n.start()
+        for n in self.nodes:
+            n.wait_ready(timeout=60)
+        return self
+
+    def cleanup(self):
+        for n in self.nodes:
+            n.cleanup()
+
+
+@pytest.fixture
+def cluster():
+    c = Cluster().start()
+    yield c
+    c.cleanup()
+
+
+def admin(node, *args):
+    out = subprocess.run(
+        [BIN, "admin", *args, "--host", node.endpoint.split("//", 1)[1], "--access-key", ACCESS_KEY,
+         "--secret-key", SECRET_KEY],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def wait_for(condition, timeout=60, what="condition"):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def mixed_size(rng):
+    r = rng.random()
+    if r < 0.6:
+        return rng.randrange(0, 4 * KiB)
+    if r < 0.9:
+        return rng.randrange(4 * KiB, 300 * KiB)
+    return rng.randrange(1 * MiB, 3 * MiB)
+
+
+def put_many(clients, bucket, count, prefix, rng):
+    """Writes `count` objects round-robin through `clients` (4 writer threads); returns key → bytes."""
+    objects, lock = {}, threading.Lock()
+    keys = [f"{prefix}{i:04}" for i in range(count)]
+
+    def writer(part):
+        for i in part:
+            data = os.urandom(mixed_size(random.Random(f"{prefix}{i}")))
+            clients[i % len(clients)].put_object(Bucket=bucket, Key=keys[i], Body=data)
+            with lock:
+                objects[keys[i]] = data
+
+    threads = [threading.Thread(target=writer, args=(range(t, count, 4),)) for t in range(4)]
+    errors = []
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(objects) == count, f"{count - len(objects)} writes failed"
+    return objects
+
+
+def read_all(clients, bucket, objects):
+    bad = []
+
+    def reader(items):
+        for i, (key, data) in enumerate(items):
+            body = clients[i % len(clients)].get_object(Bucket=bucket, Key=key)["Body"].read()
+            if body != data:
+                bad.append(key)
+
+    items = list(objects.items())
+    threads = [threading.Thread(target=reader, args=(items[t::4],)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad, f"{len(bad)} objects read back wrong, e.g. {bad[:3]}"
+
+
+def listed(client, bucket):
+    keys = []
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, PaginationConfig={"PageSize": 250}):
+        keys += [o["Key"] for o in page.get("Contents", [])]
+    return keys
+
+
+def test_node_killed_and_restarted_loses_nothing(cluster):
+    nodes = cluster.nodes
+    clients = [n.client() for n in nodes]
+    clients[0].create_bucket(Bucket="dist")
+    # Peer notice: the bucket exists on every node at once.
+    for c in clients[1:]:
+        c.head_bucket(Bucket="dist")
+    objects = put_many(clients, "dist", 1000, "a/", random.Random(1))
+    for c in clients:  # LIST merges across nodes: every node lists everything, in order
+        assert listed(c, "dist") == sorted(objects)
+
+    victim = nodes[2]
+    victim.kill()
+    alive = [c for i, c in enumerate(clients) if i != 2]
+    read_all(alive, "dist", objects)
+    more = put_many(alive, "dist", 200, "b/", random.Random(2))
+    alive[0].delete_object(Bucket="dist", Key="a/0000")
+    del objects["a/0000"]
+    objects.update(more)
+    assert listed(alive[1], "dist") == sorted(objects)
+
+    victim.start().wait_ready(timeout=60)
+    # Its start scans for what its drives missed; wait for that scan to cover everything.
+    wait_for(lambda: json.loads(admin(victim, "heal", "status", "--json"))["scan"]["state"] == "idle"
+             and json.loads(admin(victim, "heal", "status", "--json"))["scan"]["objects_scanned"] >= len(objects),
+             timeout=120, what="the restarted node's scan")
+    read_all(clients, "dist", objects)
+    assert listed(clients[2], "dist") == sorted(objects)
+    # The proof that the returning node got what it missed: with two *other* nodes down, only
+    # its drives and one other node's remain (4 of 8 shards, exactly the read quorum).
+    nodes[0].kill()
+    nodes[3].kill()
+    read_all([clients[1], clients[2]], "dist", objects)
+
+
+def test_two_nodes_down_reads_work_writes_fail_fast(cluster):
+    nodes = cluster.nodes
+    clients = [n.client() for n in nodes]
+    clients[0].create_bucket(Bucket="half")
+    objects = put_many(clients, "half", 40, "k", random.Random(3))
+    nodes[1].kill()
+    nodes[3].kill()
+    read_all([clients[0], clients[2]], "half", objects)
+    assert sorted(listed(clients[2], "half")) == sorted(objects)
+    for c in (clients[0], clients[2]):
+        for size in (10, 2 * MiB):
+            started = time.time()
+            with pytest.raises(Exception) as e:
+                c.put_object(Bucket="half", Key="refused", Body=b"x" * size)
+            assert e.value.response["Error"]["Code"] == "SlowDown", e.value.response
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+            assert time.time() - started < 3, "a write without quorum must fail fast"
+    with pytest.raises(Exception) as e:
+        clients[0].head_object(Bucket="half", Key="refused")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    nodes[1].start().wait_ready(timeout=60)
+    # Back to 6 of 8 drives: writes work again once the node is seen.
+    wait_for(lambda: _try_put(clients[0], "half", "after", b"back"), timeout=30, what="writes to work again")
+    assert clients[2].get_object(Bucket="half", Key="after")["Body"].read() == b"back"
+
+
+def _try_put(client, bucket, key, body):
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=body)
+        return True
+    except Exception:
+        return False
+
+
+def test_concurrent_writers_to_one_key_leave_one_whole_version(cluster):
+    clients = [n.client() for n in cluster.nodes]
+    clients[0].create_bucket(Bucket="race")
+    written, lock = {}, threading.Lock()
+
+    def writer(i):
+        for round_ in range(8):
+            size = [1000, 200 * KiB, 2 * MiB + 5][(i + round_) % 3]
+            data = os.urandom(size)
+            etag = clients[i].put_object(Bucket="race", Key="contended", Body=data)["ETag"].strip('"')
+            with lock:
+                written[etag] = data
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(written) == 32
+    bodies = set()
+    for c in clients:
+        got = c.get_object(Bucket="race", Key="contended")
+        body = got["Body"].read()
+        assert hashlib.md5(body).hexdigest() == got["ETag"].strip('"')
+        assert written.get(got["ETag"].strip('"')) == body, "the final object must be one of the writes, whole"
+        bodies.add(body)
+    assert len(bodies) == 1, "every node must serve the same latest version"
+
+
+def test_rpc_needs_the_derived_key(cluster):
+    node = cluster.nodes[0]
+    for method, path in [("GET", "/_strata/rpc/v1/health"), ("POST", "/_strata/rpc/v1/drive/call?d=%2Fx"),
+                         ("POST", "/_strata/rpc/v1/lock")]:
+        req = urllib.request.Request(f"{node.endpoint}{path}", method=method, data=b"" if method == "POST" else None)
+        req.add_header("x-strata-rpc-time", str(int(time.time())))
+        req.add_header("x-strata-rpc-signature", "00" * 32)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=5)
+        assert e.value.code == 403
+        req = urllib.request.Request(f"{node.endpoint}{path}", method=method, data=b"" if method == "POST" else None)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(req, timeout=5)
+        assert e.value.code == 403
+    # S3 with the root credentials still works on the same port.
+    node.client().list_buckets()
+
+
+def test_nodes_wait_for_each_other_and_refuse_other_credentials():
+    cluster = Cluster()
+    try:
+        first = cluster.nodes[0].start()
+        time.sleep(2)
+        # Alone it cannot form the deployment: not ready, and it says whom it waits for.
+        with pytest.raises(Exception):
+            urllib.request.urlopen(f"{first.endpoint}/health/ready", timeout=2)
+        log = first.log.read_text()
+        assert "waiting for the other nodes" in log and f"127.0.0.1:{cluster.nodes[3].port}" in log
+        # A node started with other root credentials is refused by the others.
+        stranger = cluster.nodes[1]
+        stranger.env = dict(stranger.env, STRATA_ROOT_PASSWORD="another-secret-key")
+        stranger.start()
+        for n in cluster.nodes[2:]:
+            n.start()
+        time.sleep(3)
+        with pytest.raises(Exception):
+            urllib.request.urlopen(f"{first.endpoint}/health/ready", timeout=2)
+        stranger.stop()
+        stranger.env = dict(stranger.env, STRATA_ROOT_PASSWORD=SECRET_KEY)
+        stranger.start()
+        for n in cluster.nodes:
+            n.wait_ready(timeout=60)
+        cluster.nodes[3].client().create_bucket(Bucket="formed")
+        assert [b["Name"] for b in first.client().list_buckets()["Buckets"]] == ["formed"]
+    finally:
+        cluster.cleanup()
