@@ -23,7 +23,7 @@ class Node(Server):
     """One node: a Server whose drive arguments are the whole deployment's URLs."""
 
     def __init__(self, cluster, index):
-        super().__init__(drive_count=0, env=cluster.env)
+        super().__init__(drive_count=0, env=cluster.env, certs_dir=cluster.certs_dir)
         self.cluster, self.index = cluster, index
 
     def drive_args(self):
@@ -34,11 +34,13 @@ class Node(Server):
 
 
 class Cluster:
-    def __init__(self, nodes=4, drives_per_node=2, env=None):
+    def __init__(self, nodes=4, drives_per_node=2, env=None, certs_dir=None):
         self.env = {"STRATA_SCANNER_INTERVAL": "off", **(env or {})}
+        self.certs_dir = certs_dir
         self.nodes = [Node(self, i) for i in range(nodes)]
+        scheme = "https" if certs_dir else "http"
         self.urls = [
-            f"http://127.0.0.1:{n.port}{n.dir}/d{d}" for n in self.nodes for d in range(1, drives_per_node + 1)
+            f"{scheme}://127.0.0.1:{n.port}{n.dir}/d{d}" for n in self.nodes for d in range(1, drives_per_node + 1)
         ]
         for n in self.nodes:
             n.drives = [n.dir / f"d{d}" for d in range(1, drives_per_node + 1)]
@@ -279,5 +281,27 @@ def test_nodes_wait_for_each_other_and_refuse_other_credentials():
             n.wait_ready(timeout=60)
         cluster.nodes[3].client().create_bucket(Bucket="formed")
         assert [b["Name"] for b in first.client().list_buckets()["Buckets"]] == ["formed"]
+    finally:
+        cluster.cleanup()
+
+
+def test_nodes_talk_tls_when_the_server_has_certificates(tmp_path):
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(tmp_path / "private.key"), "-out", str(tmp_path / "public.crt"), "-days", "2",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-addext", "basicConstraints=critical,CA:FALSE"],
+        check=True, capture_output=True,
+    )
+    cluster = Cluster(certs_dir=tmp_path).start()
+    try:
+        clients = [n.client() for n in cluster.nodes]
+        clients[0].create_bucket(Bucket="secure")
+        data = os.urandom(3 * MiB + 11)
+        clients[1].put_object(Bucket="secure", Key="k", Body=data)
+        assert clients[3].get_object(Bucket="secure", Key="k")["Body"].read() == data
+        # Node-to-node traffic is TLS too: plain HTTP to the port gets no answer at all.
+        with pytest.raises(Exception):
+            urllib.request.urlopen(f"http://127.0.0.1:{cluster.nodes[2].port}/_strata/rpc/v1/health", timeout=3)
     finally:
         cluster.cleanup()
