@@ -305,3 +305,33 @@ def test_nodes_talk_tls_when_the_server_has_certificates(tmp_path):
             urllib.request.urlopen(f"http://127.0.0.1:{cluster.nodes[2].port}/_strata/rpc/v1/health", timeout=3)
     finally:
         cluster.cleanup()
+
+
+def test_multipart_and_copy_spread_over_nodes(cluster):
+    clients = [n.client() for n in cluster.nodes]
+    clients[0].create_bucket(Bucket="parts")
+    up = clients[1].create_multipart_upload(Bucket="parts", Key="big")["UploadId"]
+    chunks = [os.urandom(5 * MiB), os.urandom(5 * MiB), os.urandom(MiB + 7)]
+    parts = []
+    for i, chunk in enumerate(chunks, start=1):  # each part through another node
+        etag = clients[(i + 1) % 4].upload_part(Bucket="parts", Key="big", UploadId=up, PartNumber=i, Body=chunk)["ETag"]
+        parts.append({"PartNumber": i, "ETag": etag})
+    listed_parts = clients[0].list_parts(Bucket="parts", Key="big", UploadId=up)["Parts"]
+    assert [p["ETag"] for p in listed_parts] == [p["ETag"] for p in parts]
+    assert [u["UploadId"] for u in clients[3].list_multipart_uploads(Bucket="parts")["Uploads"]] == [up]
+    clients[2].complete_multipart_upload(Bucket="parts", Key="big", UploadId=up, MultipartUpload={"Parts": parts})
+    whole = b"".join(chunks)
+    for c in clients:
+        assert c.get_object(Bucket="parts", Key="big")["Body"].read() == whole
+    got = clients[1].get_object(Bucket="parts", Key="big", Range="bytes=5242870-5242890")["Body"].read()
+    assert got == whole[5242870:5242891]
+    clients[3].copy_object(Bucket="parts", Key="copy", CopySource={"Bucket": "parts", "Key": "big"})
+    assert clients[0].get_object(Bucket="parts", Key="copy")["Body"].read() == whole
+    clients[0].put_bucket_tagging(Bucket="parts", Tagging={"TagSet": [{"Key": "team", "Value": "a"}]})
+    assert clients[2].get_bucket_tagging(Bucket="parts")["TagSet"] == [{"Key": "team", "Value": "a"}]
+    clients[1].delete_objects(Bucket="parts", Delete={"Objects": [{"Key": "big"}, {"Key": "copy"}]})
+    clients[2].delete_bucket(Bucket="parts")
+    for c in clients:
+        with pytest.raises(Exception) as e:
+            c.head_bucket(Bucket="parts")
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
