@@ -335,3 +335,24 @@ def test_multipart_and_copy_spread_over_nodes(cluster):
         with pytest.raises(Exception) as e:
             c.head_bucket(Bucket="parts")
         assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_speedtest_runs_on_every_node_at_once(cluster):
+    nodes = cluster.nodes
+    clients = [n.client() for n in nodes]
+    clients[0].create_bucket(Bucket="kept")
+    clients[0].put_object(Bucket="kept", Key="k", Body=b"x" * 200_000)
+    files = lambda: sum(1 for n in nodes for d in n.drives for f in (d / ".strata.sys" / "data").rglob("*") if f.is_file())
+    before = files()
+    report = json.loads(admin(nodes[1], "speedtest", "--size", "1MiB", "--concurrent", "2", "--duration", "1s", "--json"))
+    assert sorted(r["endpoint"] for r in report["nodes"]) == sorted(f"127.0.0.1:{n.port}" for n in nodes)
+    for phase in ["put", "get"]:
+        per_node = [r[phase] for r in report["nodes"]]
+        assert all(t["objects"] > 0 and t["errors"] == 0 for t in per_node), per_node
+        total = report[f"aggregate_{phase}"]
+        assert total["objects"] == sum(t["objects"] for t in per_node)
+        assert abs(total["mib_per_sec"] - sum(t["mib_per_sec"] for t in per_node)) < 0.01
+    # Everything the nodes wrote is gone, and the hidden bucket with it, on every node.
+    assert files() == before
+    for c in clients:
+        assert [b["Name"] for b in c.list_buckets()["Buckets"]] == ["kept"]

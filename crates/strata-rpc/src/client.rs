@@ -226,6 +226,29 @@ impl NodeClient {
         }
     }
 
+    /// A long-running admin call (`op` under `admin/`): raw request and answer, its own time-out.
+    pub async fn admin(
+        self: &Arc<Self>,
+        op: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
+        let path = format!("{PREFIX}admin/{op}");
+        let resp =
+            self.send(Method::POST, &path, full(body), Some(timeout)).await.map_err(|e| e.to_string())?;
+        let ok = resp.status() == StatusCode::OK;
+        let bytes = match tokio::time::timeout(timeout, resp.into_body().collect()).await {
+            Ok(Ok(b)) => b.to_bytes(),
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(_) => return Err("timed out".into()),
+        };
+        if ok {
+            Ok(bytes.to_vec())
+        } else {
+            Err(String::from_utf8_lossy(&bytes).into_owned())
+        }
+    }
+
     /// Marks the node offline and starts probing it in the background until it answers.
     pub fn mark_offline(self: &Arc<Self>, why: &str) {
         if self.online.swap(false, Ordering::Relaxed) {

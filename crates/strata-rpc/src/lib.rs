@@ -26,7 +26,7 @@ pub use auth::RpcKey;
 pub use client::{ClientConfig, NodeClient};
 pub use lock::{LockNode, LockServer, LockTimings, QuorumLocker};
 pub use remote::RemoteDrive;
-pub use server::RpcServer;
+pub use server::{AdminHook, RpcServer};
 
 /// The path prefix of every inter-node request.
 pub const PREFIX: &str = "/_strata/rpc/v1/";

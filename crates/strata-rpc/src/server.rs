@@ -27,7 +27,14 @@ pub struct RpcServer {
     locks: Arc<LockServer>,
     /// Set once the object layer exists (peer notices before that are moot).
     layer: OnceLock<Arc<ObjectLayer>>,
+    /// Admin operations a peer asks this node to run (its share of a speedtest).
+    admin: OnceLock<AdminHook>,
 }
+
+/// Runs admin operation `op` with a JSON request; JSON answer or an error text.
+pub type AdminHook = Arc<
+    dyn Fn(String, Bytes) -> futures_util::future::BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync,
+>;
 
 fn reply(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut r = Response::new(body);
@@ -48,11 +55,15 @@ fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, st
 
 impl RpcServer {
     pub fn new(key: RpcKey, drives: HashMap<String, Arc<dyn Drive>>, locks: Arc<LockServer>) -> Self {
-        Self { key, drives, locks, layer: OnceLock::new() }
+        Self { key, drives, locks, layer: OnceLock::new(), admin: OnceLock::new() }
     }
 
     pub fn set_layer(&self, layer: Arc<ObjectLayer>) {
         let _ = self.layer.set(layer);
+    }
+
+    pub fn set_admin(&self, hook: AdminHook) {
+        let _ = self.admin.set(hook);
     }
 
     pub async fn handle(&self, req: Request<Incoming>) -> Response<Bytes> {
@@ -134,6 +145,19 @@ impl RpcServer {
                         answer::<()>(Ok(()))
                     }
                     Err(e) => answer::<()>(Err(WireError::BadRequest(e))),
+                }
+            }
+            (&Method::POST, op) if op.starts_with("admin/") => {
+                let Some(hook) = self.admin.get().cloned() else {
+                    return reply(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"not serving yet"));
+                };
+                let body = match req.into_body().collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(e) => return reply(StatusCode::BAD_REQUEST, Bytes::from(e.to_string())),
+                };
+                match hook(op["admin/".len()..].to_owned(), body).await {
+                    Ok(answer) => reply(StatusCode::OK, Bytes::from(answer)),
+                    Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, Bytes::from(e)),
                 }
             }
             _ => reply(StatusCode::NOT_FOUND, Bytes::from_static(b"no such RPC")),

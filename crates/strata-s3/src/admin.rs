@@ -138,7 +138,7 @@ impl SpeedtestParams {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, Default, PartialEq)]
 pub struct Latency {
     pub p50: f64,
     pub p90: f64,
@@ -147,7 +147,7 @@ pub struct Latency {
 }
 
 /// Throughput of one phase (PUT or GET).
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, Default, PartialEq)]
 pub struct Throughput {
     pub mib_per_sec: f64,
     pub objects_per_sec: f64,
@@ -161,7 +161,7 @@ pub struct Throughput {
     pub rss_mib: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NodeResult {
     pub endpoint: String,
     pub put: Throughput,
@@ -337,23 +337,99 @@ async fn speedtest(node: &Node, params: SpeedtestParams) -> Result<Reply, S3Erro
     result.map(|r| json_reply(StatusCode::OK, &r))
 }
 
+/// `size` bytes of cheap pseudo-random data (not compressible, not all equal).
+fn test_data(size: u64) -> Bytes {
+    let mut x = strata_types::time::now_nanos() | 1;
+    (0..size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+/// One node's share of a speedtest: PUT then GET under its own prefix, then its objects removed.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct NodePart {
+    pub size: u64,
+    pub concurrent: usize,
+    pub duration_secs: f64,
+    pub prefix: String,
+}
+
+async fn run_node_part(node: &Node, part: &NodePart) -> NodeResult {
+    let data = test_data(part.size);
+    let duration = Duration::from_secs_f64(part.duration_secs);
+    let (put, keys) = put_phase(node, &data, &part.prefix, part.concurrent, duration).await;
+    let get = get_phase(node, Arc::new(keys), part.concurrent, duration).await;
+    clean_up_prefix(node, &part.prefix).await;
+    NodeResult { endpoint: node.config.endpoint.clone(), put, get }
+}
+
+/// Answers another node's request to run its share of a speedtest (JSON [`NodePart`] in,
+/// JSON [`NodeResult`] out).
+pub async fn serve_node_part(node: &Node, request: &[u8]) -> Result<Vec<u8>, String> {
+    let mut part: NodePart = serde_json::from_slice(request).map_err(|e| e.to_string())?;
+    // Every peer gets the same request: its own prefix comes from its address.
+    part.prefix = format!(
+        "{}-{}",
+        part.prefix,
+        node.config.endpoint.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+    );
+    if part.size == 0
+        || part.size > strata_types::limits::PUT_OBJECT_SIZE_MAX
+        || part.concurrent == 0
+        || part.concurrent > 256
+    {
+        return Err("speedtest parameters out of range".into());
+    }
+    if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
+        return Err("a speedtest is already running on this node".into());
+    }
+    let result = run_node_part(node, &part).await;
+    SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
+    serde_json::to_vec(&result).map_err(|e| e.to_string())
+}
+
+/// The deployment's other nodes, as the admin API needs them (distributed mode).
+#[async_trait]
+pub trait ClusterAdmin: Send + Sync {
+    /// Runs `part` (JSON [`NodePart`]) on every other node at once; one answer per node.
+    async fn speedtest_peers(
+        &self,
+        part: Vec<u8>,
+        timeout: Duration,
+    ) -> Vec<(String, Result<Vec<u8>, String>)>;
+}
+
+/// Sums the nodes' throughputs; latencies are the slowest node's, CPU and memory the total.
+fn aggregate(results: &[Throughput]) -> Throughput {
+    let mut out = Throughput::default();
+    for t in results {
+        out.mib_per_sec += t.mib_per_sec;
+        out.objects_per_sec += t.objects_per_sec;
+        out.objects += t.objects;
+        out.errors += t.errors;
+        out.cpu_percent += t.cpu_percent;
+        out.rss_mib += t.rss_mib;
+        let l = &mut out.latency_ms;
+        l.p50 = l.p50.max(t.latency_ms.p50);
+        l.p90 = l.p90.max(t.latency_ms.p90);
+        l.p99 = l.p99.max(t.latency_ms.p99);
+        l.max = l.max.max(t.latency_ms.max);
+    }
+    out
+}
+
 async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
     match node.layer.make_bucket(SPEEDTEST_BUCKET).await {
         Ok(()) | Err(ObjectError::BucketExists) => {}
         Err(e) => return Err(e.into()),
     }
-    let data: Bytes = {
-        let mut x = strata_types::time::now_nanos() | 1;
-        (0..params.size)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect::<Vec<u8>>()
-            .into()
-    };
+    let data = test_data(params.size);
     let prefix = format!("run-{:x}", strata_types::time::now_nanos());
     let duration = Duration::from_secs_f64(params.duration_secs);
     let mut tried = Vec::new();
@@ -373,18 +449,43 @@ async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<Speedtest
         }
         clean_up_prefix(node, &prefix).await;
     }
-    let (put, keys) = put_phase(node, &data, &prefix, concurrent, duration).await;
-    let get = get_phase(node, Arc::new(keys), concurrent, duration).await;
-    clean_up(node, &prefix).await;
-    let endpoint = node.config.endpoint.clone();
-    Ok(SpeedtestReport {
-        params,
-        autotune: tried,
+    // Every node runs its share at once, each under its own prefix.
+    let part = |i: usize| NodePart {
+        size: params.size,
         concurrent,
-        aggregate_put: put.clone(),
-        aggregate_get: get.clone(),
-        nodes: vec![NodeResult { endpoint, put, get }],
-    })
+        duration_secs: params.duration_secs,
+        prefix: format!("{prefix}/node-{i}"),
+    };
+    let own_part = part(0);
+    let own = run_node_part(node, &own_part);
+    let mut nodes = match &node.cluster {
+        None => vec![own.await],
+        Some(cluster) => {
+            let request = serde_json::to_vec(&part(1)).unwrap_or_default();
+            let timeout = duration * 2 + Duration::from_secs(120);
+            let (own, peers) = tokio::join!(own, cluster.speedtest_peers(request, timeout));
+            let mut all = vec![own];
+            for (peer, answer) in peers {
+                match answer.and_then(|b| serde_json::from_slice::<NodeResult>(&b).map_err(|e| e.to_string()))
+                {
+                    Ok(r) => all.push(r),
+                    Err(e) => {
+                        clean_up(node, &prefix).await;
+                        return Err(S3Error::new(
+                            S3ErrorCode::InternalError,
+                            &format!("node {peer} could not run its part of the speedtest: {e}"),
+                        ));
+                    }
+                }
+            }
+            all
+        }
+    };
+    clean_up(node, &prefix).await;
+    nodes.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
+    let aggregate_put = aggregate(&nodes.iter().map(|n| n.put.clone()).collect::<Vec<_>>());
+    let aggregate_get = aggregate(&nodes.iter().map(|n| n.get.clone()).collect::<Vec<_>>());
+    Ok(SpeedtestReport { params, autotune: tried, concurrent, aggregate_put, aggregate_get, nodes })
 }
 
 /// Clean-up of autotune rounds, keeping the bucket.

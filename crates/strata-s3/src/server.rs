@@ -46,6 +46,8 @@ pub struct Node {
     pub layer: Arc<ObjectLayer>,
     pub config: S3Config,
     pub metrics: Arc<Metrics>,
+    /// The other nodes, for admin operations that span the deployment (distributed mode).
+    pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
     in_flight: Semaphore,
     requests: AtomicU64,
     started: u64,
@@ -57,6 +59,7 @@ impl Node {
             layer,
             config,
             metrics,
+            cluster: None,
             in_flight: Semaphore::new(REQUESTS_IN_FLIGHT_MAX),
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),

@@ -240,7 +240,23 @@ async fn server(args: ServerArgs) -> Result<()> {
         Err(_) => std::time::Duration::from_secs(10),
     };
     drives::spawn_drive_monitor(std::mem::take(&mut deployment.locals), layer.clone(), check_every);
-    let node = Arc::new(Node::new(layer, config, metrics));
+    let mut node = Node::new(layer, config, metrics);
+    if let Some(d) = &prepared.distributed {
+        node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
+    }
+    let node = Arc::new(node);
+    if let Some(d) = &prepared.distributed {
+        let n = node.clone();
+        d.rpc.set_admin(Arc::new(move |op, body| {
+            let n = n.clone();
+            Box::pin(async move {
+                match op.as_str() {
+                    "speedtest" => strata_s3::admin::serve_node_part(&n, &body).await,
+                    other => Err(format!("unknown admin operation {other}")),
+                }
+            })
+        }));
+    }
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
@@ -269,6 +285,25 @@ fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
     strata_types::time::parse_duration(&value)
         .filter(|d| !d.is_zero())
         .with_context(|| format!("{name}={value} is not a duration like 30s, 10m or 24h"))
+}
+
+/// The other nodes, for admin operations over the whole deployment.
+struct PeerAdmin(Vec<Arc<strata_rpc::NodeClient>>);
+
+#[async_trait::async_trait]
+impl strata_s3::admin::ClusterAdmin for PeerAdmin {
+    async fn speedtest_peers(
+        &self,
+        part: Vec<u8>,
+        timeout: std::time::Duration,
+    ) -> Vec<(String, Result<Vec<u8>, String>)> {
+        let part = bytes::Bytes::from(part);
+        futures_util::future::join_all(self.0.iter().map(|p| {
+            let part = part.clone();
+            async move { (p.name.clone(), p.admin("speedtest", part, timeout).await) }
+        }))
+        .await
+    }
 }
 
 /// Reloads the bucket list now and then, for a change whose notice this node missed (it was
