@@ -356,3 +356,36 @@ def test_speedtest_runs_on_every_node_at_once(cluster):
     assert files() == before
     for c in clients:
         assert [b["Name"] for b in c.list_buckets()["Buckets"]] == ["kept"]
+
+
+def test_kill_during_writes_through_other_nodes_costs_no_write(cluster):
+    nodes = cluster.nodes
+    clients = [n.client() for n in nodes]
+    clients[0].create_bucket(Bucket="busy")
+    survivors = [clients[0], clients[1], clients[3]]
+    written, failures, lock = {}, [], threading.Lock()
+    stop = time.time() + 6
+
+    def writer(t):
+        i = 0
+        while time.time() < stop:
+            key = f"w{t}-{i}"
+            data = os.urandom([900, 150 * KiB, 1 * MiB + 3][i % 3])
+            try:
+                survivors[t % 3].put_object(Bucket="busy", Key=key, Body=data)
+                with lock:
+                    written[key] = data
+            except Exception as e:  # noqa: BLE001 - any failure is the finding
+                failures.append((key, repr(e)))
+            i += 1
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(2)
+    nodes[2].kill()  # mid-stream: some shard writes to its drives are cut off
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert len(written) > 20
+    read_all(survivors, "busy", written)
