@@ -156,10 +156,15 @@ impl Drive for RemoteDrive {
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        self.done(DriveCall::OpenShard(data_id)).await?;
+        let handle = match self.call(DriveCall::OpenShard(data_id)).await? {
+            DriveReply::Handle(h) => h,
+            r => return Err(unexpected(r)),
+        };
         Ok(Box::new(RemoteReader {
             node: self.node.clone(),
-            base: format!("{PREFIX}drive/read?d={}&id={data_id}", self.query()),
+            base: format!("{PREFIX}drive/read?d={}&id={data_id}&h={handle}", self.query()),
+            close: format!("{PREFIX}drive/call?d={}", self.query()),
+            handle,
         }))
     }
 
@@ -356,6 +361,20 @@ impl Drop for RemoteWriter {
 struct RemoteReader {
     node: Arc<NodeClient>,
     base: String,
+    /// Where to send `CloseShard` when the reader is dropped.
+    close: String,
+    handle: u64,
+}
+
+impl Drop for RemoteReader {
+    fn drop(&mut self) {
+        let (node, path, handle) = (self.node.clone(), std::mem::take(&mut self.close), self.handle);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = node.call::<DriveReply>(&path, encode(&DriveCall::CloseShard(handle))).await;
+            });
+        }
+    }
 }
 
 #[async_trait]

@@ -3,14 +3,14 @@
 //! signature (see [`crate::auth`]); anything else is 403.
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use strata_drive::{Drive, DriveResult, ShardWriter};
+use strata_drive::{Drive, DriveResult, ShardReader, ShardWriter};
 use strata_object::ObjectLayer;
 use uuid::Uuid;
 
@@ -29,7 +29,19 @@ pub struct RpcServer {
     layer: OnceLock<Arc<ObjectLayer>>,
     /// Admin operations a peer asks this node to run (its share of a speedtest).
     admin: OnceLock<AdminHook>,
+    /// Shard files peers hold open (handle → reader, last use).
+    open: Mutex<OpenFiles>,
 }
+
+#[derive(Default)]
+struct OpenFiles {
+    next: u64,
+    readers: HashMap<u64, (Arc<dyn ShardReader>, Instant)>,
+    swept: Option<Instant>,
+}
+
+/// An open shard file unused this long is closed (its reader died without closing it).
+const OPEN_IDLE_MAX: Duration = Duration::from_secs(60);
 
 /// Runs admin operation `op` with a JSON request; JSON answer or an error text.
 pub type AdminHook = Arc<
@@ -55,7 +67,7 @@ fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, st
 
 impl RpcServer {
     pub fn new(key: RpcKey, drives: HashMap<String, Arc<dyn Drive>>, locks: Arc<LockServer>) -> Self {
-        Self { key, drives, locks, layer: OnceLock::new(), admin: OnceLock::new() }
+        Self { key, drives, locks, layer: OnceLock::new(), admin: OnceLock::new(), open: Mutex::default() }
     }
 
     pub fn set_layer(&self, layer: Arc<ObjectLayer>) {
@@ -64,6 +76,32 @@ impl RpcServer {
 
     pub fn set_admin(&self, hook: AdminHook) {
         let _ = self.admin.set(hook);
+    }
+
+    async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<DriveReply, WireError> {
+        let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
+        let now = Instant::now();
+        let mut open = self.open.lock().map_err(|_| WireError::Io("open file table poisoned".into()))?;
+        if open.swept.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10)) {
+            open.readers.retain(|_, (_, used)| now.duration_since(*used) < OPEN_IDLE_MAX);
+            open.swept = Some(now);
+        }
+        open.next += 1;
+        let handle = open.next;
+        open.readers.insert(handle, (reader, now));
+        Ok(DriveReply::Handle(handle))
+    }
+
+    fn held(&self, handle: u64) -> Option<Arc<dyn ShardReader>> {
+        let mut open = self.open.lock().ok()?;
+        let (reader, used) = open.readers.get_mut(&handle)?;
+        *used = Instant::now();
+        Some(reader.clone())
+    }
+
+    /// Shard files held open for peers (for tests and metrics).
+    pub fn open_files(&self) -> usize {
+        self.open.lock().map(|o| o.readers.len()).unwrap_or(0)
     }
 
     pub async fn handle(&self, req: Request<Incoming>) -> Response<Bytes> {
@@ -95,7 +133,16 @@ impl RpcServer {
                     Ok(c) => c,
                     Err(e) => return answer::<DriveReply>(Err(WireError::BadRequest(e))),
                 };
-                answer(serve_drive_call(d.as_ref(), call).await.map_err(WireError::from))
+                match call {
+                    DriveCall::OpenShard(id) => answer(self.open_shard(d.as_ref(), id).await),
+                    DriveCall::CloseShard(h) => {
+                        if let Ok(mut open) = self.open.lock() {
+                            open.readers.remove(&h);
+                        }
+                        answer(Ok(DriveReply::Done))
+                    }
+                    call => answer(serve_drive_call(d.as_ref(), call).await.map_err(WireError::from)),
+                }
             }
             (&Method::GET, "drive/read") => {
                 let read = async {
@@ -103,7 +150,12 @@ impl RpcServer {
                     let id = parse::<Uuid>(&query, "id")?;
                     let off = parse::<u64>(&query, "off")?;
                     let len = parse::<usize>(&query, "len")?;
-                    let reader = d.open_shard_file(id).await?;
+                    let held = parse::<u64>(&query, "h").ok().and_then(|h| self.held(h));
+                    let reader = match held {
+                        Some(r) => r,
+                        // Closed for idleness (or this node restarted): open it again.
+                        None => Arc::from(d.open_shard_file(id).await?),
+                    };
                     Ok::<_, WireError>(reader.read_at(off, len).await?)
                 };
                 match read.await {
@@ -244,6 +296,7 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             d.open_shard_file(id).await?;
             R::Done
         }
+        C::CloseShard(_) => R::Done,
         C::AbortShard(id) => {
             d.abort_shard_file(id).await;
             R::Done

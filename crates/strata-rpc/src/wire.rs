@@ -20,23 +20,81 @@ pub enum DriveCall {
     UpdateBucket(String, Bytes),
     ListBuckets,
     StatBucket(String),
-    ReadRecord { bucket: String, key: String, inline: bool },
+    ReadRecord {
+        bucket: String,
+        key: String,
+        inline: bool,
+    },
     ReadInline(Uuid),
+    /// Opens a shard file and keeps it open under a handle (so a version replaced while it is
+    /// read stays readable, as with a local drive) until `CloseShard` or an idle minute.
     OpenShard(Uuid),
+    CloseShard(u64),
     AbortShard(Uuid),
-    CommitVersion { bucket: String, key: String, version: ObjectVersion, inline: Option<Bytes>, op: Uuid },
-    UpdateVersion { bucket: String, key: String, version: ObjectVersion, op: Uuid },
-    DeleteVersion { bucket: String, key: String, version_id: Option<Uuid>, op: Uuid },
-    FinishOp { op: Uuid, keep: bool },
-    PutUpload { bucket: String, upload: UploadRecord },
-    ReadUpload { bucket: String, key: String, upload_id: Uuid },
-    CommitPart { bucket: String, key: String, upload_id: Uuid, part: PartInfo },
+    CommitVersion {
+        bucket: String,
+        key: String,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+    },
+    UpdateVersion {
+        bucket: String,
+        key: String,
+        version: ObjectVersion,
+        op: Uuid,
+    },
+    DeleteVersion {
+        bucket: String,
+        key: String,
+        version_id: Option<Uuid>,
+        op: Uuid,
+    },
+    FinishOp {
+        op: Uuid,
+        keep: bool,
+    },
+    PutUpload {
+        bucket: String,
+        upload: UploadRecord,
+    },
+    ReadUpload {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+    },
+    CommitPart {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        part: PartInfo,
+    },
     ListParts(Uuid),
-    CompleteUpload { bucket: String, key: String, upload_id: Uuid, version: ObjectVersion, op: Uuid },
-    DropUpload { bucket: String, key: String, upload_id: Uuid, keep: Vec<Uuid> },
-    ListUploads { bucket: String, prefix: String, limit: usize },
-    List { bucket: String, query: ListQuery },
-    SweepOrphans { min_age_ms: u64 },
+    CompleteUpload {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        version: ObjectVersion,
+        op: Uuid,
+    },
+    DropUpload {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        keep: Vec<Uuid>,
+    },
+    ListUploads {
+        bucket: String,
+        prefix: String,
+        limit: usize,
+    },
+    List {
+        bucket: String,
+        query: ListQuery,
+    },
+    SweepOrphans {
+        min_age_ms: u64,
+    },
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -51,6 +109,7 @@ pub enum DriveReply {
     Uploads(Vec<UploadRecord>),
     List(Vec<ListEntry>),
     Swept(u64, u64),
+    Handle(u64),
 }
 
 /// A [`DriveError`] on the wire.
