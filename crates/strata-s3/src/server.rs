@@ -207,7 +207,11 @@ pub async fn serve_service(
             });
             let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
             // Room for shard streams between nodes (HTTP/2's default window is 64 KiB).
-            builder.http2().initial_stream_window_size(4 << 20).initial_connection_window_size(16 << 20);
+            builder
+                .http2()
+                .initial_stream_window_size(4 << 20)
+                .initial_connection_window_size(16 << 20)
+                .max_frame_size(1 << 20);
             let served = match tls {
                 Some(tls) => match tls.accept(stream).await {
                     Ok(s) => builder.serve_connection(TokioIo::new(s), service).await,
