@@ -477,3 +477,23 @@ pub fn spawn_drive_monitor(
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::is_this_node;
+
+    #[test]
+    fn a_node_knows_its_endpoints_by_address_or_interface() {
+        let exact: std::net::SocketAddr = "127.0.0.1:9000".parse().expect("address");
+        assert!(is_this_node("127.0.0.1:9000", exact));
+        assert!(!is_this_node("127.0.0.1:9001", exact));
+        assert!(!is_this_node("127.0.0.2:9000", exact));
+        let any: std::net::SocketAddr = "0.0.0.0:9000".parse().expect("address");
+        assert!(is_this_node("127.0.0.1:9000", any));
+        assert!(is_this_node("localhost:9000", any));
+        assert!(!is_this_node("localhost:9001", any));
+        // An address no interface of this machine has (TEST-NET-2).
+        assert!(!is_this_node("198.51.100.7:9000", any));
+        assert!(!is_this_node("no-port", any));
+    }
+}
