@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use strata_drive::{Drive, DriveError, DriveResult, ShardReader};
+use strata_drive::{Drive, ShardReader};
 use strata_erasure::{bitrot, Erasure, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
-use tokio::sync::{mpsc, OnceCell};
+use tokio::sync::mpsc;
 
 use crate::error::ObjectError;
 use crate::healer::Healer;
@@ -25,44 +25,15 @@ enum ShardSource {
     Parts(Vec<Option<Arc<dyn Drive>>>),
 }
 
-/// Opens shard file `id` on each drive (by shard index) that has one: the data shards now (under
-/// the object's lock, so an overwrite cannot take them away before the read), the parity shards
-/// only if a read needs them (most reads never do; for a remote drive an open is a round trip).
-async fn open_files(
-    drives: &[Option<Arc<dyn Drive>>],
-    id: uuid::Uuid,
-    data_count: usize,
-) -> Vec<Option<Arc<dyn ShardReader>>> {
-    join_all(drives.iter().enumerate().map(|(i, d)| async move {
+/// Opens shard file `id` on each drive (by shard index) that has one.
+async fn open_files(drives: &[Option<Arc<dyn Drive>>], id: uuid::Uuid) -> Vec<Option<Arc<dyn ShardReader>>> {
+    join_all(drives.iter().map(|d| async move {
         match d {
-            Some(d) if i < data_count => d.open_shard_file(id).await.ok().map(Arc::from),
-            Some(d) => Some(Arc::new(LazyReader { drive: d.clone(), id, opened: OnceCell::new() })
-                as Arc<dyn ShardReader>),
+            Some(d) => d.open_shard_file(id).await.ok().map(Arc::from),
             None => None,
         }
     }))
     .await
-}
-
-/// A shard file opened on its first read.
-struct LazyReader {
-    drive: Arc<dyn Drive>,
-    id: uuid::Uuid,
-    opened: OnceCell<Option<Arc<dyn ShardReader>>>,
-}
-
-#[async_trait::async_trait]
-impl ShardReader for LazyReader {
-    async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
-        let opened = self
-            .opened
-            .get_or_init(|| async { self.drive.open_shard_file(self.id).await.ok().map(Arc::from) })
-            .await;
-        match opened {
-            Some(r) => r.read_at(offset, len).await,
-            None => Err(DriveError::NotFound),
-        }
-    }
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a
@@ -161,7 +132,7 @@ pub(crate) async fn open_object(
             }
             match version.data {
                 DataLocation::File(id) => {
-                    let files = open_files(&by_shard, id, usize::from(version.erasure.data_count)).await;
+                    let files = open_files(&by_shard, id).await;
                     let missing = files.iter().zip(&by_shard).any(|(f, d)| d.is_some() && f.is_none());
                     if let (true, Some(h)) = (missing, &heal) {
                         h.send();
@@ -213,7 +184,7 @@ impl OpenObject {
             let part_end = part_start + part.size;
             let (from, to) = (offset.max(part_start), end.min(part_end));
             if from < to {
-                let source = ShardSource::Files(open_files(drives, part.data_id, data_count).await);
+                let source = ShardSource::Files(open_files(drives, part.data_id).await);
                 let layout = ShardLayout::new(part.size, block_size, data_count);
                 if !self.stream_range(&source, &layout, from - part_start, to - from, tx).await? {
                     return Ok(());
