@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -223,31 +223,80 @@ fn parse<T: std::str::FromStr>(query: &str, name: &str) -> Result<T, WireError> 
         .ok_or_else(|| WireError::BadRequest(format!("missing or bad parameter {name}")))
 }
 
+/// Received bytes not yet parsed, kept as the chunks they came in: taking a run that lies within
+/// one chunk (a whole shard, as HTTP/2 delivers it) is a slice, not a copy.
+#[derive(Default)]
+struct Chunks {
+    parts: std::collections::VecDeque<Bytes>,
+    len: usize,
+}
+
+impl Chunks {
+    fn push(&mut self, b: Bytes) {
+        if !b.is_empty() {
+            self.len += b.len();
+            self.parts.push_back(b);
+        }
+    }
+
+    /// The first `n` bytes (the caller checked `n <= len`).
+    fn take(&mut self, n: usize) -> Bytes {
+        self.len -= n;
+        if let Some(front) = self.parts.front_mut() {
+            if front.len() >= n {
+                let out = front.split_to(n);
+                if front.is_empty() {
+                    self.parts.pop_front();
+                }
+                return out;
+            }
+        }
+        // Spread over several chunks (small headers, odd splits): gather them.
+        let mut out = BytesMut::with_capacity(n);
+        while out.len() < n {
+            let Some(mut front) = self.parts.pop_front() else { break };
+            let want = n - out.len();
+            if front.len() > want {
+                out.extend_from_slice(&front.split_to(want));
+                self.parts.push_front(front);
+            } else {
+                out.extend_from_slice(&front);
+            }
+        }
+        out.freeze()
+    }
+}
+
 /// Writes the frames of a shard write stream; finishes the file only at the end marker.
 async fn receive_frames(mut writer: Box<dyn ShardWriter>, mut body: Incoming) -> Result<(), WireError> {
-    let mut buf = BytesMut::new();
+    let mut buf = Chunks::default();
+    // The header of the frame being received: shard length and bitrot hash.
+    let mut header: Option<(usize, [u8; 32])> = None;
     loop {
-        // A whole frame in the buffer: write it.
-        while buf.len() >= 36 {
-            let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]);
-            if len == END_OF_FRAMES {
-                writer.finish().await?;
-                return Ok(());
+        loop {
+            if header.is_none() && buf.len >= 36 {
+                let h = buf.take(36);
+                let len = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+                if len == END_OF_FRAMES {
+                    writer.finish().await?;
+                    return Ok(());
+                }
+                let mut hash = [0u8; 32];
+                hash.copy_from_slice(&h[4..36]);
+                header = Some((len as usize, hash));
             }
-            let len = len as usize;
-            if buf.len() < 36 + len {
-                break;
+            match header {
+                Some((len, hash)) if buf.len >= len => {
+                    header = None;
+                    writer.write_frame(hash, buf.take(len)).await?;
+                }
+                _ => break,
             }
-            let mut hash = [0u8; 32];
-            hash.copy_from_slice(&buf[4..36]);
-            buf.advance(36);
-            let shard = buf.split_to(len).freeze();
-            writer.write_frame(hash, shard).await?;
         }
         match body.frame().await {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    buf.extend_from_slice(&data);
+                    buf.push(data);
                 }
             }
             Some(Err(e)) => return Err(WireError::Io(format!("shard stream broke: {e}"))),
@@ -344,4 +393,35 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             R::Swept(f, b)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Chunks;
+    use bytes::Bytes;
+
+    #[test]
+    fn chunks_slice_within_a_chunk_and_gather_across() {
+        let whole: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
+        for split in [1usize, 7, 36, 100, 999] {
+            let mut c = Chunks::default();
+            for piece in whole.chunks(split) {
+                c.push(Bytes::copy_from_slice(piece));
+            }
+            let mut got = Vec::new();
+            for n in [36usize, 300, 0, 5, 659] {
+                got.extend_from_slice(&c.take(n));
+            }
+            assert_eq!(got, whole, "split {split}");
+            assert_eq!(c.len, 0);
+        }
+        // A run inside one chunk is that chunk's memory, not a copy.
+        let big = Bytes::from(vec![7u8; 4096]);
+        let mut c = Chunks::default();
+        c.push(Bytes::from_static(&[1; 36]));
+        c.push(big.clone());
+        c.take(36);
+        let shard = c.take(4096);
+        assert_eq!(shard.as_ptr(), big.as_ptr());
+    }
 }
