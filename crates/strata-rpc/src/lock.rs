@@ -145,8 +145,16 @@ impl QuorumLocker {
         join_all(nodes.iter().map(|n| n.ask(call()))).await
     }
 
-    async fn release(nodes: &[LockNode], owner: Uuid) {
-        Self::ask_all(nodes, || LockCall::Release { owner }).await;
+    /// Gives `owner`'s grants back: at once here, batched with other releases for peers.
+    fn release(nodes: &[LockNode], owner: Uuid) {
+        for n in nodes {
+            match n {
+                LockNode::Local(s) => {
+                    s.serve(LockCall::Release { owner });
+                }
+                LockNode::Remote(c) => c.defer(|b| b.releases.push(owner)),
+            }
+        }
     }
 }
 
@@ -160,8 +168,7 @@ struct Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.refresher.abort();
-        let (nodes, owner) = (std::mem::take(&mut self.nodes), self.owner);
-        tokio::spawn(async move { QuorumLocker::release(&nodes, owner).await });
+        QuorumLocker::release(&self.nodes, self.owner);
     }
 }
 
@@ -198,7 +205,7 @@ impl Locker for QuorumLocker {
                 return Ok(LockGuard::new(Held { owner, nodes: self.nodes.clone(), refresher }));
             }
             if granted > 0 {
-                Self::release(&self.nodes, owner).await;
+                Self::release(&self.nodes, owner);
             }
             if reachable < quorum {
                 return Err(ObjectError::WriteQuorum { needed: quorum, online: reachable });

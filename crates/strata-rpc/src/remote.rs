@@ -163,7 +163,6 @@ impl Drive for RemoteDrive {
         Ok(Box::new(RemoteReader {
             node: self.node.clone(),
             base: format!("{PREFIX}drive/read?d={}&id={data_id}&h={handle}", self.query()),
-            close: format!("{PREFIX}drive/call?d={}", self.query()),
             handle,
         }))
     }
@@ -361,19 +360,13 @@ impl Drop for RemoteWriter {
 struct RemoteReader {
     node: Arc<NodeClient>,
     base: String,
-    /// Where to send `CloseShard` when the reader is dropped.
-    close: String,
     handle: u64,
 }
 
 impl Drop for RemoteReader {
     fn drop(&mut self) {
-        let (node, path, handle) = (self.node.clone(), std::mem::take(&mut self.close), self.handle);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                let _ = node.call::<DriveReply>(&path, encode(&DriveCall::CloseShard(handle))).await;
-            });
-        }
+        let handle = self.handle;
+        self.node.defer(|b| b.closes.push(handle));
     }
 }
 

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::auth::{unix_now, RpcKey};
 use crate::lock::LockServer;
 use crate::remote::END_OF_FRAMES;
-use crate::wire::{decode, encode, DriveCall, DriveReply, LockCall, PeerCall, WireError};
+use crate::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, PeerCall, WireError};
 use crate::PREFIX;
 
 pub struct RpcServer {
@@ -135,12 +135,6 @@ impl RpcServer {
                 };
                 match call {
                     DriveCall::OpenShard(id) => answer(self.open_shard(d.as_ref(), id).await),
-                    DriveCall::CloseShard(h) => {
-                        if let Ok(mut open) = self.open.lock() {
-                            open.readers.remove(&h);
-                        }
-                        answer(Ok(DriveReply::Done))
-                    }
                     call => answer(serve_drive_call(d.as_ref(), call).await.map_err(WireError::from)),
                 }
             }
@@ -180,6 +174,26 @@ impl RpcServer {
                 match decode::<LockCall>(&body) {
                     Ok(call) => answer(Ok(self.locks.serve(call))),
                     Err(e) => answer::<bool>(Err(WireError::BadRequest(e))),
+                }
+            }
+            (&Method::POST, "batch") => {
+                let body = match req.into_body().collect().await {
+                    Ok(b) => b.to_bytes(),
+                    Err(e) => return answer::<()>(Err(WireError::BadRequest(e.to_string()))),
+                };
+                match decode::<Batch>(&body) {
+                    Ok(batch) => {
+                        if let Ok(mut open) = self.open.lock() {
+                            for h in &batch.closes {
+                                open.readers.remove(h);
+                            }
+                        }
+                        for owner in batch.releases {
+                            self.locks.serve(LockCall::Release { owner });
+                        }
+                        answer::<()>(Ok(()))
+                    }
+                    Err(e) => answer::<()>(Err(WireError::BadRequest(e))),
                 }
             }
             (&Method::POST, "peer") => {
@@ -345,7 +359,6 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             d.open_shard_file(id).await?;
             R::Done
         }
-        C::CloseShard(_) => R::Done,
         C::AbortShard(id) => {
             d.abort_shard_file(id).await;
             R::Done

@@ -27,9 +27,9 @@ pub enum DriveCall {
     },
     ReadInline(Uuid),
     /// Opens a shard file and keeps it open under a handle (so a version replaced while it is
-    /// read stays readable, as with a local drive) until `CloseShard` or an idle minute.
+    /// read stays readable, as with a local drive) until a [`Batch`] closes it or it sits idle
+    /// for a minute.
     OpenShard(Uuid),
-    CloseShard(u64),
     AbortShard(Uuid),
     CommitVersion {
         bucket: String,
@@ -176,6 +176,14 @@ pub enum LockCall {
     Release {
         owner: Uuid,
     },
+}
+
+/// Releases that need no answer, gathered per node and sent together: the shard files a
+/// node's readers are done with, and the locks this node's requests are done with.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Batch {
+    pub closes: Vec<u64>,
+    pub releases: Vec<Uuid>,
 }
 
 /// A notice to a peer that cluster state changed.
