@@ -27,6 +27,28 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for(condition, timeout=60, what="condition"):
+    """Polls `condition` until it holds; fails the test after `timeout` seconds."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def make_certs(folder):
+    """A self-signed certificate for 127.0.0.1 as `public.crt` and `private.key` in `folder`."""
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(folder / "private.key"), "-out", str(folder / "public.crt"), "-days", "2",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-addext", "basicConstraints=critical,CA:FALSE"],
+        check=True, capture_output=True,
+    )
+    return folder
+
+
 class Server:
     """One strata process over `drive_count` folders in a temp dir; restartable."""
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, free_port
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, make_certs, wait_for
 
 KiB, MiB = 1024, 1024 * 1024
 
@@ -74,15 +74,6 @@ def admin(node, *args):
     return out.stdout
 
 
-def wait_for(condition, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def mixed_size(rng):
     r = rng.random()
     if r < 0.6:
@@ -92,8 +83,8 @@ def mixed_size(rng):
     return rng.randrange(1 * MiB, 3 * MiB)
 
 
-def put_many(clients, bucket, count, prefix, rng):
-    """Writes `count` objects round-robin through `clients` (4 writer threads); returns key → bytes."""
+def put_many(clients, bucket, count, prefix):
+    """Writes `count` objects of mixed sizes round-robin through `clients` (4 writer threads); returns key → bytes."""
     objects, lock = {}, threading.Lock()
     keys = [f"{prefix}{i:04}" for i in range(count)]
 
@@ -105,7 +96,6 @@ def put_many(clients, bucket, count, prefix, rng):
                 objects[keys[i]] = data
 
     threads = [threading.Thread(target=writer, args=(range(t, count, 4),)) for t in range(4)]
-    errors = []
     for t in threads:
         t.start()
     for t in threads:
@@ -146,7 +136,7 @@ def test_node_killed_and_restarted_loses_nothing(cluster):
     # Peer notice: the bucket exists on every node at once.
     for c in clients[1:]:
         c.head_bucket(Bucket="dist")
-    objects = put_many(clients, "dist", 1000, "a/", random.Random(1))
+    objects = put_many(clients, "dist", 1000, "a/")
     for c in clients:  # LIST merges across nodes: every node lists everything, in order
         assert listed(c, "dist") == sorted(objects)
 
@@ -154,7 +144,7 @@ def test_node_killed_and_restarted_loses_nothing(cluster):
     victim.kill()
     alive = [c for i, c in enumerate(clients) if i != 2]
     read_all(alive, "dist", objects)
-    more = put_many(alive, "dist", 200, "b/", random.Random(2))
+    more = put_many(alive, "dist", 200, "b/")
     alive[0].delete_object(Bucket="dist", Key="a/0000")
     del objects["a/0000"]
     objects.update(more)
@@ -178,7 +168,7 @@ def test_two_nodes_down_reads_work_writes_fail_fast(cluster):
     nodes = cluster.nodes
     clients = [n.client() for n in nodes]
     clients[0].create_bucket(Bucket="half")
-    objects = put_many(clients, "half", 40, "k", random.Random(3))
+    objects = put_many(clients, "half", 40, "k")
     nodes[1].kill()
     nodes[3].kill()
     read_all([clients[0], clients[2]], "half", objects)
@@ -286,13 +276,7 @@ def test_nodes_wait_for_each_other_and_refuse_other_credentials():
 
 
 def test_nodes_talk_tls_when_the_server_has_certificates(tmp_path):
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(tmp_path / "private.key"), "-out", str(tmp_path / "public.crt"), "-days", "2",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-addext", "basicConstraints=critical,CA:FALSE"],
-        check=True, capture_output=True,
-    )
+    make_certs(tmp_path)
     cluster = Cluster(certs_dir=tmp_path).start()
     try:
         clients = [n.client() for n in cluster.nodes]

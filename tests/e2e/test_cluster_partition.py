@@ -6,14 +6,13 @@ removed at the end."""
 
 import json
 import os
-import random
 import subprocess
 import time
 
 import pytest
 
-from conftest import BIN, Server
-from test_cluster import admin, listed, put_many, read_all, wait_for
+from conftest import BIN, Server, wait_for
+from test_cluster import admin, listed, put_many, read_all
 
 TAG = f"{os.getpid() % 100000}"
 NS = f"strata-e2e-{TAG}"
@@ -85,7 +84,7 @@ def test_partitioned_node_cannot_diverge(namespace):
             n.wait_ready(timeout=60)
         clients = [n.client() for n in nodes]
         clients[0].create_bucket(Bucket="split")
-        objects = put_many(clients, "split", 60, "k", random.Random(7))
+        objects = put_many(clients, "split", 60, "k")
 
         cut(True)
         island = clients[2]

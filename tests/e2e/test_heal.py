@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import time
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, wait_for
 
 MiB = 1024 * 1024
 
@@ -27,15 +27,6 @@ def admin(server, *args):
 
 def heal_status(server):
     return json.loads(admin(server, "heal", "status", "--json"))
-
-
-def wait_for(condition, timeout=60, what="condition"):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def read_all_with_only(server, objects, keep):

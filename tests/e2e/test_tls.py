@@ -9,20 +9,12 @@ import urllib.request
 
 import pytest
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, make_certs
 
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    d = tmp_path_factory.mktemp("certs")
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(d / "private.key"), "-out", str(d / "public.crt"), "-days", "2",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-addext", "basicConstraints=critical,CA:FALSE"],
-        check=True, capture_output=True,
-    )
-    return d
+    return make_certs(tmp_path_factory.mktemp("certs"))
 
 
 @pytest.fixture
