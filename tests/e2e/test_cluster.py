@@ -46,10 +46,14 @@ class Cluster:
             n.drives = [n.dir / f"d{d}" for d in range(1, drives_per_node + 1)]
 
     def start(self):
-        for n in self.nodes:
-            n.start()
-        for n in self.nodes:
-            n.wait_ready(timeout=60)
+        try:
+            for n in self.nodes:
+                n.start()
+            for n in self.nodes:
+                n.wait_ready(timeout=60)
+        except BaseException:
+            self.cleanup()  # a node that failed must not leave the others running
+            raise
         return self
 
     def cleanup(self):
