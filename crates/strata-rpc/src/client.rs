@@ -176,6 +176,20 @@ impl NodeClient {
         }
     }
 
+    /// `call`, bounded by the call time-out; a call that overruns it marks the node offline.
+    async fn within_timeout<T>(
+        self: &Arc<Self>,
+        call: impl std::future::Future<Output = Result<T, DriveError>>,
+    ) -> Result<T, DriveError> {
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => {
+                self.mark_offline("timed out");
+                Err(transport(format!("node {} timed out", self.name)))
+            }
+        }
+    }
+
     /// A MessagePack call: `body` in, `Result<T, WireError>` out.
     pub async fn call<T: DeserializeOwned>(
         self: &Arc<Self>,
@@ -195,13 +209,7 @@ impl NodeClient {
                 })?
                 .map_err(DriveError::from)
         };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => {
-                self.mark_offline("timed out");
-                Err(transport(format!("node {} timed out", self.name)))
-            }
-        }
+        self.within_timeout(call).await
     }
 
     /// A call whose answer is raw bytes (shard reads): 200 with the bytes, or an error document.
@@ -222,13 +230,7 @@ impl NodeClient {
                 DriveError::Offline(format!("node {} sent an unreadable error: {e}", self.name))
             }))
         };
-        match tokio::time::timeout(self.timeout, call).await {
-            Ok(r) => r,
-            Err(_) => {
-                self.mark_offline("timed out");
-                Err(transport(format!("node {} timed out", self.name)))
-            }
-        }
+        self.within_timeout(call).await
     }
 
     /// Queues a release (a closed shard file, a released lock) to go out with the others queued

@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use strata_drive::{Drive, DriveResult, ShardReader, ShardWriter};
+use strata_drive::{Drive, DriveError, DriveResult, ShardReader, ShardWriter};
 use strata_object::ObjectLayer;
 use uuid::Uuid;
 
@@ -121,22 +121,15 @@ impl RpcServer {
         match (req.method(), path.as_str()) {
             (&Method::GET, "health") => reply(StatusCode::OK, Bytes::new()),
             (&Method::POST, "drive/call") => {
-                let d = match drive() {
-                    Ok(d) => d,
-                    Err(e) => return answer::<DriveReply>(Err(e)),
+                let served = async {
+                    let d = drive()?;
+                    let call = read_call::<DriveCall>(req.into_body()).await?;
+                    match call {
+                        DriveCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
+                        call => serve_drive_call(d.as_ref(), call).await.map_err(WireError::from),
+                    }
                 };
-                let body = match req.into_body().collect().await {
-                    Ok(b) => b.to_bytes(),
-                    Err(e) => return answer::<DriveReply>(Err(WireError::BadRequest(e.to_string()))),
-                };
-                let call = match decode::<DriveCall>(&body) {
-                    Ok(c) => c,
-                    Err(e) => return answer::<DriveReply>(Err(WireError::BadRequest(e))),
-                };
-                match call {
-                    DriveCall::OpenShard(id) => answer(self.open_shard(d.as_ref(), id).await),
-                    call => answer(serve_drive_call(d.as_ref(), call).await.map_err(WireError::from)),
-                }
+                answer(served.await)
             }
             (&Method::GET, "drive/read") => {
                 let read = async {
@@ -167,51 +160,32 @@ impl RpcServer {
                 answer(write.await)
             }
             (&Method::POST, "lock") => {
-                let body = match req.into_body().collect().await {
-                    Ok(b) => b.to_bytes(),
-                    Err(e) => return answer::<bool>(Err(WireError::BadRequest(e.to_string()))),
-                };
-                match decode::<LockCall>(&body) {
-                    Ok(call) => answer(Ok(self.locks.serve(call))),
-                    Err(e) => answer::<bool>(Err(WireError::BadRequest(e))),
-                }
+                answer(read_call::<LockCall>(req.into_body()).await.map(|call| self.locks.serve(call)))
             }
             (&Method::POST, "batch") => {
-                let body = match req.into_body().collect().await {
-                    Ok(b) => b.to_bytes(),
-                    Err(e) => return answer::<()>(Err(WireError::BadRequest(e.to_string()))),
+                let batch = match read_call::<Batch>(req.into_body()).await {
+                    Ok(b) => b,
+                    Err(e) => return answer::<()>(Err(e)),
                 };
-                match decode::<Batch>(&body) {
-                    Ok(batch) => {
-                        if let Ok(mut open) = self.open.lock() {
-                            for h in &batch.closes {
-                                open.readers.remove(h);
-                            }
-                        }
-                        for owner in batch.releases {
-                            self.locks.serve(LockCall::Release { owner });
-                        }
-                        answer::<()>(Ok(()))
+                if let Ok(mut open) = self.open.lock() {
+                    for h in &batch.closes {
+                        open.readers.remove(h);
                     }
-                    Err(e) => answer::<()>(Err(WireError::BadRequest(e))),
                 }
+                for owner in batch.releases {
+                    self.locks.serve(LockCall::Release { owner });
+                }
+                answer::<()>(Ok(()))
             }
             (&Method::POST, "peer") => {
-                let body = match req.into_body().collect().await {
-                    Ok(b) => b.to_bytes(),
-                    Err(e) => return answer::<()>(Err(WireError::BadRequest(e.to_string()))),
-                };
-                match decode::<PeerCall>(&body) {
-                    Ok(PeerCall::BucketsChanged) => {
-                        if let Some(layer) = self.layer.get() {
-                            if let Err(e) = layer.reload_buckets().await {
-                                return answer::<()>(Err(WireError::Io(e.to_string())));
-                            }
-                        }
-                        answer::<()>(Ok(()))
+                let served = async {
+                    let PeerCall::BucketsChanged = read_call::<PeerCall>(req.into_body()).await?;
+                    if let Some(layer) = self.layer.get() {
+                        layer.reload_buckets().await.map_err(|e| WireError::Io(e.to_string()))?;
                     }
-                    Err(e) => answer::<()>(Err(WireError::BadRequest(e))),
-                }
+                    Ok(())
+                };
+                answer::<()>(served.await)
             }
             (&Method::POST, op) if op.starts_with("admin/") => {
                 let Some(hook) = self.admin.get().cloned() else {
@@ -279,6 +253,12 @@ impl Chunks {
         }
         out.freeze()
     }
+}
+
+/// Reads a request body and decodes the call in it.
+async fn read_call<T: serde::de::DeserializeOwned>(body: Incoming) -> Result<T, WireError> {
+    let bytes = body.collect().await.map_err(|e| WireError::BadRequest(e.to_string()))?.to_bytes();
+    decode::<T>(&bytes).map_err(WireError::BadRequest)
 }
 
 /// Writes the frames of a shard write stream; finishes the file only at the end marker.
@@ -355,10 +335,8 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             R::Record(r, b)
         }
         C::ReadInline(id) => R::Bytes(Some(d.read_inline(id).await?)),
-        C::OpenShard(id) => {
-            d.open_shard_file(id).await?;
-            R::Done
-        }
+        // Answered by `RpcServer::open_shard`, which keeps the file open under a handle.
+        C::OpenShard(_) => return Err(DriveError::Offline("OpenShard reached the plain dispatcher".into())),
         C::AbortShard(id) => {
             d.abort_shard_file(id).await;
             R::Done

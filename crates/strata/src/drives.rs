@@ -130,8 +130,12 @@ pub async fn prepare(
 ) -> Result<Prepared> {
     let pools = endpoint::pools(args)?;
     let flat: Vec<&endpoint::Endpoint> = pools.iter().flatten().collect();
-    let mine: Vec<bool> =
-        flat.iter().map(|e| e.node.as_deref().is_none_or(|n| is_this_node(n, address))).collect();
+    // Name resolution and bind probes block: keep them off the runtime's workers.
+    let nodes: Vec<Option<String>> = flat.iter().map(|e| e.node.clone()).collect();
+    let mine: Vec<bool> = tokio::task::spawn_blocking(move || {
+        nodes.iter().map(|n| n.as_deref().is_none_or(|n| is_this_node(n, address))).collect()
+    })
+    .await?;
     if !mine.iter().any(|m| *m) {
         bail!(
             "none of the drives is on this node ({address}); start each node with --address set to \
