@@ -1,5 +1,6 @@
 """Start-up rules: layouts, parity, credentials and format records are checked before serving."""
 
+import os
 import shutil
 import signal
 import subprocess
@@ -113,5 +114,66 @@ def test_url_endpoints_of_this_node_serve_and_other_nodes_are_named():
         assert e.value.response["Error"]["Code"] == "SlowDown"
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.wait(timeout=5) == 0
+    finally:
+        srv.cleanup()
+
+
+def test_second_server_on_the_same_drives_is_refused_and_changes_nothing():
+    """A typed-twice command or an overlapping restart: the second process must not touch the
+    drives of the first (it once set every index aside and swept the first's temp files)."""
+    srv = Server(drive_count=4).start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="twice")
+        objects = {f"k{i}": os.urandom(200 + i * 70_000) for i in range(8)}
+        for key, data in objects.items():
+            s3.put_object(Bucket="twice", Key=key, Body=data)
+        # What a write in progress has in temp: it must survive the second start.
+        markers = [d / ".strata.sys" / "tmp" / "in-progress" for d in srv.drives]
+        for m in markers:
+            m.write_bytes(b"a shard being written")
+        before = {d: sorted(p.name for p in (d / ".strata.sys").iterdir()) for d in srv.drives}
+
+        # Same drives, same port: stops at the port, before any drive.
+        err = run_and_fail(srv)
+        assert "cannot listen" in err, err
+        # Same drives, another port: every drive is in use.
+        other = Server(drive_count=4)
+        other.drives, other.dir = srv.drives, srv.dir
+        err = run_and_fail(other)
+        assert "in use by another process" in err, err
+
+        for d in srv.drives:
+            assert sorted(p.name for p in (d / ".strata.sys").iterdir()) == before[d], d
+            assert not list((d / ".strata.sys").glob("index.redb.corrupt-*")), d
+        assert all(m.exists() for m in markers), "the second start deleted temp files in use"
+        # The first server never noticed.
+        for key, data in objects.items():
+            assert s3.get_object(Bucket="twice", Key=key)["Body"].read() == data
+        srv.stop()
+        srv.start()
+        s3 = srv.client()
+        assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["twice"]
+        for key, data in objects.items():
+            assert s3.get_object(Bucket="twice", Key=key)["Body"].read() == data
+    finally:
+        srv.cleanup()
+
+
+def test_indexes_failing_on_several_drives_of_a_set_refuse_the_start():
+    """One rotten index is bit rot and is set aside; several at once in one set are not (another
+    program, a filesystem fault), and setting them aside would forget the set's objects."""
+    srv = Server(drive_count=4).start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="rot")
+        s3.put_object(Bucket="rot", Key="k", Body=b"kept")
+        srv.stop()
+        for d in srv.drives[:2]:
+            (d / ".strata.sys" / "index.redb").write_bytes(b"\xff" * 8192)
+        err = run_and_fail(srv)
+        assert "several drives" in err and "Nothing was changed" in err, err
+        for d in srv.drives:
+            assert not list((d / ".strata.sys").glob("index.redb.corrupt-*")), d
     finally:
         srv.cleanup()

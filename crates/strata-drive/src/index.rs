@@ -130,6 +130,27 @@ pub(crate) enum Change {
     },
 }
 
+/// Why an index did not open.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum IndexOpenError {
+    /// Another process holds the index open.
+    #[error("the index is open in another process")]
+    InUse,
+    #[error("{0}")]
+    Corrupt(String),
+    #[error(transparent)]
+    Io(std::io::Error),
+}
+
+impl From<IndexOpenError> for DriveError {
+    fn from(e: IndexOpenError) -> Self {
+        match e {
+            IndexOpenError::Io(e) => DriveError::Io(e),
+            e => DriveError::Index(e.to_string()),
+        }
+    }
+}
+
 /// What a change answers: the versions it displaced (empty for most changes).
 pub(crate) type Displaced = Vec<ObjectVersion>;
 
@@ -171,17 +192,27 @@ pub struct CommitStats {
 impl Index {
     /// Opens (or creates) the index and starts its writer thread. `data_dir` is where shard
     /// files live, so the writer can free the files of replaced versions after commit.
-    pub fn open(path: &Path, data_dir: PathBuf, name: &str) -> DriveResult<Self> {
-        let db = Database::builder().set_cache_size(INDEX_CACHE_SIZE).create(path).map_err(index_err)?;
-        let txn = db.begin_write().map_err(index_err)?;
+    pub fn open(path: &Path, data_dir: PathBuf, name: &str) -> Result<Self, IndexOpenError> {
+        let db = Database::builder().set_cache_size(INDEX_CACHE_SIZE).create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => IndexOpenError::InUse,
+            // redb reports a file that is not (or no longer) an index as invalid data.
+            redb::DatabaseError::Storage(redb::StorageError::Io(e))
+                if e.kind() != std::io::ErrorKind::InvalidData =>
+            {
+                IndexOpenError::Io(e)
+            }
+            e => IndexOpenError::Corrupt(e.to_string()),
+        })?;
+        let corrupt = |e: &dyn std::fmt::Display| IndexOpenError::Corrupt(e.to_string());
+        let txn = db.begin_write().map_err(|e| corrupt(&e))?;
         {
-            txn.open_table(BUCKETS).map_err(index_err)?;
-            txn.open_table(OBJECTS).map_err(index_err)?;
-            txn.open_table(INLINE).map_err(index_err)?;
-            txn.open_table(UPLOADS).map_err(index_err)?;
-            txn.open_table(PARTS).map_err(index_err)?;
+            txn.open_table(BUCKETS).map_err(|e| corrupt(&e))?;
+            txn.open_table(OBJECTS).map_err(|e| corrupt(&e))?;
+            txn.open_table(INLINE).map_err(|e| corrupt(&e))?;
+            txn.open_table(UPLOADS).map_err(|e| corrupt(&e))?;
+            txn.open_table(PARTS).map_err(|e| corrupt(&e))?;
         }
-        txn.commit().map_err(index_err)?;
+        txn.commit().map_err(|e| corrupt(&e))?;
         let db = Arc::new(db);
         let (queue, rx) = mpsc::channel(DRIVE_COMMIT_QUEUE_DEPTH);
         let writer_db = db.clone();
@@ -189,7 +220,8 @@ impl Index {
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
             .name(format!("commit:{name}"))
-            .spawn(move || writer_loop(&writer_db, rx, &data_dir, &writer_stats))?;
+            .spawn(move || writer_loop(&writer_db, rx, &data_dir, &writer_stats))
+            .map_err(IndexOpenError::Io)?;
         Ok(Self { db, queue: Some(queue), writer: Some(writer), stats })
     }
 

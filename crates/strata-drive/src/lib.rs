@@ -27,7 +27,7 @@ use strata_meta::{DecodeError, ObjectRecord, ObjectVersion, PartInfo, UploadReco
 use uuid::Uuid;
 
 pub use index::CommitStats;
-pub use local::LocalDrive;
+pub use local::{LocalDrive, OpenError, OpenOptions};
 pub use metered::{DriveObserver, Metered};
 
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.

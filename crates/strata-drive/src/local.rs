@@ -16,7 +16,7 @@ use strata_erasure::bitrot;
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
-use crate::index::{Change, Index};
+use crate::index::{Change, Index, IndexOpenError};
 use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
 
 const SYS_DIR: &str = ".strata.sys";
@@ -40,6 +40,51 @@ pub struct LocalDrive {
     pending: Mutex<HashMap<Uuid, PendingOp>>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
+    /// The drive's folder, held under an exclusive `flock` while the drive is open.
+    _lock: File,
+}
+
+/// How to open a local drive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// A metadata index that does not open is renamed aside and an empty one started (the drive
+    /// is then refilled by healing). Off, such a drive is refused with
+    /// [`OpenError::IndexCorrupt`] and nothing is changed: the caller decides, knowing whether
+    /// the rest of the drive's set can refill it.
+    pub set_aside_corrupt_index: bool,
+}
+
+/// Why a local drive did not open.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process (or this one, given the drive twice) holds the drive's lock.
+    #[error("drive {0} is in use by another process (is another strata server running on it?); nothing on it was changed")]
+    InUse(String),
+    /// The metadata index does not open; nothing was changed.
+    #[error("the metadata index of drive {drive} does not open: {why}")]
+    IndexCorrupt { drive: String, why: String },
+    #[error("drive {drive}: {source}")]
+    Drive {
+        drive: String,
+        #[source]
+        source: DriveError,
+    },
+}
+
+/// Opens a drive's index, telling a corrupt index (or a panicking reader) from an I/O error and
+/// from an index another process holds open.
+fn open_index(path: &Path, data: &Path, endpoint: &str) -> Result<Index, OpenError> {
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Index::open(path, data.to_path_buf(), endpoint)
+    }));
+    let drive = endpoint.to_owned();
+    match opened {
+        Ok(Ok(index)) => Ok(index),
+        Ok(Err(IndexOpenError::InUse)) => Err(OpenError::InUse(drive)),
+        Ok(Err(IndexOpenError::Io(e))) => Err(OpenError::Drive { drive, source: DriveError::Io(e) }),
+        Ok(Err(IndexOpenError::Corrupt(why))) => Err(OpenError::IndexCorrupt { drive, why }),
+        Err(_) => Err(OpenError::IndexCorrupt { drive, why: "the index reader panicked".to_owned() }),
+    }
 }
 
 struct PendingOp {
@@ -108,40 +153,51 @@ impl LocalDrive {
         Ok(())
     }
 
-    /// Opens the drive at `root`, creating its folders when blank, and sweeps temp files left
-    /// by a crash. Call from a blocking context (start-up).
-    pub fn open(root: &Path) -> DriveResult<Self> {
+    /// Opens the drive at `root` (see [`LocalDrive::open_with`]); a corrupt index is refused, not
+    /// set aside.
+    pub fn open(root: &Path) -> Result<Self, OpenError> {
+        Self::open_with(root, OpenOptions::default())
+    }
+
+    /// Opens the drive at `root`. First it takes the drive's lock (an exclusive `flock` on the
+    /// drive's folder, held while the drive is open), before anything on the drive is read or
+    /// changed: a drive another process (or this one) already serves is refused as in use, and
+    /// nothing on it is touched. Then it creates its folders when blank and sweeps the temp files
+    /// a crash left (no other writer can hold them: we hold the lock). Call from a blocking
+    /// context (start-up).
+    pub fn open_with(root: &Path, options: OpenOptions) -> Result<Self, OpenError> {
+        let endpoint = root.display().to_string();
+        let io = |e: std::io::Error| OpenError::Drive { drive: endpoint.clone(), source: DriveError::Io(e) };
+        fs::create_dir_all(root).map_err(io)?;
+        let lock = File::open(root).map_err(io)?;
+        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::WOULDBLOCK) => return Err(OpenError::InUse(endpoint)),
+            Err(e) => return Err(io(e.into())),
+        }
         let sys = root.join(SYS_DIR);
         let tmp = sys.join("tmp");
         let data = sys.join("data");
-        fs::create_dir_all(&tmp)?;
+        fs::create_dir_all(&tmp).map_err(io)?;
         // Temp files are writes that never committed: nothing references them.
-        for entry in fs::read_dir(&tmp)? {
-            let _ = fs::remove_file(entry?.path());
+        for entry in fs::read_dir(&tmp).map_err(io)? {
+            let _ = fs::remove_file(entry.map_err(io)?.path());
         }
         for i in 0..=255u8 {
-            fs::create_dir_all(data.join(format!("{i:02x}")))?;
+            fs::create_dir_all(data.join(format!("{i:02x}"))).map_err(io)?;
         }
-        let endpoint = root.display().to_string();
         let path = sys.join("index.redb");
-        let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            Index::open(&path, data.clone(), &endpoint)
-        }));
-        let (index, index_rebuilt) = match opened {
-            Ok(Ok(index)) => (index, false),
-            Ok(Err(e @ DriveError::Io(_))) => return Err(e),
-            // The index does not open (corrupt): keep it aside for inspection and start an
-            // empty one; the drive keeps its slot and healing refills it from its set.
-            failed => {
-                let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
-                    _ => "the index reader panicked".to_owned(),
-                };
+        let (index, index_rebuilt) = match open_index(&path, &data, &endpoint) {
+            Ok(index) => (index, false),
+            Err(OpenError::IndexCorrupt { why, .. }) if options.set_aside_corrupt_index => {
+                // Keep the corrupt index for inspection and start an empty one; the drive keeps
+                // its slot and healing refills it from its set.
                 let aside = sys.join(format!("index.redb.corrupt-{}", strata_types::time::now_nanos()));
                 tracing::error!(drive = %endpoint, error = %why, aside = %aside.display(), "metadata index is corrupt: set aside, starting empty");
-                fs::rename(&path, &aside)?;
-                (Index::open(&path, data.clone(), &endpoint)?, true)
+                fs::rename(&path, &aside).map_err(io)?;
+                (open_index(&path, &data, &endpoint)?, true)
             }
+            Err(e) => return Err(e),
         };
         Ok(Self {
             endpoint,
@@ -151,6 +207,7 @@ impl LocalDrive {
             index: std::sync::RwLock::new(Arc::new(index)),
             pending: Mutex::new(HashMap::new()),
             index_rebuilt,
+            _lock: lock,
         })
     }
 

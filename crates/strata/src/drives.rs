@@ -9,7 +9,7 @@ use strata_cluster::endpoint;
 use strata_cluster::format::{resolve, DriveAction, DriveState};
 use strata_cluster::layout::{plan, Layout};
 use strata_cluster::FormatError;
-use strata_drive::{Drive, LocalDrive};
+use strata_drive::{Drive, LocalDrive, OpenError, OpenOptions};
 use strata_object::DriveSlot;
 use uuid::Uuid;
 
@@ -127,6 +127,7 @@ pub async fn prepare(
     address: SocketAddr,
     root: (&str, &str),
     certs_dir: Option<&std::path::Path>,
+    parity: Option<usize>,
 ) -> Result<Prepared> {
     let pools = endpoint::pools(args)?;
     let flat: Vec<&endpoint::Endpoint> = pools.iter().flatten().collect();
@@ -143,6 +144,7 @@ pub async fn prepare(
         );
     }
     let mut locals: Vec<Option<Arc<LocalDrive>>> = Vec::new();
+    let mut corrupt = Vec::new();
     for (e, m) in flat.iter().zip(&mine) {
         if !m {
             locals.push(None);
@@ -152,11 +154,25 @@ pub async fn prepare(
         let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&p)).await?;
         match opened {
             Ok(d) => locals.push(Some(Arc::new(d))),
+            Err(e2 @ OpenError::InUse(_)) => bail!("refusing to start: {e2}"),
+            Err(OpenError::IndexCorrupt { why, .. }) => {
+                // Decided with the layout in view (see `set_aside_corrupt_indexes`).
+                tracing::warn!(drive = %e, error = %why, "the drive's metadata index does not open");
+                corrupt.push(locals.len());
+                locals.push(None);
+            }
             Err(e2) => {
                 tracing::warn!(drive = %e, error = %e2, "drive is offline");
                 locals.push(None);
             }
         }
+    }
+    if !corrupt.is_empty() {
+        let layouts: Vec<Layout> = pools
+            .iter()
+            .map(|p| plan(p.len(), parity).with_context(|| format!("cannot lay out {} drives", p.len())))
+            .collect::<Result<_>>()?;
+        set_aside_corrupt_indexes(&pools, &mut locals, &corrupt, &layouts).await?;
     }
     let distributed = mine.iter().any(|m| !m);
     let mut drives: Vec<Option<Arc<dyn Drive>>> =
@@ -334,6 +350,53 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         first_start,
         locals,
     })
+}
+
+/// Opens the local drives whose metadata index did not open, setting each index aside to be
+/// refilled by healing, but only where that is what bit rot looks like: one drive of a set, in a
+/// set with parity to rebuild it. Several drives of one set failing at once point at something
+/// else (another program on the drives, a filesystem fault); setting their indexes aside would
+/// forget the set's objects, so the start is refused and nothing is changed.
+async fn set_aside_corrupt_indexes(
+    pools: &[Vec<endpoint::Endpoint>],
+    locals: &mut [Option<Arc<LocalDrive>>],
+    corrupt: &[usize],
+    layouts: &[Layout],
+) -> Result<()> {
+    let flat: Vec<&endpoint::Endpoint> = pools.iter().flatten().collect();
+    let name = |i: usize| flat.get(i).map(|e| e.to_string()).unwrap_or_default();
+    let mut offset = 0;
+    for (p, layout) in layouts.iter().enumerate() {
+        for (s, set) in layout.sets.iter().enumerate() {
+            let bad: Vec<String> = set
+                .drive_indexes
+                .iter()
+                .map(|&i| offset + i)
+                .filter(|i| corrupt.contains(i))
+                .map(name)
+                .collect();
+            if bad.len() > 1 || (!bad.is_empty() && layout.parity_count == 0) {
+                bail!(
+                    "refusing to start: the metadata index does not open on {} of set {p}/{s} ({}); \
+                     that is not bit rot one drive's healing could repair. Nothing was changed. Check \
+                     that no other program uses these drives and that their filesystems are sound",
+                    if bad.len() > 1 { "several drives" } else { "the only copy" },
+                    bad.join(", ")
+                );
+            }
+        }
+        offset += layout.sets.len() * layout.set_drive_count;
+    }
+    for &i in corrupt {
+        let Some(e) = flat.get(i) else { continue };
+        let path = PathBuf::from(&e.path);
+        let options = OpenOptions { set_aside_corrupt_index: true };
+        match tokio::task::spawn_blocking(move || LocalDrive::open_with(&path, options)).await? {
+            Ok(d) => locals[i] = Some(Arc::new(d)),
+            Err(e2) => tracing::warn!(drive = %e, error = %e2, "drive is offline"),
+        }
+    }
+    Ok(())
 }
 
 /// Writes a format record, retrying for a while: once the leader has begun formatting a new

@@ -94,9 +94,16 @@ async fn server(args: ServerArgs) -> Result<()> {
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
+    // The port before the drives: a second server started on the same address stops here,
+    // before it has read or changed anything on a drive.
+    let mut listener = Some(
+        tokio::net::TcpListener::bind(args.address)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.address))?,
+    );
+    let root = (root_user.as_str(), root_password.as_str());
     let mut prepared =
-        drives::prepare(&args.drives, args.address, (&root_user, &root_password), args.certs_dir.as_deref())
-            .await?;
+        drives::prepare(&args.drives, args.address, root, args.certs_dir.as_deref(), parity).await?;
     // Over several nodes the listener serves RPC from the start (the deployment forms over it)
     // and S3 once the deployment has formed; alone, it opens when everything is ready.
     let early = match &prepared.distributed {
@@ -107,9 +114,7 @@ async fn server(args: ServerArgs) -> Result<()> {
                 Box::pin(async move { rpc.handle(req).await })
             });
             let service = strata_s3::Service::new(Some((strata_rpc::PREFIX, handler)));
-            let listener = tokio::net::TcpListener::bind(args.address)
-                .await
-                .with_context(|| format!("cannot listen on {}", args.address))?;
+            let listener = listener.take().context("the listener is bound once")?;
             tracing::info!(node = %d.me, peers = d.peers.len(), "distributed mode: serving node RPC, forming the deployment");
             let ready = service.clone();
             let stop = async move {
@@ -180,9 +185,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     let (listener, local) = match &early {
         Some(_) => (None, args.address),
         None => {
-            let listener = tokio::net::TcpListener::bind(args.address)
-                .await
-                .with_context(|| format!("cannot listen on {}", args.address))?;
+            let listener = listener.take().context("the listener is bound once")?;
             let local = listener.local_addr()?;
             (Some(listener), local)
         }
