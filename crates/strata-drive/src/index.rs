@@ -18,6 +18,7 @@ use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, IND
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use crate::fs::Fs;
 use crate::{DriveError, DriveResult, ListEntry, ListQuery};
 
 const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
@@ -156,6 +157,9 @@ pub(crate) type Displaced = Vec<ObjectVersion>;
 
 struct Pending {
     change: Change,
+    /// Folders whose new names (shard files renamed in) must be durable before the change is
+    /// committed: synced by the writer, once per batch for every change that shares one.
+    sync_dirs: Vec<PathBuf>,
     reply: oneshot::Sender<DriveResult<Displaced>>,
 }
 
@@ -192,17 +196,19 @@ pub struct CommitStats {
 impl Index {
     /// Opens (or creates) the index and starts its writer thread. `data_dir` is where shard
     /// files live, so the writer can free the files of replaced versions after commit.
-    pub fn open(path: &Path, data_dir: PathBuf, name: &str) -> Result<Self, IndexOpenError> {
-        let db = Database::builder().set_cache_size(INDEX_CACHE_SIZE).create(path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => IndexOpenError::InUse,
-            // redb reports a file that is not (or no longer) an index as invalid data.
-            redb::DatabaseError::Storage(redb::StorageError::Io(e))
-                if e.kind() != std::io::ErrorKind::InvalidData =>
-            {
-                IndexOpenError::Io(e)
-            }
-            e => IndexOpenError::Corrupt(e.to_string()),
-        })?;
+    pub fn open(fs: Arc<dyn Fs>, path: &Path, data_dir: PathBuf, name: &str) -> Result<Self, IndexOpenError> {
+        let db = fs.open_database(Database::builder().set_cache_size(INDEX_CACHE_SIZE), path).map_err(
+            |e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => IndexOpenError::InUse,
+                // redb reports a file that is not (or no longer) an index as invalid data.
+                redb::DatabaseError::Storage(redb::StorageError::Io(e))
+                    if e.kind() != std::io::ErrorKind::InvalidData =>
+                {
+                    IndexOpenError::Io(e)
+                }
+                e => IndexOpenError::Corrupt(e.to_string()),
+            },
+        )?;
         let corrupt = |e: &dyn std::fmt::Display| IndexOpenError::Corrupt(e.to_string());
         let txn = db.begin_write().map_err(|e| corrupt(&e))?;
         {
@@ -220,7 +226,7 @@ impl Index {
         let writer_stats = stats.clone();
         let writer = std::thread::Builder::new()
             .name(format!("commit:{name}"))
-            .spawn(move || writer_loop(&writer_db, rx, &data_dir, &writer_stats))
+            .spawn(move || writer_loop(&writer_db, rx, fs.as_ref(), &data_dir, &writer_stats))
             .map_err(IndexOpenError::Io)?;
         Ok(Self { db, queue: Some(queue), writer: Some(writer), stats })
     }
@@ -230,10 +236,19 @@ impl Index {
     }
 
     pub async fn apply(&self, change: Change) -> DriveResult<Displaced> {
+        self.apply_after_syncing(change, Vec::new()).await
+    }
+
+    /// Applies `change` once the folders in `sync_dirs` are durable (see [`Pending::sync_dirs`]).
+    pub async fn apply_after_syncing(
+        &self,
+        change: Change,
+        sync_dirs: Vec<PathBuf>,
+    ) -> DriveResult<Displaced> {
         let (reply, rx) = oneshot::channel();
         let closed = || DriveError::Offline("metadata writer stopped".into());
         let queue = self.queue.as_ref().ok_or_else(closed)?;
-        queue.send(Pending { change, reply }).await.map_err(|_| closed())?;
+        queue.send(Pending { change, sync_dirs, reply }).await.map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?
     }
 
@@ -401,7 +416,13 @@ impl Index {
     }
 }
 
-fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, stats: &CommitStats) {
+fn writer_loop(
+    db: &Database,
+    mut rx: mpsc::Receiver<Pending>,
+    fs: &dyn Fs,
+    data_dir: &Path,
+    stats: &CommitStats,
+) {
     while let Some(first) = rx.blocking_recv() {
         let mut batch = vec![first];
         while batch.len() < GROUP_COMMIT_BATCH_MAX {
@@ -410,6 +431,10 @@ fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, 
                 Err(_) => break,
             }
         }
+        let mut batch = sync_dirs(fs, batch);
+        if batch.is_empty() {
+            continue;
+        }
         let mut freed_files = Vec::new();
         let outcome = commit_batch(db, &mut batch, &mut freed_files);
         stats.commits.fetch_add(1, Ordering::Relaxed);
@@ -417,12 +442,40 @@ fn writer_loop(db: &Database, mut rx: mpsc::Receiver<Pending>, data_dir: &Path, 
         // Files go before the replies, so a change that frees data has freed it when it returns.
         for id in freed_files {
             // A file that cannot be removed is an orphan for the scanner to sweep.
-            let _ = std::fs::remove_file(crate::local::data_path(data_dir, id));
+            let _ = fs.remove_file(&crate::local::data_path(data_dir, id));
         }
         for (pending, result) in batch.into_iter().zip(outcome) {
             let _ = pending.reply.send(result);
         }
     }
+}
+
+/// Makes the folders the batch's changes renamed files into durable, each folder once, before
+/// their records commit: the record must never say "here" for a name a power cut could forget.
+/// A change whose folder cannot be synced fails alone; the rest of the batch goes on.
+fn sync_dirs(fs: &dyn Fs, batch: Vec<Pending>) -> Vec<Pending> {
+    let mut dirs: Vec<&PathBuf> = batch.iter().flat_map(|p| &p.sync_dirs).collect();
+    if dirs.is_empty() {
+        return batch;
+    }
+    dirs.sort();
+    dirs.dedup();
+    let failed: Vec<(PathBuf, std::io::Error)> =
+        dirs.into_iter().filter_map(|d| fs.sync_dir(d).err().map(|e| (d.clone(), e))).collect();
+    if failed.is_empty() {
+        return batch;
+    }
+    let mut kept = Vec::with_capacity(batch.len());
+    for p in batch {
+        match failed.iter().find(|(d, _)| p.sync_dirs.contains(d)) {
+            Some((d, e)) => {
+                let e = std::io::Error::new(e.kind(), format!("syncing {}: {e}", d.display()));
+                let _ = p.reply.send(Err(DriveError::Io(e)));
+            }
+            None => kept.push(p),
+        }
+    }
+    kept
 }
 
 /// Applies a batch in one transaction; returns one result per change. When the commit itself

@@ -14,9 +14,11 @@
 //! it can leave is a temp file (swept at open) or an unreferenced shard file (swept by the scanner).
 //! Metadata changes that arrive together share one durable commit (group commit).
 
+pub mod fs;
 mod index;
 mod local;
 mod metered;
+pub mod sim;
 
 use std::fmt::Debug;
 

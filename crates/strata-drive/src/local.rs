@@ -4,9 +4,7 @@
 //! core threads.
 
 use std::collections::HashMap;
-use std::fs::{self, File};
-use std::io::{IoSlice, Write};
-use std::os::unix::fs::FileExt;
+use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +14,7 @@ use strata_erasure::bitrot;
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
+use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
 use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
 
@@ -31,6 +30,7 @@ pub(crate) fn data_path(data_dir: &Path, id: Uuid) -> PathBuf {
 /// A drive on a local folder.
 pub struct LocalDrive {
     endpoint: String,
+    fs: Arc<dyn Fs>,
     sys: PathBuf,
     tmp: PathBuf,
     data: PathBuf,
@@ -40,8 +40,8 @@ pub struct LocalDrive {
     pending: Mutex<HashMap<Uuid, PendingOp>>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
-    /// The drive's folder, held under an exclusive `flock` while the drive is open.
-    _lock: File,
+    /// The drive's folder, held under an exclusive lock while the drive is open.
+    _lock: Box<dyn Send + Sync>,
 }
 
 /// How to open a local drive.
@@ -73,9 +73,9 @@ pub enum OpenError {
 
 /// Opens a drive's index, telling a corrupt index (or a panicking reader) from an I/O error and
 /// from an index another process holds open.
-fn open_index(path: &Path, data: &Path, endpoint: &str) -> Result<Index, OpenError> {
+fn open_index(fs: &Arc<dyn Fs>, path: &Path, data: &Path, endpoint: &str) -> Result<Index, OpenError> {
     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Index::open(path, data.to_path_buf(), endpoint)
+        Index::open(fs.clone(), path, data.to_path_buf(), endpoint)
     }));
     let drive = endpoint.to_owned();
     match opened {
@@ -123,7 +123,7 @@ impl LocalDrive {
     /// folder is not blank: it may be an unmounted mount point).
     pub fn root_is_blank(&self) -> bool {
         let Some(root) = self.sys.parent() else { return false };
-        fs::read_dir(root).is_ok_and(|mut entries| entries.next().is_none())
+        self.fs.read_dir(root).is_ok_and(|entries| entries.is_empty())
     }
 
     /// Formats a blank drive again in its slot while the server runs: its folders, a new empty
@@ -132,17 +132,10 @@ impl LocalDrive {
         if !self.root_is_blank() {
             return Err(DriveError::Offline(format!("{} is not blank", self.endpoint)));
         }
-        fs::create_dir_all(&self.tmp)?;
-        for i in 0..=255u8 {
-            fs::create_dir_all(self.data.join(format!("{i:02x}")))?;
-        }
-        let index = Index::open(&self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
-        let tmp = self.sys.join("format.json.tmp");
-        let mut f = File::create(&tmp)?;
-        f.write_all(format)?;
-        f.sync_all()?;
-        fs::rename(&tmp, self.sys.join(FORMAT_FILE))?;
-        File::open(&self.sys)?.sync_all()?;
+        make_folders(self.fs.as_ref(), &self.sys)?;
+        let index =
+            Index::open(self.fs.clone(), &self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
+        write_file_durably(self.fs.as_ref(), &self.sys.join(FORMAT_FILE), format)?;
         if let Ok(mut pending) = self.pending.lock() {
             pending.clear();
         }
@@ -166,41 +159,45 @@ impl LocalDrive {
     /// a crash left (no other writer can hold them: we hold the lock). Call from a blocking
     /// context (start-up).
     pub fn open_with(root: &Path, options: OpenOptions) -> Result<Self, OpenError> {
+        Self::open_on(Arc::new(RealFs), root, options)
+    }
+
+    /// Opens the drive at `root` on the filesystem `fs` (the real one, or a simulated one in
+    /// crash tests).
+    pub fn open_on(fs: Arc<dyn Fs>, root: &Path, options: OpenOptions) -> Result<Self, OpenError> {
         let endpoint = root.display().to_string();
         let io = |e: std::io::Error| OpenError::Drive { drive: endpoint.clone(), source: DriveError::Io(e) };
-        fs::create_dir_all(root).map_err(io)?;
-        let lock = File::open(root).map_err(io)?;
-        match rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::WOULDBLOCK) => return Err(OpenError::InUse(endpoint)),
-            Err(e) => return Err(io(e.into())),
-        }
+        create_dir_durably(fs.as_ref(), root).map_err(io)?;
+        let Some(lock) = fs.lock(root).map_err(io)? else {
+            return Err(OpenError::InUse(endpoint));
+        };
         let sys = root.join(SYS_DIR);
         let tmp = sys.join("tmp");
         let data = sys.join("data");
-        fs::create_dir_all(&tmp).map_err(io)?;
+        make_folders(fs.as_ref(), &sys).map_err(io)?;
         // Temp files are writes that never committed: nothing references them.
-        for entry in fs::read_dir(&tmp).map_err(io)? {
-            let _ = fs::remove_file(entry.map_err(io)?.path());
-        }
-        for i in 0..=255u8 {
-            fs::create_dir_all(data.join(format!("{i:02x}"))).map_err(io)?;
+        for entry in fs.read_dir(&tmp).map_err(io)? {
+            let _ = fs.remove_file(&tmp.join(entry.name));
         }
         let path = sys.join("index.redb");
-        let (index, index_rebuilt) = match open_index(&path, &data, &endpoint) {
+        let (index, index_rebuilt) = match open_index(&fs, &path, &data, &endpoint) {
             Ok(index) => (index, false),
             Err(OpenError::IndexCorrupt { why, .. }) if options.set_aside_corrupt_index => {
                 // Keep the corrupt index for inspection and start an empty one; the drive keeps
                 // its slot and healing refills it from its set.
                 let aside = sys.join(format!("index.redb.corrupt-{}", strata_types::time::now_nanos()));
                 tracing::error!(drive = %endpoint, error = %why, aside = %aside.display(), "metadata index is corrupt: set aside, starting empty");
-                fs::rename(&path, &aside).map_err(io)?;
-                (open_index(&path, &data, &endpoint)?, true)
+                fs.rename(&path, &aside).map_err(io)?;
+                fs.sync_dir(&sys).map_err(io)?;
+                (open_index(&fs, &path, &data, &endpoint)?, true)
             }
             Err(e) => return Err(e),
         };
+        // The index file may be new: its name must outlive a power cut like its contents.
+        fs.sync_dir(&sys).map_err(io)?;
         Ok(Self {
             endpoint,
+            fs,
             sys,
             tmp,
             data,
@@ -231,37 +228,73 @@ impl LocalDrive {
     }
 
     /// A drive whose folder vanished is offline, even though open files still work.
-    fn ensure_online(sys: &Path) -> DriveResult<()> {
-        match fs::metadata(sys.join(FORMAT_FILE)) {
+    fn ensure_online(fs: &dyn Fs, sys: &Path) -> DriveResult<()> {
+        match fs.metadata(&sys.join(FORMAT_FILE)) {
             Ok(_) => Ok(()),
             Err(e) => Err(DriveError::Offline(format!("{}: {e}", sys.display()))),
         }
     }
+
+    /// (fs, sys) for a blocking closure.
+    fn at(&self) -> (Arc<dyn Fs>, PathBuf) {
+        (self.fs.clone(), self.sys.clone())
+    }
 }
 
-/// Writes every slice, in one `writev` when the kernel takes it all (the usual case).
-fn write_all_vectored(file: &mut File, mut slices: &mut [IoSlice<'_>]) -> std::io::Result<()> {
-    while !slices.is_empty() {
-        match file.write_vectored(slices) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut slices, n),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+/// The folders of `files`, each once.
+fn parents(files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = files.iter().filter_map(|f| f.parent().map(Path::to_path_buf)).collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// Creates `path` and its missing parents, and makes each new name durable in its parent.
+fn create_dir_durably(fs: &dyn Fs, path: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = path.ancestors().take_while(|p| fs.metadata(p).is_err()).collect();
+    fs.create_dir_all(path)?;
+    for dir in missing.iter().rev() {
+        if let Some(parent) = dir.parent() {
+            fs.sync_dir(if parent.as_os_str().is_empty() { Path::new(".") } else { parent })?;
+        }
+    }
+    Ok(())
+}
+
+/// Creates the drive's folders (temp, and the 256 fan-out folders of data) where missing, and
+/// makes the new names durable: a shard file renamed into a folder whose own name a power cut
+/// then forgets would be lost with it.
+fn make_folders(fs: &dyn Fs, sys: &Path) -> std::io::Result<()> {
+    let (tmp, data) = (sys.join("tmp"), sys.join("data"));
+    let mut created = fs.metadata(&tmp).is_err();
+    fs.create_dir_all(&tmp)?;
+    for i in 0..=255u8 {
+        let dir = data.join(format!("{i:02x}"));
+        if fs.metadata(&dir).is_err() {
+            fs.create_dir_all(&dir)?;
+            created = true;
+        }
+    }
+    if created {
+        fs.sync_dir(&data)?;
+        fs.sync_dir(sys)?;
+        if let Some(root) = sys.parent() {
+            fs.sync_dir(root)?;
         }
     }
     Ok(())
 }
 
 struct LocalShardWriter {
-    file: Option<File>,
+    file: Option<Box<dyn FsFile>>,
 }
 
 #[async_trait]
 impl ShardWriter for LocalShardWriter {
     async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-        let mut file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
         let file = blocking(move || {
-            write_all_vectored(&mut file, &mut [IoSlice::new(&hash), IoSlice::new(&shard)])?;
+            file.append_vectored(&mut [IoSlice::new(&hash), IoSlice::new(&shard)])?;
             Ok(file)
         })
         .await?;
@@ -276,7 +309,7 @@ impl ShardWriter for LocalShardWriter {
             // The bytes are durable; keeping them in the page cache only displaces hotter pages
             // (and on this VM kind every fresh page-cache page is a costly host fault). Reads of
             // new objects come from the drive.
-            let _ = rustix::fs::fadvise(&file, 0, None, rustix::fs::Advice::DontNeed);
+            file.drop_cache();
             Ok(())
         })
         .await
@@ -284,7 +317,7 @@ impl ShardWriter for LocalShardWriter {
 }
 
 struct LocalShardReader {
-    file: Arc<File>,
+    file: Arc<dyn FsFile>,
 }
 
 #[async_trait]
@@ -326,16 +359,11 @@ impl Drive for LocalDrive {
     }
 
     async fn disk_info(&self) -> DriveResult<DiskInfo> {
-        let sys = self.sys.clone();
+        let (fs, sys) = self.at();
         blocking(move || {
-            Self::ensure_online(&sys)?;
-            let st = rustix::fs::statvfs(&sys).map_err(std::io::Error::from)?;
-            Ok(DiskInfo {
-                total_bytes: st.f_blocks.saturating_mul(st.f_frsize),
-                free_bytes: st.f_bavail.saturating_mul(st.f_frsize),
-                total_inodes: st.f_files,
-                free_inodes: st.f_favail,
-            })
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            let (total_bytes, free_bytes, total_inodes, free_inodes) = fs.capacity(&sys)?;
+            Ok(DiskInfo { total_bytes, free_bytes, total_inodes, free_inodes })
         })
         .await
     }
@@ -350,8 +378,8 @@ impl Drive for LocalDrive {
     }
 
     async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
-        let path = self.sys.join(FORMAT_FILE);
-        blocking(move || match fs::read(&path) {
+        let (fs, path) = (self.fs.clone(), self.sys.join(FORMAT_FILE));
+        blocking(move || match fs.read(&path) {
             Ok(b) => Ok(Some(b)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e.into()),
@@ -360,25 +388,16 @@ impl Drive for LocalDrive {
     }
 
     async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
-        let sys = self.sys.clone();
-        blocking(move || {
-            let tmp = sys.join("format.json.tmp");
-            let mut f = File::create(&tmp)?;
-            f.write_all(&format)?;
-            f.sync_all()?;
-            fs::rename(&tmp, sys.join(FORMAT_FILE))?;
-            File::open(&sys)?.sync_all()?;
-            Ok(())
-        })
-        .await
+        let (fs, sys) = self.at();
+        blocking(move || Ok(write_file_durably(fs.as_ref(), &sys.join(FORMAT_FILE), &format)?)).await
     }
 
     async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
         let path = self.sys.join(format!("state-{name}.json"));
-        let sys = self.sys.clone();
+        let (fs, sys) = self.at();
         blocking(move || {
-            Self::ensure_online(&sys)?;
-            match fs::read(&path) {
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            match fs.read(&path) {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e.into()),
@@ -388,47 +407,42 @@ impl Drive for LocalDrive {
     }
 
     async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
-        let (sys, name) = (self.sys.clone(), name.to_owned());
+        let ((fs, sys), name) = (self.at(), name.to_owned());
         blocking(move || {
-            Self::ensure_online(&sys)?;
-            let tmp = sys.join(format!("state-{name}.json.tmp"));
-            let mut f = File::create(&tmp)?;
-            f.write_all(&bytes)?;
-            f.sync_data()?;
-            fs::rename(&tmp, sys.join(format!("state-{name}.json")))?;
-            Ok(())
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            Ok(write_file_durably(fs.as_ref(), &sys.join(format!("state-{name}.json")), &bytes)?)
         })
         .await
     }
 
     async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
     async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::UpdateBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
     async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await.map(drop)
     }
 
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
-        let (index, sys) = (self.index(), self.sys.clone());
+        let (index, (fs, sys)) = (self.index(), self.at());
         blocking(move || {
-            Self::ensure_online(&sys)?;
+            Self::ensure_online(fs.as_ref(), &sys)?;
             index.list_buckets()
         })
         .await
     }
 
     async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
-        let (index, sys, bucket) = (self.index(), self.sys.clone(), bucket.to_owned());
+        let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
-            Self::ensure_online(&sys)?;
+            Self::ensure_online(fs.as_ref(), &sys)?;
             index.stat_bucket(&bucket)
         })
         .await
@@ -444,7 +458,7 @@ impl Drive for LocalDrive {
         // cache almost always (hot metadata; 64 MiB cache per drive), and handing it to another
         // thread cost more than the read (GET 4 KiB: 8,000 → 15,000 objects/s on 2 cores). A
         // cache miss blocks this runtime worker for one disk read.
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().read_record(bucket, key, inline)
     }
 
@@ -454,29 +468,29 @@ impl Drive for LocalDrive {
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
-        let (path, sys) = (self.tmp.join(data_id.simple().to_string()), self.sys.clone());
+        let (path, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
         let file = blocking(move || {
-            Self::ensure_online(&sys)?;
-            Ok(File::create(path)?)
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            Ok(fs.create(&path)?)
         })
         .await?;
         Ok(Box::new(LocalShardWriter { file: Some(file) }))
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let path = data_path(&self.data, data_id);
-        let file = blocking(move || match File::open(path) {
+        let (fs, path) = (self.fs.clone(), data_path(&self.data, data_id));
+        let file = blocking(move || match fs.open(&path) {
             Ok(f) => Ok(f),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DriveError::NotFound),
             Err(e) => Err(e.into()),
         })
         .await?;
-        Ok(Box::new(LocalShardReader { file: Arc::new(file) }))
+        Ok(Box::new(LocalShardReader { file: Arc::from(file) }))
     }
 
     async fn abort_shard_file(&self, data_id: Uuid) {
-        let path = self.tmp.join(data_id.simple().to_string());
-        let _ = blocking(move || Ok(fs::remove_file(path)?)).await;
+        let (fs, path) = (self.fs.clone(), self.tmp.join(data_id.simple().to_string()));
+        let _ = blocking(move || Ok(fs.remove_file(&path)?)).await;
     }
 
     async fn commit_version(
@@ -491,12 +505,12 @@ impl Drive for LocalDrive {
             DataLocation::File(id) => {
                 let from = self.tmp.join(id.simple().to_string());
                 let to = data_path(&self.data, id);
-                let sys = self.sys.clone();
-                // The rename becomes durable with the index commit below: its sync flushes the
-                // filesystem journal, which holds the rename made before it.
+                let (fs, sys) = self.at();
+                // The rename is made durable (a sync of its folder, shared by the batch) before
+                // the index commits the record that points at it.
                 blocking(move || {
-                    Self::ensure_online(&sys)?;
-                    fs::rename(&from, &to)?;
+                    Self::ensure_online(fs.as_ref(), &sys)?;
+                    fs.rename(&from, &to)?;
                     Ok(vec![to])
                 })
                 .await?
@@ -505,15 +519,15 @@ impl Drive for LocalDrive {
                 // Parts are committed one by one as they are uploaded; a healed version brings
                 // its rebuilt part files in temp, moved into place here.
                 let ids: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
-                let (tmp, data, sys) = (self.tmp.clone(), self.data.clone(), self.sys.clone());
+                let (tmp, data, (fs, sys)) = (self.tmp.clone(), self.data.clone(), self.at());
                 blocking(move || {
-                    Self::ensure_online(&sys)?;
+                    Self::ensure_online(fs.as_ref(), &sys)?;
                     let mut moved = Vec::new();
                     for id in ids {
                         let from = tmp.join(id.simple().to_string());
-                        if from.exists() {
+                        if fs.metadata(&from).is_ok() {
                             let to = data_path(&data, id);
-                            fs::rename(&from, &to)?;
+                            fs.rename(&from, &to)?;
                             moved.push(to);
                         }
                     }
@@ -522,7 +536,7 @@ impl Drive for LocalDrive {
                 .await?
             }
             DataLocation::Inline(_) => {
-                Self::ensure_online(&self.sys)?;
+                Self::ensure_online(self.fs.as_ref(), &self.sys)?;
                 Vec::new()
             }
         };
@@ -532,14 +546,14 @@ impl Drive for LocalDrive {
             version: Box::new(version.clone()),
             inline,
         };
-        match self.index().apply(change).await {
+        match self.index().apply_after_syncing(change, parents(&moved)).await {
             Ok(displaced) => {
                 self.remember(op, bucket, key, Some(version), displaced);
                 Ok(())
             }
             Err(e) => {
                 for path in moved {
-                    let _ = fs::remove_file(path);
+                    let _ = self.fs.remove_file(&path);
                 }
                 Err(e)
             }
@@ -553,7 +567,7 @@ impl Drive for LocalDrive {
         version: ObjectVersion,
         op: Uuid,
     ) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::PutVersion {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
@@ -572,7 +586,7 @@ impl Drive for LocalDrive {
         version_id: Option<Uuid>,
         op: Uuid,
     ) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, None, displaced);
@@ -604,16 +618,16 @@ impl Drive for LocalDrive {
     }
 
     async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::PutUpload { bucket: bucket.to_owned(), upload: Box::new(upload) };
         self.index().apply(change).await.map(drop)
     }
 
     async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
-        let (index, sys) = (self.index(), self.sys.clone());
+        let (index, (fs, sys)) = (self.index(), self.at());
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         blocking(move || {
-            Self::ensure_online(&sys)?;
+            Self::ensure_online(fs.as_ref(), &sys)?;
             index.read_upload(&bucket, &key, upload_id)
         })
         .await
@@ -622,10 +636,10 @@ impl Drive for LocalDrive {
     async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
         let from = self.tmp.join(part.data_id.simple().to_string());
         let to = data_path(&self.data, part.data_id);
-        let (sys, moved_to) = (self.sys.clone(), to.clone());
+        let ((fs, sys), moved_to) = (self.at(), to.clone());
         blocking(move || {
-            Self::ensure_online(&sys)?;
-            Ok(fs::rename(&from, &to)?)
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            Ok(fs.rename(&from, &to)?)
         })
         .await?;
         let change = Change::PutPart {
@@ -634,9 +648,13 @@ impl Drive for LocalDrive {
             upload_id,
             part: Box::new(part),
         };
-        let result = self.index().apply(change).await.map(drop);
+        let result = self
+            .index()
+            .apply_after_syncing(change, parents(std::slice::from_ref(&moved_to)))
+            .await
+            .map(drop);
         if result.is_err() {
-            let _ = fs::remove_file(moved_to);
+            let _ = self.fs.remove_file(&moved_to);
         }
         result
     }
@@ -654,7 +672,7 @@ impl Drive for LocalDrive {
         version: ObjectVersion,
         op: Uuid,
     ) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::CompleteUpload {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
@@ -673,61 +691,56 @@ impl Drive for LocalDrive {
         upload_id: Uuid,
         keep: Vec<Uuid>,
     ) -> DriveResult<()> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::DropUpload { bucket: bucket.to_owned(), key: key.to_owned(), upload_id, keep };
         self.index().apply(change).await.map(drop)
     }
 
     async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
-        let (index, sys) = (self.index(), self.sys.clone());
+        let (index, (fs, sys)) = (self.index(), self.at());
         let (bucket, prefix) = (bucket.to_owned(), prefix.to_owned());
         blocking(move || {
-            Self::ensure_online(&sys)?;
+            Self::ensure_online(fs.as_ref(), &sys)?;
             index.list_uploads(&bucket, &prefix, limit)
         })
         .await
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
-        let (index, sys, bucket) = (self.index(), self.sys.clone(), bucket.to_owned());
+        let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
-            Self::ensure_online(&sys)?;
+            Self::ensure_online(fs.as_ref(), &sys)?;
             index.list(&bucket, &query)
         })
         .await
     }
 
     async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
-        Self::ensure_online(&self.sys)?;
+        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let index = self.index();
-        let (data, tmp) = (self.data.clone(), self.tmp.clone());
+        let (fs, data, tmp) = (self.fs.clone(), self.data.clone(), self.tmp.clone());
         blocking(move || {
-            let old = |m: &fs::Metadata| {
-                m.modified().ok().and_then(|t| t.elapsed().ok()).is_some_and(|a| a >= min_age)
-            };
+            let old = |m: &FileMeta| m.modified.elapsed().is_ok_and(|a| a >= min_age);
             let (mut files, mut bytes) = (0u64, 0u64);
-            let mut remove = |path: &Path, m: &fs::Metadata| {
-                if fs::remove_file(path).is_ok() {
+            let mut remove = |path: &Path, m: &FileMeta| {
+                if fs.remove_file(path).is_ok() {
                     files += 1;
-                    bytes += m.len();
+                    bytes += m.len;
                 }
             };
-            for entry in fs::read_dir(&tmp)?.flatten() {
-                if let Ok(m) = entry.metadata() {
-                    if m.is_file() && old(&m) {
-                        remove(&entry.path(), &m);
-                    }
+            for entry in fs.read_dir(&tmp)? {
+                if entry.meta.is_file && old(&entry.meta) {
+                    remove(&tmp.join(&entry.name), &entry.meta);
                 }
             }
             // Read the references after listing the files: a file committed meanwhile is young.
             let mut candidates = Vec::new();
-            for dir in fs::read_dir(&data)?.flatten() {
-                for entry in fs::read_dir(dir.path())?.flatten() {
-                    if let (Ok(m), Some(id)) =
-                        (entry.metadata(), entry.file_name().to_str().and_then(|n| Uuid::try_parse(n).ok()))
-                    {
-                        if m.is_file() && old(&m) {
-                            candidates.push((entry.path(), m, id));
+            for dir in fs.read_dir(&data)? {
+                let dir = data.join(&dir.name);
+                for entry in fs.read_dir(&dir)? {
+                    if let Ok(id) = Uuid::try_parse(&entry.name) {
+                        if entry.meta.is_file && old(&entry.meta) {
+                            candidates.push((dir.join(&entry.name), entry.meta, id));
                         }
                     }
                 }
