@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -27,6 +28,23 @@ def admin(server, *args):
 
 def heal_status(server):
     return json.loads(admin(server, "heal", "status", "--json"))
+
+
+def heal_start(server, *args):
+    """Asks for a heal scan; returns its id (it may run now or wait for the running one)."""
+    out = admin(server, "heal", "start", *args)
+    m = re.search(r"heal scan (\d+) (started|queued)", out)
+    assert m, out
+    return int(m.group(1))
+
+
+def wait_scan_done(server, scan_id, timeout=120):
+    """Waits until scan `scan_id` (or a later one) has run to its end, as the server reports."""
+    def done():
+        scan = heal_status(server)["scan"]
+        return scan["id"] >= scan_id and scan["state"] == "idle"
+    wait_for(done, timeout=timeout, what=f"heal scan {scan_id} to finish")
+    return heal_status(server)["scan"]
 
 
 def read_all_with_only(server, objects, keep):
@@ -140,12 +158,10 @@ def test_replaced_drive_is_refilled_and_deep_scan_fixes_rot():
         raw[100] ^= 0x01
         victim.write_bytes(bytes(raw))
         admin(server, "heal", "priority", "high")
-        admin(server, "heal", "start", "--bucket", "heal-r1")
-        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the quick scan")
+        wait_scan_done(server, heal_start(server, "--bucket", "heal-r1"))
         assert victim.read_bytes() != good
-        admin(server, "heal", "start", "--deep")
-        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the deep scan")
-        assert heal_status(server)["scan"]["objects_healed"] >= 1
+        scan = wait_scan_done(server, heal_start(server, "--deep"))
+        assert scan["scope"]["deep"] and scan["objects_healed"] >= 1, scan
         assert victim.read_bytes() == good
         read_all_with_only(server, objects, keep=[d3, server.drives[3]])
     finally:
@@ -256,6 +272,46 @@ def test_corrupt_metadata_index_is_set_aside_and_refilled():
                  what="the drive with the rotten index to be refilled")
         assert list((d2 / ".strata.sys").glob("index.redb.corrupt-*")), "the rotten index is kept aside"
         wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", what="the scan to end")
+        read_all_with_only(server, objects, keep=[d2, server.drives[2]])
+    finally:
+        server.cleanup()
+
+
+def test_status_tells_the_truth_about_a_wiped_drive_and_scans_queue():
+    """A drive emptied while the server runs: the status says so at once, naming the drive (its
+    set is short of a shard); the first failed I/O brings it back (no waiting for the periodic
+    check), and it is refilled. A scan asked for while another runs waits for it, not refused."""
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_DRIVE_CHECK_INTERVAL": "1h"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="truth")
+        objects = put_mixed(s3, "truth", 10)
+        wait_scan_done(server, heal_start(server))
+        d2 = server.drives[1]
+        for p in d2.iterdir():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        status = heal_status(server)
+        assert status["state"] != "idle", status
+        wiped = [d for d in status["unavailable_drives"] if d["drive"] == str(d2)]
+        assert wiped and wiped[0]["set"] == "0/0" and wiped[0]["objects_short"] == len(objects), status
+        assert "UNAVAILABLE" in admin(server, "heal", "status")
+        # The status probe's failed I/O already woke the monitor: the drive is formatted again and
+        # refilled long before the hour-long periodic check.
+        wait_for(lambda: heal_status(server)["drives"].get(str(d2), {}).get("objects", 0) >= len(objects),
+                 timeout=60, what="the wiped drive to be refilled")
+        wait_for(lambda: heal_status(server)["state"] == "idle", what="healing to settle")
+        assert heal_status(server)["unavailable_drives"] == []
+        # Two scans asked for at once: the second waits for the first; both run to the end.
+        admin(server, "heal", "priority", "low")
+        first = heal_start(server)
+        out = admin(server, "heal", "start", "--deep")
+        assert "queued" in out, out
+        second = int(re.search(r"heal scan (\d+)", out).group(1))
+        assert second > first
+        assert heal_status(server)["scan_queued"]["id"] == second
+        admin(server, "heal", "priority", "high")
+        scan = wait_scan_done(server, second)
+        assert scan["id"] == second and scan["scope"]["deep"] and scan["objects_scanned"] == len(objects), scan
         read_all_with_only(server, objects, keep=[d2, server.drives[2]])
     finally:
         server.cleanup()

@@ -136,8 +136,13 @@ pub async fn main(cmd: AdminCommand) -> Result<()> {
                 enc(bucket.as_deref().unwrap_or("")),
                 enc(&prefix)
             );
-            conn.call(Method::POST, "heal/start", &query).await?;
-            println!("heal scan started; follow it with `strata admin heal status`");
+            let answer = conn.call(Method::POST, "heal/start", &query).await?;
+            let id = answer["id"].as_u64().unwrap_or(0);
+            if answer["queued"].as_bool().unwrap_or(false) {
+                println!("heal scan {id} queued: it starts when the running scan ends; follow it with `strata admin heal status`");
+            } else {
+                println!("heal scan {id} started; follow it with `strata admin heal status`");
+            }
             Ok(())
         }
         AdminCommand::Heal(HealCommand::Priority { conn, value }) => {
@@ -153,8 +158,24 @@ pub async fn main(cmd: AdminCommand) -> Result<()> {
 fn print_heal_status(s: &Value) {
     let scan = &s["scan"];
     let n = |v: &Value| v.as_u64().unwrap_or(0);
+    println!("healing: {}", s["state"].as_str().unwrap_or("?"));
+    if let Some(drives) = s["unavailable_drives"].as_array() {
+        for d in drives {
+            println!(
+                "  drive {} (set {}) UNAVAILABLE: {}; {} objects of its set are short of a shard until it is back",
+                d["drive"].as_str().unwrap_or("?"),
+                d["set"].as_str().unwrap_or("?"),
+                d["reason"].as_str().unwrap_or("?"),
+                n(&d["objects_short"]),
+            );
+        }
+    }
+    if let Some(q) = s["scan_queued"].as_object() {
+        println!("scan {} queued behind the running one", q.get("id").and_then(Value::as_u64).unwrap_or(0));
+    }
     println!(
-        "scan: {} (priority {}), {} of {} objects checked, {} healed, {} failed, {} remaining",
+        "scan {}: {} (priority {}), {} of {} objects checked, {} healed, {} failed, {} remaining",
+        n(&scan["id"]),
         scan["state"].as_str().unwrap_or("?"),
         s["priority"].as_str().unwrap_or("?"),
         n(&scan["objects_scanned"]),

@@ -231,7 +231,10 @@ impl LocalDrive {
     fn ensure_online(fs: &dyn Fs, sys: &Path) -> DriveResult<()> {
         match fs.metadata(&sys.join(FORMAT_FILE)) {
             Ok(_) => Ok(()),
-            Err(e) => Err(DriveError::Offline(format!("{}: {e}", sys.display()))),
+            Err(e) => Err(DriveError::Offline(format!(
+                "{}: no format record ({e}): a wiped or new drive, formatted again in its slot shortly",
+                sys.display()
+            ))),
         }
     }
 
@@ -410,7 +413,15 @@ impl Drive for LocalDrive {
         let ((fs, sys), name) = (self.at(), name.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            Ok(write_file_durably(fs.as_ref(), &sys.join(format!("state-{name}.json")), &bytes)?)
+            let path = sys.join(format!("state-{name}.json"));
+            write_file_durably(fs.as_ref(), &path, &bytes)?;
+            // Wiped while we wrote: leave nothing behind in the emptied drive (it would no
+            // longer look blank, and would not be formatted again).
+            if let Err(e) = Self::ensure_online(fs.as_ref(), &sys) {
+                let _ = fs.remove_file(&path);
+                return Err(e);
+            }
+            Ok(())
         })
         .await
     }

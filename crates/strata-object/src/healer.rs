@@ -70,8 +70,11 @@ pub struct HealScope {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ScanProgress {
-    /// `idle`, `counting`, `healing`.
+    /// `idle`, `queued` (started, about to count), `counting`, `healing`.
     pub state: String,
+    /// Scans are numbered from 1 as they are asked for (by `heal start`, the periodic scanner,
+    /// a drive's return): wait for "scan N is idle", not for "some scan is idle".
+    pub id: u64,
     pub scope: HealScope,
     /// Seconds since the Unix epoch.
     pub started: u64,
@@ -140,8 +143,40 @@ pub struct HealStatus {
     pub queue_healed: u64,
     pub queue_failed: u64,
     pub scan: ScanProgress,
+    /// A scan asked for while another ran: it starts when that one ends.
+    pub scan_queued: Option<QueuedScan>,
     /// Drive endpoint → objects healed onto it, object bytes healed onto it (since start).
     pub drives: BTreeMap<String, DriveHealed>,
+    /// Drives of the deployment that cannot take healing now (offline, or blank and not yet
+    /// formatted again), with their sets: every object of those sets is short of a shard until
+    /// they are back. Filled by [`ObjectLayer::heal_status`], which asks the drives.
+    pub unavailable_drives: Vec<UnavailableDrive>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueuedScan {
+    pub id: u64,
+    pub scope: HealScope,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct UnavailableDrive {
+    pub drive: String,
+    /// `pool/set`.
+    pub set: String,
+    pub reason: String,
+    /// Objects of the set (from the last scan that counted it) short of this drive's shard.
+    pub objects_short: u64,
+}
+
+/// What `heal start` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ScanStart {
+    /// The scan runs now (its id).
+    Started(u64),
+    /// Another scan runs; this one (its id) starts when it ends. A request made while one
+    /// already waits joins it (the waiting scan's scope widens to cover both).
+    Queued(u64),
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -193,7 +228,11 @@ pub struct Healer {
     priority: AtomicU8,
     scan: Mutex<ScanProgress>,
     /// Serialises scans.
-    scanning: tokio::sync::Mutex<()>,
+    scanning: Arc<tokio::sync::Mutex<()>>,
+    /// The last scan id given out.
+    scan_ids: AtomicU64,
+    /// The scan waiting for the running one to end.
+    next_scan: Mutex<Option<QueuedScan>>,
     /// Share of objects a quick scan checks deeply (every frame), and the age at which files
     /// no record refers to are swept.
     config: Mutex<ScanConfig>,
@@ -216,7 +255,9 @@ impl Healer {
             queue_failed: AtomicU64::new(0),
             priority: AtomicU8::new(1),
             scan: Mutex::new(ScanProgress { state: "idle".into(), ..Default::default() }),
-            scanning: tokio::sync::Mutex::new(()),
+            scanning: Arc::new(tokio::sync::Mutex::new(())),
+            scan_ids: AtomicU64::new(0),
+            next_scan: Mutex::new(None),
             config: Mutex::new(ScanConfig::default()),
             totals: HealTotals::default(),
         }
@@ -288,14 +329,18 @@ impl Healer {
             })
             .unwrap_or_default();
         let queue_length = self.queue_length();
+        let scan_queued = self.next_scan.lock().ok().and_then(|q| q.clone());
+        let busy = scan.state != "idle" || queue_length > 0 || scan_queued.is_some();
         HealStatus {
-            state: if scan.state != "idle" || queue_length > 0 { "healing" } else { "idle" }.into(),
+            state: if busy { "healing" } else { "idle" }.into(),
             priority: self.priority(),
             queue_length,
             queue_healed: self.queue_healed.load(Ordering::Relaxed),
             queue_failed: self.queue_failed.load(Ordering::Relaxed),
             scan,
+            scan_queued,
             drives,
+            unavailable_drives: Vec::new(),
         }
     }
 
@@ -448,14 +493,76 @@ impl ObjectLayer {
         }
     }
 
-    /// Starts a scan in the background unless one is running; `false` if one is.
-    pub fn start_heal_scan(self: &Arc<Self>, scope: HealScope) -> bool {
-        if self.healer.scanning.try_lock().is_err() {
-            return false;
+    /// Starts a scan in the background, or queues it behind the one running (see
+    /// [`ScanStart`]). Either way the status shows it at once.
+    pub fn start_heal_scan(self: &Arc<Self>, scope: HealScope) -> ScanStart {
+        let h = &self.healer;
+        if let Ok(running) = h.scanning.clone().try_lock_owned() {
+            let id = h.scan_ids.fetch_add(1, Ordering::Relaxed) + 1;
+            h.update(|s| {
+                *s = ScanProgress { state: "queued".into(), id, scope: scope.clone(), ..Default::default() }
+            });
+            let layer = self.clone();
+            tokio::spawn(async move { layer.heal_scan_locked(scope, None, id, running).await });
+            return ScanStart::Started(id);
         }
+        let Ok(mut next) = h.next_scan.lock() else { return ScanStart::Queued(0) };
+        if let Some(waiting) = next.as_mut() {
+            waiting.scope = widen(&waiting.scope, &scope);
+            return ScanStart::Queued(waiting.id);
+        }
+        let id = h.scan_ids.fetch_add(1, Ordering::Relaxed) + 1;
+        *next = Some(QueuedScan { id, scope });
+        drop(next);
         let layer = self.clone();
-        tokio::spawn(async move { layer.heal_scan(scope).await });
-        true
+        tokio::spawn(async move {
+            let running = layer.healer.scanning.clone().lock_owned().await;
+            let waiting = layer.healer.next_scan.lock().ok().and_then(|mut n| n.take());
+            if let Some(QueuedScan { id, scope }) = waiting {
+                layer.heal_scan_locked(scope, None, id, running).await;
+            }
+        });
+        ScanStart::Queued(id)
+    }
+
+    /// The heal status with the drives that cannot take healing now: each drive of every set
+    /// is asked (at most a second each) whether it is there and formatted.
+    pub async fn heal_status(&self) -> HealStatus {
+        let mut status = self.healer.status();
+        // Both walk pools then sets in order.
+        let sets: Vec<(String, Vec<crate::DriveSlot>)> = self
+            .set_drive_names()
+            .into_iter()
+            .zip(self.all_sets())
+            .map(|((name, _), set)| (name, set.drives.clone()))
+            .collect();
+        let checks = sets.iter().flat_map(|(set, drives)| {
+            drives.iter().enumerate().map(move |(i, d)| async move {
+                let reason = match d {
+                    None => Some(("offline at start".to_owned(), format!("{set} drive {i}"))),
+                    Some(d) => {
+                        let answer = tokio::time::timeout(Duration::from_secs(1), d.disk_info()).await;
+                        let why = match answer {
+                            Ok(Ok(_)) => None,
+                            Ok(Err(e)) => Some(e.to_string()),
+                            Err(_) => Some("not answering".to_owned()),
+                        };
+                        why.map(|w| (w, d.endpoint().to_owned()))
+                    }
+                };
+                reason.map(|(reason, drive)| (set.clone(), drive, reason))
+            })
+        });
+        let unavailable = futures_util::future::join_all(checks).await;
+        for (set, drive, reason) in unavailable.into_iter().flatten() {
+            let objects_short =
+                status.scan.sets.get(&set).map_or(0, |p| p.objects_total.max(p.objects_scanned));
+            status.unavailable_drives.push(UnavailableDrive { drive, set, reason, objects_short });
+        }
+        if !status.unavailable_drives.is_empty() && status.state == "idle" {
+            status.state = "degraded".into();
+        }
+        status
     }
 
     /// Checks and heals every object in `scope`: counts them first (so progress and ETA are
@@ -466,14 +573,32 @@ impl ObjectLayer {
 
     /// A scan, or the rest of one interrupted after `resume.position` with its counters.
     async fn heal_scan_from(&self, scope: HealScope, resume: Option<ScanProgress>) {
-        let _running = self.healer.scanning.lock().await;
+        let running = self.healer.scanning.clone().lock_owned().await;
+        let id = self.healer.scan_ids.fetch_add(1, Ordering::Relaxed) + 1;
+        self.heal_scan_locked(scope, resume, id, running).await;
+    }
+
+    /// The scan itself, numbered `id`, run while holding the scan lock (`_running`); a scan
+    /// queued meanwhile starts when this one has ended.
+    async fn heal_scan_locked(
+        &self,
+        scope: HealScope,
+        resume: Option<ScanProgress>,
+        id: u64,
+        _running: tokio::sync::OwnedMutexGuard<()>,
+    ) {
         let h = &self.healer;
         let start = match resume {
-            Some(r) => {
-                ScanProgress { state: "counting".into(), scope: scope.clone(), resumed: r.resumed + 1, ..r }
-            }
+            Some(r) => ScanProgress {
+                state: "counting".into(),
+                id,
+                scope: scope.clone(),
+                resumed: r.resumed + 1,
+                ..r
+            },
             None => ScanProgress {
                 state: "counting".into(),
+                id,
                 scope: scope.clone(),
                 started: now_secs(),
                 ..Default::default()
@@ -645,6 +770,16 @@ impl ObjectLayer {
                 None => return,
             }
         }
+    }
+}
+
+/// One scope covering both: the same bucket and prefix or everything, deep if either is.
+fn widen(a: &HealScope, b: &HealScope) -> HealScope {
+    let same = a.bucket == b.bucket && a.prefix == b.prefix;
+    HealScope {
+        bucket: if same { a.bucket.clone() } else { None },
+        prefix: if same { a.prefix.clone() } else { String::new() },
+        deep: a.deep || b.deep,
     }
 }
 

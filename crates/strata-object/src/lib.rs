@@ -35,7 +35,8 @@ pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
 pub use heal::{HealResult, StreamBody};
 pub use healer::{
-    DriveHealed, HealPriority, HealScope, HealStatus, Healer, ScanConfig, ScanProgress, SetProgress,
+    DriveHealed, HealPriority, HealScope, HealStatus, Healer, QueuedScan, ScanConfig, ScanProgress,
+    ScanStart, SetProgress, UnavailableDrive,
 };
 pub use layer::{Cluster, DriveSlot, ObjectLayer, Peers, SetView};
 pub use list::{ListPage, ListRequest};

@@ -66,7 +66,9 @@ pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result
             Ok(p) => speedtest(node, p).await,
             Err(e) => Err(e),
         },
-        (&http::Method::GET, "heal/status") => Ok(json_reply(StatusCode::OK, &node.layer.healer().status())),
+        (&http::Method::GET, "heal/status") => {
+            Ok(json_reply(StatusCode::OK, &node.layer.heal_status().await))
+        }
         (&http::Method::POST, "heal/start") => {
             let scope = HealScope {
                 bucket: param("bucket").filter(|b| !b.is_empty()).map(str::to_owned),
@@ -75,10 +77,14 @@ pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result
             };
             match scope.bucket.as_deref().map(|b| node.layer.bucket_info(b)) {
                 Some(Err(e)) => Err(e.into()),
-                _ if node.layer.start_heal_scan(scope) => {
-                    Ok(json_reply(StatusCode::OK, &node.layer.healer().status()))
+                _ => {
+                    let (id, queued) = match node.layer.start_heal_scan(scope) {
+                        strata_object::ScanStart::Started(id) => (id, false),
+                        strata_object::ScanStart::Queued(id) => (id, true),
+                    };
+                    let reply = serde_json::json!({ "id": id, "queued": queued, "status": node.layer.heal_status().await });
+                    Ok(json_reply(StatusCode::OK, &reply))
                 }
-                _ => Err(S3Error::new(S3ErrorCode::OperationAborted, "A heal scan is already running.")),
             }
         }
         (&http::Method::POST, "heal/priority") => match param("value").and_then(HealPriority::parse) {

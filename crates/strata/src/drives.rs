@@ -471,18 +471,31 @@ fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error
     anyhow::anyhow!("refusing to start: {e}{detail}")
 }
 
-/// Reports every drive operation of the deployment to the metrics.
-struct DriveMetrics(Arc<strata_metrics::Metrics>);
+/// Reports every drive operation of the deployment to the metrics, and wakes the drive monitor
+/// on a failure (a wiped drive is taken back at its first failed operation, not at the next
+/// check).
+struct DriveMetrics {
+    metrics: Arc<strata_metrics::Metrics>,
+    trouble: Arc<tokio::sync::Notify>,
+}
 
 impl strata_drive::DriveObserver for DriveMetrics {
     fn observe(&self, drive: &str, op: &'static str, seconds: f64, failed: bool) {
-        self.0.observe_drive_op(drive, op, seconds, failed);
+        self.metrics.observe_drive_op(drive, op, seconds, failed);
+        if failed {
+            self.trouble.notify_one();
+        }
     }
 }
 
-/// Wraps every drive so its operations are counted, timed and their errors recorded.
-pub fn meter(deployment: &mut Deployment, metrics: Arc<strata_metrics::Metrics>) {
-    let observer: Arc<dyn strata_drive::DriveObserver> = Arc::new(DriveMetrics(metrics));
+/// Wraps every drive so its operations are counted, timed and their errors recorded; a failed
+/// operation wakes `trouble`.
+pub fn meter(
+    deployment: &mut Deployment,
+    metrics: Arc<strata_metrics::Metrics>,
+    trouble: Arc<tokio::sync::Notify>,
+) {
+    let observer: Arc<dyn strata_drive::DriveObserver> = Arc::new(DriveMetrics { metrics, trouble });
     for slot in deployment.pools.iter_mut().flatten().flatten() {
         if let Some(d) = slot.take() {
             *slot = Some(Arc::new(strata_drive::Metered::new(d, observer.clone())) as Arc<dyn Drive>);
@@ -498,12 +511,17 @@ pub fn spawn_drive_monitor(
     locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
     layer: Arc<strata_object::ObjectLayer>,
     every: std::time::Duration,
+    trouble: Arc<tokio::sync::Notify>,
 ) {
     tokio::spawn(async move {
         let mut refill_pending = false;
         let mut online: Vec<bool> = vec![true; locals.len()];
         loop {
-            tokio::time::sleep(every).await;
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                // A drive operation failed: look now (at most every 200 ms, however many fail).
+                _ = trouble.notified() => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            }
             for (i, (drive, _)) in locals.iter().enumerate() {
                 let now = matches!(drive.read_format().await, Ok(Some(_)));
                 if now && !online[i] {
@@ -538,7 +556,8 @@ pub fn spawn_drive_monitor(
                     None => {}
                 }
             }
-            if refill_pending && layer.start_heal_scan(strata_object::HealScope::default()) {
+            if refill_pending {
+                layer.start_heal_scan(strata_object::HealScope::default());
                 refill_pending = false;
             }
         }

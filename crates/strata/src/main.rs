@@ -132,7 +132,8 @@ async fn server(args: ServerArgs) -> Result<()> {
     };
     let mut deployment = drives::open_deployment(&mut prepared, parity).await?;
     let metrics = Arc::new(strata_metrics::Metrics::new());
-    drives::meter(&mut deployment, metrics.clone());
+    let drive_trouble = Arc::new(tokio::sync::Notify::new());
+    drives::meter(&mut deployment, metrics.clone(), drive_trouble.clone());
     if let Some(p) = rrs_parity {
         if p > deployment.set_drive_count / 2 {
             bail!(
@@ -173,10 +174,8 @@ async fn server(args: ServerArgs) -> Result<()> {
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-                    if pending.load(std::sync::atomic::Ordering::Relaxed)
-                        && layer.start_heal_scan(strata_object::HealScope::default())
-                    {
-                        pending.store(false, std::sync::atomic::Ordering::Relaxed);
+                    if pending.swap(false, std::sync::atomic::Ordering::Relaxed) {
+                        layer.start_heal_scan(strata_object::HealScope::default());
                     }
                 }
             });
@@ -242,7 +241,12 @@ async fn server(args: ServerArgs) -> Result<()> {
             .with_context(|| format!("STRATA_DRIVE_CHECK_INTERVAL={v}"))?,
         Err(_) => std::time::Duration::from_secs(10),
     };
-    drives::spawn_drive_monitor(std::mem::take(&mut deployment.locals), layer.clone(), check_every);
+    drives::spawn_drive_monitor(
+        std::mem::take(&mut deployment.locals),
+        layer.clone(),
+        check_every,
+        drive_trouble,
+    );
     let mut node = Node::new(layer, config, metrics);
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
