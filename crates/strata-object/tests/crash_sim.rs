@@ -1,7 +1,8 @@
 //! Power-loss simulation of the storage engine: the real object layer, drives and metadata index
 //! run on a simulated filesystem (`strata_drive::sim::SimFs`) that keeps what was made durable
 //! apart from what was only written. A seeded workload of PUTs (inline and shard-file sizes),
-//! overwrites, DELETEs, multipart uploads, copies and tag updates runs one operation at a time;
+//! overwrites, DELETEs, multipart uploads, copies and tag updates runs in three concurrent lanes
+//! (so their changes share group commits), each lane one operation at a time on keys of its own;
 //! power cuts are taken at random events of it (every write, sync, create, rename and unlink is
 //! an event), and each cut is booted (plain: only what was synced survives; harsh: plus a random,
 //! possibly torn, part of the rest) and checked:
@@ -31,8 +32,11 @@ use strata_object::{
 use uuid::Uuid;
 
 const DRIVES: usize = 4;
-const KEYS: u64 = 5;
-const OPS_PER_SEED: usize = 14;
+/// Workloads run as this many concurrent lanes (so changes share group commits), each on keys
+/// of its own: one operation at a time per key keeps "acknowledged" exact.
+const LANES: usize = 3;
+const KEYS: u64 = 3;
+const OPS_PER_LANE: usize = 6;
 /// Chance that an event is a cut point; tuned so a workload gives about 37 cuts.
 const CUT_PROBABILITY: f64 = 0.04;
 
@@ -123,10 +127,11 @@ async fn multipart(layer: &ObjectLayer, key: &str, parts: &[Bytes]) -> Result<()
 /// Runs one operation chosen by `rng`; returns what it was and its key's value after it.
 async fn run_op(
     layer: &ObjectLayer,
+    lane: usize,
     rng: &mut SimRng,
     model: &BTreeMap<String, Value>,
 ) -> Result<(String, String, Value), ObjectError> {
-    let key = format!("k{}", rng.below(KEYS));
+    let key = format!("l{lane}k{}", rng.below(KEYS));
     let current = model.get(&key).cloned().flatten();
     let choice = rng.below(100);
     Ok(match (choice, current) {
@@ -153,7 +158,7 @@ async fn run_op(
             ("multipart".into(), key, Some((whole.into(), BTreeMap::new())))
         }
         (73..=86, _) => {
-            let source = format!("k{}", rng.below(KEYS));
+            let source = format!("l{lane}k{}", rng.below(KEYS));
             match model.get(&source).cloned().flatten() {
                 Some((data, _)) if source != key => {
                     put(layer, &key, data.clone()).await?;
@@ -192,14 +197,15 @@ async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Resu
     let (layer, drives) = open_layer(&fs).await?;
     let e = cut.event;
     let mut allowed: BTreeMap<String, Vec<Value>> =
-        (0..KEYS).map(|k| (format!("k{k}"), vec![None])).collect();
-    let mut in_flight = None;
+        (0..LANES).flat_map(|l| (0..KEYS).map(move |k| (format!("l{l}k{k}"), vec![None]))).collect();
+    let mut in_flight = Vec::new();
+    // Per key, operations are in order (one lane, one at a time).
     for d in history {
         if d.end <= e {
             allowed.insert(d.key.clone(), vec![d.after.clone()]);
         } else if d.start < e {
             allowed.insert(d.key.clone(), vec![d.before.clone(), d.after.clone()]);
-            in_flight = Some(d.what.clone());
+            in_flight.push(format!("{} {}", d.what, d.key));
         }
     }
     let listed: Vec<String> = layer
@@ -257,19 +263,28 @@ async fn run_seed(seed: u64) -> (usize, Vec<String>) {
         return (0, vec![format!("seed {seed}: make bucket: {e}")]);
     }
     fs.capture_with_probability(CUT_PROBABILITY, seed);
-    let mut rng = SimRng::new(seed ^ 0x5eed);
-    let mut model: BTreeMap<String, Value> = BTreeMap::new();
-    let mut history = Vec::new();
-    for _ in 0..OPS_PER_SEED {
-        let start = fs.events();
-        let result = run_op(&layer, &mut rng, &model).await;
-        let end = fs.events();
-        match result {
-            Ok((what, key, after)) => {
+    let lanes = (0..LANES).map(|lane| {
+        let (fs, layer) = (&fs, &layer);
+        async move {
+            let mut rng = SimRng::new(seed ^ 0x5eed ^ ((lane as u64) << 32));
+            let mut model: BTreeMap<String, Value> = BTreeMap::new();
+            let mut done = Vec::new();
+            for _ in 0..OPS_PER_LANE {
+                let start = fs.events();
+                let result = run_op(layer, lane, &mut rng, &model).await;
+                let end = fs.events();
+                let (what, key, after) = result.map_err(|e| format!("lane {lane}: {e}"))?;
                 let before = model.get(&key).cloned().flatten();
                 model.insert(key.clone(), after.clone());
-                history.push(Done { what, start, end, key, before, after });
+                done.push(Done { what, start, end, key, before, after });
             }
+            Ok::<_, String>(done)
+        }
+    });
+    let mut history = Vec::new();
+    for lane in futures_util::future::join_all(lanes).await {
+        match lane {
+            Ok(done) => history.extend(done),
             Err(e) => return (0, vec![format!("seed {seed}: the workload failed on healthy drives: {e}")]),
         }
     }
