@@ -7,6 +7,7 @@
 //! - [`time`]: the few calendar conversions S3 needs (ISO 8601 and the compact SigV4 form),
 //!   written against Unix seconds so no calendar crate is needed.
 
+pub mod fuzz;
 pub mod limits;
 pub mod names;
 pub mod process;
