@@ -288,8 +288,57 @@ fn make_folders(fs: &dyn Fs, sys: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Who of a shard file's creation and its cancelled caller comes last (see `create_shard_file`).
+#[derive(Default)]
+struct CreateClaim {
+    created: bool,
+    abandoned: bool,
+}
+
+/// Armed while `create_shard_file` waits for its create: dropped armed, the call was cancelled.
+struct AbandonedCreate {
+    claim: Arc<Mutex<CreateClaim>>,
+    fs: Arc<dyn Fs>,
+    path: PathBuf,
+    armed: bool,
+}
+
+impl Drop for AbandonedCreate {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(mut c) = self.claim.lock() else { return };
+        c.abandoned = true;
+        if c.created {
+            let _ = self.fs.remove_file(&self.path);
+        }
+    }
+}
+
 struct LocalShardWriter {
     file: Option<Box<dyn FsFile>>,
+    /// The temp file, removed when the writer is dropped before it finished (a request that
+    /// failed or was cancelled half way): nothing will ever commit it.
+    path: PathBuf,
+    fs: Arc<dyn Fs>,
+    finished: bool,
+}
+
+impl Drop for LocalShardWriter {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        let (fs, path) = (self.fs.clone(), std::mem::take(&mut self.path));
+        let remove = move || {
+            let _ = fs.remove_file(&path);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(remove)),
+            Err(_) => remove(),
+        }
+    }
 }
 
 #[async_trait]
@@ -315,7 +364,9 @@ impl ShardWriter for LocalShardWriter {
             file.drop_cache();
             Ok(())
         })
-        .await
+        .await?;
+        self.finished = true;
+        Ok(())
     }
 }
 
@@ -480,12 +531,25 @@ impl Drive for LocalDrive {
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
         let (path, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
+        // The create runs on another thread and finishes even if this call is cancelled
+        // meanwhile: whichever of the two comes second removes the file nobody will write.
+        let claim = Arc::new(Mutex::new(CreateClaim::default()));
+        let mut guard =
+            AbandonedCreate { claim: claim.clone(), fs: fs.clone(), path: path.clone(), armed: true };
+        let at = path.clone();
         let file = blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            Ok(fs.create(&path)?)
+            let file = fs.create(&at)?;
+            let mut c = claim.lock().map_err(|_| DriveError::Offline("create claim poisoned".into()))?;
+            if c.abandoned {
+                let _ = fs.remove_file(&at);
+            }
+            c.created = true;
+            Ok(file)
         })
         .await?;
-        Ok(Box::new(LocalShardWriter { file: Some(file) }))
+        guard.armed = false;
+        Ok(Box::new(LocalShardWriter { file: Some(file), path, fs: self.fs.clone(), finished: false }))
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {

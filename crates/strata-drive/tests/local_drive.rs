@@ -251,10 +251,16 @@ async fn temp_files_are_swept_at_open() {
     {
         let d = LocalDrive::open(dir.path()).expect("open");
         d.write_format(b"{}".to_vec()).await.expect("format");
+        // A writer dropped unfinished removes its own file...
         let mut w = d.create_shard_file(Uuid::new_v4()).await.expect("create");
         w.write_frame([0; 32], Bytes::from_static(b"never committed")).await.expect("write");
+        drop(w);
+        let tmp = dir.path().join(".strata.sys/tmp");
+        wait_until(|| std::fs::read_dir(&tmp).expect("tmp").count() == 0).await;
     }
+    // ...what a crash leaves behind is swept at the next open.
     let tmp = dir.path().join(".strata.sys/tmp");
+    std::fs::write(tmp.join(Uuid::new_v4().simple().to_string()), b"a crash left this").expect("write");
     assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1);
     let _again = LocalDrive::open(dir.path()).expect("reopen");
     assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 0);
@@ -280,4 +286,15 @@ async fn undoing_a_metadata_update_keeps_the_data() {
         assert_eq!(record.versions.len(), 1);
         assert_eq!(record.versions[0].tags.len(), usize::from(keep));
     }
+}
+
+/// Polls `cond` for up to 5 s (a removal runs on the blocking pool).
+async fn wait_until(cond: impl Fn() -> bool) {
+    for _ in 0..500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("condition not reached in 5 s");
 }
