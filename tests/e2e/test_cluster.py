@@ -2,6 +2,7 @@
 folders) forming one deployment with one erasure set of 8 drives (EC 4+4), driven through boto3."""
 
 import hashlib
+import hmac
 import json
 import os
 import random
@@ -9,7 +10,9 @@ import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+import uuid
 from pathlib import Path
 
 import pytest
@@ -397,3 +400,147 @@ def test_read_in_progress_survives_an_overwrite_from_another_node(cluster):
     for i in range(60):
         assert clients[i % 4].get_object(Bucket="stream", Key="k")["Body"].read(MiB) == new[:MiB]
     wait_for(lambda: all(a <= b + 8 for a, b in zip(fds(), before)), timeout=10, what="shard files to close")
+
+
+# --- Node RPC authentication: a tiny signer of our own (see crates/strata-rpc/src/auth.rs) ---
+
+RPC = "/_strata/rpc/v1/"
+RPC_BODY_SIZE_MAX = 16 * MiB  # crates/strata-types/src/limits.rs
+RPC_FRAME_SIZE_MAX = MiB + 64 * KiB
+DISK_INFO = b"\xa8DiskInfo"  # MessagePack of DriveCall::DiskInfo (a unit variant: its name)
+ANSWER_OK = b"\x81\xa2Ok"  # MessagePack of Result::Ok(..): a one-entry map {"Ok": ..}
+
+
+def rpc_key(user=ACCESS_KEY, password=SECRET_KEY):
+    return hmac.new(password.encode(), b"strata-rpc-v1\n" + user.encode(), hashlib.sha256).digest()
+
+
+class Signer:
+    """Signs RPC requests as a node does: time, sender id, sequence number, body hash."""
+
+    def __init__(self):
+        self.key, self.sender, self.sequence = rpc_key(), random.getrandbits(128), 0
+
+    def headers(self, method, path, body=b"", streamed=False, sequence=None):
+        if sequence is None:
+            self.sequence += 1
+            sequence = self.sequence
+        digest = "frames" if streamed else hashlib.sha256(body).hexdigest()
+        now = int(time.time())
+        text = f"strata-rpc-v2\n{method}\n{path}\n{now}\n{self.sender:032x}\n{sequence}\n{digest}"
+        sig = hmac.new(self.key, text.encode(), hashlib.sha256).digest()
+        return sig, {
+            "x-strata-rpc-time": str(now), "x-strata-rpc-sender": f"{self.sender:032x}",
+            "x-strata-rpc-sequence": str(sequence), "x-strata-rpc-content-sha256": digest,
+            "x-strata-rpc-signature": sig.hex(),
+        }
+
+
+def frame_tag(sig, index, length, bitrot_hash):
+    stream_key = hmac.new(rpc_key(), b"strata-rpc-frames\n" + sig, hashlib.sha256).digest()
+    return hmac.new(stream_key, index.to_bytes(8, "big") + length.to_bytes(4, "big") + bitrot_hash,
+                    hashlib.sha256).digest()
+
+
+def rpc_send(node, method, path, headers, body):
+    """(status, body) of one request; HTTP errors are answers too."""
+    req = urllib.request.Request(f"{node.endpoint}{path}", method=method, data=body, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def drive_query(node):
+    return urllib.parse.quote(f"{node.dir}/d1", safe="")
+
+
+def test_rpc_refuses_replays_tampered_bodies_and_oversized_bodies(cluster):
+    node, signer = cluster.nodes[0], Signer()
+    path = f"{RPC}drive/call?d={drive_query(node)}"
+    # A correctly signed call works…
+    _, headers = signer.headers("POST", path, DISK_INFO)
+    status, answer = rpc_send(node, "POST", path, headers, DISK_INFO)
+    assert status == 200 and answer.startswith(ANSWER_OK), (status, answer)
+    # …once: the same request captured and sent again is refused.
+    status, answer = rpc_send(node, "POST", path, headers, DISK_INFO)
+    assert status == 403 and b"replayed" in answer, (status, answer)
+    # Requests arriving out of order (concurrent streams) are each taken once.
+    later = [signer.headers("POST", path, DISK_INFO)[1] for _ in range(5)]
+    for h in reversed(later):
+        assert rpc_send(node, "POST", path, h, DISK_INFO)[0] == 200
+    assert rpc_send(node, "POST", path, later[2], DISK_INFO)[0] == 403
+    # A signature over one body does not carry another body.
+    other = b"\xabReadFormat"
+    _, headers = signer.headers("POST", path, other)
+    status, answer = rpc_send(node, "POST", path, headers, DISK_INFO)
+    assert status == 403 and b"does not match its signed SHA-256" in answer, (status, answer)
+    # The same through the lock service: a tampered body is refused before it is decoded.
+    _, headers = signer.headers("POST", f"{RPC}lock", b"\xa7Release")
+    assert rpc_send(node, "POST", f"{RPC}lock", headers, b"\xa6Refuse")[0] == 403
+    # A body past the limit: 413, before anything decodes it.
+    big = b"\0" * (RPC_BODY_SIZE_MAX + 1)
+    _, headers = signer.headers("POST", path, big)
+    status, answer = rpc_send(node, "POST", path, headers, big)
+    assert status == 413, (status, answer[:200])
+    # A time outside the short window is refused even when the signature is right.
+    _, headers = signer.headers("POST", path, DISK_INFO)
+    stale = dict(headers, **{"x-strata-rpc-time": str(int(time.time()) - 120)})
+    assert rpc_send(node, "POST", path, stale, DISK_INFO)[0] == 403
+    # The node still serves S3 and its peers.
+    node.client().create_bucket(Bucket="after")
+    cluster.nodes[2].client().put_object(Bucket="after", Key="k", Body=os.urandom(2 * MiB))
+
+
+def test_rpc_shard_streams_refuse_oversized_and_forged_frames_and_leave_no_temp_file(cluster):
+    node, signer = cluster.nodes[1], Signer()
+    tmp = node.dir / "d1" / ".strata.sys" / "tmp"
+
+    def write(frames_of):
+        data_id = uuid.uuid4()
+        path = f"{RPC}drive/write?d={drive_query(node)}&id={data_id}"
+        sig, headers = signer.headers("POST", path, streamed=True)
+        status, answer = rpc_send(node, "POST", path, headers, frames_of(sig))
+        return status, answer, tmp / data_id.hex
+
+    # A frame declaring more than an erasure block's shard: 400, and the temp file is gone.
+    def oversized(sig):
+        n, h = RPC_FRAME_SIZE_MAX + 1, b"\1" * 32
+        return n.to_bytes(4, "big") + h + frame_tag(sig, 0, n, h) + b"x" * 1000
+
+    status, answer, temp = write(oversized)
+    assert status == 400 and b"more than" in answer, (status, answer)
+    assert not temp.exists(), "the refused stream's temp file must be aborted"
+
+    # A frame whose tag is not this stream's (here: signed for frame index 1): 403.
+    def misordered(sig):
+        h = b"\2" * 32
+        return (10).to_bytes(4, "big") + h + frame_tag(sig, 1, 10, h) + b"0123456789"
+
+    status, answer, temp = write(misordered)
+    assert status == 403 and b"not authenticated" in answer, (status, answer)
+    assert not temp.exists()
+
+    # A shard whose bytes do not match its bitrot hash (a correct tag over a wrong hash): 400.
+    def wrong_hash(sig):
+        h = b"\3" * 32
+        end = (2**32 - 1).to_bytes(4, "big") + b"\0" * 32 + frame_tag(sig, 1, 2**32 - 1, b"\0" * 32)
+        return (10).to_bytes(4, "big") + h + frame_tag(sig, 0, 10, h) + b"0123456789" + end
+
+    status, answer, temp = write(wrong_hash)
+    assert status == 400 and b"bitrot" in answer, (status, answer)
+    assert not temp.exists()
+
+    # A whole-body call cannot be turned into a stream (its signature says which it is).
+    data_id = uuid.uuid4()
+    path = f"{RPC}drive/write?d={drive_query(node)}&id={data_id}"
+    _, headers = signer.headers("POST", path, b"")
+    assert rpc_send(node, "POST", path, headers, b"")[0] == 400
+    # Real shard streams between the nodes still work.
+    clients = [n.client() for n in cluster.nodes]
+    clients[0].create_bucket(Bucket="frames")
+    data = os.urandom(5 * MiB + 3)
+    clients[1].put_object(Bucket="frames", Key="k", Body=data)
+    assert clients[3].get_object(Bucket="frames", Key="k")["Body"].read() == data
+

@@ -3,7 +3,7 @@
 //! fail at once instead of each waiting for a timeout, and a background probe brings it back.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode};
 use http_body::{Body, Frame};
 use http_body_util::combinators::UnsyncBoxBody;
-use http_body_util::{BodyExt, Empty, Full};
+use http_body_util::{BodyExt, Empty, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
@@ -21,7 +21,9 @@ use serde::de::DeserializeOwned;
 use strata_drive::DriveError;
 use tokio::sync::mpsc;
 
-use crate::auth::{unix_now, RpcKey, SIGNATURE_HEADER, TIME_HEADER};
+use strata_types::limits::{RPC_ANSWER_SIZE_MAX, RPC_READ_SIZE_MAX};
+
+use crate::auth::{unix_now, BodyDigest, FrameKey, RpcKey, Signed};
 use crate::wire::{decode, WireError};
 use crate::PREFIX;
 
@@ -49,6 +51,9 @@ pub struct NodeClient {
     base: String,
     http: Client<hyper_rustls::HttpsConnector<HttpConnector>, RequestBody>,
     key: RpcKey,
+    /// This client's sender id and the last sequence number it signed (see [`crate::auth`]).
+    sender: u128,
+    sequence: AtomicU64,
     timeout: Duration,
     online: AtomicBool,
     probing: AtomicBool,
@@ -107,12 +112,19 @@ impl NodeClient {
             base: format!("{scheme}://{name}"),
             http,
             key: config.key.clone(),
+            sender: uuid::Uuid::new_v4().as_u128(),
+            sequence: AtomicU64::new(0),
             timeout: config.timeout,
             online: AtomicBool::new(true),
             probing: AtomicBool::new(false),
             on_return: OnceLock::new(),
             deferred: std::sync::Mutex::new(None),
         })
+    }
+
+    /// The longest wait for one call.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// Whether the node answered the last time we tried.
@@ -125,45 +137,70 @@ impl NodeClient {
         let _ = self.on_return.set(Box::new(f));
     }
 
-    fn request(
+    /// A signed request with the next sequence number; with the key of its frames' MACs when
+    /// the body is a frame stream.
+    pub fn request(
         &self,
         method: Method,
         path_and_query: &str,
+        digest: BodyDigest,
         body: RequestBody,
-    ) -> Result<Request<RequestBody>, DriveError> {
-        let now = unix_now();
-        let sig = self.key.sign(method.as_str(), path_and_query, now);
-        Request::builder()
-            .method(method)
-            .uri(format!("{}{path_and_query}", self.base))
-            .header(TIME_HEADER, now.to_string())
-            .header(SIGNATURE_HEADER, sig)
-            .body(body)
-            .map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))
+    ) -> Result<(Request<RequestBody>, FrameKey), DriveError> {
+        let signed = Signed {
+            time: unix_now(),
+            sender: self.sender,
+            sequence: self.sequence.fetch_add(1, Ordering::Relaxed) + 1,
+            body: digest,
+        };
+        let mut req = Request::builder().method(method.clone()).uri(format!("{}{path_and_query}", self.base));
+        let headers = self.key.headers(method.as_str(), path_and_query, &signed);
+        let mut signature = [0u8; 32];
+        for (name, value) in headers {
+            if name == crate::auth::SIGNATURE_HEADER {
+                let _ = hex::decode_to_slice(&value, &mut signature);
+            }
+            req = req.header(name, value);
+        }
+        let req =
+            req.body(body).map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))?;
+        Ok((req, self.key.frame_key(&signature)))
     }
 
-    /// Sends one request; `Offline` at once when the node is known to be down, and the node is
-    /// marked down when the transport fails or the call times out.
+    /// Signs and sends one request whose whole body is `body` (see [`send_request`](Self::send_request)).
     pub async fn send(
         self: &Arc<Self>,
         method: Method,
         path_and_query: &str,
-        body: RequestBody,
+        body: Bytes,
+        timeout: Option<Duration>,
+    ) -> Result<Response<Incoming>, DriveError> {
+        let (req, _) = self.request(method, path_and_query, BodyDigest::of(&body), full(body))?;
+        self.send_request(req, timeout).await
+    }
+
+    /// Sends one signed request; `Offline` at once when the node is known to be down, and the
+    /// node is marked down when the transport fails or the call times out.
+    pub async fn send_request(
+        self: &Arc<Self>,
+        req: Request<RequestBody>,
         timeout: Option<Duration>,
     ) -> Result<Response<Incoming>, DriveError> {
         if !self.is_online() {
             return Err(DriveError::Offline(format!("node {} is offline", self.name)));
         }
-        let req = self.request(method, path_and_query, body)?;
         let answer = match timeout {
             Some(t) => tokio::time::timeout(t, self.http.request(req)).await,
             None => Ok(self.http.request(req).await),
         };
         match answer {
-            Ok(Ok(resp)) if resp.status() == StatusCode::FORBIDDEN => Err(DriveError::Offline(format!(
-                "node {} refused our RPC key: are all nodes started with the same root credentials?",
-                self.name
-            ))),
+            Ok(Ok(resp)) if resp.status() == StatusCode::FORBIDDEN => {
+                let why = read_answer(resp.into_body(), 4096).await.unwrap_or_default();
+                Err(DriveError::Offline(format!(
+                    "node {} refused our RPC request: {}",
+                    self.name,
+                    String::from_utf8_lossy(&why)
+                )))
+            }
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => {
                 self.mark_offline(&e.to_string());
@@ -197,13 +234,19 @@ impl NodeClient {
         body: Bytes,
     ) -> Result<T, DriveError> {
         let call = async {
-            let resp = self.send(Method::POST, path_and_query, full(body), None).await?;
-            let bytes = resp
-                .into_body()
-                .collect()
+            let resp = self.send(Method::POST, path_and_query, body, None).await?;
+            let status = resp.status();
+            let bytes = read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)
                 .await
                 .map_err(|e| transport(format!("node {}: {e}", self.name)))?;
-            decode::<Result<T, WireError>>(&bytes.to_bytes())
+            if status != StatusCode::OK {
+                return Err(DriveError::Offline(format!(
+                    "node {} refused the call ({status}): {}",
+                    self.name,
+                    String::from_utf8_lossy(&bytes)
+                )));
+            }
+            decode::<Result<T, WireError>>(&bytes)
                 .map_err(|e| {
                     DriveError::Offline(format!("node {} sent an unreadable answer: {e}", self.name))
                 })?
@@ -215,14 +258,11 @@ impl NodeClient {
     /// A call whose answer is raw bytes (shard reads): 200 with the bytes, or an error document.
     pub async fn fetch(self: &Arc<Self>, path_and_query: &str) -> Result<Bytes, DriveError> {
         let call = async {
-            let resp = self.send(Method::GET, path_and_query, empty(), None).await?;
+            let resp = self.send(Method::GET, path_and_query, Bytes::new(), None).await?;
             let ok = resp.status() == StatusCode::OK;
-            let bytes = resp
-                .into_body()
-                .collect()
+            let bytes = read_answer(resp.into_body(), RPC_READ_SIZE_MAX)
                 .await
-                .map_err(|e| transport(format!("node {}: {e}", self.name)))?
-                .to_bytes();
+                .map_err(|e| transport(format!("node {}: {e}", self.name)))?;
             if ok {
                 return Ok(bytes);
             }
@@ -262,14 +302,14 @@ impl NodeClient {
         timeout: Duration,
     ) -> Result<Vec<u8>, String> {
         let path = format!("{PREFIX}admin/{op}");
-        let resp =
-            self.send(Method::POST, &path, full(body), Some(timeout)).await.map_err(|e| e.to_string())?;
+        let resp = self.send(Method::POST, &path, body, Some(timeout)).await.map_err(|e| e.to_string())?;
         let ok = resp.status() == StatusCode::OK;
-        let bytes = match tokio::time::timeout(timeout, resp.into_body().collect()).await {
-            Ok(Ok(b)) => b.to_bytes(),
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(_) => return Err("timed out".into()),
-        };
+        let bytes =
+            match tokio::time::timeout(timeout, read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)).await {
+                Ok(Ok(b)) => b,
+                Ok(Err(e)) => return Err(e.to_string()),
+                Err(_) => return Err("timed out".into()),
+            };
         if ok {
             Ok(bytes.to_vec())
         } else {
@@ -304,11 +344,25 @@ impl NodeClient {
 
     /// One health request, whatever the node's state.
     pub async fn probe(&self) -> bool {
-        let Ok(req) = self.request(Method::GET, &format!("{PREFIX}health"), empty()) else { return false };
+        let path = format!("{PREFIX}health");
+        let Ok((req, _)) = self.request(Method::GET, &path, BodyDigest::of(&[]), empty()) else {
+            return false;
+        };
         matches!(
             tokio::time::timeout(Duration::from_secs(2), self.http.request(req)).await,
             Ok(Ok(r)) if r.status() == StatusCode::OK
         )
+    }
+}
+
+/// An answer's body, read whole up to `limit` bytes; an error past it.
+pub async fn read_answer(body: Incoming, limit: usize) -> Result<Bytes, String> {
+    match Limited::new(body, limit).collect().await {
+        Ok(b) => Ok(b.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(format!("answer too large (more than {limit} bytes)"))
+        }
+        Err(e) => Err(e.to_string()),
     }
 }
 

@@ -5,6 +5,11 @@
 //! end marker so a writer dropped half way never looks finished; a reader fetches byte ranges,
 //! and the bitrot hash is checked here, on the reading node, so corruption on the wire is caught
 //! like corruption on the disk.
+//!
+//! A shard write stream is a sequence of frames, each `length (u32 BE) || bitrot hash (32) ||
+//! tag (32) || shard`, ended by a frame header of length [`END_OF_FRAMES`] with a zero hash.
+//! The tag is an HMAC of the frame's index, length and hash keyed from the request's signature
+//! ([`crate::auth::FrameKey`]); the receiving node checks every tag and every bitrot hash.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +17,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::Method;
-use http_body_util::BodyExt;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use strata_drive::{
     DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter,
@@ -22,12 +26,17 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
 
-use crate::client::{ChannelBody, NodeClient};
+use strata_types::limits::{RPC_ANSWER_SIZE_MAX, RPC_FRAME_SIZE_MAX};
+
+use crate::auth::{BodyDigest, FrameKey};
+use crate::client::{read_answer, ChannelBody, NodeClient};
 use crate::wire::{decode, encode, DriveCall, DriveReply, WireError};
 use crate::PREFIX;
 
 /// Shard length of the frame header that ends a shard write stream.
 pub(crate) const END_OF_FRAMES: u32 = u32::MAX;
+/// Bytes of a frame header: length, bitrot hash, tag.
+pub(crate) const FRAME_HEADER_SIZE: usize = 4 + 32 + 32;
 
 #[derive(Debug)]
 pub struct RemoteDrive {
@@ -144,15 +153,23 @@ impl Drive for RemoteDrive {
         let (tx, rx) = mpsc::channel::<Bytes>(8);
         let node = self.node.clone();
         let path = format!("{PREFIX}drive/write?d={}&id={data_id}", self.query());
+        let body = http_body_util::combinators::UnsyncBoxBody::new(ChannelBody(rx));
+        let (req, frames) = node.request(Method::POST, &path, BodyDigest::Frames, body)?;
         let sent = tokio::spawn(async move {
-            let body = http_body_util::combinators::UnsyncBoxBody::new(ChannelBody(rx));
-            let resp = node.send(Method::POST, &path, body, None).await?;
-            let bytes = resp.into_body().collect().await.map_err(|e| DriveError::Offline(e.to_string()))?;
-            decode::<Result<(), WireError>>(&bytes.to_bytes())
+            let resp = node.send_request(req, None).await?;
+            let bytes =
+                read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX).await.map_err(DriveError::Offline)?;
+            decode::<Result<(), WireError>>(&bytes)
                 .map_err(|e| DriveError::Offline(format!("unreadable answer: {e}")))?
                 .map_err(DriveError::from)
         });
-        Ok(Box::new(RemoteWriter { tx: Some(tx), sent: Some(sent), timeout: Duration::from_secs(30) }))
+        Ok(Box::new(RemoteWriter {
+            tx: Some(tx),
+            sent: Some(sent),
+            timeout: Duration::from_secs(30),
+            frames,
+            index: 0,
+        }))
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
@@ -285,11 +302,13 @@ impl Drive for RemoteDrive {
     }
 }
 
-/// Frame header on the wire: shard length (big-endian u32), then the 32-byte bitrot hash.
-fn frame_header(len: u32, hash: &[u8; 32]) -> Bytes {
-    let mut h = Vec::with_capacity(36);
+/// Frame header on the wire: shard length (big-endian u32), the 32-byte bitrot hash, and the
+/// frame's 32-byte tag.
+pub(crate) fn frame_header(frames: &FrameKey, index: u64, len: u32, hash: &[u8; 32]) -> Bytes {
+    let mut h = Vec::with_capacity(FRAME_HEADER_SIZE);
     h.extend_from_slice(&len.to_be_bytes());
     h.extend_from_slice(hash);
+    h.extend_from_slice(&frames.tag(index, len, hash));
     Bytes::from(h)
 }
 
@@ -297,6 +316,9 @@ struct RemoteWriter {
     tx: Option<mpsc::Sender<Bytes>>,
     sent: Option<JoinHandle<DriveResult<()>>>,
     timeout: Duration,
+    /// The key of this stream's frame tags, and the index of the next frame.
+    frames: FrameKey,
+    index: u64,
 }
 
 impl RemoteWriter {
@@ -335,13 +357,18 @@ impl RemoteWriter {
 #[async_trait]
 impl ShardWriter for RemoteWriter {
     async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-        let len = u32::try_from(shard.len()).map_err(|_| DriveError::Corrupt("shard too large".into()))?;
-        self.push(frame_header(len, &hash)).await?;
+        let len = u32::try_from(shard.len()).ok().filter(|_| shard.len() <= RPC_FRAME_SIZE_MAX).ok_or_else(
+            || DriveError::Corrupt(format!("shard of {} bytes is too large to send", shard.len())),
+        )?;
+        let header = frame_header(&self.frames, self.index, len, &hash);
+        self.index += 1;
+        self.push(header).await?;
         self.push(shard).await
     }
 
     async fn finish(&mut self) -> DriveResult<()> {
-        self.push(frame_header(END_OF_FRAMES, &[0; 32])).await?;
+        let end = frame_header(&self.frames, self.index, END_OF_FRAMES, &[0; 32]);
+        self.push(end).await?;
         self.tx = None;
         self.outcome().await
     }

@@ -226,4 +226,33 @@ mod tests {
         }
         assert!(decode::<DriveCall>(b"\xc1garbage").is_err());
     }
+
+    #[test]
+    fn hostile_lengths_fail_without_allocating_them() {
+        // A bin of 4 GiB declared in 5 bytes: checked against the bytes present, not allocated.
+        let bin = [0xc6, 0xff, 0xff, 0xff, 0xff];
+        let mut call = vec![0x81, 0xaa];
+        call.extend_from_slice(b"WriteState");
+        call.extend_from_slice(&[0x92, 0xa1, b'x']);
+        call.extend_from_slice(&bin);
+        assert!(decode::<DriveCall>(&call).is_err());
+        // An array of 4 billion entries declared in 5 bytes: preallocation is capped (1 MiB), and
+        // decoding stops at the first missing element.
+        let started = std::time::Instant::now();
+        for _ in 0..1000 {
+            let list = [0x81, 0xa5, b'P', b'a', b'r', b't', b's', 0xdd, 0xff, 0xff, 0xff, 0xff];
+            assert!(decode::<DriveReply>(&list).is_err());
+            let batch = [0x92, 0xdd, 0xff, 0xff, 0xff, 0xff];
+            assert!(decode::<Batch>(&batch).is_err());
+        }
+        // 4 billion entries allocated would take seconds each; the caps take microseconds.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn unit_calls_and_answers_have_the_shape_the_e2e_signer_sends() {
+        // tests/e2e/test_cluster.py builds these bytes by hand.
+        assert_eq!(&encode(&DriveCall::DiskInfo)[..], b"\xa8DiskInfo");
+        assert!(encode(&Ok::<_, WireError>(DriveReply::Done)).starts_with(b"\x81\xa2Ok"));
+    }
 }

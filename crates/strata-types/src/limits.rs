@@ -89,3 +89,39 @@ pub const REQUESTS_IN_FLIGHT_MAX: usize = 1024;
 
 /// Shortest root secret we accept: a shorter one is refused at start.
 pub const ROOT_SECRET_LEN_MIN: usize = 8;
+
+/// Allowed difference between a node RPC request's signing time and the receiving node's clock.
+/// Short, because it bounds how long a captured request stays worth replaying to a node that
+/// forgot its sender (restart, eviction); nodes are expected to keep their clocks within a
+/// second or so by NTP. Past it: 403 with the two times in the message.
+pub const RPC_CLOCK_SKEW_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Sequence numbers of one RPC sender remembered below the highest seen (the IPsec anti-replay
+/// window). Concurrent HTTP/2 streams may arrive out of order by up to the number of calls in
+/// flight to one node; this is far above that (1 KiB of bitmap per sender). A number older than
+/// the window, or seen before: 403 "replayed".
+pub const RPC_REPLAY_WINDOW: usize = 8192;
+
+/// RPC senders whose replay windows a node keeps (a sender is one peer client of one process:
+/// a few per peer and restart). Past it the least recently heard is forgotten (logged).
+pub const RPC_REPLAY_SENDERS_MAX: usize = 1024;
+
+/// Largest RPC request body read whole (drive calls, lock calls, batches, peer notices, admin).
+/// The largest legitimate one is a CompleteMultipartUpload commit (a version with up to 10,000
+/// parts, about 1 MiB) or a bucket record with CORS rules (up to 2 MiB of XML); inline data is at
+/// most 128 KiB. Past it: 413, before the body is decoded.
+pub const RPC_BODY_SIZE_MAX: usize = 16 * 1024 * 1024;
+
+/// Largest RPC answer a node reads whole (drive call replies, admin answers). The largest
+/// legitimate one is a drive listing page: up to 1,000 whole object records, each with its
+/// versions and part lists. Past it: the call fails as offline ("answer too large").
+pub const RPC_ANSWER_SIZE_MAX: usize = 256 * 1024 * 1024;
+
+/// Largest shard in one frame of a streamed shard write: one erasure block's shard (at most the
+/// whole block, with one data shard) plus headroom. A larger declared frame: 400, and the temp
+/// file is aborted.
+pub const RPC_FRAME_SIZE_MAX: usize = BLOCK_SIZE + 64 * 1024;
+
+/// Largest byte range one `drive/read` call may ask for: reads fetch one frame (bitrot hash and
+/// shard). Past it: 400 on the serving node.
+pub const RPC_READ_SIZE_MAX: usize = RPC_FRAME_SIZE_MAX + 32;
