@@ -55,6 +55,10 @@ pub enum ObjectError {
     InvalidParity(usize),
     #[error(transparent)]
     Body(#[from] BodyError),
+    /// The object's lock could not be had in time, or its lease ran out before the commit
+    /// (another node may hold it now): nothing was changed; retryable.
+    #[error("object lock not held: {0}")]
+    LockNotHeld(String),
     #[error("internal error: {0}")]
     Internal(String),
 }

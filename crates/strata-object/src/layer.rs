@@ -395,6 +395,7 @@ impl ObjectLayer {
         let (set, hash) = self.locate(bucket, key);
         let op = Uuid::new_v4();
         let _guard = set.locks.exclusive(hash).await?;
+        _guard.ensure_held()?;
         let results = join_all(set.drives.iter().map(|d| async move {
             match d {
                 Some(d) => match d.delete_version(bucket, key, None, op).await {

@@ -40,7 +40,7 @@ pub use healer::{
 };
 pub use layer::{Cluster, DriveSlot, ObjectLayer, Peers, SetView};
 pub use list::{ListPage, ListRequest};
-pub use lock::{LockGuard, LockTable, Locker};
+pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart};
 pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use strata_drive::DiskInfo;

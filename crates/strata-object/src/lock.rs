@@ -16,11 +16,48 @@ use crate::error::ObjectError;
 const STRIPES: usize = 1024;
 
 /// A held lock; dropping it releases the lock.
-pub struct LockGuard(#[allow(dead_code)] Box<dyn Send + Sync>);
+pub struct LockGuard(Box<dyn Lease>);
+
+/// What a held lock can say about itself. A lock of this process is held until dropped; a lock
+/// granted by other nodes holds only while its leases are certain, and a writer checks
+/// [`LockGuard::ensure_held`] right before it commits.
+pub trait Lease: Send + Sync {
+    /// Whether the lock is certainly still ours, for long enough to commit.
+    fn still_held(&self) -> bool;
+}
+
+/// A lock held until dropped.
+struct Local<T>(#[allow(dead_code)] T);
+
+impl<T: Send + Sync> Lease for Local<T> {
+    fn still_held(&self) -> bool {
+        true
+    }
+}
 
 impl LockGuard {
+    /// A lock held until dropped.
     pub fn new(held: impl Send + Sync + 'static) -> Self {
-        Self(Box::new(held))
+        Self(Box::new(Local(held)))
+    }
+
+    /// A lock held while `lease` says so.
+    pub fn leased(lease: impl Lease + 'static) -> Self {
+        Self(Box::new(lease))
+    }
+
+    pub fn still_held(&self) -> bool {
+        self.0.still_held()
+    }
+
+    /// `LockNotHeld` (503, retryable) when the lock may have passed to another holder: the
+    /// caller must not commit.
+    pub fn ensure_held(&self) -> Result<(), ObjectError> {
+        if self.still_held() {
+            Ok(())
+        } else {
+            Err(ObjectError::LockNotHeld("the object lock's lease ran out before the commit".into()))
+        }
     }
 }
 

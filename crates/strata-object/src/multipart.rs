@@ -307,7 +307,7 @@ impl ObjectLayer {
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
         let _guard = set.locks.exclusive(hash).await?;
-        check_condition(set, bucket, key, &opts.condition).await?;
+        check_condition(set, bucket, key, &opts.condition).await.and_then(|()| _guard.ensure_held())?;
         let results = on_drives(set, |i, d| {
             let mut v = version.clone();
             v.erasure.shard_index = e.distribution.get(i).copied().unwrap_or(0);

@@ -255,7 +255,9 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
-    if let Err(e) = check_condition(set, t.bucket, t.key, &condition).await {
+    if let Err(e) =
+        check_condition(set, t.bucket, t.key, &condition).await.and_then(|()| _guard.ensure_held())
+    {
         abort_files(set, data).await;
         return Err(e);
     }

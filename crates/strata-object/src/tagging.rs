@@ -28,6 +28,7 @@ impl ObjectLayer {
         let e = &version.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
+        _guard.ensure_held()?;
         let results =
             join_all(set.drives.iter().zip(&resolved.holders).enumerate().map(|(pos, (d, held))| {
                 let mut v = version.clone();

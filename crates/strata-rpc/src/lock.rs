@@ -9,14 +9,26 @@
 //! too few nodes grant, the grants are given back and the locker retries after a random pause
 //! (so two contenders do not retry in lockstep); when too few nodes are even reachable it fails
 //! at once.
+//!
+//! Fencing: the holder knows until when its quorum of leases is certain: the time it sent the
+//! last request that a quorum granted (the acquire or a refresh) plus the lease, since no node
+//! can have started its lease before that. A refresh that does not reach a quorum ends it at
+//! once (a node that refused may have granted the lock to another). The object layer checks
+//! [`LockGuard::ensure_held`] right before it commits, and the guard answers yes only while at
+//! least the commit margin (the RPC time-out, which bounds each commit call) of the lease
+//! remains: so the lease is longer than the RPC time-out ([`LockTimings::for_rpc_timeout`]).
+//! What it cannot see: a holder process paused between that check and sending its commit calls
+//! (the calls then still go out late); fencing tokens checked by the drives would close that.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
-use strata_object::{LockGuard, Locker, ObjectError};
+use strata_object::{Lease, LockGuard, Locker, ObjectError};
+use strata_types::limits::{LOCK_LEASE_PER_RPC_TIMEOUT, LOCK_WAIT_MIN};
 use uuid::Uuid;
 
 use crate::client::NodeClient;
@@ -96,7 +108,17 @@ impl LockServer {
 pub enum LockNode {
     Local(Arc<LockServer>),
     Remote(Arc<NodeClient>),
+    /// A node whose answers a test can cut off or hang.
+    #[cfg(test)]
+    Switched(Arc<LockServer>, Arc<std::sync::atomic::AtomicU8>),
 }
+
+#[cfg(test)]
+const SWITCH_ANSWERS: u8 = 0;
+#[cfg(test)]
+const SWITCH_UNREACHABLE: u8 = 1;
+#[cfg(test)]
+const SWITCH_HANGS: u8 = 2;
 
 impl LockNode {
     /// `Some(granted)`, or `None` when the node did not answer.
@@ -104,6 +126,12 @@ impl LockNode {
         match self {
             LockNode::Local(s) => Some(s.serve(call)),
             LockNode::Remote(n) => n.call::<bool>(&format!("{PREFIX}lock"), encode(&call)).await.ok(),
+            #[cfg(test)]
+            LockNode::Switched(s, mode) => match mode.load(Ordering::Relaxed) {
+                SWITCH_ANSWERS => Some(s.serve(call)),
+                SWITCH_UNREACHABLE => None,
+                _ => std::future::pending().await,
+            },
         }
     }
 }
@@ -114,11 +142,33 @@ pub struct LockTimings {
     pub lease: Duration,
     /// How long to keep retrying a lock others hold.
     pub wait: Duration,
+    /// How much of its lease a holder must have left to commit: the longest a commit call may
+    /// take (the RPC time-out). Less than the lease.
+    pub commit_margin: Duration,
+}
+
+impl LockTimings {
+    /// Timings for peers called with `rpc_timeout`: a lease of
+    /// [`LOCK_LEASE_PER_RPC_TIMEOUT`] time-outs, a commit margin of one, and a wait that outlasts
+    /// a lease and a commit.
+    pub fn for_rpc_timeout(rpc_timeout: Duration) -> Self {
+        let rpc_timeout = rpc_timeout.max(Duration::from_millis(100));
+        let lease = rpc_timeout * LOCK_LEASE_PER_RPC_TIMEOUT;
+        Self { lease, wait: LOCK_WAIT_MIN.max(lease + rpc_timeout), commit_margin: rpc_timeout }
+    }
+}
+
+impl LockTimings {
+    /// Timings for these peers: for the longest of their RPC time-outs.
+    pub fn for_peers(peers: &[Arc<NodeClient>]) -> Self {
+        let rpc_timeout = peers.iter().map(|p| p.timeout()).max();
+        Self::for_rpc_timeout(rpc_timeout.unwrap_or(strata_types::limits::RPC_TIMEOUT))
+    }
 }
 
 impl Default for LockTimings {
     fn default() -> Self {
-        Self { lease: Duration::from_secs(10), wait: Duration::from_secs(30) }
+        Self::for_rpc_timeout(strata_types::limits::RPC_TIMEOUT)
     }
 }
 
@@ -129,6 +179,8 @@ pub struct QuorumLocker {
 
 impl QuorumLocker {
     pub fn new(nodes: Vec<LockNode>, timings: LockTimings) -> Self {
+        // Otherwise no holder could ever commit.
+        assert!(timings.commit_margin < timings.lease, "lock lease must be longer than its commit margin");
         Self { nodes, timings }
     }
 
@@ -153,7 +205,63 @@ impl QuorumLocker {
                     s.serve(LockCall::Release { owner });
                 }
                 LockNode::Remote(c) => c.defer(|b| b.releases.push(owner)),
+                #[cfg(test)]
+                LockNode::Switched(s, _) => {
+                    s.serve(LockCall::Release { owner });
+                }
             }
+        }
+    }
+}
+
+/// Until when a holder's quorum of leases is certain.
+struct LeaseState {
+    /// The instant the times below count from.
+    base: Instant,
+    /// Nanoseconds after `base` when the last lease a quorum granted ends.
+    deadline: AtomicU64,
+    /// A refresh did not reach a quorum: the lock may be another's.
+    lost: AtomicBool,
+    commit_margin: Duration,
+}
+
+impl LeaseState {
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// A quorum granted a lease asked for at `sent`.
+    fn renewed(&self, sent: Instant, lease: Duration) {
+        self.deadline.fetch_max(self.nanos(sent + lease), Ordering::AcqRel);
+    }
+
+    fn held_at(&self, now: Instant) -> bool {
+        !self.lost.load(Ordering::Acquire)
+            && self.nanos(now + self.commit_margin) < self.deadline.load(Ordering::Acquire)
+    }
+}
+
+impl QuorumLocker {
+    /// Refreshes `owner`'s leases every third of a lease until a refresh fails to reach a
+    /// quorum (the lock is then lost for good) or the guard is dropped.
+    async fn refresh(
+        nodes: Vec<LockNode>,
+        owner: Uuid,
+        quorum: usize,
+        lease: Duration,
+        state: Arc<LeaseState>,
+    ) {
+        let lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+        loop {
+            tokio::time::sleep(lease / 3).await;
+            let sent = Instant::now();
+            let kept = Self::ask_all(&nodes, || LockCall::Refresh { owner, lease_ms }).await;
+            if kept.iter().filter(|a| **a == Some(true)).count() < quorum {
+                state.lost.store(true, Ordering::Release);
+                tracing::warn!("a held lock lost its quorum of leases: its holder will not commit");
+                return;
+            }
+            state.renewed(sent, lease);
         }
     }
 }
@@ -163,6 +271,13 @@ struct Held {
     owner: Uuid,
     nodes: Vec<LockNode>,
     refresher: tokio::task::JoinHandle<()>,
+    lease: Arc<LeaseState>,
+}
+
+impl Lease for Held {
+    fn still_held(&self) -> bool {
+        self.lease.held_at(Instant::now())
+    }
 }
 
 impl Drop for Held {
@@ -181,6 +296,7 @@ impl Locker for QuorumLocker {
         let mut attempt = 0u32;
         loop {
             let owner = Uuid::new_v4();
+            let sent = Instant::now();
             let answers = Self::ask_all(&self.nodes, || LockCall::Acquire {
                 resource: hash,
                 owner,
@@ -191,18 +307,21 @@ impl Locker for QuorumLocker {
             let granted = answers.iter().filter(|a| **a == Some(true)).count();
             let reachable = answers.iter().filter(|a| a.is_some()).count();
             if granted >= quorum {
-                let nodes = self.nodes.clone();
-                let refresh = self.timings.lease / 3;
-                let refresher = tokio::spawn(async move {
-                    loop {
-                        tokio::time::sleep(refresh).await;
-                        let kept = Self::ask_all(&nodes, || LockCall::Refresh { owner, lease_ms }).await;
-                        if kept.iter().filter(|a| **a == Some(true)).count() < quorum {
-                            tracing::warn!("a held lock lost its quorum of leases");
-                        }
-                    }
+                let lease = Arc::new(LeaseState {
+                    base: sent,
+                    deadline: AtomicU64::new(0),
+                    lost: AtomicBool::new(false),
+                    commit_margin: self.timings.commit_margin,
                 });
-                return Ok(LockGuard::new(Held { owner, nodes: self.nodes.clone(), refresher }));
+                lease.renewed(sent, self.timings.lease);
+                let refresher = tokio::spawn(Self::refresh(
+                    self.nodes.clone(),
+                    owner,
+                    quorum,
+                    self.timings.lease,
+                    lease.clone(),
+                ));
+                return Ok(LockGuard::leased(Held { owner, nodes: self.nodes.clone(), refresher, lease }));
             }
             if granted > 0 {
                 Self::release(&self.nodes, owner);
@@ -211,7 +330,7 @@ impl Locker for QuorumLocker {
                 return Err(ObjectError::WriteQuorum { needed: quorum, online: reachable });
             }
             if Instant::now() >= deadline {
-                return Err(ObjectError::Internal("timed out waiting for an object lock".into()));
+                return Err(ObjectError::LockNotHeld("timed out waiting for the object lock".into()));
             }
             attempt = attempt.saturating_add(1);
             // Random pause, growing with the attempts up to ~100 ms.
@@ -267,12 +386,16 @@ mod tests {
     #[tokio::test]
     async fn quorum_locks_exclude_each_other_and_release_on_drop() {
         let (servers, nodes) = servers(4);
-        let timings = LockTimings { lease: Duration::from_secs(10), wait: Duration::from_millis(200) };
+        let timings = LockTimings {
+            lease: Duration::from_secs(10),
+            wait: Duration::from_millis(200),
+            commit_margin: Duration::ZERO,
+        };
         let a = QuorumLocker::new(nodes.clone(), timings);
         let b = QuorumLocker::new(nodes, timings);
         let held = a.lock(42, true).await.expect("free lock");
-        assert!(matches!(b.lock(42, true).await, Err(ObjectError::Internal(_))));
-        assert!(matches!(b.lock(42, false).await, Err(ObjectError::Internal(_))));
+        assert!(matches!(b.lock(42, true).await, Err(ObjectError::LockNotHeld(_))));
+        assert!(matches!(b.lock(42, false).await, Err(ObjectError::LockNotHeld(_))));
         // Failed attempts gave their grants back: only the holder's 4 remain.
         assert_eq!(servers.iter().map(|s| s.granted()).sum::<usize>(), 4);
         drop(held);
@@ -290,7 +413,11 @@ mod tests {
         for s in &servers[..2] {
             assert!(s.serve(LockCall::Acquire { resource: 9, owner, exclusive: true, lease_ms: 150 }));
         }
-        let timings = LockTimings { lease: Duration::from_secs(10), wait: Duration::from_secs(5) };
+        let timings = LockTimings {
+            lease: Duration::from_secs(10),
+            wait: Duration::from_secs(5),
+            commit_margin: Duration::ZERO,
+        };
         let started = Instant::now();
         let _held = QuorumLocker::new(nodes, timings).lock(9, true).await.expect("after the lease");
         assert!(started.elapsed() >= Duration::from_millis(100), "{:?}", started.elapsed());
@@ -312,7 +439,11 @@ mod tests {
             n.mark_offline("test");
             nodes.push(LockNode::Remote(n));
         }
-        let timings = LockTimings { lease: Duration::from_secs(10), wait: Duration::from_secs(30) };
+        let timings = LockTimings {
+            lease: Duration::from_secs(10),
+            wait: Duration::from_secs(30),
+            commit_margin: Duration::ZERO,
+        };
         let locker = QuorumLocker::new(nodes, timings);
         let started = Instant::now();
         // Exclusive needs 3 of 4: refused fast, with the quorum error.
@@ -320,5 +451,91 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
         // Shared needs 2 of 4: granted.
         locker.lock(1, false).await.expect("shared with half the nodes");
+    }
+
+    fn switched(servers: &[Arc<LockServer>]) -> (Vec<Arc<std::sync::atomic::AtomicU8>>, Vec<LockNode>) {
+        let modes: Vec<_> =
+            servers.iter().map(|_| Arc::new(std::sync::atomic::AtomicU8::new(SWITCH_ANSWERS))).collect();
+        let nodes =
+            servers.iter().zip(&modes).map(|(s, m)| LockNode::Switched(s.clone(), m.clone())).collect();
+        (modes, nodes)
+    }
+
+    const FENCED: LockTimings = LockTimings {
+        lease: Duration::from_millis(600),
+        wait: Duration::from_secs(5),
+        commit_margin: Duration::from_millis(150),
+    };
+
+    /// Locks `hash` exclusively through `locker` as soon as it can; the instant it got it.
+    async fn lock_when_free(locker: &QuorumLocker, hash: u64) -> (LockGuard, Instant) {
+        let guard = locker.lock(hash, true).await.expect("granted once the holder's leases ran out");
+        (guard, Instant::now())
+    }
+
+    #[tokio::test]
+    async fn a_guard_whose_refreshes_miss_the_quorum_is_lost_before_another_is_granted() {
+        let (servers, _) = servers(3);
+        let (modes, nodes) = switched(&servers);
+        let holder = QuorumLocker::new(nodes, FENCED);
+        let guard = holder.lock(5, true).await.expect("free lock");
+        // While refreshes reach a quorum the lock stays held over several leases.
+        for _ in 0..9 {
+            tokio::time::sleep(FENCED.lease / 4).await;
+            assert!(guard.still_held(), "a refreshed lock must stay held");
+        }
+        guard.ensure_held().expect("held");
+        // The holder is cut off from two of three nodes: its refreshes reach one.
+        modes[0].store(SWITCH_UNREACHABLE, Ordering::Relaxed);
+        modes[1].store(SWITCH_UNREACHABLE, Ordering::Relaxed);
+        // Another node's locker reaches those two, where the holder's leases run out.
+        let other = QuorumLocker::new(servers.iter().map(|s| LockNode::Local(s.clone())).collect(), FENCED);
+        let watch = async {
+            loop {
+                if !guard.still_held() {
+                    return Instant::now();
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let (lost_at, (other_guard, granted_at)) = tokio::join!(watch, lock_when_free(&other, 5));
+        assert!(lost_at < granted_at, "the guard must know it is lost before another holder is granted");
+        assert!(matches!(guard.ensure_held(), Err(ObjectError::LockNotHeld(_))));
+        // Lost for good, even once the nodes answer again.
+        modes[0].store(SWITCH_ANSWERS, Ordering::Relaxed);
+        modes[1].store(SWITCH_ANSWERS, Ordering::Relaxed);
+        tokio::time::sleep(FENCED.lease / 2).await;
+        assert!(!guard.still_held());
+        assert!(other_guard.still_held());
+    }
+
+    #[tokio::test]
+    async fn a_guard_whose_refreshes_hang_is_lost_a_margin_before_its_lease_ends() {
+        let (servers, _) = servers(3);
+        let (modes, nodes) = switched(&servers);
+        let holder = QuorumLocker::new(nodes, FENCED);
+        let started = Instant::now();
+        let guard = holder.lock(6, true).await.expect("free lock");
+        // Every node stops answering without failing: the refresh never returns.
+        for m in &modes {
+            m.store(SWITCH_HANGS, Ordering::Relaxed);
+        }
+        tokio::time::sleep(FENCED.lease - FENCED.commit_margin - Duration::from_millis(100)).await;
+        assert!(guard.still_held(), "held while more than the margin of the lease remains");
+        tokio::time::sleep(Duration::from_millis(110)).await;
+        assert!(!guard.still_held(), "lost once less than the margin remains ({:?})", started.elapsed());
+        // And before any node would grant the lock to another.
+        let other = QuorumLocker::new(servers.iter().map(|s| LockNode::Local(s.clone())).collect(), FENCED);
+        let (_g, granted_at) = lock_when_free(&other, 6).await;
+        assert!(granted_at >= started + FENCED.lease, "{:?}", granted_at - started);
+    }
+
+    #[test]
+    fn the_lease_outlasts_a_commit_and_the_wait_outlasts_the_lease() {
+        let t = LockTimings::default();
+        assert_eq!(t.commit_margin, strata_types::limits::RPC_TIMEOUT);
+        assert!(t.lease > t.commit_margin && t.wait > t.lease, "{t:?}");
+        let short = LockTimings::for_rpc_timeout(Duration::from_secs(1));
+        assert_eq!((short.lease, short.commit_margin), (Duration::from_secs(2), Duration::from_secs(1)));
     }
 }

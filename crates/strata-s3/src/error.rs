@@ -130,6 +130,9 @@ impl From<ObjectError> for S3Error {
             ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
                 (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
             }
+            ObjectError::LockNotHeld(_) => {
+                (C::SlowDown, "The object is being changed by another request; please retry.")
+            }
             ObjectError::PreconditionFailed => {
                 (C::PreconditionFailed, "At least one of the pre-conditions you specified did not hold")
             }

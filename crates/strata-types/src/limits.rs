@@ -90,6 +90,10 @@ pub const REQUESTS_IN_FLIGHT_MAX: usize = 1024;
 /// Shortest root secret we accept: a shorter one is refused at start.
 pub const ROOT_SECRET_LEN_MIN: usize = 8;
 
+/// Default time-out of one node RPC call (`STRATA_RPC_TIMEOUT` overrides it). A call that
+/// overruns it fails as offline and marks the node offline until a probe answers.
+pub const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Allowed difference between a node RPC request's signing time and the receiving node's clock.
 /// Short, because it bounds how long a captured request stays worth replaying to a node that
 /// forgot its sender (restart, eviction); nodes are expected to keep their clocks within a
@@ -125,3 +129,13 @@ pub const RPC_FRAME_SIZE_MAX: usize = BLOCK_SIZE + 64 * 1024;
 /// Largest byte range one `drive/read` call may ask for: reads fetch one frame (bitrot hash and
 /// shard). Past it: 400 on the serving node.
 pub const RPC_READ_SIZE_MAX: usize = RPC_FRAME_SIZE_MAX + 32;
+
+/// Lease of a distributed namespace lock, as a multiple of the RPC time-out. The holder refreshes
+/// every third of it and may commit only while at least one RPC time-out of its lease remains
+/// (a commit is RPC calls bounded by that time-out), so the lease must be longer than the
+/// time-out; twice leaves two thirds of it between refreshes. With the default time-out: 30 s.
+pub const LOCK_LEASE_PER_RPC_TIMEOUT: u32 = 2;
+
+/// Longest wait for a namespace lock others hold, at least: longer than a lease, so a waiter
+/// outlasts a holder that died. Past it: 503 SlowDown (`ObjectError::LockNotHeld`).
+pub const LOCK_WAIT_MIN: std::time::Duration = std::time::Duration::from_secs(30);

@@ -110,7 +110,7 @@ fn client_config(
     let timeout = std::env::var("STRATA_RPC_TIMEOUT")
         .ok()
         .and_then(|v| strata_types::time::parse_duration(&v))
-        .unwrap_or(std::time::Duration::from_secs(15));
+        .unwrap_or(strata_types::limits::RPC_TIMEOUT);
     Ok(strata_rpc::ClientConfig {
         key,
         tls,

@@ -146,7 +146,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         let mut nodes = vec![strata_rpc::LockNode::Local(d.locks.clone())];
         nodes.extend(d.peers.iter().map(|p| strata_rpc::LockNode::Remote(p.clone())));
         strata_object::Cluster {
-            locker: Arc::new(strata_rpc::QuorumLocker::new(nodes, strata_rpc::LockTimings::default())),
+            locker: Arc::new(strata_rpc::QuorumLocker::new(
+                nodes,
+                strata_rpc::LockTimings::for_peers(&d.peers),
+            )),
             peers: Arc::new(strata_rpc::PeerNotifier { peers: d.peers.clone() }),
             node: d.me.clone(),
         }
