@@ -51,7 +51,7 @@ pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result
     };
     let name = format!("Admin{}", op.split('/').map(capitalise).collect::<String>());
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let authorised = match sigv4::verify(parts, node, now, None) {
+    let authorised = match sigv4::verify(parts, node, &node.config.region, now, None) {
         Ok(Some(v)) if v.access_key == node.config.root_user => Ok(()),
         Ok(_) => Err(S3Error::new(S3ErrorCode::AccessDenied, "The admin API needs the root credentials.")),
         Err(e) => Err(e),

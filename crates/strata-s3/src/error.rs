@@ -79,11 +79,19 @@ pub struct S3Error {
     pub message: String,
     pub bucket: Option<String>,
     pub key: Option<String>,
+    /// Further elements AWS adds for some codes (`Region`, `HeadersNotSigned`), in order.
+    pub details: Vec<(&'static str, String)>,
 }
 
 impl S3Error {
     pub fn new(code: S3ErrorCode, message: &str) -> Self {
-        Self { code, message: message.to_owned(), bucket: None, key: None }
+        Self { code, message: message.to_owned(), bucket: None, key: None, details: Vec::new() }
+    }
+
+    /// Adds an element to the error document (e.g. `Region` with the region expected).
+    pub fn with_detail(mut self, name: &'static str, value: &str) -> Self {
+        self.details.push((name, value.to_owned()));
+        self
     }
 
     pub fn with_resource(mut self, bucket: Option<&str>, key: Option<&str>) -> Self {
@@ -103,6 +111,9 @@ impl S3Error {
         }
         if let Some(k) = &self.key {
             x.elem("Key", k);
+        }
+        for (name, value) in &self.details {
+            x.elem(name, value);
         }
         x.elem("RequestId", request_id);
         x.close("Error");

@@ -375,7 +375,7 @@ async fn serve_route(
     }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
-    let auth = sigv4::verify(parts, node, now, host_bucket)?
+    let auth = sigv4::verify(parts, node, &node.config.region, now, host_bucket)?
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
     let req = Request { node, headers: &parts.headers, auth: &auth };
     let bucket = route.bucket.as_deref().unwrap_or("");

@@ -9,7 +9,7 @@ use hmac::{Hmac, Mac};
 use http::request::Parts;
 use percent_encoding::percent_decode_str;
 use sha1::Sha1;
-use strata_types::limits::CLOCK_SKEW_MAX_SECS;
+use strata_types::limits::{CLOCK_SKEW_MAX_SECS, PRESIGN_EXPIRES_MAX_SECS};
 
 use crate::error::{S3Error, S3ErrorCode};
 use crate::sigv4::{constant_time_eq, Payload, SecretLookup, Verified};
@@ -193,6 +193,14 @@ pub fn verify_query(
     if now > t {
         return Err(S3Error::new(S3ErrorCode::AccessDenied, "Request has expired"));
     }
+    // Like SigV4's X-Amz-Expires: at most a week ahead (with the signer's clock allowed to run
+    // ahead of ours by the usual skew), so a leaked URL does not stay valid for years.
+    if t > now + PRESIGN_EXPIRES_MAX_SECS + CLOCK_SKEW_MAX_SECS {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "Expires must be at most 604800 seconds (7 days) in the future",
+        ));
+    }
     check(parts, secrets, &key, &sig, &expires, bucket)
 }
 
@@ -241,5 +249,38 @@ mod tests {
         );
         assert_eq!(bad.map_err(|e| e.code).err(), Some(S3ErrorCode::SignatureDoesNotMatch));
         let _ = now;
+    }
+
+    fn presigned(expires: u64) -> Result<Verified, S3Error> {
+        let unsigned = http::Request::builder()
+            .method("GET")
+            .uri("/bucket/key")
+            .body(())
+            .expect("request")
+            .into_parts()
+            .0;
+        let sig = sign(
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            &string_to_sign(&unsigned, &expires.to_string(), None),
+        );
+        let sig: String =
+            percent_encoding::utf8_percent_encode(&sig, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let uri =
+            format!("/bucket/key?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires={expires}&Signature={sig}");
+        let parts = http::Request::builder().method("GET").uri(uri).body(()).expect("request").into_parts().0;
+        verify_query(&parts, &One, NOW, None)
+    }
+
+    const NOW: u64 = 1_700_000_000;
+
+    #[test]
+    fn presigned_expiry_at_most_a_week() {
+        assert!(presigned(NOW + 60).is_ok());
+        assert!(presigned(NOW + PRESIGN_EXPIRES_MAX_SECS).is_ok());
+        assert_eq!(presigned(NOW - 1).map_err(|e| e.code).err(), Some(S3ErrorCode::AccessDenied));
+        let far = presigned(NOW + PRESIGN_EXPIRES_MAX_SECS + CLOCK_SKEW_MAX_SECS + 1).expect_err("too far");
+        assert_eq!(far.code, S3ErrorCode::AccessDenied);
+        assert_eq!(far.code.status(), http::StatusCode::FORBIDDEN);
+        assert!(presigned(NOW + 10 * 365 * 24 * 3600).is_err());
     }
 }

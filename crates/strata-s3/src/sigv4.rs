@@ -184,9 +184,11 @@ struct Signed<'a> {
 /// Verifies a request signed in its `Authorization` header or its query (presigned).
 /// `Ok(None)` means the request carries no signature at all (anonymous).
 /// `host_bucket` is the bucket named by a virtual-host-style Host header (SigV2 signs it).
+/// `region` is this server's region: a SigV4 credential scope must name it and the `s3` service.
 pub fn verify(
     parts: &Parts,
     secrets: &dyn SecretLookup,
+    region: &str,
     now_secs: u64,
     host_bucket: Option<&str>,
 ) -> Result<Option<Verified>, S3Error> {
@@ -196,10 +198,10 @@ pub fn verify(
         if auth.starts_with("AWS ") {
             return crate::sigv2::verify_header(parts, auth, secrets, now_secs, host_bucket).map(Some);
         }
-        return verify_header(parts, auth, secrets, now_secs).map(Some);
+        return verify_header(parts, auth, secrets, region, now_secs).map(Some);
     }
     if query.contains("X-Amz-Signature=") {
-        return verify_presigned(parts, query, secrets, now_secs).map(Some);
+        return verify_presigned(parts, query, secrets, region, now_secs).map(Some);
     }
     if query.contains("AWSAccessKeyId=") {
         return crate::sigv2::verify_query(parts, secrets, now_secs, host_bucket).map(Some);
@@ -211,6 +213,49 @@ fn malformed(msg: &str) -> S3Error {
     S3Error::new(S3ErrorCode::AuthorizationHeaderMalformed, msg)
 }
 
+/// Where the signature came from: the `Authorization` header or the query (presigned).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Carrier {
+    Header,
+    Query,
+}
+
+impl Carrier {
+    /// The error AWS answers for a credential or scope it cannot accept, and its message prefix.
+    fn scope_error(self, what: &str) -> S3Error {
+        match self {
+            Carrier::Header => malformed(&format!("The authorization header is malformed; {what}")),
+            Carrier::Query => S3Error::new(
+                S3ErrorCode::AuthorizationQueryParametersError,
+                &format!("Error parsing the X-Amz-Credential parameter; {what}"),
+            ),
+        }
+    }
+}
+
+/// The credential scope must name this server's region and the `s3` service (a signature for
+/// another region or service is not meant for us), and `host` must be signed (else the request
+/// could be replayed against another endpoint). AWS answers the same codes.
+fn check_scope(s: &Signed<'_>, region: &str, carrier: Carrier) -> Result<(), S3Error> {
+    let c = &s.credential;
+    if c.region != region {
+        let what = format!("the region '{}' is wrong; expecting '{region}'", c.region);
+        return Err(carrier.scope_error(&what).with_detail("Region", region));
+    }
+    if c.service != "s3" {
+        let what = format!("incorrect service '{}'. This endpoint belongs to 's3'.", c.service);
+        return Err(carrier.scope_error(&what));
+    }
+    if !s.signed_headers.split(';').any(|h| h == "host") {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "There were headers present in the request which were not signed",
+        )
+        .with_detail("HeadersNotSigned", "host"));
+    }
+    Ok(())
+}
+
 fn header_str<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
@@ -219,6 +264,7 @@ fn verify_header(
     parts: &Parts,
     auth: &str,
     secrets: &dyn SecretLookup,
+    region: &str,
     now: u64,
 ) -> Result<Verified, S3Error> {
     let rest = auth.strip_prefix(ALGORITHM).ok_or_else(|| {
@@ -253,6 +299,7 @@ fn verify_header(
         amz_date,
         payload_hash,
     };
+    check_scope(&signed, region, Carrier::Header)?;
     check_time(&signed.amz_date, now, None)?;
     let verified = check_signature(parts, &signed, parts.uri.query().unwrap_or(""), secrets)?;
     Ok(verified)
@@ -262,6 +309,7 @@ fn verify_presigned(
     parts: &Parts,
     query: &str,
     secrets: &dyn SecretLookup,
+    region: &str,
     now: u64,
 ) -> Result<Verified, S3Error> {
     let mut params = std::collections::HashMap::new();
@@ -300,6 +348,7 @@ fn verify_presigned(
             .cloned()
             .unwrap_or_else(|| UNSIGNED_PAYLOAD.to_owned()),
     };
+    check_scope(&signed, region, Carrier::Query)?;
     check_time(&signed.amz_date, now, Some(expires))?;
     check_signature(parts, &signed, query, secrets)
 }
@@ -410,6 +459,7 @@ mod tests {
     const AK: &str = "AKIAIOSFODNN7EXAMPLE";
     const SK: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
     const NOW: u64 = 1_369_353_600; // 2013-05-24T00:00:00Z
+    const REGION: &str = "us-east-1";
 
     struct One;
     impl SecretLookup for One {
@@ -445,7 +495,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
+        let v = verify(&p, &One, REGION, NOW, None).expect("valid").expect("signed");
         assert_eq!(v.access_key, AK);
         // One changed byte anywhere fails.
         let p = request(
@@ -460,7 +510,7 @@ mod tests {
             ],
         );
         assert_eq!(
-            verify(&p, &One, NOW, None).expect_err("tampered").code,
+            verify(&p, &One, REGION, NOW, None).expect_err("tampered").code,
             S3ErrorCode::SignatureDoesNotMatch
         );
     }
@@ -481,7 +531,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
+        let v = verify(&p, &One, REGION, NOW, None).expect("valid").expect("signed");
         assert_eq!(
             v.payload,
             Payload::Sha256("44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072".into())
@@ -501,22 +551,22 @@ mod tests {
         ];
         let mut headers = h.to_vec();
         headers.push(("authorization", &a));
-        assert!(verify(&request("GET", "/?lifecycle", &headers), &One, NOW, None).is_ok());
+        assert!(verify(&request("GET", "/?lifecycle", &headers), &One, REGION, NOW, None).is_ok());
         let a = auth(
             "host;x-amz-content-sha256;x-amz-date",
             "34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7",
         );
         let mut headers = h.to_vec();
         headers.push(("authorization", &a));
-        assert!(verify(&request("GET", "/?max-keys=2&prefix=J", &headers), &One, NOW, None).is_ok());
+        assert!(verify(&request("GET", "/?max-keys=2&prefix=J", &headers), &One, REGION, NOW, None).is_ok());
     }
 
     #[test]
     fn presigned_vector_and_expiry() {
         let uri = "/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
         let p = request("GET", uri, &[("host", "examplebucket.s3.amazonaws.com")]);
-        assert!(verify(&p, &One, NOW + 100, None).expect("valid").is_some());
-        let err = verify(&p, &One, NOW + 86_401, None).expect_err("expired");
+        assert!(verify(&p, &One, REGION, NOW + 100, None).expect("valid").is_some());
+        let err = verify(&p, &One, REGION, NOW + 86_401, None).expect_err("expired");
         assert_eq!(err.code, S3ErrorCode::AccessDenied);
     }
 
@@ -526,13 +576,16 @@ mod tests {
         let p =
             request("GET", "/", &[("host", "h"), ("x-amz-date", "20130524T000000Z"), ("authorization", &a)]);
         assert_eq!(
-            verify(&p, &One, NOW + 16 * 60, None).expect_err("skew").code,
+            verify(&p, &One, REGION, NOW + 16 * 60, None).expect_err("skew").code,
             S3ErrorCode::RequestTimeTooSkewed
         );
         let a = a.replace(AK, "NOPE");
         let p =
             request("GET", "/", &[("host", "h"), ("x-amz-date", "20130524T000000Z"), ("authorization", &a)]);
-        assert_eq!(verify(&p, &One, NOW, None).expect_err("key").code, S3ErrorCode::InvalidAccessKeyId);
+        assert_eq!(
+            verify(&p, &One, REGION, NOW, None).expect_err("key").code,
+            S3ErrorCode::InvalidAccessKeyId
+        );
     }
 
     #[test]
@@ -555,7 +608,7 @@ mod tests {
                 ("authorization", &a),
             ],
         );
-        let v = verify(&p, &One, NOW, None).expect("valid").expect("signed");
+        let v = verify(&p, &One, REGION, NOW, None).expect("valid").expect("signed");
         let mut signer = v.chunk_signer.expect("streaming");
         assert_eq!(
             signer.next_chunk(&sha256_hex(&[b'a'; 65_536])),
@@ -569,5 +622,80 @@ mod tests {
             signer.next_chunk(EMPTY_SHA256),
             "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9"
         );
+    }
+
+    /// Headers of the scope tests' requests.
+    const SCOPE_HEADERS: [(&str, &str); 3] =
+        [("host", "h.example"), ("x-amz-content-sha256", EMPTY_SHA256), ("x-amz-date", "20130524T000000Z")];
+
+    /// Signs `GET /` the way a client would, independently of the verifier.
+    fn client_signature(signed_headers: &str, query: &str, scope: &str) -> String {
+        let mut canonical_headers = String::new();
+        for name in signed_headers.split(';') {
+            let value = SCOPE_HEADERS.iter().find(|(n, _)| *n == name).map_or("", |(_, v)| *v);
+            canonical_headers.push_str(&format!("{name}:{value}\n"));
+        }
+        let payload = if query.is_empty() { EMPTY_SHA256 } else { UNSIGNED_PAYLOAD };
+        let creq = format!("GET\n/\n{query}\n{canonical_headers}\n{signed_headers}\n{payload}");
+        let sts = format!("{ALGORITHM}\n20130524T000000Z\n{scope}\n{}", sha256_hex(creq.as_bytes()));
+        let mut it = scope.split('/');
+        let (date, region, service) =
+            (it.next().unwrap_or(""), it.next().unwrap_or(""), it.next().unwrap_or(""));
+        hex::encode(hmac(&signing_key(SK, date, region, service), sts.as_bytes()))
+    }
+
+    fn header_signed(signed_headers: &str, region: &str, service: &str) -> Result<Option<Verified>, S3Error> {
+        let scope = format!("20130524/{region}/{service}/aws4_request");
+        let sig = client_signature(signed_headers, "", &scope);
+        let a = format!("{ALGORITHM} Credential={AK}/{scope},SignedHeaders={signed_headers},Signature={sig}");
+        let mut headers = SCOPE_HEADERS.to_vec();
+        headers.push(("authorization", &a));
+        verify(&request("GET", "/", &headers), &One, REGION, NOW, None)
+    }
+
+    fn presigned(signed_headers: &str, region: &str, service: &str) -> Result<Option<Verified>, S3Error> {
+        let scope = format!("20130524/{region}/{service}/aws4_request");
+        let query = format!(
+            "X-Amz-Algorithm={ALGORITHM}&X-Amz-Credential={AK}%2F{}&X-Amz-Date=20130524T000000Z&X-Amz-Expires=60&X-Amz-SignedHeaders={}",
+            scope.replace('/', "%2F"),
+            signed_headers.replace(';', "%3B")
+        );
+        let sig = client_signature(signed_headers, &query, &scope);
+        let uri = format!("/?{query}&X-Amz-Signature={sig}");
+        verify(&request("GET", &uri, &SCOPE_HEADERS), &One, REGION, NOW, None)
+    }
+
+    #[test]
+    fn host_must_be_signed() {
+        assert!(header_signed("host;x-amz-content-sha256;x-amz-date", REGION, "s3").is_ok());
+        assert!(presigned("host", REGION, "s3").is_ok());
+        for e in [
+            header_signed("x-amz-content-sha256;x-amz-date", REGION, "s3").expect_err("host unsigned"),
+            presigned("x-amz-date", REGION, "s3").expect_err("host unsigned"),
+        ] {
+            assert_eq!(e.code, S3ErrorCode::AccessDenied);
+            assert_eq!(e.details, [("HeadersNotSigned", "host".to_owned())]);
+        }
+    }
+
+    #[test]
+    fn scope_must_name_our_region_and_s3() {
+        let e = header_signed("host;x-amz-date", "eu-west-1", "s3").expect_err("wrong region");
+        assert_eq!(e.code, S3ErrorCode::AuthorizationHeaderMalformed);
+        assert_eq!(e.code.status(), http::StatusCode::BAD_REQUEST);
+        assert!(
+            e.message.contains("the region 'eu-west-1' is wrong; expecting 'us-east-1'"),
+            "{}",
+            e.message
+        );
+        assert_eq!(e.details, [("Region", REGION.to_owned())]);
+        let e = header_signed("host;x-amz-date", REGION, "iam").expect_err("wrong service");
+        assert_eq!(e.code, S3ErrorCode::AuthorizationHeaderMalformed);
+        let e = presigned("host", "eu-west-1", "s3").expect_err("wrong region");
+        assert_eq!(e.code, S3ErrorCode::AuthorizationQueryParametersError);
+        assert!(e.message.contains("expecting 'us-east-1'"), "{}", e.message);
+        assert_eq!(e.details, [("Region", REGION.to_owned())]);
+        let e = presigned("host", REGION, "sts").expect_err("wrong service");
+        assert_eq!(e.code, S3ErrorCode::AuthorizationQueryParametersError);
     }
 }

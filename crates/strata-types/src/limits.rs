@@ -66,7 +66,9 @@ pub const SET_DRIVE_COUNT_MAX: usize = 16;
 /// Past it: `RequestTimeTooSkewed`.
 pub const CLOCK_SKEW_MAX_SECS: u64 = 15 * 60;
 
-/// Longest validity of a presigned URL (AWS: 7 days). Past it: `AuthorizationQueryParametersError`.
+/// Longest validity of a presigned URL (AWS: 7 days). Past it: `AuthorizationQueryParametersError`
+/// for SigV4's `X-Amz-Expires`; for SigV2's absolute `Expires`, more than this (plus
+/// [`CLOCK_SKEW_MAX_SECS`] for the signer's clock) in the future: `AccessDenied` (403).
 pub const PRESIGN_EXPIRES_MAX_SECS: u64 = 7 * 24 * 3600;
 
 /// Largest header block we accept for a chunk in aws-chunked encoding (the hex size,
