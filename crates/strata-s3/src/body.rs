@@ -160,6 +160,9 @@ pub enum ResponseBody {
     Empty,
     Full(Option<Bytes>),
     Stream(ObjectStream),
+    /// A body and the admission of its request, given back when the body is dropped (sent in
+    /// full, or the client went away).
+    Admitted(Box<ResponseBody>, crate::budget::Admission),
 }
 
 impl Body for ResponseBody {
@@ -174,6 +177,7 @@ impl Body for ResponseBody {
             ResponseBody::Empty => Poll::Ready(None),
             ResponseBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             ResponseBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+            ResponseBody::Admitted(body, _) => Pin::new(body.as_mut()).poll_frame(cx),
         }
     }
 
@@ -182,6 +186,7 @@ impl Body for ResponseBody {
             ResponseBody::Empty => true,
             ResponseBody::Full(b) => b.is_none(),
             ResponseBody::Stream(_) => false,
+            ResponseBody::Admitted(body, _) => body.is_end_stream(),
         }
     }
 
@@ -190,6 +195,7 @@ impl Body for ResponseBody {
             ResponseBody::Empty => SizeHint::with_exact(0),
             ResponseBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
             ResponseBody::Stream(_) => SizeHint::default(),
+            ResponseBody::Admitted(body, _) => body.size_hint(),
         }
     }
 }

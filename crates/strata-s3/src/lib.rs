@@ -1,7 +1,8 @@
 //! The S3 HTTP surface: everything between a client's bytes and the object layer.
 //!
-//! - [`server`]: the listener (HTTP/1.1 and h2), request ids, back-pressure (503 SlowDown past
-//!   [`REQUESTS_IN_FLIGHT_MAX`](strata_types::limits::REQUESTS_IN_FLIGHT_MAX)), health endpoints.
+//! - [`server`]: the listener (HTTP/1.1 and h2), request ids, health endpoints.
+//! - [`budget`]: admission: in-flight slots and buffer memory held until a response is sent, the
+//!   memory ceiling (503 SlowDown past them); [`conn`]: the connection cap and time-outs.
 //! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`].
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
@@ -17,7 +18,9 @@ pub mod acl;
 pub mod admin;
 pub mod body;
 pub mod bucket;
+pub mod budget;
 pub mod chunked;
+pub mod conn;
 pub mod copy;
 pub mod cors;
 pub mod delete;
@@ -34,5 +37,6 @@ pub mod tagging;
 pub mod tls;
 pub mod xml;
 
+pub use conn::ConnectionLimits;
 pub use router::Operation;
 pub use server::{serve, serve_service, InternalHandler, Node, S3Config, Service};

@@ -6,7 +6,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
 use strata_object::{ObjectInfo, PutOptions, WriteCondition};
-use strata_types::limits::{PUT_OBJECT_SIZE_MAX, USER_METADATA_SIZE_MAX};
+use strata_types::limits::{
+    BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX, REQUEST_MEMORY_STREAM, USER_METADATA_SIZE_MAX,
+};
 use strata_types::ObjectKey;
 
 use crate::body::{ChecksumRequest, RequestBody, ResponseBody};
@@ -419,6 +421,10 @@ pub async fn get_object(
         reply = reply.header("content-range", &format!("bytes {offset}-{}/{}", offset + len - 1, info.size));
     }
     if !head {
+        // Blocks are read whole: a small range of a large object still buffers a block or two.
+        let buffers =
+            if info.size > INLINE_SIZE_MAX { len.saturating_add(2 * BLOCK_SIZE as u64) } else { len };
+        req.admission.reserve(buffers.min(REQUEST_MEMORY_STREAM))?;
         reply.body = ResponseBody::Stream(open.stream(offset, len));
     }
     Ok(reply)

@@ -297,6 +297,7 @@ fn redirect_to(url: &str, bucket: &str, key: &str, etag: &str) -> String {
 
 pub async fn post_object(
     node: &Node,
+    admission: &crate::budget::Admission,
     parts: &http::request::Parts,
     body: hyper::body::Incoming,
     bucket: &str,
@@ -362,7 +363,7 @@ pub async fn post_object(
     }
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };
-    let req = Request { node, headers: &headers, auth: &auth };
+    let req = Request { node, headers: &headers, auth: &auth, admission };
     let mut opts = crate::object::put_options(&req)?;
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;

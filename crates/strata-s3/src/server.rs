@@ -13,11 +13,16 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_object::ObjectLayer;
-use strata_types::limits::REQUESTS_IN_FLIGHT_MAX;
+use strata_types::limits::{
+    HTTP2_PING_TIMEOUT, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, REQUEST_MEMORY_STREAM, XML_BODY_SIZE_MAX,
+};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::body::ResponseBody;
+use crate::budget::{Admission, Budget};
+use crate::conn::{Activity, ConnectionLimits, Tracked};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{self, SecretLookup, Verified};
@@ -39,6 +44,8 @@ pub struct S3Config {
     pub prometheus_public: bool,
     /// The address this node serves on (`host:port`), as reports name the node.
     pub endpoint: String,
+    /// The memory ceiling (`STRATA_MEMORY_MAX`): past it new requests get `503 SlowDown`.
+    pub memory_max: u64,
 }
 
 /// Process state shared by every request.
@@ -48,7 +55,7 @@ pub struct Node {
     pub metrics: Arc<Metrics>,
     /// The other nodes, for admin operations that span the deployment (distributed mode).
     pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
-    in_flight: Semaphore,
+    budget: Budget,
     requests: AtomicU64,
     started: u64,
 }
@@ -57,10 +64,10 @@ impl Node {
     pub fn new(layer: Arc<ObjectLayer>, config: S3Config, metrics: Arc<Metrics>) -> Self {
         Self {
             layer,
+            budget: Budget::new(config.memory_max),
             config,
             metrics,
             cluster: None,
-            in_flight: Semaphore::new(REQUESTS_IN_FLIGHT_MAX),
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),
         }
@@ -78,6 +85,8 @@ pub struct Request<'a> {
     pub node: &'a Node,
     pub headers: &'a HeaderMap,
     pub auth: &'a Verified,
+    /// What the request holds; handlers reserve more buffer memory from it when they stream.
+    pub admission: &'a Admission,
 }
 
 /// What a handler answers.
@@ -170,11 +179,12 @@ pub async fn serve(
     node: Arc<Node>,
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
 ) {
     let service = Service::new(None);
     service.set_node(node);
-    serve_service(service, listener, tls, shutdown).await
+    serve_service(service, listener, tls, limits, shutdown).await
 }
 
 /// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes.
@@ -182,15 +192,17 @@ pub async fn serve_service(
     node: Arc<Service>,
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ConnectionLimits,
     shutdown: impl Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
+    let connections = Arc::new(Semaphore::new(limits.connections_max));
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             () = &mut shutdown => return,
         };
-        let (stream, _) = match accepted {
+        let (mut stream, _) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -198,34 +210,91 @@ pub async fn serve_service(
                 continue;
             }
         };
-        let _ = stream.set_nodelay(true);
-        let (node, tls) = (node.clone(), tls.clone());
-        tokio::spawn(async move {
-            let service = service_fn(move |req| {
-                let node = node.clone();
-                async move { Ok::<_, Infallible>(node.handle(req).await) }
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            // Past the cap: answer without reading (plain HTTP) and close, off the accept loop.
+            let plain = tls.is_none();
+            tokio::spawn(async move {
+                if plain {
+                    let write = stream.write_all(crate::conn::OVER_CAPACITY_RESPONSE);
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                }
             });
-            let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-            // Room for shard streams between nodes (HTTP/2's default window is 64 KiB).
-            builder
-                .http2()
-                .initial_stream_window_size(4 << 20)
-                .initial_connection_window_size(16 << 20)
-                .max_frame_size(1 << 20);
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (node, tls, limits) = (node.clone(), tls.clone(), limits.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let activity = Activity::new();
+            let stream = Tracked::new(stream, activity.clone());
             let served = match tls {
-                Some(tls) => match tls.accept(stream).await {
-                    Ok(s) => builder.serve_connection(TokioIo::new(s), service).await,
-                    Err(e) => {
-                        tracing::debug!(error = %e, "TLS handshake failed");
-                        return;
+                Some(tls) => {
+                    let handshake = tokio::time::timeout(limits.header_read_timeout, tls.accept(stream));
+                    match handshake.await {
+                        Ok(Ok(s)) => serve_connection(node, s, &limits, activity).await,
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
                     }
-                },
-                None => builder.serve_connection(TokioIo::new(stream), service).await,
+                }
+                None => serve_connection(node, stream, &limits, activity).await,
             };
             if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });
+    }
+}
+
+/// Serves one connection until it ends, its client stalls past the idle time-out, or it sends
+/// no complete request head in time.
+async fn serve_connection<S>(
+    node: Arc<Service>,
+    stream: S,
+    limits: &ConnectionLimits,
+    activity: Arc<Activity>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let handlers = activity.clone();
+    let service = service_fn(move |req| {
+        let node = node.clone();
+        let handling = handlers.handling();
+        async move {
+            let response = node.handle(req).await;
+            drop(handling);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(REQUEST_HEADERS_MAX);
+    // Room for shard streams between nodes (HTTP/2's default window is 64 KiB); pings keep a
+    // healthy idle peer's connection busy (so the idle time-out spares it) and drop a dead one.
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive_interval(limits.idle_timeout / 2)
+        .keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .initial_stream_window_size(4 << 20)
+        .initial_connection_window_size(16 << 20)
+        .max_frame_size(1 << 20);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        served = connection => served,
+        () = crate::conn::idle_expired(activity, limits.idle_timeout) => {
+            tracing::debug!("closing an idle connection");
+            Ok(())
+        }
     }
 }
 
@@ -259,11 +328,15 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         return finish(reply, &request_id);
     }
     let cors_bucket = req.headers().contains_key(http::header::ORIGIN).then(origin_bucket).flatten();
-    let Ok(_permit) = node.in_flight.try_acquire() else {
-        let e = S3Error::new(S3ErrorCode::SlowDown, "Please reduce your request rate.");
-        return finish(error_reply(&e, &request_id, is_head), &request_id);
+    let admission = match node.budget.admit(REQUEST_MEMORY_BASE, &node.metrics) {
+        Ok(a) => a,
+        Err(e) => {
+            let mut resp = finish(error_reply(&e, &request_id, is_head), &request_id);
+            // The request's body is not read: close rather than skip it.
+            resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            return resp;
+        }
     };
-    node.metrics.requests_in_flight.inc();
     let (parts, body) = req.into_parts();
     let declared: u64 = parts
         .headers
@@ -281,7 +354,7 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         };
         ("Metrics".to_owned(), r)
     } else {
-        dispatch(&node, &parts, body).await
+        dispatch(&node, &parts, body, &admission).await
     };
     let reply = match result {
         Ok(r) => r,
@@ -292,8 +365,9 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         None => reply,
     };
     record(&node.metrics, api, &reply, started);
-    node.metrics.requests_in_flight.dec();
     let close = answered_before_body(&parts.headers, reply.status);
+    // The admission is held by the body until it has been sent: a slow reader keeps counting.
+    let reply = Reply { body: ResponseBody::Admitted(Box::new(reply.body), admission), ..reply };
     let mut resp = finish(reply, &request_id);
     if close {
         resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
@@ -351,12 +425,39 @@ async fn dispatch(
     node: &Node,
     parts: &http::request::Parts,
     body: Incoming,
+    admission: &Admission,
 ) -> (String, Result<Reply, S3Error>) {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
     match route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref()) {
-        Ok(route) => (route.operation.name().to_owned(), serve_route(node, parts, body, route).await),
+        Ok(route) => {
+            let api = route.operation.name().to_owned();
+            let served = match admission.reserve(memory_need(&route.operation, &parts.headers)) {
+                Ok(()) => serve_route(node, parts, body, route, admission).await,
+                Err(e) => Err(e),
+            };
+            (api, served)
+        }
         Err(e) => ("Unknown".to_owned(), Err(e)),
+    }
+}
+
+/// Buffer memory an operation needs beyond [`REQUEST_MEMORY_BASE`], known from its request
+/// alone. A GET reserves once it knows the size of what it streams (see `object::get_object`).
+fn memory_need(operation: &Operation, headers: &HeaderMap) -> u64 {
+    use Operation as O;
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match operation {
+        O::PutObject | O::UploadPart | O::PostObject => {
+            declared.map_or(REQUEST_MEMORY_STREAM, |n| n.min(REQUEST_MEMORY_STREAM))
+        }
+        O::CopyObject | O::UploadPartCopy => 2 * REQUEST_MEMORY_STREAM,
+        O::GetObject | O::HeadObject => 0,
+        // Bodies read whole into memory: XML documents, bounded.
+        _ => declared.unwrap_or(0).min(XML_BODY_SIZE_MAX as u64),
     }
 }
 
@@ -365,11 +466,12 @@ async fn serve_route(
     parts: &http::request::Parts,
     body: Incoming,
     route: crate::router::Route,
+    admission: &Admission,
 ) -> Result<Reply, S3Error> {
     if route.operation == Operation::PostObject {
         // Authorised by the signed policy inside the form, not by the request's signature.
         let bucket = route.bucket.as_deref().unwrap_or("");
-        return post::post_object(node, parts, body, bucket)
+        return post::post_object(node, admission, parts, body, bucket)
             .await
             .map_err(|e| e.with_resource(route.bucket.as_deref(), None));
     }
@@ -377,7 +479,7 @@ async fn serve_route(
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
     let auth = sigv4::verify(parts, node, &node.config.region, now, host_bucket)?
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
-    let req = Request { node, headers: &parts.headers, auth: &auth };
+    let req = Request { node, headers: &parts.headers, auth: &auth, admission };
     let bucket = route.bucket.as_deref().unwrap_or("");
     let key = route.key.as_deref().unwrap_or("");
     let resource = (route.bucket.clone(), route.key.clone());

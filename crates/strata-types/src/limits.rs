@@ -86,8 +86,56 @@ pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
 /// Pending metadata changes queued per drive before writers wait (back-pressure).
 pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 
-/// Concurrent S3 requests served before new ones get `503 SlowDown`.
+/// Concurrent S3 requests served before new ones get `503 SlowDown`. A request counts until its
+/// response body has been sent in full (a GET streaming to a slow reader still holds its slot
+/// and its buffers).
 pub const REQUESTS_IN_FLIGHT_MAX: usize = 1024;
+
+/// Open client connections (`STRATA_CONNECTIONS_MAX`). Each costs a task, buffers and a file
+/// descriptor even while idle, so without a cap a client could exhaust descriptors or memory by
+/// opening connections. Past it a new connection is answered `503 SlowDown` (plain HTTP) or
+/// closed at once (TLS) without being read.
+pub const CONNECTIONS_MAX: usize = 4096;
+
+/// Time a client has to send a complete request head (`STRATA_HEADER_READ_TIMEOUT`), counted
+/// from when the connection is ready for its next request, so it also closes HTTP/1 keep-alive
+/// connections left idle this long. Without it, a client that sends half a header holds its
+/// connection forever. Past it the connection is closed.
+pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A connection on which no byte moves either way for this long while no request is being
+/// handled on it (`STRATA_IDLE_TIMEOUT`) is closed: a reader that stopped reading a response, a
+/// half-sent HTTP/2 preface. Requests being handled are never cut by it. HTTP/2 connections are
+/// pinged every half of it, so a healthy idle peer stays connected and a dead one is dropped.
+pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Time an HTTP/2 peer has to answer a keep-alive ping before its connection is closed.
+pub const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Request headers one HTTP/1 request may carry (hyper's default is 100). Past it the request is
+/// refused with `431 Request Header Fields Too Large` before it reaches S3.
+pub const REQUEST_HEADERS_MAX: usize = 100;
+
+/// Share of the memory ceiling (`STRATA_MEMORY_MAX`) used when it is not set: of the smaller of
+/// the machine's RAM and the cgroup's `memory.max`.
+pub const MEMORY_MAX_DEFAULT_PERCENT: u64 = 75;
+
+/// Share of the memory ceiling set aside for request buffers (the byte budget every request
+/// reserves from before it is served); the rest is for the process itself (index caches,
+/// runtime, allocator slack). A request that cannot reserve its buffers gets `503 SlowDown`,
+/// and so does every new request while the process's resident memory is above the ceiling.
+pub const REQUEST_MEMORY_PERCENT: u64 = 50;
+
+/// Buffer memory every request reserves (headers, small bodies, XML answers).
+pub const REQUEST_MEMORY_BASE: u64 = 64 * 1024;
+
+/// Buffer memory a streaming request (GET of a large object, PUT, UploadPart, PostObject)
+/// reserves: blocks in flight on the erasure path, the channel to the response, and hyper's
+/// buffers. A copy reserves it twice (it reads and writes).
+pub const REQUEST_MEMORY_STREAM: u64 = 4 * BLOCK_SIZE as u64;
+
+/// How often resident memory is sampled (from `/proc/self/statm`) for the memory ceiling.
+pub const MEMORY_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Shortest root secret we accept: a shorter one is refused at start.
 pub const ROOT_SECRET_LEN_MIN: usize = 8;

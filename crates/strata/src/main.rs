@@ -85,8 +85,41 @@ fn parity_from_env(name: &str) -> Result<Option<usize>> {
     }
 }
 
+/// Listener limits from `STRATA_CONNECTIONS_MAX`, `STRATA_HEADER_READ_TIMEOUT` and
+/// `STRATA_IDLE_TIMEOUT` (defaults in `limits.rs`).
+fn connection_limits() -> Result<strata_s3::ConnectionLimits> {
+    let mut limits = strata_s3::ConnectionLimits::default();
+    if let Ok(v) = std::env::var("STRATA_CONNECTIONS_MAX") {
+        limits.connections_max = v
+            .trim()
+            .parse()
+            .ok()
+            .filter(|n| *n > 0)
+            .with_context(|| format!("STRATA_CONNECTIONS_MAX={v} is not a positive number"))?;
+    }
+    if std::env::var("STRATA_HEADER_READ_TIMEOUT").is_ok() {
+        limits.header_read_timeout = duration_from_env("STRATA_HEADER_READ_TIMEOUT", "")?;
+    }
+    if std::env::var("STRATA_IDLE_TIMEOUT").is_ok() {
+        limits.idle_timeout = duration_from_env("STRATA_IDLE_TIMEOUT", "")?;
+    }
+    Ok(limits)
+}
+
+/// The memory ceiling: `STRATA_MEMORY_MAX` (a size like `4GiB`), else a share of RAM.
+fn memory_max() -> Result<u64> {
+    match std::env::var("STRATA_MEMORY_MAX") {
+        Ok(v) => strata_types::size::parse_size(&v)
+            .filter(|n| *n > 0)
+            .with_context(|| format!("STRATA_MEMORY_MAX={v} is not a size like 512MiB or 4GiB")),
+        Err(_) => Ok(strata_s3::budget::default_memory_max()),
+    }
+}
+
 async fn server(args: ServerArgs) -> Result<()> {
     let (root_user, root_password) = credentials()?;
+    let limits = connection_limits()?;
+    let memory_max = memory_max()?;
     let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
     let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
     let tls = match &args.certs_dir {
@@ -125,7 +158,13 @@ async fn server(args: ServerArgs) -> Result<()> {
                     std::process::exit(0);
                 }
             };
-            let served = tokio::spawn(strata_s3::serve_service(service.clone(), listener, tls.clone(), stop));
+            let served = tokio::spawn(strata_s3::serve_service(
+                service.clone(),
+                listener,
+                tls.clone(),
+                limits.clone(),
+                stop,
+            ));
             Some((service, served))
         }
         None => None,
@@ -202,6 +241,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         prometheus_public: std::env::var("STRATA_PROMETHEUS_AUTH_TYPE")
             .is_ok_and(|v| v.eq_ignore_ascii_case("public")),
         endpoint: local.to_string(),
+        memory_max,
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
@@ -271,6 +311,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
     println!("   Metrics: {scheme}://{local}/metrics (Authorization: Bearer {token})");
+    println!("   Memory ceiling: {} MiB (STRATA_MEMORY_MAX)", memory_max >> 20);
     println!(
         "   Drives: {} in sets of {} (EC {}+{})",
         deployment.drive_count,
@@ -283,7 +324,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             service.set_node(node);
             let _ = served.await;
         }
-        (None, Some(listener)) => strata_s3::serve(node, listener, tls, shutdown_signal()).await,
+        (None, Some(listener)) => strata_s3::serve(node, listener, tls, limits, shutdown_signal()).await,
         (None, None) => bail!("no listener"),
     }
     tracing::info!("stopped");

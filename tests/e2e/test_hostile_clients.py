@@ -1,0 +1,191 @@
+"""Clients that hold resources without using them: half-sent headers, too many connections, slow
+readers of large objects; and signatures made for another region."""
+
+import os
+import resource
+import socket
+import time
+import urllib.parse
+
+import boto3
+import botocore.config
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import ACCESS_KEY, SECRET_KEY, Server, wait_for
+
+
+def raise_fd_limit(want):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def connect(port, rcvbuf=None):
+    s = socket.socket()
+    if rcvbuf:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def closed_by_server(s):
+    """Whether the server has closed `s` (EOF or reset), without blocking."""
+    s.setblocking(False)
+    try:
+        while True:
+            data = s.recv(65536)
+            if not data:
+                return True
+    except BlockingIOError:
+        return False
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+
+
+@pytest.fixture
+def started():
+    servers = []
+
+    def start(**env):
+        s = Server(env=env).start()
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.cleanup()
+
+
+def test_half_open_connections_neither_stop_service_nor_stay_open(started):
+    count = 3000
+    assert raise_fd_limit(count + 512) >= count + 256
+    timeout = 8
+    server = started(STRATA_HEADER_READ_TIMEOUT=f"{timeout}s", STRATA_IDLE_TIMEOUT=f"{timeout}s")
+    s3 = server.client()
+    s3.create_bucket(Bucket="hostile")
+    socks = []
+    try:
+        opened = time.time()
+        for i in range(count):
+            s = connect(server.port)
+            # Half a request head; a few send only the first bytes (not even the protocol).
+            s.sendall(b"GE" if i % 100 == 0 else b"GET /hostile HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            socks.append(s)
+        all_open = time.time()
+        # Service goes on meanwhile.
+        s3.put_object(Bucket="hostile", Key="k", Body=b"still served")
+        assert s3.get_object(Bucket="hostile", Key="k")["Body"].read() == b"still served"
+        served = time.time()
+        print(f"opened {count} in {all_open - opened:.1f}s; a PUT and a GET took {served - all_open:.2f}s")
+        if served - opened < timeout:
+            assert sum(closed_by_server(s) for s in socks) == 0, "closed before the time-out"
+        wait_for(lambda: all(closed_by_server(s) for s in socks), timeout=2 * timeout + 10,
+                 what="every half-open connection closed by the server")
+        closed_after = time.time() - all_open
+        print(f"{count} half-open connections all closed {closed_after:.1f}s after the last opened "
+              f"(time-out {timeout}s)")
+        assert s3.get_object(Bucket="hostile", Key="k")["Body"].read() == b"still served"
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_connections_past_the_cap_are_refused_at_once(started):
+    cap = 64
+    raise_fd_limit(1024)
+    server = started(STRATA_CONNECTIONS_MAX=str(cap))
+    held = [connect(server.port) for _ in range(cap)]
+    try:
+        time.sleep(0.3)  # let the server accept them all
+        extra = connect(server.port)
+        extra.sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        started_at = time.time()
+        answer = b""
+        try:
+            while True:
+                data = extra.recv(65536)
+                if not data:
+                    break
+                answer += data
+        except ConnectionResetError:
+            pass
+        assert time.time() - started_at < 2, "refused promptly"
+        assert answer == b"" or answer.startswith(b"HTTP/1.1 503"), answer
+        if answer:
+            assert b"<Code>SlowDown</Code>" in answer
+        extra.close()
+    finally:
+        for s in held:
+            s.close()
+    # Slots come back when connections close.
+    wait_for(lambda: server.client().list_buckets() is not None, timeout=10, what="service after the flood")
+
+
+def resident_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_slow_readers_keep_memory_under_the_ceiling(started):
+    readers = 300
+    raise_fd_limit(readers + 512)
+    ceiling = 256 << 20
+    server = started(STRATA_MEMORY_MAX=str(ceiling))
+    s3 = server.client()
+    s3.create_bucket(Bucket="big")
+    body = os.urandom(24 << 20)
+    s3.put_object(Bucket="big", Key="obj", Body=body)
+    url = urllib.parse.urlsplit(s3.generate_presigned_url("get_object", Params={"Bucket": "big", "Key": "obj"},
+                                                          ExpiresIn=600))
+    request = (f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\n\r\n").encode()
+    baseline = resident_bytes(server.proc.pid)
+    socks, statuses, peak, slow_down = [], {}, baseline, 0
+    try:
+        for _ in range(readers):
+            # Small receive buffers: the kernel holds little, so what is unsent stays in the server.
+            s = connect(server.port, rcvbuf=4096)
+            s.sendall(request)
+            socks.append(s)
+        for s in socks:
+            head = s.recv(2048)
+            status = head.split(b" ", 2)[1].decode() if head.startswith(b"HTTP/1.1 ") else "closed"
+            statuses[status] = statuses.get(status, 0) + 1
+            slow_down += status == "503" and b"<Code>SlowDown</Code>" in head
+        deadline = time.time() + 3
+        while time.time() < deadline:
+            peak = max(peak, resident_bytes(server.proc.pid))
+            time.sleep(0.1)
+        print(f"{readers} slow readers: {statuses}; RSS {baseline >> 20} MiB before, peak {peak >> 20} MiB, "
+              f"ceiling {ceiling >> 20} MiB")
+        assert peak < ceiling
+        assert statuses.get("503", 0) > 0 and slow_down > 0, statuses
+        assert statuses.get("200", 0) > 0, statuses
+    finally:
+        for s in socks:
+            s.close()
+    # Budget comes back once the streams end.
+    def whole():
+        try:
+            return s3.get_object(Bucket="big", Key="obj")["Body"].read() == body
+        except ClientError:
+            return False
+    wait_for(whole, timeout=20, what="a full GET after the readers left")
+
+
+def test_signature_for_another_region_is_refused(server):
+    cfg = botocore.config.Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"})
+    other = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=ACCESS_KEY,
+                         aws_secret_access_key=SECRET_KEY, region_name="eu-west-1", config=cfg)
+    with pytest.raises(ClientError) as e:
+        other.list_buckets()
+    err = e.value.response
+    assert err["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert err["Error"]["Code"] == "AuthorizationHeaderMalformed"
+    assert "expecting 'us-east-1'" in err["Error"]["Message"]
+    assert server.client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
