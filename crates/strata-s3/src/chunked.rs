@@ -7,7 +7,7 @@
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 use strata_object::BodyError;
-use strata_types::limits::CHUNK_HEADER_LEN_MAX;
+use strata_types::limits::{CHUNK_HEADER_LEN_MAX, CHUNK_TRAILERS_MAX};
 
 use crate::sigv4::{constant_time_eq, ChunkSigner};
 
@@ -61,6 +61,9 @@ impl ChunkedDecoder {
         match input.iter().position(|&b| b == b'\n') {
             Some(pos) => {
                 self.line.extend_from_slice(&input.split_to(pos + 1));
+                if self.line.len() > CHUNK_HEADER_LEN_MAX + 2 {
+                    return Err(malformed("chunk header or trailer line too long"));
+                }
                 let mut line = std::mem::take(&mut self.line);
                 if line.len() < 2 || line[line.len() - 2] != b'\r' {
                     return Err(malformed("chunk line does not end in CRLF"));
@@ -117,6 +120,11 @@ impl ChunkedDecoder {
                     let text = String::from_utf8(line).map_err(|_| malformed("trailer is not UTF-8"))?;
                     let (name, value) = text.split_once(':').ok_or_else(|| malformed("trailer lacks ':'"))?;
                     let name = name.trim().to_ascii_lowercase();
+                    if self.trailers.len() + usize::from(self.trailer_signature.is_some())
+                        >= CHUNK_TRAILERS_MAX
+                    {
+                        return Err(malformed("too many trailing headers"));
+                    }
                     if name == "x-amz-trailer-signature" {
                         self.trailer_signature = Some(value.trim().to_owned());
                     } else {
@@ -208,6 +216,23 @@ mod tests {
             assert!(decode_all(bad, 3, None).is_err(), "{:?}", String::from_utf8_lossy(bad));
         }
         assert!(decode_all(&[b'1'; 5000], 100, None).is_err());
+    }
+
+    #[test]
+    fn trailers_and_lines_are_bounded() {
+        let mut body = b"5\r\nhello\r\n0\r\n".to_vec();
+        for i in 0..CHUNK_TRAILERS_MAX {
+            body.extend_from_slice(format!("x-amz-meta-{i}:v\r\n").as_bytes());
+        }
+        assert!(decode_all(&[&body[..], b"\r\n"].concat(), 4096, None).is_ok());
+        body.extend_from_slice(b"x-amz-meta-one-too-many:v\r\n\r\n");
+        assert!(decode_all(&body, 4096, None).is_err(), "one trailer too many");
+        // A long line is refused whether it arrives in pieces or whole.
+        let mut long = b"5\r\nhello\r\n0\r\nx-amz-checksum-crc32:".to_vec();
+        long.extend_from_slice(&[b'A'; 2 * CHUNK_HEADER_LEN_MAX]);
+        long.extend_from_slice(b"\r\n\r\n");
+        assert!(decode_all(&long, 100, None).is_err());
+        assert!(decode_all(&long, long.len(), None).is_err());
     }
 
     #[test]

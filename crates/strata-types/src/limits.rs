@@ -72,8 +72,13 @@ pub const CLOCK_SKEW_MAX_SECS: u64 = 15 * 60;
 pub const PRESIGN_EXPIRES_MAX_SECS: u64 = 7 * 24 * 3600;
 
 /// Largest header block we accept for a chunk in aws-chunked encoding (the hex size,
-/// the signature extension and CRLF). Past it: `IncompleteBody`/`InvalidRequest`.
+/// the signature extension and CRLF), and for one trailing header line. Past it: `InvalidRequest`.
 pub const CHUNK_HEADER_LEN_MAX: usize = 4096;
+
+/// Trailing headers one aws-chunked body may carry (SDKs send one checksum and, when signed, the
+/// trailer signature). Past it: `InvalidRequest`, so a client cannot grow a request's memory
+/// with endless trailers.
+pub const CHUNK_TRAILERS_MAX: usize = 8;
 
 /// Metadata changes one drive commits in one transaction (group commit). A batch never waits
 /// to fill: it takes what is pending, up to this many, so one sync serves them all.
