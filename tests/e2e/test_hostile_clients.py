@@ -97,9 +97,14 @@ def test_connections_past_the_cap_are_refused_at_once(started):
     cap = 64
     raise_fd_limit(1024)
     server = started(STRATA_CONNECTIONS_MAX=str(cap))
-    held = [connect(server.port) for _ in range(cap)]
+    held = []
     try:
-        time.sleep(0.3)  # let the server accept them all
+        # Each held connection is served once (so it is surely accepted) and kept alive.
+        for _ in range(cap):
+            s = connect(server.port)
+            s.sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 200")
+            held.append(s)
         extra = connect(server.port)
         extra.sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         started_at = time.time()
@@ -112,11 +117,16 @@ def test_connections_past_the_cap_are_refused_at_once(started):
                 answer += data
         except ConnectionResetError:
             pass
+        except socket.timeout:
+            raise AssertionError(f"neither refused nor closed; received {answer!r}")
         assert time.time() - started_at < 2, "refused promptly"
         assert answer == b"" or answer.startswith(b"HTTP/1.1 503"), answer
         if answer:
             assert b"<Code>SlowDown</Code>" in answer
         extra.close()
+        # The held connections are still served.
+        held[0].sendall(b"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert held[0].recv(4096).startswith(b"HTTP/1.1 200")
     finally:
         for s in held:
             s.close()
@@ -189,3 +199,4 @@ def test_signature_for_another_region_is_refused(server):
     assert err["Error"]["Code"] == "AuthorizationHeaderMalformed"
     assert "expecting 'us-east-1'" in err["Error"]["Message"]
     assert server.client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
+
