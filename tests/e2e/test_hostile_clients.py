@@ -200,3 +200,33 @@ def test_signature_for_another_region_is_refused(server):
     assert "expecting 'us-east-1'" in err["Error"]["Message"]
     assert server.client().list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
 
+
+def test_stalled_upload_body_gets_request_timeout(started):
+    timeout = 2
+    server = started(STRATA_IDLE_TIMEOUT=f"{timeout}s")
+    s3 = server.client()
+    s3.create_bucket(Bucket="stall")
+    url = urllib.parse.urlsplit(s3.generate_presigned_url("put_object", Params={"Bucket": "stall", "Key": "k"},
+                                                          ExpiresIn=600))
+    s = connect(server.port)
+    s.settimeout(4 * timeout + 5)
+    s.sendall((f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Length: 1000\r\n\r\n"
+               ).encode() + b"x" * 10)
+    sent = time.time()
+    answer = b""
+    try:
+        while b"</Error>" not in answer:
+            data = s.recv(65536)
+            if not data:
+                break
+            answer += data
+    except socket.timeout:
+        pass
+    finally:
+        s.close()
+    waited = time.time() - sent
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b"<Code>RequestTimeout</Code>" in answer
+    assert timeout - 0.5 <= waited < 2 * timeout + 3, waited
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="stall", Key="k")

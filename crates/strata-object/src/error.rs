@@ -19,6 +19,8 @@ pub enum BodyError {
     Malformed(String),
     #[error("reading the body failed: {0}")]
     Io(String),
+    #[error("the client sent no body data within the time-out")]
+    TimedOut,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -37,6 +37,9 @@ pub struct RequestBody {
     checksum: Option<(Hasher, ChecksumRequest)>,
     verified: BTreeMap<String, String>,
     done: bool,
+    /// Longest wait for the next piece of body: a client that stalls mid-body is answered
+    /// `RequestTimeout` instead of holding its request (and its budget) forever.
+    stall_timeout: std::time::Duration,
 }
 
 impl RequestBody {
@@ -46,8 +49,10 @@ impl RequestBody {
         expected_len: Option<u64>,
         sha256: Option<String>,
         checksum: Option<ChecksumRequest>,
+        stall_timeout: std::time::Duration,
     ) -> Self {
         Self {
+            stall_timeout,
             incoming,
             decoder,
             ready: VecDeque::new(),
@@ -124,7 +129,10 @@ impl BodyReader for RequestBody {
             if self.done {
                 return Ok(None);
             }
-            match self.incoming.frame().await {
+            let frame = tokio::time::timeout(self.stall_timeout, self.incoming.frame())
+                .await
+                .map_err(|_| BodyError::TimedOut)?;
+            match frame {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {
                         match &mut self.decoder {

@@ -66,6 +66,7 @@ codes! {
     NotModified => StatusCode::NOT_MODIFIED,
     OperationAborted => StatusCode::CONFLICT,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+    RequestTimeout => StatusCode::BAD_REQUEST,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,
     SlowDown => StatusCode::SERVICE_UNAVAILABLE,
@@ -189,6 +190,12 @@ impl From<BodyError> for S3Error {
             BodyError::ChecksumMismatch(_) => C::BadDigest,
             BodyError::Malformed(_) => C::InvalidRequest,
             BodyError::Io(_) => C::IncompleteBody,
+            BodyError::TimedOut => {
+                return S3Error::new(
+                    C::RequestTimeout,
+                    "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.",
+                )
+            }
         };
         S3Error::new(code, &e.to_string())
     }

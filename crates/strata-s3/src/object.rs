@@ -65,7 +65,8 @@ fn body_reader(
         Payload::Unsigned => (None, content_length, None),
     };
     let checksum = if checksum_headers { checksum_request(headers)? } else { None };
-    Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum))
+    let stall_timeout = req.node.config.idle_timeout;
+    Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum, stall_timeout))
 }
 
 fn checksum_request(headers: &HeaderMap) -> Result<Option<ChecksumRequest>, S3Error> {

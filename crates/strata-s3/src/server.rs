@@ -46,6 +46,9 @@ pub struct S3Config {
     pub endpoint: String,
     /// The memory ceiling (`STRATA_MEMORY_MAX`): past it new requests get `503 SlowDown`.
     pub memory_max: u64,
+    /// Longest wait for the next piece of a request body (`STRATA_IDLE_TIMEOUT`); past it:
+    /// `RequestTimeout`.
+    pub idle_timeout: std::time::Duration,
 }
 
 /// Process state shared by every request.

@@ -110,7 +110,8 @@ pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 
 /// A connection on which no byte moves either way for this long while no request is being
 /// handled on it (`STRATA_IDLE_TIMEOUT`) is closed: a reader that stopped reading a response, a
-/// half-sent HTTP/2 preface. Requests being handled are never cut by it. HTTP/2 connections are
+/// half-sent HTTP/2 preface. Requests being handled are never cut by it, but a request body that
+/// stalls this long is answered `RequestTimeout` (400). HTTP/2 connections are
 /// pinged every half of it, so a healthy idle peer stays connected and a dead one is dropped.
 pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 

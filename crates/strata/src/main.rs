@@ -242,6 +242,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             .is_ok_and(|v| v.eq_ignore_ascii_case("public")),
         endpoint: local.to_string(),
         memory_max,
+        idle_timeout: limits.idle_timeout,
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
