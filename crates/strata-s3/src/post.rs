@@ -137,8 +137,9 @@ fn parse_policy(encoded: &str) -> Result<Policy, S3Error> {
     Ok(Policy { expiration, conditions })
 }
 
-/// Checks the policy's signature and returns who signed it.
-fn verify_signature(form: &Form, secrets: &dyn SecretLookup) -> Result<String, S3Error> {
+/// Checks the policy's signature and returns who signed it. A SigV4 credential must name our
+/// `region` and the `s3` service, as for signed requests.
+fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -> Result<String, S3Error> {
     let policy = form.get("policy").unwrap_or("");
     let unknown_key = || {
         S3Error::new(
@@ -166,6 +167,15 @@ fn verify_signature(form: &Form, secrets: &dyn SecretLookup) -> Result<String, S
         let [access_key, date, region, service, "aws4_request"] = parts.as_slice() else {
             return Err(S3Error::new(S3ErrorCode::InvalidArgument, "x-amz-credential is malformed"));
         };
+        if *region != our_region {
+            let msg = format!("x-amz-credential: the region '{region}' is wrong; expecting '{our_region}'");
+            return Err(S3Error::new(S3ErrorCode::InvalidArgument, &msg).with_detail("Region", our_region));
+        }
+        if *service != "s3" {
+            let msg =
+                format!("x-amz-credential: incorrect service '{service}'. This endpoint belongs to 's3'.");
+            return Err(S3Error::new(S3ErrorCode::InvalidArgument, &msg));
+        }
         let secret = secrets.secret(access_key).ok_or_else(unknown_key)?;
         let key = sigv4::signing_key(&secret, date, region, service);
         let expected = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
@@ -346,7 +356,7 @@ pub async fn post_object(
     if form.get("policy").is_none() {
         return Err(denied("Access Denied: the form carries no policy (anonymous uploads are not allowed)."));
     }
-    let access_key = verify_signature(&form, node)?;
+    let access_key = verify_signature(&form, node, &node.config.region)?;
     let policy = parse_policy(form.get("policy").unwrap_or(""))?;
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let range = check_policy(&policy, &form, bucket, now)?;
@@ -481,10 +491,10 @@ mod tests {
             ])
         };
         assert_eq!(
-            verify_signature(&v4(&sig, "AKIA/20260101/us-east-1/s3/aws4_request"), &Root).ok(),
+            verify_signature(&v4(&sig, "AKIA/20260101/us-east-1/s3/aws4_request"), &Root, "us-east-1").ok(),
             Some("AKIA".into())
         );
-        let code = |f: &Form| verify_signature(f, &Root).map_err(|e| e.code);
+        let code = |f: &Form| verify_signature(f, &Root, "us-east-1").map_err(|e| e.code);
         assert_eq!(
             code(&v4(&sig, "AKIA/20260102/us-east-1/s3/aws4_request")),
             Err(S3ErrorCode::SignatureDoesNotMatch)
@@ -494,9 +504,16 @@ mod tests {
             Err(S3ErrorCode::InvalidAccessKeyId)
         );
         assert_eq!(code(&v4(&sig, "AKIA/20260101")), Err(S3ErrorCode::InvalidArgument));
+        // Signed correctly, but for another region or service.
+        for (region, service) in [("eu-west-1", "s3"), ("us-east-1", "iam")] {
+            let key = sigv4::signing_key("secret", "20260101", region, service);
+            let sig = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
+            let cred = format!("AKIA/20260101/{region}/{service}/aws4_request");
+            assert_eq!(code(&v4(&sig, &cred)), Err(S3ErrorCode::InvalidArgument), "{region} {service}");
+        }
         let v2 = crate::sigv2::sign("secret", &policy);
         let f = form(&[("policy", &policy), ("AWSAccessKeyId", "AKIA"), ("signature", &v2)]);
-        assert_eq!(verify_signature(&f, &Root).ok(), Some("AKIA".into()));
+        assert_eq!(verify_signature(&f, &Root, "us-east-1").ok(), Some("AKIA".into()));
         let f = form(&[("policy", &policy), ("AWSAccessKeyId", "AKIA"), ("signature", "AAAA")]);
         assert_eq!(code(&f), Err(S3ErrorCode::SignatureDoesNotMatch));
         assert_eq!(code(&form(&[("policy", &policy)])), Err(S3ErrorCode::AccessDenied));
