@@ -102,6 +102,11 @@ pub const REQUESTS_IN_FLIGHT_MAX: usize = 1024;
 /// closed at once (TLS) without being read.
 pub const CONNECTIONS_MAX: usize = 4096;
 
+/// Connections the kernel queues for the accept loop (the `listen` backlog; the kernel caps it at
+/// `net.core.somaxconn`). Past it, new connection attempts are dropped and clients retry after a
+/// second, so a burst of connections is served late instead of queued.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
 /// Time a client has to send a complete request head (`STRATA_HEADER_READ_TIMEOUT`), counted
 /// from when the connection is ready for its next request, so it also closes HTTP/1 keep-alive
 /// connections left idle this long. Without it, a client that sends half a header holds its

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use strata_s3::{Node, S3Config};
-use strata_types::limits::ROOT_SECRET_LEN_MIN;
+use strata_types::limits::{LISTEN_BACKLOG, ROOT_SECRET_LEN_MIN};
 
 #[derive(Parser)]
 #[command(name = "strata", version, about = "S3-compatible, erasure-coded object storage")]
@@ -106,6 +106,18 @@ fn connection_limits() -> Result<strata_s3::ConnectionLimits> {
     Ok(limits)
 }
 
+/// Binds the S3 port with a backlog of [`LISTEN_BACKLOG`]: a burst of new connections waits
+/// for the accept loop instead of being dropped and retried by the clients' kernels.
+fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match address {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(address)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
 /// The memory ceiling: `STRATA_MEMORY_MAX` (a size like `4GiB`), else a share of RAM.
 fn memory_max() -> Result<u64> {
     match std::env::var("STRATA_MEMORY_MAX") {
@@ -129,11 +141,8 @@ async fn server(args: ServerArgs) -> Result<()> {
     let scheme = if tls.is_some() { "https" } else { "http" };
     // The port before the drives: a second server started on the same address stops here,
     // before it has read or changed anything on a drive.
-    let mut listener = Some(
-        tokio::net::TcpListener::bind(args.address)
-            .await
-            .with_context(|| format!("cannot listen on {}", args.address))?,
-    );
+    let mut listener =
+        Some(listen(args.address).with_context(|| format!("cannot listen on {}", args.address))?);
     let root = (root_user.as_str(), root_password.as_str());
     let mut prepared =
         drives::prepare(&args.drives, args.address, root, args.certs_dir.as_deref(), parity).await?;
