@@ -14,7 +14,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_object::ObjectLayer;
 use strata_types::limits::{
-    HTTP2_PING_TIMEOUT, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, REQUEST_MEMORY_STREAM, XML_BODY_SIZE_MAX,
+    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, REQUEST_MEMORY_STREAM,
+    XML_BODY_SIZE_MAX,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -288,6 +289,7 @@ where
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive_interval(limits.idle_timeout / 2)
         .keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .max_concurrent_streams(HTTP2_STREAMS_MAX)
         .initial_stream_window_size(4 << 20)
         .initial_connection_window_size(16 << 20)
         .max_frame_size(1 << 20);

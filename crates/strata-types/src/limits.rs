@@ -120,6 +120,11 @@ pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// pinged every half of it, so a healthy idle peer stays connected and a dead one is dropped.
 pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// Concurrent streams (requests) one HTTP/2 connection may open (hyper's default, named here):
+/// past it the peer must wait for a stream to end. Every stream is still an S3 request subject
+/// to [`REQUESTS_IN_FLIGHT_MAX`] and the memory budget.
+pub const HTTP2_STREAMS_MAX: u32 = 200;
+
 /// Time an HTTP/2 peer has to answer a keep-alive ping before its connection is closed.
 pub const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
