@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use strata_s3::{Node, S3Config};
-use strata_types::limits::{LISTEN_BACKLOG, ROOT_SECRET_LEN_MIN};
+use strata_types::limits::{INDEX_CACHE_SIZE, LISTEN_BACKLOG, ROOT_SECRET_LEN_MIN};
 
 #[derive(Parser)]
 #[command(name = "strata", version, about = "S3-compatible, erasure-coded object storage")]
@@ -294,6 +294,17 @@ async fn server(args: ServerArgs) -> Result<()> {
             .with_context(|| format!("STRATA_DRIVE_CHECK_INTERVAL={v}"))?,
         Err(_) => std::time::Duration::from_secs(10),
     };
+    // Each local drive's index cache may grow to INDEX_CACHE_SIZE and counts toward the ceiling:
+    // a ceiling below it would, once the caches are warm, refuse every request.
+    let caches = deployment.locals.len() as u64 * INDEX_CACHE_SIZE as u64;
+    if caches + caches / 2 > memory_max {
+        tracing::warn!(
+            memory_max_mib = memory_max >> 20,
+            index_caches_mib = caches >> 20,
+            "STRATA_MEMORY_MAX leaves little room beside the drives' index caches; \
+             requests may get 503 SlowDown once the caches are warm"
+        );
+    }
     drives::spawn_drive_monitor(
         std::mem::take(&mut deployment.locals),
         layer.clone(),
