@@ -235,3 +235,17 @@ def test_stalled_upload_body_gets_request_timeout(started):
     assert timeout - 0.5 <= waited < 2 * timeout + 3, waited
     with pytest.raises(ClientError):
         s3.head_object(Bucket="stall", Key="k")
+
+
+def test_too_many_request_headers_are_refused(server):
+    def ask(header_count):
+        s = connect(server.port)
+        extra = "".join(f"x-h{i}: v\r\n" for i in range(header_count))
+        s.sendall(f"GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}\r\n".encode())
+        try:
+            return s.recv(4096)
+        finally:
+            s.close()
+
+    assert ask(150).startswith(b"HTTP/1.1 431")
+    assert ask(90).startswith(b"HTTP/1.1 200")
