@@ -136,7 +136,7 @@ pub async fn get_public_access_block(req: &Request<'_>, bucket: &str) -> Result<
 }
 
 /// Parses a PublicAccessBlockConfiguration document (absent switches are false).
-fn parse_public_access_block(doc: &[u8]) -> Result<PublicAccessBlock, S3Error> {
+pub(crate) fn parse_public_access_block(doc: &[u8]) -> Result<PublicAccessBlock, S3Error> {
     if xml::first_text(doc, "PublicAccessBlockConfiguration").map_err(|_| xml::malformed())?.is_none() {
         return Err(xml::malformed());
     }

@@ -11,7 +11,7 @@ use crate::server::{Reply, Request};
 use crate::xml;
 
 /// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=null`.
-fn parse_source(value: &str) -> Result<(String, String), S3Error> {
+pub(crate) fn parse_source(value: &str) -> Result<(String, String), S3Error> {
     let invalid = || {
         S3Error::new(
             S3ErrorCode::InvalidArgument,

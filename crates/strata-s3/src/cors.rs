@@ -49,7 +49,7 @@ fn allow_origin(rule: &CorsRule, origin: &str) -> String {
     }
 }
 
-fn parse_cors(doc: &[u8]) -> Result<Vec<CorsRule>, S3Error> {
+pub(crate) fn parse_cors(doc: &[u8]) -> Result<Vec<CorsRule>, S3Error> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();

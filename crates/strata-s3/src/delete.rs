@@ -13,7 +13,7 @@ use crate::xml;
 use crate::xml::malformed;
 
 /// The keys of a `<Delete>` document and its `<Quiet>` flag.
-fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
+pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();

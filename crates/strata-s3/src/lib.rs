@@ -37,6 +37,9 @@ pub mod tagging;
 pub mod tls;
 pub mod xml;
 
+#[cfg(test)]
+mod fuzz_tests;
+
 pub use conn::ConnectionLimits;
 pub use router::Operation;
 pub use server::{serve, serve_service, InternalHandler, Node, S3Config, Service};

@@ -114,7 +114,7 @@ pub async fn upload_part(
 }
 
 /// Parses `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag></Part>…`.
-fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
+pub(crate) fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
     use quick_xml::events::Event;
     let malformed = xml::malformed;
     let mut reader = quick_xml::Reader::from_reader(doc);

@@ -237,7 +237,7 @@ fn part_range(number: &str, info: &ObjectInfo) -> Result<Option<(u64, u64)>, S3E
 }
 
 /// A parsed `Range: bytes=…` header, resolved against the object size.
-fn parse_range(value: &str, size: u64) -> Result<Option<(u64, u64)>, S3Error> {
+pub(crate) fn parse_range(value: &str, size: u64) -> Result<Option<(u64, u64)>, S3Error> {
     let Some(spec) = value.trim().strip_prefix("bytes=") else { return Ok(None) };
     if spec.contains(',') {
         return Ok(None); // several ranges: S3 serves the whole object
@@ -274,7 +274,7 @@ fn http_date(nanos: u64) -> String {
     httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(nanos / 1_000_000_000))
 }
 
-fn parse_http_date(v: &str) -> Option<u64> {
+pub(crate) fn parse_http_date(v: &str) -> Option<u64> {
     httpdate::parse_http_date(v).ok()?.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
 }
 

@@ -57,7 +57,7 @@ impl Form {
 
 /// A POST policy: when it expires and what the form must satisfy.
 #[derive(Debug)]
-struct Policy {
+pub(crate) struct Policy {
     expiration: u64,
     conditions: Vec<Condition>,
 }
@@ -83,7 +83,7 @@ impl Condition {
 }
 
 /// Decodes and parses the base64 JSON policy document.
-fn parse_policy(encoded: &str) -> Result<Policy, S3Error> {
+pub(crate) fn parse_policy(encoded: &str) -> Result<Policy, S3Error> {
     let raw = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim())
         .map_err(|_| policy_error("the policy is not base64"))?;

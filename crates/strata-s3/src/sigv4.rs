@@ -149,14 +149,14 @@ pub struct Verified {
     pub chunk_signer: Option<ChunkSigner>,
 }
 
-struct Credential<'a> {
+pub(crate) struct Credential<'a> {
     access_key: &'a str,
     date: &'a str,
     region: &'a str,
     service: &'a str,
 }
 
-fn parse_credential(s: &str) -> Result<Credential<'_>, S3Error> {
+pub(crate) fn parse_credential(s: &str) -> Result<Credential<'_>, S3Error> {
     let mut it = s.split('/');
     let bad = || S3Error::new(S3ErrorCode::AuthorizationHeaderMalformed, "the credential is malformed");
     let (access_key, date, region, service, term) = (it.next(), it.next(), it.next(), it.next(), it.next());

@@ -54,7 +54,7 @@ pub fn from_header(value: &str) -> Result<BTreeMap<String, String>, S3Error> {
     validate(crate::router::parse_query(value))
 }
 
-fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
+pub(crate) fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
     use quick_xml::events::Event;
     let malformed = xml::malformed;
     let mut reader = quick_xml::Reader::from_reader(doc);

@@ -14,7 +14,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Inputs per target in the default (test command) run.
-pub const DEFAULT_ITERS: u64 = 20_000;
+pub const DEFAULT_ITERS: u64 = 50_000;
 
 /// A small deterministic generator (xorshift64*).
 struct Rng(u64);
