@@ -7,10 +7,15 @@
 //!
 //! Invariants: `versions` is never empty in a stored record; `erasure.data_count >= 1`;
 //! an inline version's shard bytes live in the drive's inline table under its `data_id`.
+//! Decoding checks these and every other fact later code relies on (see [`ErasureInfo::check`],
+//! [`ObjectVersion::check`], [`PartInfo::check`]): a record read from a drive is outside input,
+//! and an impossible one is a [`DecodeError::Invalid`] (healed like any corrupt copy), never a
+//! panic in a reader.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use strata_types::limits::{BLOCK_SIZE_MAX, PART_NUMBER_MAX, PUT_OBJECT_SIZE_MAX, SET_DRIVE_COUNT_MAX};
 use uuid::Uuid;
 
 /// First byte of every encoded record.
@@ -25,7 +30,18 @@ pub enum DecodeError {
     UnknownVersion(u8),
     #[error("record does not decode: {0}")]
     Malformed(String),
+    /// The record decodes but says something impossible (a block size of 0, a shard index past
+    /// the shard count, parts that do not add up to the size, ...).
+    #[error("record is invalid: {0}")]
+    Invalid(String),
 }
+
+fn invalid(what: impl Into<String>) -> DecodeError {
+    DecodeError::Invalid(what.into())
+}
+
+/// Largest object a record may describe: 10,000 parts of at most 5 GiB each.
+const OBJECT_SIZE_MAX: u64 = PART_NUMBER_MAX as u64 * PUT_OBJECT_SIZE_MAX;
 
 /// How one object version is spread over its set.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -37,6 +53,36 @@ pub struct ErasureInfo {
     pub shard_index: u8,
     /// `distribution[drive_index]` = shard index held by the set's drive at that position.
     pub distribution: Vec<u8>,
+}
+
+impl ErasureInfo {
+    /// Checks the split and placement: 1 or more data shards, no more parity than data, at most
+    /// a set's worth of shards, a block size in `1..=BLOCK_SIZE_MAX`, this drive's shard index
+    /// and the distribution within the shard count, and the distribution a permutation.
+    pub fn check(&self) -> Result<(), DecodeError> {
+        let (data, parity) = (usize::from(self.data_count), usize::from(self.parity_count));
+        let shards = data + parity;
+        if data == 0 || parity > data || shards > SET_DRIVE_COUNT_MAX {
+            return Err(invalid(format!("erasure split {data}+{parity}")));
+        }
+        if self.block_size == 0 || self.block_size as usize > BLOCK_SIZE_MAX {
+            return Err(invalid(format!("block size {}", self.block_size)));
+        }
+        if usize::from(self.shard_index) >= shards {
+            return Err(invalid(format!("shard index {} of {shards}", self.shard_index)));
+        }
+        let mut seen = [false; SET_DRIVE_COUNT_MAX];
+        if self.distribution.len() != shards {
+            return Err(invalid(format!("distribution of {} for {shards} shards", self.distribution.len())));
+        }
+        for &d in &self.distribution {
+            match seen.get_mut(usize::from(d)) {
+                Some(slot) if usize::from(d) < shards && !*slot => *slot = true,
+                _ => return Err(invalid(format!("distribution {:?}", self.distribution))),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where a version's shard bytes are.
@@ -103,8 +149,11 @@ impl UploadRecord {
         encode(self)
     }
 
+    /// Decodes and checks the erasure split (see [`ErasureInfo::check`]).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        decode(bytes)
+        let upload: Self = decode(bytes)?;
+        upload.erasure.check()?;
+        Ok(upload)
     }
 }
 
@@ -113,8 +162,22 @@ impl PartInfo {
         encode(self)
     }
 
+    /// Decodes and checks the part (see [`PartInfo::check`]).
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        decode(bytes)
+        let part: Self = decode(bytes)?;
+        part.check()?;
+        Ok(part)
+    }
+
+    /// A part number in `1..=PART_NUMBER_MAX` and a size a single upload can have.
+    pub fn check(&self) -> Result<(), DecodeError> {
+        if self.number == 0 || self.number > PART_NUMBER_MAX {
+            return Err(invalid(format!("part number {}", self.number)));
+        }
+        if self.size > PUT_OBJECT_SIZE_MAX {
+            return Err(invalid(format!("part {} of {} bytes", self.number, self.size)));
+        }
+        Ok(())
     }
 }
 
@@ -144,6 +207,41 @@ pub struct ObjectVersion {
     pub tags: BTreeMap<String, String>,
 }
 
+impl ObjectVersion {
+    /// Checks what readers rely on: a valid erasure split, a size within limits, an inline
+    /// version within one block, a file version without parts, and a multipart version whose
+    /// parts are valid, in ascending order, and add up to its size.
+    pub fn check(&self) -> Result<(), DecodeError> {
+        self.erasure.check()?;
+        if self.size > OBJECT_SIZE_MAX {
+            return Err(invalid(format!("size {}", self.size)));
+        }
+        match self.data {
+            DataLocation::Inline(_) if self.size > u64::from(self.erasure.block_size) => {
+                Err(invalid(format!("inline version of {} bytes", self.size)))
+            }
+            DataLocation::Inline(_) | DataLocation::File(_) if !self.parts.is_empty() => {
+                Err(invalid("parts on a version that is not multipart"))
+            }
+            DataLocation::Multipart(_) => {
+                let mut total = 0u64;
+                for (i, part) in self.parts.iter().enumerate() {
+                    part.check()?;
+                    if i > 0 && part.number <= self.parts[i - 1].number {
+                        return Err(invalid("parts out of order"));
+                    }
+                    total = total.saturating_add(part.size);
+                }
+                if total != self.size {
+                    return Err(invalid(format!("parts add up to {total}, not to the size {}", self.size)));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// All versions of one object on one drive, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRecord {
@@ -160,8 +258,17 @@ impl ObjectRecord {
         encode(self)
     }
 
+    /// Decodes and checks every version (see [`ObjectVersion::check`]); a stored record always
+    /// has one.
     pub fn decode(bytes: &[u8]) -> Result<Self, DecodeError> {
-        decode(bytes)
+        let record: Self = decode(bytes)?;
+        if record.versions.is_empty() {
+            return Err(invalid("a record without versions"));
+        }
+        for v in &record.versions {
+            v.check()?;
+        }
+        Ok(record)
     }
 }
 
@@ -283,5 +390,78 @@ mod tests {
         }
         bytes[5] ^= 0xff;
         let _ = ObjectRecord::decode(&bytes); // must not panic, whatever it returns
+    }
+
+    /// Each impossible record, encoded as a drive would store it, must decode to `Invalid`.
+    #[test]
+    fn impossible_records_are_invalid() {
+        let part = |number: u32, size: u64| PartInfo {
+            number,
+            size,
+            etag: "00".into(),
+            data_id: Uuid::from_u128(u128::from(number)),
+            mod_time: 1,
+            checksums: BTreeMap::new(),
+        };
+        let multipart = |parts: Vec<PartInfo>, size: u64| {
+            let mut r = sample();
+            r.versions[0].data = DataLocation::Multipart(Uuid::from_u128(9));
+            r.versions[0].size = size;
+            r.versions[0].parts = parts;
+            r
+        };
+        let mut ok = multipart(vec![part(1, 6 << 20), part(2, 3)], (6 << 20) + 3);
+        assert!(ObjectRecord::decode(&ok.encode()).is_ok());
+        ok.versions[0].data = DataLocation::File(Uuid::from_u128(3));
+        ok.versions[0].parts.clear();
+        assert!(ObjectRecord::decode(&ok.encode()).is_ok());
+
+        type Edit<'a> = Box<dyn Fn(&mut ObjectRecord) + 'a>;
+        let edits: Vec<(&str, Edit<'_>)> = vec![
+            ("block size 0", Box::new(|r| r.versions[0].erasure.block_size = 0)),
+            ("block size huge", Box::new(|r| r.versions[0].erasure.block_size = u32::MAX)),
+            ("no data shards", Box::new(|r| r.versions[0].erasure.data_count = 0)),
+            ("parity over data", Box::new(|r| r.versions[0].erasure.parity_count = 3)),
+            ("too many shards", Box::new(|r| r.versions[0].erasure.data_count = 200)),
+            ("shard index out of range", Box::new(|r| r.versions[0].erasure.shard_index = 4)),
+            ("short distribution", Box::new(|r| r.versions[0].erasure.distribution.truncate(3))),
+            ("distribution repeats", Box::new(|r| r.versions[0].erasure.distribution = vec![0, 0, 1, 2])),
+            ("distribution out of range", Box::new(|r| r.versions[0].erasure.distribution[0] = 9)),
+            ("no versions", Box::new(|r| r.versions.clear())),
+            ("inline larger than a block", Box::new(|r| r.versions[0].size = (1 << 20) + 1)),
+            ("parts on a file version", Box::new(|r| r.versions[0].parts = vec![part(1, 5)])),
+            ("parts do not add up", Box::new(|r| *r = multipart(vec![part(1, 6), part(2, 3)], 10))),
+            ("parts out of order", Box::new(|r| *r = multipart(vec![part(2, 6), part(1, 3)], 9))),
+            ("part number 0", Box::new(|r| *r = multipart(vec![part(0, 6)], 6))),
+            ("part number too high", Box::new(|r| *r = multipart(vec![part(10_001, 6)], 6))),
+        ];
+        for (what, edit) in edits {
+            let mut r = sample();
+            edit(&mut r);
+            assert!(
+                matches!(ObjectRecord::decode(&r.encode()), Err(DecodeError::Invalid(_))),
+                "{what} decoded"
+            );
+        }
+
+        let upload = UploadRecord {
+            upload_id: Uuid::from_u128(1),
+            key: "k".into(),
+            initiated: 1,
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            erasure: sample().versions[0].erasure.clone(),
+            tags: BTreeMap::new(),
+            checksum_algorithm: None,
+            checksum_type: None,
+        };
+        assert_eq!(UploadRecord::decode(&upload.encode()), Ok(upload.clone()));
+        let mut bad = upload;
+        bad.erasure.block_size = 0;
+        assert!(matches!(UploadRecord::decode(&bad.encode()), Err(DecodeError::Invalid(_))));
+        assert!(PartInfo::decode(&part(3, 7).encode()).is_ok());
+        assert!(matches!(PartInfo::decode(&part(0, 7).encode()), Err(DecodeError::Invalid(_))));
+        let huge = part(1, PUT_OBJECT_SIZE_MAX + 1);
+        assert!(matches!(PartInfo::decode(&huge.encode()), Err(DecodeError::Invalid(_))));
     }
 }

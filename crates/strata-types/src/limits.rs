@@ -5,6 +5,12 @@
 /// (hashing setup, one write per drive per block).
 pub const BLOCK_SIZE: usize = 1 << 20;
 
+/// Largest block size a stored record may name. Records are written with [`BLOCK_SIZE`]; a
+/// larger value read from a drive (up to this) is accepted so the block size can grow in a later
+/// release, past it the record is invalid (`DecodeError::Invalid`, healed as corrupt) rather than
+/// making a reader allocate the value.
+pub const BLOCK_SIZE_MAX: usize = 64 << 20;
+
 /// Objects up to this size live inline in the metadata record on each drive: one metadata
 /// write per drive and no shard file, so small PUTs cost no inode and no extra sync.
 pub const INLINE_SIZE_MAX: u64 = 128 * 1024;
