@@ -13,7 +13,10 @@
 //! dropped it is committed. So a crash leaves the old version or the new one, never a mix; what
 //! it can leave is a temp file (swept at open) or an unreferenced shard file (swept by the scanner).
 //! Metadata changes that arrive together share one durable commit (group commit).
+//!
+//! For tests, [`FaultyDrive`] wraps any drive and fails, slows, hangs or cuts short its operations.
 
+pub mod faulty;
 pub mod fs;
 mod index;
 mod local;
@@ -28,6 +31,7 @@ use strata_erasure::bitrot;
 use strata_meta::{DecodeError, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
+pub use faulty::FaultyDrive;
 pub use index::CommitStats;
 pub use local::{LocalDrive, OpenError, OpenOptions};
 pub use metered::{DriveObserver, Metered};

@@ -1,0 +1,561 @@
+//! [`FaultyDrive`]: a [`Drive`] wrapper for tests that fails, slows, hangs, or cuts shard writes
+//! short, per kind of operation.
+//!
+//! Faults come from explicit [`Rule`]s, added and cleared while a test runs, and from an optional
+//! seeded [`Chaos`] plan that draws a fault for each operation from a deterministic generator (so
+//! the same seed gives each drive the same sequence of decisions; which request meets which
+//! decision still follows the interleaving of tasks). Rules are checked first, in the order they
+//! were added; the first that fires decides.
+//!
+//! A fault acts before the operation reaches the inner drive: a failed operation never happened
+//! there, a delayed or hung one happens after its wait. A hang lasts until the test calls
+//! [`FaultyDrive::clear`] (or forever): the caller must give up on it, which is what per-drive
+//! time-outs are for. A cut write ([`Fault::CutAfter`]) stores at most its byte budget in the
+//! shard file (the frame that crosses it is written short) and fails from there on, as a full or
+//! failing device does.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use strata_erasure::bitrot;
+use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::sim::SimRng;
+use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+
+/// The kinds of drive operation a fault can target: one per [`Drive`] method, plus the shard
+/// writer's and reader's own calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    DiskInfo,
+    ReadFormat,
+    WriteFormat,
+    ReadState,
+    WriteState,
+    MakeBucket,
+    DeleteBucket,
+    UpdateBucket,
+    ListBuckets,
+    StatBucket,
+    ReadRecord,
+    ReadInline,
+    CreateShardFile,
+    /// [`ShardWriter::write_frame`].
+    WriteFrame,
+    /// [`ShardWriter::finish`].
+    FinishShardFile,
+    OpenShardFile,
+    /// [`ShardReader::read_at`] and [`ShardReader::read_frame`].
+    ReadShard,
+    AbortShardFile,
+    CommitVersion,
+    UpdateVersion,
+    DeleteVersion,
+    FinishOp,
+    PutUpload,
+    ReadUpload,
+    CommitPart,
+    ListParts,
+    CompleteUpload,
+    DropUpload,
+    ListUploads,
+    List,
+    SweepOrphans,
+}
+
+impl Op {
+    /// Operations that change what the drive holds (the write paths' commits and their undos).
+    pub const COMMITS: [Op; 7] = [
+        Op::CommitVersion,
+        Op::UpdateVersion,
+        Op::DeleteVersion,
+        Op::FinishOp,
+        Op::CommitPart,
+        Op::CompleteUpload,
+        Op::DropUpload,
+    ];
+}
+
+/// What happens to an operation a rule or the chaos plan picks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Fails with an I/O error. Operations that answer nothing (`finish_op`, `abort_shard_file`)
+    /// are dropped instead, as a lost message would be.
+    Fail,
+    /// Waits this long, then runs.
+    Delay(Duration),
+    /// Waits until [`FaultyDrive::clear`], then runs.
+    Hang,
+    /// Shard writes only ([`Op::WriteFrame`]): the file takes this many bytes in all, then every
+    /// write fails. Elsewhere it is no fault.
+    CutAfter(u64),
+}
+
+/// An explicit fault: which operations, what, and on which of their calls.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// `None` = every operation.
+    pub op: Option<Op>,
+    pub fault: Fault,
+    /// Matching calls that pass untouched before the rule fires.
+    pub skip: u64,
+    /// Calls the rule fires on (`None` = every one after `skip`).
+    pub times: Option<u64>,
+}
+
+impl Rule {
+    /// `fault` on every call of `op`.
+    pub fn new(op: Op, fault: Fault) -> Self {
+        Self { op: Some(op), fault, skip: 0, times: None }
+    }
+
+    /// `fault` on every call of every operation.
+    pub fn every(fault: Fault) -> Self {
+        Self { op: None, fault, skip: 0, times: None }
+    }
+
+    /// Lets the first `calls` matching calls pass.
+    pub fn after(mut self, calls: u64) -> Self {
+        self.skip = calls;
+        self
+    }
+
+    /// Fires on `calls` calls only.
+    pub fn times(mut self, calls: u64) -> Self {
+        self.times = Some(calls);
+        self
+    }
+}
+
+/// Seeded random faults: each operation of the listed kinds draws one.
+#[derive(Debug, Clone)]
+pub struct Chaos {
+    pub seed: u64,
+    /// Kinds of operation that draw (empty = all).
+    pub ops: Vec<Op>,
+    /// Chance of [`Fault::Fail`].
+    pub fail: f64,
+    /// Chance of a [`Fault::Delay`] of up to `delay_max` (uniform).
+    pub delay: f64,
+    pub delay_max: Duration,
+    /// Chance of [`Fault::Hang`].
+    pub hang: f64,
+}
+
+impl Chaos {
+    /// Only delays, of up to `delay_max` with chance `delay`: widens race windows without
+    /// failing anything.
+    pub fn delays(seed: u64, delay: f64, delay_max: Duration) -> Self {
+        Self { seed, ops: Vec::new(), fail: 0.0, delay, delay_max, hang: 0.0 }
+    }
+}
+
+struct State {
+    rules: Vec<Rule>,
+    chaos: Option<(Chaos, SimRng)>,
+}
+
+/// A drive that injects faults into another (see the module docs).
+pub struct FaultyDrive {
+    inner: Arc<dyn Drive>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Bumped by `clear`: hung operations wait for a change.
+    release: watch::Sender<u64>,
+    injected: AtomicU64,
+}
+
+/// A decision for one call.
+enum Action {
+    Fail,
+    Delay(Duration),
+    Hang(watch::Receiver<u64>),
+    CutAfter(u64),
+}
+
+impl std::fmt::Debug for FaultyDrive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FaultyDrive({:?})", self.inner)
+    }
+}
+
+impl FaultyDrive {
+    /// `inner` with no faults yet.
+    pub fn new(inner: Arc<dyn Drive>) -> Self {
+        let (release, _) = watch::channel(0);
+        let state = State { rules: Vec::new(), chaos: None };
+        Self {
+            inner,
+            shared: Arc::new(Shared { state: Mutex::new(state), release, injected: AtomicU64::new(0) }),
+        }
+    }
+
+    /// `inner` with seeded random faults.
+    pub fn with_chaos(inner: Arc<dyn Drive>, chaos: Chaos) -> Self {
+        let d = Self::new(inner);
+        d.set_chaos(Some(chaos));
+        d
+    }
+
+    pub fn inner(&self) -> &Arc<dyn Drive> {
+        &self.inner
+    }
+
+    pub fn add_rule(&self, rule: Rule) {
+        self.shared.lock().rules.push(rule);
+    }
+
+    /// Starts (or, with `None`, stops) seeded random faults.
+    pub fn set_chaos(&self, chaos: Option<Chaos>) {
+        self.shared.lock().chaos = chaos.map(|c| {
+            let rng = SimRng::new(c.seed);
+            (c, rng)
+        });
+    }
+
+    /// Removes every rule and the chaos plan, and lets hung operations go on.
+    pub fn clear(&self) {
+        let mut state = self.shared.lock();
+        state.rules.clear();
+        state.chaos = None;
+        self.shared.release.send_modify(|g| *g += 1);
+    }
+
+    /// Faults injected so far (every kind).
+    pub fn faults_injected(&self) -> u64 {
+        self.shared.injected.load(Ordering::Relaxed)
+    }
+
+    async fn inject(&self, op: Op) -> DriveResult<()> {
+        self.shared.inject(op).await.map(drop)
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn decide(&self, op: Op) -> Option<Action> {
+        let mut state = self.lock();
+        let mut fault = None;
+        for rule in state.rules.iter_mut().filter(|r| r.op.is_none_or(|o| o == op)) {
+            if rule.skip > 0 {
+                rule.skip -= 1;
+                continue;
+            }
+            match &mut rule.times {
+                Some(0) => continue,
+                Some(n) => *n -= 1,
+                None => {}
+            }
+            fault = Some(rule.fault);
+            break;
+        }
+        if fault.is_none() {
+            if let Some((chaos, rng)) = &mut state.chaos {
+                if chaos.ops.is_empty() || chaos.ops.contains(&op) {
+                    let draw = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+                    fault = if draw < chaos.fail {
+                        Some(Fault::Fail)
+                    } else if draw < chaos.fail + chaos.hang {
+                        Some(Fault::Hang)
+                    } else if draw < chaos.fail + chaos.hang + chaos.delay {
+                        let max = chaos.delay_max.as_micros().max(1) as u64;
+                        Some(Fault::Delay(Duration::from_micros(rng.below(max + 1))))
+                    } else {
+                        None
+                    };
+                }
+            }
+        }
+        let action = match fault? {
+            Fault::Fail => Action::Fail,
+            Fault::Delay(d) => Action::Delay(d),
+            Fault::Hang => Action::Hang(self.release.subscribe()),
+            Fault::CutAfter(n) if op == Op::WriteFrame => Action::CutAfter(n),
+            Fault::CutAfter(_) => return None,
+        };
+        self.injected.fetch_add(1, Ordering::Relaxed);
+        Some(action)
+    }
+
+    /// Applies the fault drawn for `op`, if any: `Err` for a failure; `Ok(Some(n))` for a cut.
+    async fn inject(&self, op: Op) -> DriveResult<Option<u64>> {
+        match self.decide(op) {
+            None => Ok(None),
+            Some(Action::Fail) => {
+                Err(DriveError::Io(std::io::Error::other(format!("injected fault: {op:?}"))))
+            }
+            Some(Action::Delay(d)) => {
+                tokio::time::sleep(d).await;
+                Ok(None)
+            }
+            Some(Action::Hang(mut release)) => {
+                // Err: the sender is gone (never, while the drive lives); then hang for good.
+                if release.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                Ok(None)
+            }
+            Some(Action::CutAfter(n)) => Ok(Some(n)),
+        }
+    }
+}
+
+struct FaultyWriter {
+    inner: Box<dyn ShardWriter>,
+    shared: Arc<Shared>,
+    written: u64,
+    /// Byte budget of the file once a cut fired.
+    cut: Option<u64>,
+}
+
+#[async_trait]
+impl ShardWriter for FaultyWriter {
+    async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
+        if let Some(n) = self.shared.inject(Op::WriteFrame).await? {
+            self.cut = Some(self.cut.map_or(n, |c| c.min(n)));
+        }
+        let frame_size = (bitrot::HASH_SIZE + shard.len()) as u64;
+        if let Some(budget) = self.cut {
+            if self.written + frame_size > budget {
+                let room = budget.saturating_sub(self.written) as usize;
+                if room > bitrot::HASH_SIZE {
+                    self.inner.write_frame(hash, shard.slice(..room - bitrot::HASH_SIZE)).await?;
+                    self.written += room as u64;
+                }
+                return Err(DriveError::Io(std::io::Error::other("injected fault: write cut short")));
+            }
+        }
+        self.inner.write_frame(hash, shard).await?;
+        self.written += frame_size;
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> DriveResult<()> {
+        self.shared.inject(Op::FinishShardFile).await?;
+        self.inner.finish().await
+    }
+}
+
+struct FaultyReader {
+    inner: Box<dyn ShardReader>,
+    shared: Arc<Shared>,
+}
+
+#[async_trait]
+impl ShardReader for FaultyReader {
+    async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
+        self.shared.inject(Op::ReadShard).await?;
+        self.inner.read_at(offset, len).await
+    }
+
+    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+        self.shared.inject(Op::ReadShard).await?;
+        self.inner.read_frame(offset, shard_size).await
+    }
+}
+
+#[async_trait]
+impl Drive for FaultyDrive {
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+
+    async fn disk_info(&self) -> DriveResult<DiskInfo> {
+        self.inject(Op::DiskInfo).await?;
+        self.inner.disk_info().await
+    }
+
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        self.inner.commit_totals()
+    }
+
+    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
+        self.inject(Op::ReadFormat).await?;
+        self.inner.read_format().await
+    }
+
+    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
+        self.inject(Op::WriteFormat).await?;
+        self.inner.write_format(format).await
+    }
+
+    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
+        self.inject(Op::ReadState).await?;
+        self.inner.read_state(name).await
+    }
+
+    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
+        self.inject(Op::WriteState).await?;
+        self.inner.write_state(name, bytes).await
+    }
+
+    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+        self.inject(Op::MakeBucket).await?;
+        self.inner.make_bucket(bucket, record).await
+    }
+
+    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
+        self.inject(Op::DeleteBucket).await?;
+        self.inner.delete_bucket(bucket).await
+    }
+
+    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+        self.inject(Op::UpdateBucket).await?;
+        self.inner.update_bucket(bucket, record).await
+    }
+
+    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
+        self.inject(Op::ListBuckets).await?;
+        self.inner.list_buckets().await
+    }
+
+    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
+        self.inject(Op::StatBucket).await?;
+        self.inner.stat_bucket(bucket).await
+    }
+
+    async fn read_record(
+        &self,
+        bucket: &str,
+        key: &str,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        self.inject(Op::ReadRecord).await?;
+        self.inner.read_record(bucket, key, inline).await
+    }
+
+    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
+        self.inject(Op::ReadInline).await?;
+        self.inner.read_inline(data_id).await
+    }
+
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
+        self.inject(Op::CreateShardFile).await?;
+        let inner = self.inner.create_shard_file(data_id).await?;
+        Ok(Box::new(FaultyWriter { inner, shared: self.shared.clone(), written: 0, cut: None }))
+    }
+
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+        self.inject(Op::OpenShardFile).await?;
+        let inner = self.inner.open_shard_file(data_id).await?;
+        Ok(Box::new(FaultyReader { inner, shared: self.shared.clone() }))
+    }
+
+    async fn abort_shard_file(&self, data_id: Uuid) {
+        if self.inject(Op::AbortShardFile).await.is_ok() {
+            self.inner.abort_shard_file(data_id).await;
+        }
+    }
+
+    async fn commit_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        self.inject(Op::CommitVersion).await?;
+        self.inner.commit_version(bucket, key, version, inline, op).await
+    }
+
+    async fn update_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        self.inject(Op::UpdateVersion).await?;
+        self.inner.update_version(bucket, key, version, op).await
+    }
+
+    async fn delete_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        self.inject(Op::DeleteVersion).await?;
+        self.inner.delete_version(bucket, key, version_id, op).await
+    }
+
+    async fn finish_op(&self, op: Uuid, keep: bool) {
+        if self.inject(Op::FinishOp).await.is_ok() {
+            self.inner.finish_op(op, keep).await;
+        }
+    }
+
+    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
+        self.inject(Op::PutUpload).await?;
+        self.inner.put_upload(bucket, upload).await
+    }
+
+    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
+        self.inject(Op::ReadUpload).await?;
+        self.inner.read_upload(bucket, key, upload_id).await
+    }
+
+    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
+        self.inject(Op::CommitPart).await?;
+        self.inner.commit_part(bucket, key, upload_id, part).await
+    }
+
+    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
+        self.inject(Op::ListParts).await?;
+        self.inner.list_parts(upload_id).await
+    }
+
+    async fn complete_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        version: ObjectVersion,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        self.inject(Op::CompleteUpload).await?;
+        self.inner.complete_upload(bucket, key, upload_id, version, op).await
+    }
+
+    async fn drop_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        keep: Vec<Uuid>,
+    ) -> DriveResult<()> {
+        self.inject(Op::DropUpload).await?;
+        self.inner.drop_upload(bucket, key, upload_id, keep).await
+    }
+
+    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
+        self.inject(Op::ListUploads).await?;
+        self.inner.list_uploads(bucket, prefix, limit).await
+    }
+
+    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
+        self.inject(Op::List).await?;
+        self.inner.list(bucket, query).await
+    }
+
+    async fn sweep_orphans(&self, min_age: Duration) -> DriveResult<(u64, u64)> {
+        self.inject(Op::SweepOrphans).await?;
+        self.inner.sweep_orphans(min_age).await
+    }
+}
