@@ -42,6 +42,19 @@ pub struct ObjectLayer {
     pub(crate) state_name: String,
 }
 
+/// Settings of the object layer that are not part of the layout.
+#[derive(Debug, Clone)]
+pub struct LayerOptions {
+    /// How long one drive operation may take before that drive counts as failed for the request.
+    pub drive_op_timeout: std::time::Duration,
+}
+
+impl Default for LayerOptions {
+    fn default() -> Self {
+        Self { drive_op_timeout: strata_types::limits::DRIVE_OP_TIMEOUT }
+    }
+}
+
 /// The other nodes of a deployment, as the object layer needs them.
 #[async_trait::async_trait]
 pub trait Peers: Send + Sync {
@@ -86,9 +99,23 @@ impl ObjectLayer {
         parity_count: usize,
         cluster: Option<Cluster>,
     ) -> Result<Self, ObjectError> {
+        Self::new_with(deployment_id, pools, parity_count, cluster, LayerOptions::default()).await
+    }
+
+    /// [`Self::new_in`] with settings other than the defaults.
+    pub async fn new_with(
+        deployment_id: Uuid,
+        pools: Vec<Vec<Vec<DriveSlot>>>,
+        parity_count: usize,
+        cluster: Option<Cluster>,
+        options: LayerOptions,
+    ) -> Result<Self, ObjectError> {
+        let timeout = options.drive_op_timeout;
         let mut pools = pools
             .into_iter()
-            .map(|sets| sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count)).collect())
+            .map(|sets| {
+                sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count, timeout)).collect()
+            })
             .collect::<Result<Vec<Vec<_>>, _>>()?;
         let mut state_name = crate::healer::STATE_NAME.to_owned();
         let mut peers = None;

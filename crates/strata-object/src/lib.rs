@@ -15,6 +15,9 @@
 //!   shards, and streams the requested range.
 //! - LIST ([`list`]) merges one sorted stream per drive, keeping entries a read quorum holds.
 //!
+//! Every drive of a set is wrapped in a time-out ([`LayerOptions::drive_op_timeout`]): a drive
+//! that stops answering counts as failed for the request instead of holding it.
+//!
 //! Invariants: a version is visible only once committed on a write quorum; per-object striped
 //! locks serialise commits and metadata reads of one key, so drives never disagree on order.
 
@@ -30,6 +33,7 @@ mod multipart;
 mod put;
 mod set;
 mod tagging;
+mod timed;
 
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
@@ -38,7 +42,7 @@ pub use healer::{
     DriveHealed, HealPriority, HealScope, HealStatus, Healer, QueuedScan, ScanConfig, ScanProgress,
     ScanStart, SetProgress, UnavailableDrive,
 };
-pub use layer::{Cluster, DriveSlot, ObjectLayer, Peers, SetView};
+pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView};
 pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart};

@@ -11,6 +11,7 @@ use strata_meta::{ObjectRecord, ObjectVersion};
 
 use crate::error::ObjectError;
 use crate::lock::{LockTable, Locks};
+use crate::timed::Timed;
 
 pub(crate) struct ErasureSet {
     /// Drives in set order; `None` = offline since start.
@@ -42,7 +43,17 @@ pub(crate) struct Resolved {
 }
 
 impl ErasureSet {
-    pub fn new(drives: Vec<Option<Arc<dyn Drive>>>, parity_count: usize) -> Result<Self, ObjectError> {
+    /// A set over `drives`, each under `drive_op_timeout` (see [`crate::timed`]).
+    pub fn new(
+        drives: Vec<Option<Arc<dyn Drive>>>,
+        parity_count: usize,
+        drive_op_timeout: std::time::Duration,
+    ) -> Result<Self, ObjectError> {
+        if parity_count > drives.len() / 2 {
+            return Err(ObjectError::InvalidParity(parity_count));
+        }
+        let drives: Vec<Option<Arc<dyn Drive>>> =
+            drives.into_iter().map(|d| d.map(|d| Timed::wrap(d, drive_op_timeout))).collect();
         let data_count = drives.len() - parity_count;
         let erasure =
             Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?;

@@ -97,6 +97,13 @@ pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
 /// Pending metadata changes queued per drive before writers wait (back-pressure).
 pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 
+/// Longest the object layer waits for one drive operation (a record read, a frame written or
+/// read, a commit) before it counts that drive as failed for the request (`DriveError::Offline`,
+/// so the quorum rules decide: the request succeeds on the other drives or fails with a quorum
+/// error, never hangs). Longer than the node RPC time-out (15 s), so a remote drive's own
+/// time-out answers first; far longer than a sync of a group commit under load.
+pub const DRIVE_OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Concurrent S3 requests served before new ones get `503 SlowDown`. A request counts until its
 /// response body has been sent in full (a GET streaming to a slow reader still holds its slot
 /// and its buffers).
