@@ -14,7 +14,9 @@ use uuid::Uuid;
 use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
-use crate::put::{abort_files, check_condition, write_file_data, BodyReader, PutOptions, WriteCondition};
+use crate::put::{
+    abort_files, check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions, WriteCondition,
+};
 use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
 use crate::ObjectInfo;
 
@@ -204,9 +206,18 @@ impl ObjectLayer {
             mod_time: strata_types::time::now_nanos(),
             checksums: body.checksums(),
         };
-        let results = on_drives(set, |_, d| {
+        let finished = &written.finished;
+        let results = on_drives(set, |i, d| {
             let p = part.clone();
-            async move { d.commit_part(bucket, key, upload_id, p).await }
+            let ok = finished.get(i).copied().unwrap_or(false);
+            async move {
+                // A drive whose shard write failed half way holds a truncated file: never commit it.
+                if !ok {
+                    d.abort_shard_file(p.data_id).await;
+                    return Err(shard_write_failed());
+                }
+                d.commit_part(bucket, key, upload_id, p).await
+            }
         })
         .await;
         if let Err(e) = reduce_writes(&results, quorum) {

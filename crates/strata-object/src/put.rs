@@ -210,16 +210,17 @@ pub(crate) async fn put_object(
     let mut reader = BlockReader::new(body, data_count);
 
     let first = reader.next_block().await?;
-    let (md5, data, inline) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
+    // `finished[pos]`: the drive at `pos` holds the whole data (a file write may fail half way).
+    let (md5, data, inline, finished) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
         let encoded = encode(erasure.clone(), Md5::new(), first).await?;
         let frames = encoded.inline_frames();
-        (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames))
+        (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames), vec![true; n])
     } else {
         let data_id = Uuid::new_v4();
-        let (md5, _) =
+        let (md5, finished) =
             write_shard_files(&set.drives, &mut reader, first, &erasure, &distribution, data_id, quorum)
                 .await?;
-        (md5, DataLocation::File(data_id), None)
+        (md5, DataLocation::File(data_id), None, finished)
     };
     let size = reader.total;
     let digest: [u8; 16] = md5.finalize().into();
@@ -261,18 +262,25 @@ pub(crate) async fn put_object(
         abort_files(set, data).await;
         return Err(e);
     }
-    let results = join_all(set.drives.iter().zip(&distribution).map(|(drive, &shard)| {
-        let mut v = version.clone();
-        v.erasure.shard_index = shard;
-        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
-        async move {
-            match drive {
-                Some(d) => d.commit_version(t.bucket, t.key, v, frame, op).await,
-                None => Err(DriveError::Offline("offline at start".into())),
+    let results =
+        join_all(set.drives.iter().zip(&distribution).zip(&finished).map(|((drive, &shard), &ok)| {
+            let mut v = version.clone();
+            v.erasure.shard_index = shard;
+            let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
+            async move {
+                match drive {
+                    // Only a drive whose writer finished holds the whole data: committing another
+                    // would move a truncated file into place and count it toward the quorum.
+                    Some(d) if ok => d.commit_version(t.bucket, t.key, v, frame, op).await,
+                    Some(d) => {
+                        d.abort_shard_file(data.data_id()).await;
+                        Err(shard_write_failed())
+                    }
+                    None => Err(DriveError::Offline("offline at start".into())),
+                }
             }
-        }
-    }))
-    .await;
+        }))
+        .await;
     let outcome = reduce_writes(&results, quorum);
     finish_op(set, &results, op, outcome.is_ok()).await;
     outcome?;
@@ -282,11 +290,19 @@ pub(crate) async fn put_object(
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 
+/// The error of a drive whose shard write failed before it finished: it answered, so it needs
+/// healing, but it takes no commit.
+pub(crate) fn shard_write_failed() -> DriveError {
+    DriveError::Io(std::io::Error::other("its shard write did not finish"))
+}
+
 /// What [`write_file_data`] stored: a shard file per drive under `data_id`, still in temp.
 pub(crate) struct Written {
     pub data_id: Uuid,
     pub size: u64,
     pub md5: [u8; 16],
+    /// Per drive position: its shard file is whole (only those may be committed).
+    pub finished: Vec<bool>,
 }
 
 /// Streams a whole body into new temp shard files (no inline form: multipart parts). Checks the
@@ -302,14 +318,14 @@ pub(crate) async fn write_file_data(
     let mut reader = BlockReader::new(body, erasure.data_count());
     let first = reader.next_block().await?;
     let data_id = Uuid::new_v4();
-    let (md5, _) =
+    let (md5, finished) =
         write_shard_files(&set.drives, &mut reader, first, erasure, distribution, data_id, quorum).await?;
     let md5: [u8; 16] = md5.finalize().into();
     if content_md5.is_some_and(|want| want != md5) {
         abort_files(set, DataLocation::File(data_id)).await;
         return Err(ObjectError::BadDigest);
     }
-    Ok(Written { data_id, size: reader.total, md5 })
+    Ok(Written { data_id, size: reader.total, md5, finished })
 }
 
 /// Streams every block into temp shard files on the given drives (`None` positions are skipped);

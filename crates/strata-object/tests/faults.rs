@@ -6,7 +6,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use strata_drive::faulty::{Fault, Rule};
+use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::Drive;
 use strata_object::{ObjectError, PutOptions};
 
@@ -31,6 +31,30 @@ async fn an_impossible_record_is_an_error_not_a_panic() {
         .await
         .expect("a read must not hang");
     assert!(read.is_err(), "a record with block size 0 read as {} bytes", read.map(|b| b.len()).unwrap_or(0));
+}
+
+/// A shard write cut short on one drive: the PUT meets its quorum on the others, and the cut
+/// drive neither gets the truncated file committed nor a record claiming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_cut_short_is_not_committed() {
+    let rig = Rig::new(4).await;
+    let old = pattern(3 << 20, 1);
+    rig.layer.put_object("b", "k", &mut body(&old), PutOptions::default()).await.expect("put old");
+    rig.faulty[1].add_rule(Rule::new(Op::WriteFrame, Fault::CutAfter(300_000)));
+    let new = pattern((3 << 20) + 5, 2);
+    rig.layer.put_object("b", "k", &mut body(&new), PutOptions::default()).await.expect("put meets quorum");
+    rig.faulty[1].clear();
+
+    let (record, _) = rig.local[1].read_record("b", "k", false).await.expect("old record stays");
+    assert_eq!(record.versions[0].size, old.len() as u64, "the cut drive must keep the old version");
+    for (i, d) in rig.local.iter().enumerate().filter(|(i, _)| *i != 1) {
+        let (record, _) = d.read_record("b", "k", false).await.expect("record");
+        assert_eq!(record.versions[0].size, new.len() as u64, "drive {i} has the new version");
+    }
+    assert_eq!(rig.temp_files(), 0, "the cut temp file is gone");
+    // The new object reads whole even with another drive gone: three good copies exist.
+    rig.faulty[2].add_rule(Rule::every(Fault::Fail));
+    assert_eq!(read_all(&rig.layer, "k", 0, new.len() as u64).await.expect("get"), new);
 }
 
 /// A hung drive costs one time-out, not a stuck request: PUT and GET with one drive hanging on
