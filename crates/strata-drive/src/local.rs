@@ -112,6 +112,12 @@ impl LocalDrive {
         self.index_rebuilt
     }
 
+    /// Changes committed and not yet finished by [`Drive::finish_op`] (for tests: every commit
+    /// is finished, kept or undone, so this returns to its baseline once requests are done).
+    pub fn pending_count(&self) -> usize {
+        self.pending.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
     fn index(&self) -> Arc<Index> {
         match self.index.read() {
             Ok(i) => i.clone(),

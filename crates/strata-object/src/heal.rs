@@ -192,8 +192,10 @@ impl ObjectLayer {
                 let mut body = StreamBody(open.stream(0, size));
                 let mut reader = BlockReader::new(&mut body, erasure.data_count());
                 let first = reader.next_block().await?;
-                let (md5, written) =
+                let (md5, written, temp) =
                     write_shard_files(&drives, &mut reader, first, &erasure, dist, id, 1).await?;
+                // Cleaned by `abort_heal` on the paths that do not commit.
+                temp.disarm();
                 if hex::encode(md5.finalize()) != version.etag {
                     join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
                     return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
@@ -210,9 +212,10 @@ impl ObjectLayer {
                     let mut body = StreamBody(stream);
                     let mut reader = BlockReader::new(&mut body, erasure.data_count());
                     let first = reader.next_block().await?;
-                    let (md5, ok) =
+                    let (md5, ok, temp) =
                         write_shard_files(&drives, &mut reader, first, &erasure, dist, part.data_id, 1)
                             .await?;
+                    temp.disarm();
                     if hex::encode(md5.finalize()) != part.etag {
                         return Err(ObjectError::Internal(format!(
                             "rebuilt part {} does not match its ETag",

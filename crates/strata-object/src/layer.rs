@@ -421,20 +421,21 @@ impl ObjectLayer {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
         let op = Uuid::new_v4();
-        let _guard = set.locks.exclusive(hash).await?;
-        _guard.ensure_held()?;
-        let results = join_all(set.drives.iter().map(|d| async move {
-            match d {
-                Some(d) => match d.delete_version(bucket, key, None, op).await {
+        let guard = set.locks.exclusive(hash).await?;
+        guard.ensure_held()?;
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let commit: crate::set::CommitFn = Box::new(move |_, d| {
+            let (b, k) = (b.clone(), k.clone());
+            Box::pin(async move {
+                match d.delete_version(&b, &k, None, op).await {
                     Err(DriveError::NotFound) => Ok(()),
                     other => other,
-                },
-                None => Err(DriveError::Offline("offline".into())),
-            }
-        }))
-        .await;
-        let outcome = crate::set::reduce_writes(&results, write_quorum(set.data_count(), set.parity_count));
-        crate::set::finish_op(set, &results, op, outcome.is_ok()).await;
+                }
+            })
+        });
+        let quorum = write_quorum(set.data_count(), set.parity_count);
+        let (results, outcome) =
+            crate::set::commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
         if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }

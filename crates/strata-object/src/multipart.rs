@@ -15,9 +15,9 @@ use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{
-    abort_files, check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions, WriteCondition,
+    check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions, WriteCondition,
 };
-use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
+use crate::set::{apply_and_finish, reduce_writes, to_completion, write_quorum, CommitFn, ErasureSet};
 use crate::ObjectInfo;
 
 /// One entry of a CompleteMultipartUpload request.
@@ -206,22 +206,34 @@ impl ObjectLayer {
             mod_time: strata_types::time::now_nanos(),
             checksums: body.checksums(),
         };
-        let finished = &written.finished;
-        let results = on_drives(set, |i, d| {
-            let p = part.clone();
-            let ok = finished.get(i).copied().unwrap_or(false);
-            async move {
-                // A drive whose shard write failed half way holds a truncated file: never commit it.
-                if !ok {
-                    d.abort_shard_file(p.data_id).await;
-                    return Err(shard_write_failed());
+        let drives = set.drives.clone();
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let (finished, temp, committed) = (written.finished, written.temp, part.clone());
+        // From here the commit task owns the temp files.
+        temp.disarm();
+        let results = to_completion(async move {
+            let results = join_all(drives.iter().enumerate().map(|(pos, d)| {
+                let (b, k, p) = (&b, &k, committed.clone());
+                let ok = finished.get(pos).copied().unwrap_or(false);
+                async move {
+                    let Some(d) = d else { return Err(DriveError::Offline("offline at start".into())) };
+                    // A drive whose shard write failed half way holds a truncated file: never
+                    // commit it.
+                    if !ok {
+                        d.abort_shard_file(p.data_id).await;
+                        return Err(shard_write_failed());
+                    }
+                    d.commit_part(b, k, upload_id, p).await
                 }
-                d.commit_part(bucket, key, upload_id, p).await
+            }))
+            .await;
+            if reduce_writes(&results, quorum).is_err() {
+                join_all(drives.iter().flatten().map(|d| d.abort_shard_file(committed.data_id))).await;
             }
+            results
         })
-        .await;
+        .await?;
         if let Err(e) = reduce_writes(&results, quorum) {
-            abort_files(set, DataLocation::File(written.data_id)).await;
             if results.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count()
                 >= quorum.min(set.drives.len())
             {
@@ -317,26 +329,36 @@ impl ObjectLayer {
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
-        let _guard = set.locks.exclusive(hash).await?;
-        check_condition(set, bucket, key, &opts.condition).await.and_then(|()| _guard.ensure_held())?;
-        let results = on_drives(set, |i, d| {
-            let mut v = version.clone();
-            v.erasure.shard_index = e.distribution.get(i).copied().unwrap_or(0);
-            async move { d.complete_upload(bucket, key, upload_id, v, op).await }
+        let guard = set.locks.exclusive(hash).await?;
+        check_condition(set, bucket, key, &opts.condition).await.and_then(|()| guard.ensure_held())?;
+        let (b, k, committed, distribution) =
+            (bucket.to_owned(), key.to_owned(), version.clone(), e.distribution.clone());
+        let commit: CommitFn = Box::new(move |pos, d| {
+            let mut v = committed.clone();
+            v.erasure.shard_index = distribution.get(pos).copied().unwrap_or(0);
+            let (b, k) = (b.clone(), k.clone());
+            Box::pin(async move { d.complete_upload(&b, &k, upload_id, v, op).await })
+        });
+        let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
+        let drives = set.drives.clone();
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let (results, outcome) = to_completion(async move {
+            let (results, outcome) = apply_and_finish(&drives, quorum, op, &commit).await;
+            drop(guard);
+            if outcome.is_ok() {
+                // The upload goes once its object is committed; its parts' files stay with it.
+                tokio::spawn(async move {
+                    join_all(drives.iter().flatten().map(|d| d.drop_upload(&b, &k, upload_id, keep.clone())))
+                        .await;
+                });
+            }
+            (results, outcome)
         })
-        .await;
-        let outcome = reduce_writes(&results, quorum);
-        finish_op(set, &results, op, outcome.is_ok()).await;
+        .await?;
         outcome?;
         if crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
-        let drives: Vec<Arc<dyn Drive>> = set.drives.iter().flatten().cloned().collect();
-        let (b, k) = (bucket.to_owned(), key.to_owned());
-        tokio::spawn(async move {
-            join_all(drives.iter().map(|d| d.drop_upload(&b, &k, upload_id, keep.clone()))).await;
-        });
         Ok(ObjectInfo::from_version(bucket, key, &version))
     }
 

@@ -14,7 +14,7 @@ use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
-use crate::set::{finish_op, reduce_writes, write_quorum, ErasureSet};
+use crate::set::{commit_on_quorum, write_quorum, CommitFn, Drives, ErasureSet};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
@@ -211,21 +211,21 @@ pub(crate) async fn put_object(
 
     let first = reader.next_block().await?;
     // `finished[pos]`: the drive at `pos` holds the whole data (a file write may fail half way).
-    let (md5, data, inline, finished) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
+    let (md5, data, inline, finished, temp) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
         let encoded = encode(erasure.clone(), Md5::new(), first).await?;
         let frames = encoded.inline_frames();
-        (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames), vec![true; n])
+        (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames), vec![true; n], TempShards::none())
     } else {
         let data_id = Uuid::new_v4();
-        let (md5, finished) =
+        let (md5, finished, temp) =
             write_shard_files(&set.drives, &mut reader, first, &erasure, &distribution, data_id, quorum)
                 .await?;
-        (md5, DataLocation::File(data_id), None, finished)
+        (md5, DataLocation::File(data_id), None, finished, temp)
     };
     let size = reader.total;
     let digest: [u8; 16] = md5.finalize().into();
     if opts.content_md5.is_some_and(|want| want != digest) {
-        abort_files(set, data).await;
+        temp.abort().await;
         return Err(ObjectError::BadDigest);
     }
     let version = ObjectVersion {
@@ -249,40 +249,39 @@ pub(crate) async fn put_object(
         tags: opts.tags,
     };
     let op = Uuid::new_v4();
-    let _guard = match set.locks.exclusive(t.hash).await {
+    let guard = match set.locks.exclusive(t.hash).await {
         Ok(g) => g,
         Err(e) => {
-            abort_files(set, data).await;
+            temp.abort().await;
             return Err(e);
         }
     };
-    if let Err(e) =
-        check_condition(set, t.bucket, t.key, &condition).await.and_then(|()| _guard.ensure_held())
+    if let Err(e) = check_condition(set, t.bucket, t.key, &condition).await.and_then(|()| guard.ensure_held())
     {
-        abort_files(set, data).await;
+        temp.abort().await;
         return Err(e);
     }
-    let results =
-        join_all(set.drives.iter().zip(&distribution).zip(&finished).map(|((drive, &shard), &ok)| {
-            let mut v = version.clone();
-            v.erasure.shard_index = shard;
-            let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
-            async move {
-                match drive {
-                    // Only a drive whose writer finished holds the whole data: committing another
-                    // would move a truncated file into place and count it toward the quorum.
-                    Some(d) if ok => d.commit_version(t.bucket, t.key, v, frame, op).await,
-                    Some(d) => {
-                        d.abort_shard_file(data.data_id()).await;
-                        Err(shard_write_failed())
-                    }
-                    None => Err(DriveError::Offline("offline at start".into())),
-                }
+    let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
+    let data_id = data.data_id();
+    let commit: CommitFn = Box::new(move |pos, d| {
+        let shard = distribution[pos];
+        let mut v = committed.clone();
+        v.erasure.shard_index = shard;
+        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
+        let (bucket, key, ok) = (bucket.clone(), key.clone(), finished[pos]);
+        Box::pin(async move {
+            // Only a drive whose writer finished holds the whole data: committing another would
+            // move a truncated file into place and count it toward the quorum.
+            if !ok {
+                d.abort_shard_file(data_id).await;
+                return Err(shard_write_failed());
             }
-        }))
-        .await;
-    let outcome = reduce_writes(&results, quorum);
-    finish_op(set, &results, op, outcome.is_ok()).await;
+            d.commit_version(&bucket, &key, v, frame, op).await
+        })
+    });
+    // From here the commit task owns the temp files (and the lock).
+    temp.disarm();
+    let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
     outcome?;
     if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
@@ -303,6 +302,8 @@ pub(crate) struct Written {
     pub md5: [u8; 16],
     /// Per drive position: its shard file is whole (only those may be committed).
     pub finished: Vec<bool>,
+    /// Removes the files if the request goes away before their commit.
+    pub temp: TempShards,
 }
 
 /// Streams a whole body into new temp shard files (no inline form: multipart parts). Checks the
@@ -318,14 +319,14 @@ pub(crate) async fn write_file_data(
     let mut reader = BlockReader::new(body, erasure.data_count());
     let first = reader.next_block().await?;
     let data_id = Uuid::new_v4();
-    let (md5, finished) =
+    let (md5, finished, temp) =
         write_shard_files(&set.drives, &mut reader, first, erasure, distribution, data_id, quorum).await?;
     let md5: [u8; 16] = md5.finalize().into();
     if content_md5.is_some_and(|want| want != md5) {
-        abort_files(set, DataLocation::File(data_id)).await;
+        temp.abort().await;
         return Err(ObjectError::BadDigest);
     }
-    Ok(Written { data_id, size: reader.total, md5, finished })
+    Ok(Written { data_id, size: reader.total, md5, finished, temp })
 }
 
 /// Streams every block into temp shard files on the given drives (`None` positions are skipped);
@@ -339,7 +340,8 @@ pub(crate) async fn write_shard_files(
     distribution: &[u8],
     data_id: Uuid,
     quorum: usize,
-) -> Result<(Md5, Vec<bool>), ObjectError> {
+) -> Result<(Md5, Vec<bool>, TempShards), ObjectError> {
+    let temp = TempShards::new(drives, data_id);
     let mut writers: Writers = join_all(drives.iter().map(|d| async move {
         match d {
             Some(d) => d.create_shard_file(data_id).await.ok(),
@@ -382,14 +384,53 @@ pub(crate) async fn write_shard_files(
         Ok((md5, writers.iter().map(Option::is_some).collect()))
     }
     .await;
-    if result.is_err() {
-        join_all(drives.iter().flatten().map(|d| d.abort_shard_file(data_id))).await;
+    match result {
+        Ok((md5, finished)) => Ok((md5, finished, temp)),
+        Err(e) => {
+            temp.abort().await;
+            Err(e)
+        }
     }
-    result
 }
 
-pub(crate) async fn abort_files(set: &ErasureSet, data: DataLocation) {
-    if let DataLocation::File(id) = data {
-        join_all(set.drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+/// The temp shard files of one write, until a commit takes them over. Dropped armed (the request
+/// went away before its commit began), it removes them in the background, so temp files of
+/// cancelled requests do not wait for the sweep.
+pub(crate) struct TempShards {
+    drives: Drives,
+    data_id: Option<Uuid>,
+}
+
+impl TempShards {
+    fn new(drives: &[Option<Arc<dyn strata_drive::Drive>>], data_id: Uuid) -> Self {
+        Self { drives: drives.to_vec(), data_id: Some(data_id) }
+    }
+
+    /// Nothing to clean (an inline write).
+    pub fn none() -> Self {
+        Self { drives: Vec::new(), data_id: None }
+    }
+
+    /// The commit owns the files now.
+    pub fn disarm(mut self) {
+        self.data_id = None;
+    }
+
+    /// Removes the files now.
+    pub async fn abort(mut self) {
+        if let Some(id) = self.data_id.take() {
+            join_all(self.drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+        }
+    }
+}
+
+impl Drop for TempShards {
+    fn drop(&mut self) {
+        let Some(id) = self.data_id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let drives = std::mem::take(&mut self.drives);
+        runtime.spawn(async move {
+            join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+        });
     }
 }

@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::future::join_all;
-use strata_drive::{Drive, DriveError};
+use futures_util::future::{join_all, BoxFuture};
+use strata_drive::{Drive, DriveError, DriveResult};
 use strata_erasure::Erasure;
 use strata_meta::{ObjectRecord, ObjectVersion};
 
 use crate::error::ObjectError;
-use crate::lock::{LockTable, Locks};
+use crate::lock::{LockGuard, LockTable, Locks};
 use crate::timed::Timed;
 
 pub(crate) struct ErasureSet {
@@ -182,17 +182,73 @@ pub(crate) fn missed_answering_drive(results: &[Result<(), DriveError>]) -> bool
     results.iter().any(|r| matches!(r, Err(e) if !matches!(e, DriveError::Offline(_))))
 }
 
+/// A set's drives, owned: what a commit task needs to outlive its request.
+pub(crate) type Drives = Vec<Option<Arc<dyn Drive>>>;
+
+/// Runs `work` in a task of its own and waits for it. The request's future may be dropped at any
+/// await (a client that goes away drops it): the task still runs `work` to its end, so a commit
+/// is never left half applied, without its undo, or with its changes pending on the drives.
+pub(crate) async fn to_completion<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> Result<T, ObjectError> {
+    tokio::spawn(work).await.map_err(|e| ObjectError::Internal(format!("a commit task failed: {e}")))
+}
+
+/// One drive's part of a commit: `commit(position, drive)`.
+pub(crate) type CommitFn =
+    Box<dyn Fn(usize, Arc<dyn Drive>) -> BoxFuture<'static, DriveResult<()>> + Send + Sync>;
+
+/// Applies a change on every drive (`commit`), reduces the answers with `quorum`, and ends `op`
+/// on the drives that applied it: kept with a quorum, undone without. Runs to completion in its
+/// own task (see [`to_completion`]), holding `guard` (the object's lock) until the undo is done.
+pub(crate) async fn commit_on_quorum(
+    drives: Drives,
+    quorum: usize,
+    op: uuid::Uuid,
+    guard: LockGuard,
+    commit: CommitFn,
+) -> Result<(Vec<DriveResult<()>>, Result<(), ObjectError>), ObjectError> {
+    to_completion(async move {
+        let done = apply_and_finish(&drives, quorum, op, &commit).await;
+        drop(guard);
+        done
+    })
+    .await
+}
+
+/// The body of [`commit_on_quorum`], for commits that do more under the same task.
+pub(crate) async fn apply_and_finish(
+    drives: &Drives,
+    quorum: usize,
+    op: uuid::Uuid,
+    commit: &CommitFn,
+) -> (Vec<DriveResult<()>>, Result<(), ObjectError>) {
+    let results = join_all(drives.iter().enumerate().map(|(pos, d)| {
+        let fut = d.clone().map(|d| commit(pos, d));
+        async move {
+            match fut {
+                Some(fut) => fut.await,
+                None => Err(DriveError::Offline("offline at start".into())),
+            }
+        }
+    }))
+    .await;
+    let outcome = reduce_writes(&results, quorum);
+    finish_op(drives, &results, op, outcome.is_ok()).await;
+    (results, outcome)
+}
+
 /// Ends operation `op` on the drives that applied it: frees what it displaced when it met its
 /// quorum (in the background: the client need not wait), undoes it otherwise (before answering,
 /// so a failed write or delete never replaces what was there).
 pub(crate) async fn finish_op(
-    set: &ErasureSet,
+    drives: &Drives,
     results: &[Result<(), DriveError>],
     op: uuid::Uuid,
     keep: bool,
 ) {
     let applied: Vec<Arc<dyn Drive>> =
-        set.drives.iter().zip(results).filter(|(_, r)| r.is_ok()).filter_map(|(d, _)| d.clone()).collect();
+        drives.iter().zip(results).filter(|(_, r)| r.is_ok()).filter_map(|(d, _)| d.clone()).collect();
     let work = async move {
         join_all(applied.iter().map(|d| d.finish_op(op, keep))).await;
     };

@@ -3,13 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::future::join_all;
 use strata_drive::DriveError;
 use uuid::Uuid;
 
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
-use crate::set::{finish_op, reduce_writes, write_quorum};
+use crate::set::{commit_on_quorum, write_quorum, CommitFn};
 
 impl ObjectLayer {
     /// Replaces the tags of the object's current version (`tags` empty = remove them all).
@@ -21,28 +20,28 @@ impl ObjectLayer {
     ) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
-        let _guard = set.locks.exclusive(hash).await?;
+        let guard = set.locks.exclusive(hash).await?;
         let resolved = set.resolve(set.read_records(bucket, key, false).await)?;
         let mut version = resolved.version;
         version.tags = tags;
         let e = &version.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
-        _guard.ensure_held()?;
-        let results =
-            join_all(set.drives.iter().zip(&resolved.holders).enumerate().map(|(pos, (d, held))| {
-                let mut v = version.clone();
-                v.erasure.shard_index = v.erasure.distribution.get(pos).copied().unwrap_or(0);
-                async move {
-                    match (d, held) {
-                        (Some(d), Some(_)) => d.update_version(bucket, key, v, op).await,
-                        _ => Err(DriveError::Offline("does not hold the current version".into())),
-                    }
+        guard.ensure_held()?;
+        let held: Vec<bool> = resolved.holders.iter().map(Option::is_some).collect();
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let commit: CommitFn = Box::new(move |pos, d| {
+            let mut v = version.clone();
+            v.erasure.shard_index = v.erasure.distribution.get(pos).copied().unwrap_or(0);
+            let (b, k, held) = (b.clone(), k.clone(), held.get(pos).copied().unwrap_or(false));
+            Box::pin(async move {
+                if !held {
+                    return Err(DriveError::Offline("does not hold the current version".into()));
                 }
-            }))
-            .await;
-        let outcome = reduce_writes(&results, quorum);
-        finish_op(set, &results, op, outcome.is_ok()).await;
+                d.update_version(&b, &k, v, op).await
+            })
+        });
+        let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
         if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
