@@ -665,6 +665,18 @@ fn upload_parts(t: &Tables, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
     Ok(out)
 }
 
+/// Part files the object's versions read. A completed upload's parts belong to its object: a part
+/// replaced or an upload dropped afterwards (a retry racing Complete, an expiry) must not free them.
+fn object_part_files(t: &Tables, bucket: &str, key: &str) -> DriveResult<Vec<Uuid>> {
+    let Some(record) = read(t, &object_key(bucket, key))? else { return Ok(Vec::new()) };
+    Ok(record
+        .versions
+        .iter()
+        .filter(|v| matches!(v.data, DataLocation::Multipart(_)))
+        .flat_map(|v| v.parts.iter().map(|p| p.data_id))
+        .collect())
+}
+
 fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
     match change {
         Change::PutUpload { bucket, upload } => {
@@ -681,7 +693,9 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
             let slot = (upload_id.as_u128(), part.number);
             if let Some(old) = t.parts.get(slot).map_err(index_err)? {
                 if let Ok(old) = PartInfo::decode(old.value()) {
-                    if old.data_id != part.data_id {
+                    if old.data_id != part.data_id
+                        && !object_part_files(t, bucket, key)?.contains(&old.data_id)
+                    {
                         freed.push(old.data_id);
                     }
                 }
@@ -705,9 +719,10 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
             if t.uploads.remove(k.as_slice()).map_err(index_err)?.is_none() {
                 return Err(DriveError::NotFound);
             }
+            let in_use = object_part_files(t, bucket, key)?;
             for part in upload_parts(t, *upload_id)? {
                 t.parts.remove((upload_id.as_u128(), part.number)).map_err(index_err)?;
-                if !keep.contains(&part.data_id) {
+                if !keep.contains(&part.data_id) && !in_use.contains(&part.data_id) {
                     freed.push(part.data_id);
                 }
             }
