@@ -177,7 +177,7 @@ impl ObjectLayer {
         content_md5: Option<[u8; 16]>,
     ) -> Result<PartInfo, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, _) = self.locate(bucket, key);
+        let (set, hash) = self.locate(bucket, key);
         let upload = self.read_upload(set, bucket, key, upload_id).await?;
         let e = &upload.erasure;
         let erasure = set.erasure_for(usize::from(e.data_count), usize::from(e.parity_count))?;
@@ -206,10 +206,16 @@ impl ObjectLayer {
             mod_time: strata_types::time::now_nanos(),
             checksums: body.checksums(),
         };
+        // Part commits and Complete of one object take its lock, so every drive sees them in the
+        // same order (two uploads of one part number end the same everywhere) and Complete reads
+        // the parts it commits while no part can change.
+        let guard = set.locks.exclusive(hash).await?;
+        // Dropped on this error, `written.temp` removes the part's files.
+        guard.ensure_held()?;
         let drives = set.drives.clone();
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let (finished, temp, committed) = (written.finished, written.temp, part.clone());
-        // From here the commit task owns the temp files.
+        // From here the commit task owns the temp files and the lock.
         temp.disarm();
         let results = to_completion(async move {
             let results = join_all(drives.iter().enumerate().map(|(pos, d)| {
@@ -227,6 +233,7 @@ impl ObjectLayer {
                 }
             }))
             .await;
+            drop(guard);
             if reduce_writes(&results, quorum).is_err() {
                 join_all(drives.iter().flatten().map(|d| d.abort_shard_file(committed.data_id))).await;
             }
@@ -288,6 +295,8 @@ impl ObjectLayer {
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
+        // Held from reading the parts to dropping the upload: no part commit comes between.
+        let guard = set.locks.exclusive(hash).await?;
         let upload = self.read_upload(set, bucket, key, upload_id).await?;
         let available = self.agreed_parts(set, &upload).await?;
         if requested.is_empty() {
@@ -329,7 +338,6 @@ impl ObjectLayer {
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
-        let guard = set.locks.exclusive(hash).await?;
         check_condition(set, bucket, key, &opts.condition).await.and_then(|()| guard.ensure_held())?;
         let (b, k, committed, distribution) =
             (bucket.to_owned(), key.to_owned(), version.clone(), e.distribution.clone());
@@ -344,14 +352,13 @@ impl ObjectLayer {
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let (results, outcome) = to_completion(async move {
             let (results, outcome) = apply_and_finish(&drives, quorum, op, &commit).await;
-            drop(guard);
             if outcome.is_ok() {
-                // The upload goes once its object is committed; its parts' files stay with it.
-                tokio::spawn(async move {
-                    join_all(drives.iter().flatten().map(|d| d.drop_upload(&b, &k, upload_id, keep.clone())))
-                        .await;
-                });
+                // The upload goes once its object is committed (its parts' files stay with it),
+                // before the lock is released: a part retried after Complete finds no upload.
+                join_all(drives.iter().flatten().map(|d| d.drop_upload(&b, &k, upload_id, keep.clone())))
+                    .await;
             }
+            drop(guard);
             (results, outcome)
         })
         .await?;
@@ -369,7 +376,9 @@ impl ObjectLayer {
         upload_id: Uuid,
     ) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, _) = self.locate(bucket, key);
+        let (set, hash) = self.locate(bucket, key);
+        // Not in the middle of a Complete or a part commit of this object.
+        let _guard = set.locks.exclusive(hash).await?;
         let results = on_drives(set, |_, d| d.drop_upload(bucket, key, upload_id, Vec::new())).await;
         let not_found = results.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count();
         let quorum = write_quorum(set.data_count(), set.parity_count);

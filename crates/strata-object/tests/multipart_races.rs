@@ -1,0 +1,105 @@
+//! Multipart races: two uploads of one part number at once, and a retried part racing
+//! CompleteMultipartUpload. Drive delays (`FaultyDrive`) force the interleavings; afterwards the
+//! completed object must be whole on every drive: each drive's record names part files it holds.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bytes::Bytes;
+use strata_drive::faulty::{Fault, Op, Rule};
+use strata_drive::Drive;
+use strata_object::{CompleteOptions, CompletePart, ObjectError, PutOptions};
+
+use common::{body, pattern, read_all, Rig};
+
+/// Every drive's record of `key` names part files that drive holds.
+async fn parts_on_every_drive(rig: &Rig, key: &str) {
+    for (i, d) in rig.local.iter().enumerate() {
+        let (record, _) = d.read_record("b", key, false).await.expect("record");
+        for part in &record.versions[0].parts {
+            assert!(
+                d.open_shard_file(part.data_id).await.is_ok(),
+                "drive {i}: part {} file {} of the completed object is gone",
+                part.number,
+                part.data_id
+            );
+        }
+    }
+}
+
+/// The object reads whole with any two of the four drives failing.
+async fn reads_with_two_drives_down(rig: &Rig, key: &str, want: &Bytes) {
+    for down in [[0, 1], [2, 3], [0, 3]] {
+        for &i in &down {
+            rig.faulty[i].add_rule(Rule::every(Fault::Fail));
+        }
+        let got = read_all(&rig.layer, key, 0, want.len() as u64).await;
+        rig.clear_faults();
+        assert_eq!(got.expect("read"), want.as_ref(), "drives {down:?} down");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_uploads_of_one_part_agree_on_every_drive() {
+    let rig = Rig::new(4).await;
+    let upload = rig.layer.create_multipart_upload("b", "k", PutOptions::default()).await.expect("create");
+    // Whichever commit reaches a drive first waits on drives 0 and 1, the second on drives 2
+    // and 3: without a lock the drives record the two uploads in opposite orders.
+    for i in [0, 1] {
+        rig.faulty[i].add_rule(Rule::new(Op::CommitPart, Fault::Delay(Duration::from_millis(300))).times(1));
+    }
+    for i in [2, 3] {
+        rig.faulty[i]
+            .add_rule(Rule::new(Op::CommitPart, Fault::Delay(Duration::from_millis(300))).after(1).times(1));
+    }
+    let (a, b) = (pattern(300_000, 1), pattern(300_000, 2));
+    let (mut body_a, mut body_b) = (body(&a), body(&b));
+    let (ra, rb) = tokio::join!(
+        rig.layer.upload_part("b", "k", upload, 1, &mut body_a, None),
+        rig.layer.upload_part("b", "k", upload, 1, &mut body_b, None),
+    );
+    rig.clear_faults();
+    let (pa, pb) = (ra.expect("part a"), rb.expect("part b"));
+    let (_, listed) = rig.layer.list_parts("b", "k", upload).await.expect("list parts");
+    assert_eq!(listed.len(), 1, "one part 1");
+    let winner = if listed[0].etag == pa.etag { a } else { b };
+    assert!(listed[0].etag == pa.etag || listed[0].etag == pb.etag);
+    let parts = [CompletePart { number: 1, etag: listed[0].etag.clone(), checksums: BTreeMap::new() }];
+    rig.layer
+        .complete_multipart_upload("b", "k", upload, &parts, CompleteOptions::default())
+        .await
+        .expect("complete");
+    parts_on_every_drive(&rig, "k").await;
+    reads_with_two_drives_down(&rig, "k", &winner).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_part_racing_complete_never_frees_the_completed_data() {
+    let rig = Rig::new(4).await;
+    let upload = rig.layer.create_multipart_upload("b", "k", PutOptions::default()).await.expect("create");
+    let first = pattern(200_000, 3);
+    let part = rig.layer.upload_part("b", "k", upload, 1, &mut body(&first), None).await.expect("part");
+    // Complete stalls at its commit; the retried part arrives meanwhile.
+    for d in &rig.faulty {
+        d.add_rule(Rule::new(Op::CompleteUpload, Fault::Delay(Duration::from_millis(400))).times(1));
+    }
+    let parts = [CompletePart { number: 1, etag: part.etag.clone(), checksums: BTreeMap::new() }];
+    let retry_data = pattern(200_000, 4);
+    let (completed, retried) = tokio::join!(
+        rig.layer.complete_multipart_upload("b", "k", upload, &parts, CompleteOptions::default()),
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            rig.layer.upload_part("b", "k", upload, 1, &mut body(&retry_data), None).await
+        }
+    );
+    rig.clear_faults();
+    completed.expect("complete");
+    // The retry lands after the upload is complete: there is no upload left to add it to.
+    assert!(matches!(retried, Err(ObjectError::NoSuchUpload)), "{retried:?}");
+    parts_on_every_drive(&rig, "k").await;
+    reads_with_two_drives_down(&rig, "k", &first).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(rig.temp_files(), 0, "the refused retry leaves no temp file");
+}
