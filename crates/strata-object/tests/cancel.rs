@@ -137,7 +137,7 @@ async fn dropped_requests_leave_old_or_new_and_nothing_pending() {
             let old = model[&key].clone();
             let (plan, new) = plan(&mut rng, &model, &key, step);
             // Most operations are dropped somewhere inside; some run to the end.
-            let budget = Duration::from_micros(rng.below(60_000));
+            let budget = Duration::from_micros(rng.below(40_000));
             let done = tokio::time::timeout(budget, run(&rig.layer, &key, plan)).await.is_ok();
             if done {
                 finished += 1;
@@ -166,7 +166,7 @@ async fn dropped_requests_leave_old_or_new_and_nothing_pending() {
         }
     }
     eprintln!("cancellation: {dropped} operations dropped, {finished} finished");
-    assert!(dropped > finished / 2, "too few drops ({dropped} of {})", dropped + finished);
+    assert!(dropped * 5 >= dropped + finished, "too few drops ({dropped} of {})", dropped + finished);
 }
 
 /// Waits (bounded) for background finishing to end, then checks pending changes and temp
