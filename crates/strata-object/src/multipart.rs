@@ -229,7 +229,12 @@ impl ObjectLayer {
                         d.abort_shard_file(p.data_id).await;
                         return Err(shard_write_failed());
                     }
-                    d.commit_part(b, k, upload_id, p).await
+                    let id = p.data_id;
+                    let committed = d.commit_part(b, k, upload_id, p).await;
+                    if committed.is_err() {
+                        d.abort_shard_file(id).await;
+                    }
+                    committed
                 }
             }))
             .await;

@@ -262,7 +262,7 @@ pub(crate) async fn put_object(
         return Err(e);
     }
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
-    let data_id = data.data_id();
+    let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
     let commit: CommitFn = Box::new(move |pos, d| {
         let shard = distribution[pos];
         let mut v = committed.clone();
@@ -276,7 +276,12 @@ pub(crate) async fn put_object(
                 d.abort_shard_file(data_id).await;
                 return Err(shard_write_failed());
             }
-            d.commit_version(&bucket, &key, v, frame, op).await
+            let committed = d.commit_version(&bucket, &key, v, frame, op).await;
+            if committed.is_err() && file {
+                // What the drive did not take stays in its temp folder: remove it now.
+                d.abort_shard_file(data_id).await;
+            }
+            committed
         })
     });
     // From here the commit task owns the temp files (and the lock).

@@ -4,11 +4,13 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::Drive;
-use strata_object::{ObjectError, PutOptions};
+use strata_object::{CompleteOptions, CompletePart, ObjectError, ObjectLayer, PutOptions, StreamBody};
+use uuid::Uuid;
 
 use common::{body, pattern, read_all, Rig};
 
@@ -102,4 +104,153 @@ async fn a_hung_drive_costs_a_time_out() {
         d.clear();
     }
     assert_eq!(read_all(&rig.layer, "large", 0, large.len() as u64).await.expect("get"), large);
+}
+
+/// One write path, run on `key` (its source `src` for a copy).
+#[derive(Debug, Clone, Copy)]
+enum WritePath {
+    PutInline,
+    PutFile,
+    UploadPartAndComplete,
+    Copy,
+    Delete,
+    Tags,
+}
+
+/// What `key` holds: bytes and tags (`None` = no object).
+type Value = Option<(Vec<u8>, BTreeMap<String, String>)>;
+
+async fn value(l: &ObjectLayer, key: &str) -> Value {
+    let open = match l.open_object("b", key, true).await {
+        Err(ObjectError::ObjectNotFound) => return None,
+        other => other.unwrap_or_else(|e| panic!("open {key}: {e}")),
+    };
+    let (size, tags) = (open.info.size, open.info.tags.clone());
+    let mut rx = open.stream(0, size);
+    let mut bytes = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        bytes.extend_from_slice(&chunk.unwrap_or_else(|e| panic!("read {key}: {e}")));
+    }
+    Some((bytes, tags))
+}
+
+/// Runs `path` on `key`; returns what the key holds if it succeeds.
+async fn write(
+    l: &ObjectLayer,
+    path: WritePath,
+    key: &str,
+    upload: Uuid,
+    first: &CompletePart,
+) -> Result<Value, ObjectError> {
+    let none = BTreeMap::new();
+    match path {
+        WritePath::PutInline | WritePath::PutFile => {
+            let data = pattern(if matches!(path, WritePath::PutInline) { 5_000 } else { (1 << 20) + 77 }, 9);
+            l.put_object("b", key, &mut body(&data), PutOptions::default()).await?;
+            Ok(Some((data.to_vec(), none)))
+        }
+        WritePath::UploadPartAndComplete => {
+            let last = pattern(70_000, 10);
+            let p = l.upload_part("b", key, upload, 2, &mut body(&last), None).await?;
+            let parts = [first.clone(), CompletePart { number: 2, etag: p.etag, checksums: none.clone() }];
+            l.complete_multipart_upload("b", key, upload, &parts, CompleteOptions::default()).await?;
+            Ok(Some(([pattern(5 << 20, 11), last].concat(), none)))
+        }
+        WritePath::Copy => {
+            let open = l.open_object("b", "src", true).await?;
+            let size = open.info.size;
+            l.put_object("b", key, &mut StreamBody(open.stream(0, size)), PutOptions::default()).await?;
+            Ok(Some((pattern(300_000, 12).to_vec(), none)))
+        }
+        WritePath::Delete => l.delete_object("b", key).await.map(|()| None),
+        WritePath::Tags => {
+            let tags = BTreeMap::from([("t".to_owned(), "new".to_owned())]);
+            l.put_object_tags("b", key, tags.clone()).await?;
+            Ok(Some((pattern((1 << 20) + 5, 8).to_vec(), tags)))
+        }
+    }
+}
+
+/// Every write path with faults on up to parity drives succeeds; with faults on more it fails,
+/// and the old object is intact; either way nothing stays pending and no temp file is left.
+/// Faults: every operation failing, only commits failing, only commits hanging. Five drives
+/// (3+2): the write quorum is the data count, so a write survives as many faults as there are
+/// parity drives (in a 2+2 set the quorum is 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_path_survives_parity_faults_and_fails_cleanly_beyond() {
+    let paths = [
+        WritePath::PutInline,
+        WritePath::PutFile,
+        WritePath::UploadPartAndComplete,
+        WritePath::Copy,
+        WritePath::Delete,
+        WritePath::Tags,
+    ];
+    let modes: [(&str, Vec<Rule>); 3] = [
+        ("every operation fails", vec![Rule::every(Fault::Fail)]),
+        ("commits fail", Op::COMMITS.iter().map(|&op| Rule::new(op, Fault::Fail)).collect()),
+        ("commits hang", Op::COMMITS.iter().map(|&op| Rule::new(op, Fault::Hang)).collect()),
+    ];
+    let mut cases = 0;
+    for (mode, rules) in &modes {
+        let rig = Rig::with_time_out(5, Duration::from_millis(300)).await;
+        let src = pattern(300_000, 12);
+        rig.layer.put_object("b", "src", &mut body(&src), PutOptions::default()).await.expect("src");
+        for path in paths {
+            for faulty in [2, 3] {
+                let key = format!("{path:?}-{faulty}");
+                let old = pattern((1 << 20) + 5, 8);
+                rig.layer.put_object("b", &key, &mut body(&old), PutOptions::default()).await.expect("old");
+                let upload = rig
+                    .layer
+                    .create_multipart_upload("b", &key, PutOptions::default())
+                    .await
+                    .expect("upload");
+                let p1 = rig
+                    .layer
+                    .upload_part("b", &key, upload, 1, &mut body(&pattern(5 << 20, 11)), None)
+                    .await
+                    .expect("part 1");
+                let first = CompletePart { number: 1, etag: p1.etag, checksums: BTreeMap::new() };
+                let before = value(&rig.layer, &key).await;
+                for d in &rig.faulty[..faulty] {
+                    for rule in rules {
+                        d.add_rule(rule.clone());
+                    }
+                }
+                let outcome = tokio::time::timeout(
+                    Duration::from_secs(30),
+                    write(&rig.layer, path, &key, upload, &first),
+                )
+                .await
+                .unwrap_or_else(|_| panic!("{mode}, {path:?}, {faulty} drives: the write hung"));
+                rig.clear_faults();
+                let now = value(&rig.layer, &key).await;
+                if faulty <= 2 {
+                    let want = outcome.unwrap_or_else(|e| panic!("{mode}, {path:?}, {faulty} drives: {e}"));
+                    assert!(now == want, "{mode}, {path:?}, {faulty} drives: the new value is not there");
+                } else {
+                    assert!(outcome.is_err(), "{mode}, {path:?}, {faulty} drives: beyond parity succeeded");
+                    assert!(now == before, "{mode}, {path:?}, {faulty} drives: the old value is not intact");
+                }
+                settle(&rig, &format!("{mode}, {path:?}, {faulty} drives")).await;
+                cases += 1;
+            }
+        }
+    }
+    assert_eq!(cases, 36);
+}
+
+/// Waits (bounded) until no change is pending and no temp file is left on any drive.
+async fn settle(rig: &Rig, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let pending: usize = rig.local.iter().map(|d| d.pending_count()).sum();
+        let temp = rig.temp_files();
+        if pending == 0 && temp == 0 {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {pending} changes pending, {temp} temp files");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
