@@ -622,9 +622,19 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
     Ok(Vec::new())
 }
 
+/// The record at `k`. A corrupt one reads as absent, so the change replaces it (the new version
+/// is what the quorum writes; healing restores older versions), but never silently.
 fn read(t: &Tables, k: &[u8]) -> DriveResult<Option<ObjectRecord>> {
     match t.objects.get(k).map_err(index_err)? {
-        Some(v) => Ok(ObjectRecord::decode(v.value()).ok()),
+        Some(v) => match ObjectRecord::decode(v.value()) {
+            Ok(record) => Ok(Some(record)),
+            Err(e) => {
+                let drive = std::thread::current().name().unwrap_or("?").to_owned();
+                let key = String::from_utf8_lossy(k).replace('\0', "/");
+                tracing::error!(%drive, %key, error = %e, "corrupt object record replaced by a change");
+                Ok(None)
+            }
+        },
         None => Ok(None),
     }
 }
