@@ -1,10 +1,11 @@
 //! GetObject and HeadObject: resolve the version, then stream a range of it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use strata_drive::{Drive, ShardReader};
+use strata_drive::{Drive, DriveError, ShardReader};
 use strata_erasure::{bitrot, Erasure, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
 use tokio::sync::mpsc;
@@ -45,6 +46,8 @@ pub struct OpenObject {
     source: ShardSource,
     /// Told (once) when a read finds a shard missing or bad.
     heal: Option<HealNotice>,
+    /// By shard index: its drive stopped answering (timed out); later blocks do not wait on it.
+    given_up: Vec<AtomicBool>,
 }
 
 /// Queues the object for healing the first time a read finds something wrong.
@@ -143,7 +146,8 @@ pub(crate) async fn open_object(
             }
         }
     };
-    Ok(OpenObject { info, version, erasure, source, heal })
+    let given_up = (0..shard_count).map(|_| AtomicBool::new(false)).collect();
+    Ok(OpenObject { info, version, erasure, source, heal, given_up })
 }
 
 impl OpenObject {
@@ -236,7 +240,7 @@ impl OpenObject {
         let shard_count = self.erasure.shard_count();
         let shard_size = layout.shard_size(block) as usize;
         let mut shards: Vec<Option<Bytes>> =
-            read_shards(source, 0..data_count, layout, block, shard_size).await;
+            read_shards(source, 0..data_count, layout, block, shard_size, &self.given_up).await;
         if shards.iter().any(Option::is_none) {
             // A shard that was there to read and failed (rot, a vanished file) needs healing; one
             // on a drive that is offline has nothing to read and nothing a heal could fix now.
@@ -244,7 +248,8 @@ impl OpenObject {
             if let (true, Some(h)) = (failed, &self.heal) {
                 h.send();
             }
-            let parity = read_shards(source, data_count..shard_count, layout, block, shard_size).await;
+            let parity =
+                read_shards(source, data_count..shard_count, layout, block, shard_size, &self.given_up).await;
             shards.extend(parity);
         } else {
             shards.resize(shard_count, None);
@@ -274,6 +279,7 @@ async fn read_shards(
     layout: &ShardLayout,
     block: u64,
     shard_size: usize,
+    given_up: &[AtomicBool],
 ) -> Vec<Option<Bytes>> {
     match source {
         ShardSource::Inline(frames) => indexes
@@ -286,7 +292,19 @@ async fn read_shards(
             let offset = layout.frame_offset(block);
             join_all(indexes.map(|i| async move {
                 let reader = readers.get(i)?.as_ref()?;
-                reader.read_frame(offset, shard_size).await.ok()
+                let gone = given_up.get(i)?;
+                if gone.load(Ordering::Relaxed) {
+                    return None;
+                }
+                match reader.read_frame(offset, shard_size).await {
+                    Ok(shard) => Some(shard),
+                    // Offline mid-read is a time-out (or a vanished drive): one is enough.
+                    Err(DriveError::Offline(_)) => {
+                        gone.store(true, Ordering::Relaxed);
+                        None
+                    }
+                    Err(_) => None,
+                }
             }))
             .await
         }

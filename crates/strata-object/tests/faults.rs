@@ -106,6 +106,32 @@ async fn a_hung_drive_costs_a_time_out() {
     assert_eq!(read_all(&rig.layer, "large", 0, large.len() as u64).await.expect("get"), large);
 }
 
+/// A drive that answers everything but shard reads (a stalled device under a live index): a GET
+/// of many blocks waits for it once, not once per block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drive_hung_on_reads_costs_one_time_out_per_get() {
+    let time_out = Duration::from_millis(700);
+    let rig = Rig::with_time_out(4, time_out).await;
+    let data = pattern(8 << 20, 13);
+    rig.layer.put_object("b", "k", &mut body(&data), PutOptions::default()).await.expect("put");
+    let mut first_data_drive = None;
+    for (i, d) in rig.local.iter().enumerate() {
+        let (record, _) = d.read_record("b", "k", false).await.expect("record");
+        if record.versions[0].erasure.shard_index == 0 {
+            first_data_drive = Some(i);
+        }
+    }
+    let hung = first_data_drive.expect("a drive holds shard 0");
+    rig.faulty[hung].add_rule(Rule::new(Op::ReadShard, Fault::Hang));
+    let started = Instant::now();
+    let got = read_all(&rig.layer, "k", 0, data.len() as u64).await.expect("get");
+    let took = started.elapsed();
+    rig.clear_faults();
+    assert!(got == data, "the GET reads whole from parity");
+    // Eight blocks: a time-out per block would take 5.6 s.
+    assert!(took < time_out * 4, "the GET took {took:?}");
+}
+
 /// One write path, run on `key` (its source `src` for a copy).
 #[derive(Debug, Clone, Copy)]
 enum WritePath {
