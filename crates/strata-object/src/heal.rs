@@ -26,7 +26,7 @@ use uuid::Uuid;
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
-use crate::set::{normalized, same_version, ErasureSet};
+use crate::set::{normalized, same_version, to_completion, ErasureSet};
 use crate::ObjectStream;
 
 /// What healing one object did.
@@ -231,7 +231,7 @@ impl ObjectLayer {
         };
         // Commit under the lock, if the version is still the current one.
         let op = Uuid::new_v4();
-        let _guard = match set.locks.exclusive(hash).await {
+        let guard = match set.locks.exclusive(hash).await {
             Ok(g) => g,
             Err(e) => {
                 self.abort_heal(&drives, &version).await;
@@ -243,30 +243,41 @@ impl ObjectLayer {
             self.abort_heal(&drives, &version).await;
             return Err(ObjectError::Internal("the object changed while it was healed".into()));
         }
-        let commits = drives.iter().enumerate().map(|(pos, d)| {
-            let mut v = version.clone();
-            v.erasure.shard_index = dist.get(pos).copied().unwrap_or(0);
-            let frame = inline.as_ref().and_then(|f| f.get(usize::from(v.erasure.shard_index)).cloned());
-            let ok = written.get(pos).copied().unwrap_or(false);
-            async move {
-                match d {
-                    Some(d) if ok => {
-                        Some(d.commit_version(bucket, key, v, frame, op).await.map(|()| d.clone()))
+        // Commit and finish in a task of their own: a heal dropped half way (shutdown, an admin
+        // request gone) never leaves a commit pending on a drive.
+        let (b, k, healed, targets) = (bucket.to_owned(), key.to_owned(), version.clone(), drives.clone());
+        let outcomes = to_completion(async move {
+            let commits = targets.iter().enumerate().map(|(pos, d)| {
+                let mut v = healed.clone();
+                v.erasure.shard_index = v.erasure.distribution.get(pos).copied().unwrap_or(0);
+                let frame = inline.as_ref().and_then(|f| f.get(usize::from(v.erasure.shard_index)).cloned());
+                let ok = written.get(pos).copied().unwrap_or(false);
+                let (b, k) = (&b, &k);
+                async move {
+                    match d {
+                        Some(d) if ok => {
+                            let committed = d.commit_version(b, k, v, frame, op).await;
+                            if committed.is_ok() {
+                                d.finish_op(op, true).await;
+                            }
+                            Some(committed)
+                        }
+                        Some(d) => {
+                            Some(Err(DriveError::Offline(format!("{}: writing shards failed", d.endpoint()))))
+                        }
+                        None => None,
                     }
-                    Some(d) => {
-                        Some(Err(DriveError::Offline(format!("{}: writing shards failed", d.endpoint()))))
-                    }
-                    None => None,
                 }
-            }
-        });
-        for (pos, r) in join_all(commits).await.into_iter().enumerate() {
+            });
+            let outcomes = join_all(commits).await;
+            drop(guard);
+            outcomes
+        })
+        .await?;
+        for (pos, r) in outcomes.into_iter().enumerate() {
             let Some(drive) = &set.drives[pos] else { continue };
             match r {
-                Some(Ok(d)) => {
-                    d.finish_op(op, true).await;
-                    result.healed_drives.push(d.endpoint().to_owned());
-                }
+                Some(Ok(())) => result.healed_drives.push(drive.endpoint().to_owned()),
                 Some(Err(e)) => {
                     tracing::warn!(drive = drive.endpoint(), %bucket, %key, error = %e, "heal failed on drive");
                     result.failed_drives.push(drive.endpoint().to_owned());
