@@ -14,7 +14,7 @@ use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
-use crate::set::{commit_on_quorum, write_quorum, CommitFn, Drives, ErasureSet};
+use crate::set::{commit_on_quorum, to_completion, write_quorum, CommitFn, Drives, ErasureSet};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
@@ -346,14 +346,22 @@ pub(crate) async fn write_shard_files(
     data_id: Uuid,
     quorum: usize,
 ) -> Result<(Md5, Vec<bool>, TempShards), ObjectError> {
-    let temp = TempShards::new(drives, data_id);
-    let mut writers: Writers = join_all(drives.iter().map(|d| async move {
-        match d {
-            Some(d) => d.create_shard_file(data_id).await.ok(),
-            None => None,
-        }
-    }))
-    .await;
+    // Files are created in a task of their own, which the guard's clean-up waits for: a request
+    // dropped while a drive is still creating its file must not remove it before it exists.
+    let (temp, created) = TempShards::new(drives, data_id);
+    let owned: Drives = drives.to_vec();
+    let mut writers: Writers = to_completion(async move {
+        let writers = join_all(owned.iter().map(|d| async move {
+            match d {
+                Some(d) => d.create_shard_file(data_id).await.ok(),
+                None => None,
+            }
+        }))
+        .await;
+        drop(created);
+        writers
+    })
+    .await?;
     let result = async {
         let mut md5 = Md5::new();
         let mut block = first;
@@ -404,16 +412,24 @@ pub(crate) async fn write_shard_files(
 pub(crate) struct TempShards {
     drives: Drives,
     data_id: Option<Uuid>,
+    /// Held while the files are being created; clean-up takes it first.
+    creating: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl TempShards {
-    fn new(drives: &[Option<Arc<dyn strata_drive::Drive>>], data_id: Uuid) -> Self {
-        Self { drives: drives.to_vec(), data_id: Some(data_id) }
+    /// The guard, and the token its creator holds until every file is created (or failed).
+    fn new(
+        drives: &[Option<Arc<dyn strata_drive::Drive>>],
+        data_id: Uuid,
+    ) -> (Self, tokio::sync::OwnedMutexGuard<()>) {
+        let creating = Arc::new(tokio::sync::Mutex::new(()));
+        let Ok(token) = creating.clone().try_lock_owned() else { unreachable!("a new mutex is free") };
+        (Self { drives: drives.to_vec(), data_id: Some(data_id), creating }, token)
     }
 
     /// Nothing to clean (an inline write).
     pub fn none() -> Self {
-        Self { drives: Vec::new(), data_id: None }
+        Self { drives: Vec::new(), data_id: None, creating: Arc::default() }
     }
 
     /// The commit owns the files now.
@@ -433,8 +449,9 @@ impl Drop for TempShards {
     fn drop(&mut self) {
         let Some(id) = self.data_id.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let drives = std::mem::take(&mut self.drives);
+        let (drives, creating) = (std::mem::take(&mut self.drives), self.creating.clone());
         runtime.spawn(async move {
+            let _created = creating.lock().await;
             join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
         });
     }
