@@ -169,7 +169,8 @@ async fn write_frames(writers: &mut Writers, distribution: &[u8], frames: &[([u8
     join_all(writers.iter_mut().zip(distribution).map(|(slot, &shard)| async move {
         if let Some(w) = slot {
             let (hash, bytes) = &frames[usize::from(shard)];
-            if w.write_frame(*hash, bytes.clone()).await.is_err() {
+            if let Err(e) = w.write_frame(*hash, bytes.clone()).await {
+                tracing::warn!(error = %e, "a shard write failed");
                 *slot = None;
             }
         }
@@ -353,7 +354,15 @@ pub(crate) async fn write_shard_files(
     let mut writers: Writers = to_completion(async move {
         let writers = join_all(owned.iter().map(|d| async move {
             match d {
-                Some(d) => d.create_shard_file(data_id).await.ok(),
+                // Logged: a failure here on every drive at once (out of file descriptors, a
+                // missing temp folder) is otherwise only "too few drives online".
+                Some(d) => match d.create_shard_file(data_id).await {
+                    Ok(w) => Some(w),
+                    Err(e) => {
+                        tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file");
+                        None
+                    }
+                },
                 None => None,
             }
         }))
@@ -385,7 +394,8 @@ pub(crate) async fn write_shard_files(
         }
         join_all(writers.iter_mut().map(|slot| async move {
             if let Some(w) = slot {
-                if w.finish().await.is_err() {
+                if let Err(e) = w.finish().await {
+                    tracing::warn!(error = %e, "a shard file did not finish");
                     *slot = None;
                 }
             }
