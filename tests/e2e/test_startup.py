@@ -177,3 +177,25 @@ def test_indexes_failing_on_several_drives_of_a_set_refuse_the_start():
             assert not list((d / ".strata.sys").glob("index.redb.corrupt-*")), d
     finally:
         srv.cleanup()
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_limit():
+    """Started with a low soft limit (a common default is 1,024), the server raises it: every
+    streaming GET holds a file per drive, and running out fails every request at once."""
+    import resource
+
+    srv = Server(drive_count=4)
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    low = lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+    try:
+        srv.proc = subprocess.Popen(
+            [BIN, "server", "--address", f"127.0.0.1:{srv.port}", *srv.drive_args()],
+            env=srv.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=low,
+        )
+        srv.wait_ready()
+        limits = open(f"/proc/{srv.proc.pid}/limits").read()
+        line = next(l for l in limits.splitlines() if l.startswith("Max open files"))
+        soft, hard_seen = line.split()[3:5]
+        assert soft == hard_seen == str(hard), line
+    finally:
+        srv.cleanup()

@@ -128,7 +128,29 @@ fn memory_max() -> Result<u64> {
     }
 }
 
+/// Raises the soft limit of open files to the hard one: every streaming GET holds a shard file
+/// per drive open, every PUT creates one per drive, and running out turns into "too few drives
+/// online" for every request at once (a default soft limit of 1,024 is soon reached).
+fn raise_open_file_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let raised = Rlimit { current: limit.maximum, maximum: limit.maximum };
+        if let Err(e) = setrlimit(Resource::Nofile, raised) {
+            tracing::warn!(error = %e, "cannot raise the open file limit");
+        }
+    }
+    let now = getrlimit(Resource::Nofile).current;
+    if now.is_some_and(|n| n < 4096) {
+        tracing::warn!(
+            open_files_max = now,
+            "the open file limit is low: raise it (ulimit -n, LimitNOFILE=) or requests fail under load"
+        );
+    }
+}
+
 async fn server(args: ServerArgs) -> Result<()> {
+    raise_open_file_limit();
     let (root_user, root_password) = credentials()?;
     let limits = connection_limits()?;
     let memory_max = memory_max()?;
