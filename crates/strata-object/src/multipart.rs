@@ -227,7 +227,7 @@ impl ObjectLayer {
                     // commit it.
                     if !ok {
                         d.abort_shard_file(p.data_id).await;
-                        return Err(shard_write_failed());
+                        return Err(shard_write_failed(d.as_ref()).await);
                     }
                     let id = p.data_id;
                     let committed = d.commit_part(b, k, upload_id, p).await;

@@ -275,7 +275,7 @@ pub(crate) async fn put_object(
             // move a truncated file into place and count it toward the quorum.
             if !ok {
                 d.abort_shard_file(data_id).await;
-                return Err(shard_write_failed());
+                return Err(shard_write_failed(d.as_ref()).await);
             }
             let committed = d.commit_version(&bucket, &key, v, frame, op).await;
             if committed.is_err() && file {
@@ -295,10 +295,14 @@ pub(crate) async fn put_object(
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 
-/// The error of a drive whose shard write failed before it finished: it answered, so it needs
-/// healing, but it takes no commit.
-pub(crate) fn shard_write_failed() -> DriveError {
-    DriveError::Io(std::io::Error::other("its shard write did not finish"))
+/// The error of a drive whose shard write did not finish: it takes no commit. Offline (its file
+/// could not even be created), it says so, and healing waits for its return; otherwise it
+/// answered and needs healing now.
+pub(crate) async fn shard_write_failed(d: &dyn strata_drive::Drive) -> DriveError {
+    match d.disk_info().await {
+        Err(e @ DriveError::Offline(_)) => e,
+        _ => DriveError::Io(std::io::Error::other("its shard write did not finish")),
+    }
 }
 
 /// What [`write_file_data`] stored: a shard file per drive under `data_id`, still in temp.
@@ -358,6 +362,11 @@ pub(crate) async fn write_shard_files(
                 // missing temp folder) is otherwise only "too few drives online".
                 Some(d) => match d.create_shard_file(data_id).await {
                     Ok(w) => Some(w),
+                    // An offline drive is reported by the health checks, not once per write.
+                    Err(e @ strata_drive::DriveError::Offline(_)) => {
+                        tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file");
+                        None
+                    }
                     Err(e) => {
                         tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file");
                         None
