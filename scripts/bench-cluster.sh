@@ -2,12 +2,15 @@
 # The 4-node figures in docs/bench: four release `strata` processes on this machine (ports on
 # 127.0.0.1, two drive folders each, one set of 8 drives, EC 4+4), driven by `strata bench` at
 # 16 concurrent clients spread over all four endpoints. Usage: scripts/bench-cluster.sh [OUTDIR]
+# (STRATA_BIN=path uses that binary instead of building one: for before/after comparisons.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/bench/raw/cluster}
 mkdir -p "$out"
-cargo build --release -q -p strata
-bin=target/release/strata
+if [ -z "${STRATA_BIN:-}" ]; then
+    cargo build --release -q -p strata
+fi
+bin=${STRATA_BIN:-target/release/strata}
 data=$(mktemp -d "$PWD/target/bench-cluster.XXXX")
 base=$((20000 + RANDOM % 10000))
 args=()

@@ -5,8 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/bench/raw}
 mkdir -p "$out"
-cargo build --release -q -p strata
-bin=target/release/strata
+# STRATA_BIN=path uses that binary instead of building one (before/after comparisons).
+if [ -z "${STRATA_BIN:-}" ]; then
+    cargo build --release -q -p strata
+fi
+bin=${STRATA_BIN:-target/release/strata}
 data=$(mktemp -d "$PWD/target/bench-data.XXXX")
 port=$((20000 + RANDOM % 10000))
 STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret \

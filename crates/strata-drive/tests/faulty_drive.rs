@@ -53,9 +53,10 @@ async fn a_cut_write_stores_at_most_its_budget() {
     w.write_frame(bitrot::hash(&shard), shard.clone()).await.expect("frame 2 fits");
     assert!(w.write_frame(bitrot::hash(&shard), shard.clone()).await.is_err(), "frame 3 crosses the cut");
     assert!(w.write_frame(bitrot::hash(&shard), shard).await.is_err(), "and the writer stays failed");
-    drop(w);
+    // Checked while the writer lives: dropped unfinished, it removes its temp file.
     let tmp = dir.path().join(".strata.sys/tmp").join(id.simple().to_string());
     assert_eq!(std::fs::metadata(&tmp).expect("temp file").len(), budget);
+    drop(w);
 }
 
 #[tokio::test]
