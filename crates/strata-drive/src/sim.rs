@@ -187,6 +187,20 @@ impl State {
         self.next_ino
     }
 
+    /// A new empty file named by `path` (its folder must exist).
+    fn new_file(&mut self, path: &Path) -> io::Result<u64> {
+        let (dir, name) = self.parent(path)?;
+        let file = FileNode {
+            data: Vec::new(),
+            durable: Arc::new(Vec::new()),
+            unsynced: Vec::new(),
+            modified: SystemTime::now(),
+        };
+        let ino = self.new_node(Node::File(file));
+        self.link(dir, &name, ino);
+        Ok(ino)
+    }
+
     fn link(&mut self, dir: u64, name: &str, ino: u64) {
         if let Some(d) = self.dir_mut(dir) {
             d.entries.insert(name.to_owned(), ino);
@@ -528,18 +542,7 @@ impl Fs for SimFs {
                 f.unsynced.push(FileOp::SetLen(0));
                 ino
             }
-            Err(_) => {
-                let (dir, name) = s.parent(path)?;
-                let file = FileNode {
-                    data: Vec::new(),
-                    durable: Arc::new(Vec::new()),
-                    unsynced: Vec::new(),
-                    modified: SystemTime::now(),
-                };
-                let ino = s.new_node(Node::File(file));
-                s.link(dir, &name, ino);
-                ino
-            }
+            Err(_) => s.new_file(path)?,
         };
         s.event();
         Ok(Box::new(SimFile { fs: self.clone(), ino }))
@@ -616,15 +619,7 @@ impl Fs for SimFs {
             match s.lookup(path) {
                 Ok(ino) => ino,
                 Err(_) => {
-                    let (dir, name) = s.parent(path).map_err(redb::StorageError::Io)?;
-                    let file = FileNode {
-                        data: Vec::new(),
-                        durable: Arc::new(Vec::new()),
-                        unsynced: Vec::new(),
-                        modified: SystemTime::now(),
-                    };
-                    let ino = s.new_node(Node::File(file));
-                    s.link(dir, &name, ino);
+                    let ino = s.new_file(path).map_err(redb::StorageError::Io)?;
                     s.event();
                     ino
                 }

@@ -5,50 +5,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use strata_drive::{Drive, LocalDrive};
-use strata_object::{BodyError, BodyReader, DriveSlot, ListRequest, ObjectError, ObjectLayer, PutOptions};
+use strata_object::{DriveSlot, ListRequest, ObjectError, ObjectLayer, PutOptions};
 use uuid::Uuid;
 
-struct VecBody {
-    data: Bytes,
-    pos: usize,
-    chunk: usize,
-}
+mod common;
 
-#[async_trait]
-impl BodyReader for VecBody {
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        if self.pos >= self.data.len() {
-            return Ok(None);
-        }
-        let end = (self.pos + self.chunk).min(self.data.len());
-        let c = self.data.slice(self.pos..end);
-        self.pos = end;
-        Ok(Some(c))
-    }
-    fn checksums(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
-}
-
-fn body(data: &Bytes) -> VecBody {
-    VecBody { data: data.clone(), pos: 0, chunk: 65_536 + 7 }
-}
-
-fn pattern(len: usize, seed: u64) -> Bytes {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect::<Vec<u8>>()
-        .into()
-}
+use common::{body, pattern};
 
 async fn open_drives(root: &Path, n: usize) -> Vec<Arc<LocalDrive>> {
     let mut drives = Vec::new();
