@@ -14,7 +14,7 @@ use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
-use crate::set::{commit_on_quorum, to_completion, write_quorum, CommitFn, Drives, ErasureSet};
+use crate::set::{commit_on_quorum, write_quorum, CommitFn, Drives, ErasureSet};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
@@ -351,35 +351,30 @@ pub(crate) async fn write_shard_files(
     data_id: Uuid,
     quorum: usize,
 ) -> Result<(Md5, Vec<bool>, TempShards), ObjectError> {
-    // Files are created in a task of their own, which the guard's clean-up waits for: a request
-    // dropped while a drive is still creating its file must not remove it before it exists.
-    let (temp, created) = TempShards::new(drives, data_id);
-    let owned: Drives = drives.to_vec();
-    let mut writers: Writers = to_completion(async move {
-        let writers = join_all(owned.iter().map(|d| async move {
-            match d {
-                // Logged: a failure here on every drive at once (out of file descriptors, a
-                // missing temp folder) is otherwise only "too few drives online".
-                Some(d) => match d.create_shard_file(data_id).await {
-                    Ok(w) => Some(w),
-                    // An offline drive is reported by the health checks, not once per write.
-                    Err(e @ strata_drive::DriveError::Offline(_)) => {
-                        tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file");
-                        None
-                    }
-                    Err(e) => {
-                        tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file");
-                        None
-                    }
-                },
-                None => None,
-            }
-        }))
-        .await;
-        drop(created);
-        writers
-    })
-    .await?;
+    // A create cancelled while it runs, and a writer dropped before it finished, remove their
+    // own files (the drive sees to it); the guard removes files that finished but were never
+    // committed.
+    let temp = TempShards::new(drives, data_id);
+    let mut writers: Writers = join_all(drives.iter().map(|d| async move {
+        match d {
+            // Logged: a failure here on every drive at once (out of file descriptors, a missing
+            // temp folder) is otherwise only "too few drives online".
+            Some(d) => match d.create_shard_file(data_id).await {
+                Ok(w) => Some(w),
+                // An offline drive is reported by the health checks, not once per write.
+                Err(e @ strata_drive::DriveError::Offline(_)) => {
+                    tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file");
+                    None
+                }
+                Err(e) => {
+                    tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file");
+                    None
+                }
+            },
+            None => None,
+        }
+    }))
+    .await;
     let result = async {
         let mut md5 = Md5::new();
         let mut block = first;
@@ -431,24 +426,16 @@ pub(crate) async fn write_shard_files(
 pub(crate) struct TempShards {
     drives: Drives,
     data_id: Option<Uuid>,
-    /// Held while the files are being created; clean-up takes it first.
-    creating: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl TempShards {
-    /// The guard, and the token its creator holds until every file is created (or failed).
-    fn new(
-        drives: &[Option<Arc<dyn strata_drive::Drive>>],
-        data_id: Uuid,
-    ) -> (Self, tokio::sync::OwnedMutexGuard<()>) {
-        let creating = Arc::new(tokio::sync::Mutex::new(()));
-        let Ok(token) = creating.clone().try_lock_owned() else { unreachable!("a new mutex is free") };
-        (Self { drives: drives.to_vec(), data_id: Some(data_id), creating }, token)
+    fn new(drives: &[Option<Arc<dyn strata_drive::Drive>>], data_id: Uuid) -> Self {
+        Self { drives: drives.to_vec(), data_id: Some(data_id) }
     }
 
     /// Nothing to clean (an inline write).
     pub fn none() -> Self {
-        Self { drives: Vec::new(), data_id: None, creating: Arc::default() }
+        Self { drives: Vec::new(), data_id: None }
     }
 
     /// The commit owns the files now.
@@ -468,9 +455,8 @@ impl Drop for TempShards {
     fn drop(&mut self) {
         let Some(id) = self.data_id.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
-        let (drives, creating) = (std::mem::take(&mut self.drives), self.creating.clone());
+        let drives = std::mem::take(&mut self.drives);
         runtime.spawn(async move {
-            let _created = creating.lock().await;
             join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
         });
     }
