@@ -7,7 +7,6 @@ import os
 import random
 import socket
 import threading
-import time
 import urllib.parse
 
 from botocore.auth import SigV4Auth
@@ -59,10 +58,12 @@ def send_and_drop(server, method, path, query="", headers=None, data=b"", cut=No
     return None
 
 
-def worker(server, bucket, tid, rng, stop, attempted, lock):
+def worker(server, bucket, tid, rng, stop, attempted, lock, done):
     s3 = server.client(connect_timeout=2, read_timeout=30)
     n = 0
     while not stop.is_set():
+        with lock:
+            done[0] += 1
         key = rng.choice(KEYS)
         version = f"{tid}-{n}"
         n += 1
@@ -118,6 +119,17 @@ def open_fds(server):
     return len(os.listdir(f"/proc/{server.proc.pid}/fd"))
 
 
+def settled_fds(server):
+    """The server's open files once the count stops moving (idle connections and files closed)."""
+    seen = []
+
+    def steady():
+        seen.append(open_fds(server))
+        return len(seen) >= 3 and seen[-1] == seen[-2] == seen[-3]
+    wait_for(steady, timeout=30, what="the open file count to settle")
+    return seen[-1]
+
+
 def test_dropped_connections_leave_old_or_new_objects_and_nothing_behind(server, s3, bucket):
     rng = random.Random(11)
     attempted = {}
@@ -126,14 +138,16 @@ def test_dropped_connections_leave_old_or_new_objects_and_nothing_behind(server,
         s3.put_object(Bucket=bucket, Key=key, Body=body(key, "initial"))
         attempted[key] = {"initial"}
     s3.list_objects_v2(Bucket=bucket)
-    time.sleep(0.5)
-    fds_before = open_fds(server)
+    fds_before = settled_fds(server)
     stop = threading.Event()
-    threads = [threading.Thread(target=worker, args=(server, bucket, t, random.Random(rng.random()), stop, attempted, lock))
+    done = [0]
+    threads = [threading.Thread(target=worker,
+                                args=(server, bucket, t, random.Random(rng.random()), stop, attempted, lock, done))
                for t in range(6)]
     for t in threads:
         t.start()
-    time.sleep(8)
+    # A fixed amount of work, not of time: the same on a busy machine.
+    wait_for(lambda: done[0] >= 150, timeout=300, what="150 dropped operations")
     stop.set()
     for t in threads:
         t.join(timeout=120)

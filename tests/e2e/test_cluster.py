@@ -564,13 +564,22 @@ def test_a_node_paused_past_its_lock_lease_loses_no_update():
             return True
 
         paused = cluster.nodes[1]
-        for round_ in range(3):
-            # Writes through the node that will be paused, some of them in their commit step.
-            writer = threading.Thread(target=lambda: [put(clients[1], os.urandom(3 * MiB)) for _ in range(3)])
+        for _ in range(3):
+            # Writes through the node that will be paused: it is paused once the first has been
+            # acknowledged, so the next ones are in flight on it.
+            first = threading.Event()
+
+            def writes():
+                for _ in range(3):
+                    put(clients[1], os.urandom(3 * MiB))
+                    first.set()
+
+            writer = threading.Thread(target=writes)
             writer.start()
-            time.sleep(0.4 + 0.3 * round_)
+            assert first.wait(timeout=60), "a write through the node before the pause"
             os.kill(paused.proc.pid, signal.SIGSTOP)
             try:
+                # The pause itself is the fault under test: it must outlast the 4 s lease.
                 time.sleep(6)
                 assert put(clients[0], os.urandom(200 * KiB)), "the other nodes keep the key writable"
             finally:

@@ -317,7 +317,7 @@ impl Drop for AbandonedCreate {
         let Ok(mut c) = self.claim.lock() else { return };
         c.abandoned = true;
         if c.created {
-            let _ = self.fs.remove_file(&self.path);
+            remove_in_background(self.fs.clone(), std::mem::take(&mut self.path));
         }
     }
 }
@@ -336,14 +336,18 @@ impl Drop for LocalShardWriter {
         if self.finished {
             return;
         }
-        let (fs, path) = (self.fs.clone(), std::mem::take(&mut self.path));
-        let remove = move || {
-            let _ = fs.remove_file(&path);
-        };
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => drop(rt.spawn_blocking(remove)),
-            Err(_) => remove(),
-        }
+        remove_in_background(self.fs.clone(), std::mem::take(&mut self.path));
+    }
+}
+
+/// Removes a file from a `Drop`, off the async threads when there is a runtime.
+fn remove_in_background(fs: Arc<dyn Fs>, path: PathBuf) {
+    let remove = move || {
+        let _ = fs.remove_file(&path);
+    };
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn_blocking(remove)),
+        Err(_) => remove(),
     }
 }
 
