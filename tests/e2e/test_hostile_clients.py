@@ -45,6 +45,19 @@ def closed_by_server(s):
         return True
 
 
+def read_answer(s):
+    answer = b""
+    try:
+        while b"</Error>" not in answer:
+            data = s.recv(65536)
+            if not data:
+                break
+            answer += data
+    except socket.timeout:
+        pass
+    return answer
+
+
 @pytest.fixture
 def started():
     servers = []
@@ -218,15 +231,42 @@ def test_stalled_upload_body_gets_request_timeout(started):
     s.sendall((f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Length: 1000\r\n\r\n"
                ).encode() + b"x" * 10)
     sent = time.time()
-    answer = b""
     try:
-        while b"</Error>" not in answer:
-            data = s.recv(65536)
-            if not data:
-                break
-            answer += data
-    except socket.timeout:
-        pass
+        answer = read_answer(s)
+    finally:
+        s.close()
+    waited = time.time() - sent
+    assert answer.startswith(b"HTTP/1.1 400"), answer
+    assert b"<Code>RequestTimeout</Code>" in answer
+    assert timeout - 0.5 <= waited < 2 * timeout + 3, waited
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket="stall", Key="k")
+
+
+@pytest.mark.parametrize("stall_in", ["fields", "file"])
+def test_stalled_post_form_gets_request_timeout(started, stall_in):
+    """A browser form whose body stops mid-way (in its text fields or in its file) is answered
+    `RequestTimeout` after the idle time-out, like a stalled PutObject, and nothing is stored."""
+    timeout = 2
+    server = started(STRATA_IDLE_TIMEOUT=f"{timeout}s")
+    s3 = server.client()
+    s3.create_bucket(Bucket="stall")
+    post = s3.generate_presigned_post("stall", "k", ExpiresIn=600)
+    boundary = "strataboundary"
+    body = b""
+    for name, value in post["fields"].items():
+        body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").encode()
+    body += (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\n"
+             "Content-Type: text/plain\r\n\r\n").encode() + b"x" * 100
+    sent_part = body if stall_in == "file" else body[: len(body) // 3]
+    s = connect(server.port)
+    s.settimeout(4 * timeout + 5)
+    s.sendall((f"POST /stall HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+               f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+               f"Content-Length: {len(body) + 10000}\r\n\r\n").encode() + sent_part)
+    sent = time.time()
+    try:
+        answer = read_answer(s)
     finally:
         s.close()
     waited = time.time() - sent

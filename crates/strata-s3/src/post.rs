@@ -262,6 +262,7 @@ impl BodyReader for FileBody<'_> {
             }
             Ok(None) if self.received < self.range.0 => Err(BodyError::TooSmall),
             Ok(None) => Ok(None),
+            Err(e) if stalled(&e) => Err(BodyError::TimedOut),
             Err(e) => Err(BodyError::Malformed(format!("the form does not parse: {e}"))),
         }
     }
@@ -269,6 +270,46 @@ impl BodyReader for FileBody<'_> {
     fn checksums(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
     }
+}
+
+/// Why the form's body stopped before its end.
+#[derive(Debug, thiserror::Error)]
+enum FormBodyError {
+    /// The client sent nothing for the idle time-out: answered `RequestTimeout`, as a stalled
+    /// PutObject body is, so a stalled form cannot hold its request (and budget) forever.
+    #[error("the client sent nothing for {0:?}")]
+    Stalled(std::time::Duration),
+    #[error("{0}")]
+    Io(hyper::Error),
+}
+
+/// Whether multer gave up because the body stalled (rather than because it does not parse).
+fn stalled(e: &multer::Error) -> bool {
+    matches!(e, multer::Error::StreamReadFailed(inner)
+        if matches!(inner.downcast_ref::<FormBodyError>(), Some(FormBodyError::Stalled(_))))
+}
+
+/// The request body's data frames, failing with [`FormBodyError::Stalled`] when the client sends
+/// nothing for `stall_timeout`.
+fn stall_guarded(
+    body: hyper::body::Incoming,
+    stall_timeout: std::time::Duration,
+) -> impl futures_util::Stream<Item = Result<Bytes, FormBodyError>> {
+    futures_util::stream::unfold(Some(body), move |body| async move {
+        let mut body = body?;
+        loop {
+            match tokio::time::timeout(stall_timeout, body.frame()).await {
+                Err(_) => return Some((Err(FormBodyError::Stalled(stall_timeout)), None)),
+                Ok(None) => return None,
+                Ok(Some(Err(e))) => return Some((Err(FormBodyError::Io(e)), None)),
+                Ok(Some(Ok(frame))) => {
+                    if let Ok(data) = frame.into_data() {
+                        return Some((Ok(data), Some(body)));
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// The form fields that are object headers (`Content-Type`, `x-amz-meta-*`, ...), as headers,
@@ -318,10 +359,13 @@ pub async fn post_object(
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
         malformed_post("The body of your POST request is not well-formed multipart/form-data.")
     })?;
-    let stream = body.into_data_stream();
+    let stream = stall_guarded(body, node.config.idle_timeout);
     let mut multipart = multer::Multipart::new(stream, boundary);
     let mut form = Form::default();
     let not_form = |e: multer::Error| {
+        if stalled(&e) {
+            return S3Error::from(BodyError::TimedOut);
+        }
         malformed_post(&format!("The body of your POST request is not well-formed multipart/form-data: {e}"))
     };
     let mut file = None;
