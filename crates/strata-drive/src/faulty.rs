@@ -87,6 +87,8 @@ pub enum Fault {
     /// Fails with an I/O error. Operations that answer nothing (`finish_op`, `abort_shard_file`)
     /// are dropped instead, as a lost message would be.
     Fail,
+    /// Fails as the process does when it is out of open files (`EMFILE`): the drive is fine.
+    OutOfFiles,
     /// Waits this long, then runs.
     Delay(Duration),
     /// Waits until [`FaultyDrive::clear`], then runs.
@@ -176,6 +178,7 @@ struct Shared {
 /// A decision for one call.
 enum Action {
     Fail,
+    OutOfFiles,
     Delay(Duration),
     Hang(watch::Receiver<u64>),
     CutAfter(u64),
@@ -282,6 +285,7 @@ impl Shared {
         }
         let action = match fault? {
             Fault::Fail => Action::Fail,
+            Fault::OutOfFiles => Action::OutOfFiles,
             Fault::Delay(d) => Action::Delay(d),
             Fault::Hang => Action::Hang(self.release.subscribe()),
             Fault::CutAfter(n) if op == Op::WriteFrame => Action::CutAfter(n),
@@ -297,6 +301,9 @@ impl Shared {
             None => Ok(None),
             Some(Action::Fail) => {
                 Err(DriveError::Io(std::io::Error::other(format!("injected fault: {op:?}"))))
+            }
+            Some(Action::OutOfFiles) => {
+                Err(std::io::Error::from_raw_os_error(rustix::io::Errno::MFILE.raw_os_error()).into())
             }
             Some(Action::Delay(d)) => {
                 tokio::time::sleep(d).await;

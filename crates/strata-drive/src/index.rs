@@ -146,7 +146,7 @@ pub(crate) enum IndexOpenError {
 impl From<IndexOpenError> for DriveError {
     fn from(e: IndexOpenError) -> Self {
         match e {
-            IndexOpenError::Io(e) => DriveError::Io(e),
+            IndexOpenError::Io(e) => DriveError::from(e),
             e => DriveError::Index(e.to_string()),
         }
     }
@@ -469,8 +469,13 @@ fn sync_dirs(fs: &dyn Fs, batch: Vec<Pending>) -> Vec<Pending> {
     for p in batch {
         match failed.iter().find(|(d, _)| p.sync_dirs.contains(d)) {
             Some((d, e)) => {
-                let e = std::io::Error::new(e.kind(), format!("syncing {}: {e}", d.display()));
-                let _ = p.reply.send(Err(DriveError::Io(e)));
+                let err = match e.raw_os_error().map(|code| std::io::Error::from_raw_os_error(code).into()) {
+                    Some(exhausted @ DriveError::Exhausted(_)) => exhausted,
+                    _ => {
+                        DriveError::Io(std::io::Error::new(e.kind(), format!("syncing {}: {e}", d.display())))
+                    }
+                };
+                let _ = p.reply.send(Err(err));
             }
             None => kept.push(p),
         }

@@ -52,9 +52,28 @@ pub enum DriveError {
     #[error("corrupt data on drive: {0}")]
     Corrupt(String),
     #[error("drive I/O error: {0}")]
-    Io(#[from] std::io::Error),
+    Io(std::io::Error),
     #[error("metadata index error: {0}")]
     Index(String),
+    /// The process, not the drive, ran out of something (open files, memory): the drive is
+    /// fine, so this neither marks it failed nor starts a heal; the request is answered 503
+    /// naming the cause.
+    #[error("the server ran out of {0}")]
+    Exhausted(String),
+}
+
+impl From<std::io::Error> for DriveError {
+    /// I/O errors are the drive's, except those that say the process is out of a resource.
+    fn from(e: std::io::Error) -> Self {
+        use rustix::io::Errno;
+        let errno = e.raw_os_error().map(Errno::from_raw_os_error);
+        match errno {
+            Some(Errno::MFILE) => DriveError::Exhausted(format!("open files (its limit, ulimit -n): {e}")),
+            Some(Errno::NFILE) => DriveError::Exhausted(format!("open files (the system's limit): {e}")),
+            Some(Errno::NOMEM) => DriveError::Exhausted(format!("memory: {e}")),
+            _ => DriveError::Io(e),
+        }
+    }
 }
 
 impl From<DecodeError> for DriveError {

@@ -81,7 +81,7 @@ fn open_index(fs: &Arc<dyn Fs>, path: &Path, data: &Path, endpoint: &str) -> Res
     match opened {
         Ok(Ok(index)) => Ok(index),
         Ok(Err(IndexOpenError::InUse)) => Err(OpenError::InUse(drive)),
-        Ok(Err(IndexOpenError::Io(e))) => Err(OpenError::Drive { drive, source: DriveError::Io(e) }),
+        Ok(Err(IndexOpenError::Io(e))) => Err(OpenError::Drive { drive, source: DriveError::from(e) }),
         Ok(Err(IndexOpenError::Corrupt(why))) => Err(OpenError::IndexCorrupt { drive, why }),
         Err(_) => Err(OpenError::IndexCorrupt { drive, why: "the index reader panicked".to_owned() }),
     }
@@ -172,7 +172,8 @@ impl LocalDrive {
     /// crash tests).
     pub fn open_on(fs: Arc<dyn Fs>, root: &Path, options: OpenOptions) -> Result<Self, OpenError> {
         let endpoint = root.display().to_string();
-        let io = |e: std::io::Error| OpenError::Drive { drive: endpoint.clone(), source: DriveError::Io(e) };
+        let io =
+            |e: std::io::Error| OpenError::Drive { drive: endpoint.clone(), source: DriveError::from(e) };
         create_dir_durably(fs.as_ref(), root).map_err(io)?;
         let Some(lock) = fs.lock(root).map_err(io)? else {
             return Err(OpenError::InUse(endpoint));
@@ -392,7 +393,7 @@ impl ShardReader for LocalShardReader {
             let mut buf = BytesMut::zeroed(len);
             file.read_exact_at(&mut buf, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
-                _ => DriveError::Io(e),
+                _ => DriveError::from(e),
             })?;
             Ok(buf.freeze())
         })
@@ -407,7 +408,7 @@ impl ShardReader for LocalShardReader {
             let mut frame = BytesMut::zeroed(bitrot::HASH_SIZE + shard_size);
             file.read_exact_at(&mut frame, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
-                _ => DriveError::Io(e),
+                _ => DriveError::from(e),
             })?;
             let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
             Ok(frame.freeze().slice(range))

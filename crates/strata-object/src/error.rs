@@ -61,6 +61,10 @@ pub enum ObjectError {
     /// (another node may hold it now): nothing was changed; retryable.
     #[error("object lock not held: {0}")]
     LockNotHeld(String),
+    /// The server process ran out of a resource (open files, memory) while the drives are fine:
+    /// retryable, and the operator is told which.
+    #[error("{0}")]
+    Exhausted(String),
     #[error("internal error: {0}")]
     Internal(String),
 }

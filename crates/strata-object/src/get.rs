@@ -26,15 +26,27 @@ enum ShardSource {
     Parts(Vec<Option<Arc<dyn Drive>>>),
 }
 
-/// Opens shard file `id` on each drive (by shard index) that has one.
-async fn open_files(drives: &[Option<Arc<dyn Drive>>], id: uuid::Uuid) -> Vec<Option<Arc<dyn ShardReader>>> {
-    join_all(drives.iter().map(|d| async move {
+/// Opens shard file `id` on each drive (by shard index) that has one. Fails only when too few
+/// open because the process ran out of open files (or memory): more drives would not help, and
+/// nothing is wrong with the shards, so no heal either.
+async fn open_files(
+    drives: &[Option<Arc<dyn Drive>>],
+    id: uuid::Uuid,
+    data_count: usize,
+) -> Result<Vec<Option<Arc<dyn ShardReader>>>, ObjectError> {
+    let opened = join_all(drives.iter().map(|d| async move {
         match d {
-            Some(d) => d.open_shard_file(id).await.ok().map(Arc::from),
-            None => None,
+            Some(d) => d.open_shard_file(id).await.map(Arc::from),
+            None => Err(strata_drive::DriveError::Offline("offline".into())),
         }
     }))
-    .await
+    .await;
+    if opened.iter().filter(|f| f.is_ok()).count() < data_count {
+        if let Some(e) = crate::set::exhausted(&opened) {
+            return Err(e);
+        }
+    }
+    Ok(opened.into_iter().map(Result::ok).collect())
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a
@@ -135,7 +147,7 @@ pub(crate) async fn open_object(
             }
             match version.data {
                 DataLocation::File(id) => {
-                    let files = open_files(&by_shard, id).await;
+                    let files = open_files(&by_shard, id, erasure.data_count()).await?;
                     let missing = files.iter().zip(&by_shard).any(|(f, d)| d.is_some() && f.is_none());
                     if let (true, Some(h)) = (missing, &heal) {
                         h.send();
@@ -188,7 +200,7 @@ impl OpenObject {
             let part_end = part_start + part.size;
             let (from, to) = (offset.max(part_start), end.min(part_end));
             if from < to {
-                let source = ShardSource::Files(open_files(drives, part.data_id).await);
+                let source = ShardSource::Files(open_files(drives, part.data_id, data_count).await?);
                 let layout = ShardLayout::new(part.size, block_size, data_count);
                 if !self.stream_range(&source, &layout, from - part_start, to - from, tx).await? {
                     return Ok(());

@@ -146,7 +146,10 @@ async fn targets(
 }
 
 fn is_offline(read: &crate::set::RecordRead) -> bool {
-    matches!(read, Err(DriveError::Offline(_) | DriveError::Io(_) | DriveError::Index(_)))
+    matches!(
+        read,
+        Err(DriveError::Offline(_) | DriveError::Io(_) | DriveError::Index(_) | DriveError::Exhausted(_))
+    )
 }
 
 impl ObjectLayer {

@@ -223,7 +223,8 @@ impl ObjectLayer {
         let answered = answers.iter().filter(|a| a.is_ok()).count();
         let needed = self.all_drives().count().div_ceil(2);
         if answered < needed {
-            return Err(ObjectError::ReadQuorum { needed, online: answered });
+            return Err(crate::set::exhausted(&answers)
+                .unwrap_or(ObjectError::ReadQuorum { needed, online: answered }));
         }
         // Per bucket: how many drives have it, and how many hold each form of its record.
         let mut seen: BTreeMap<String, (usize, BTreeMap<Vec<u8>, usize>)> = BTreeMap::new();

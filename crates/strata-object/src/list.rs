@@ -57,11 +57,12 @@ async fn list_set(
     let answers = join_all(set.drives.iter().flatten().map(|d| d.list(bucket, query.clone()))).await;
     let mut lists = Vec::new();
     let mut missing_bucket = 0;
+    let mut exhausted = None;
     for a in answers {
         match a {
             Ok(l) => lists.push(l),
             Err(DriveError::BucketNotFound) => missing_bucket += 1,
-            Err(_) => {}
+            Err(e) => exhausted = exhausted.or(crate::set::exhausted([&Err::<(), _>(e)])),
         }
     }
     let quorum = set.data_count();
@@ -69,7 +70,7 @@ async fn list_set(
         if missing_bucket >= quorum {
             return Err(ObjectError::BucketNotFound);
         }
-        return Err(ObjectError::ReadQuorum { needed: quorum, online: lists.len() });
+        return Err(exhausted.unwrap_or(ObjectError::ReadQuorum { needed: quorum, online: lists.len() }));
     }
     let horizon =
         lists.iter().filter(|l| l.len() >= limit).filter_map(|l| l.last().map(|e| e.name().to_owned())).min();

@@ -355,26 +355,31 @@ pub(crate) async fn write_shard_files(
     // own files (the drive sees to it); the guard removes files that finished but were never
     // committed.
     let temp = TempShards::new(drives, data_id);
-    let mut writers: Writers = join_all(drives.iter().map(|d| async move {
+    let created = join_all(drives.iter().map(|d| async move {
         match d {
-            // Logged: a failure here on every drive at once (out of file descriptors, a missing
-            // temp folder) is otherwise only "too few drives online".
-            Some(d) => match d.create_shard_file(data_id).await {
-                Ok(w) => Some(w),
-                // An offline drive is reported by the health checks, not once per write.
-                Err(e @ strata_drive::DriveError::Offline(_)) => {
-                    tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file");
-                    None
+            Some(d) => {
+                let created = d.create_shard_file(data_id).await;
+                match &created {
+                    // An offline drive is reported by the health checks, not once per write.
+                    Err(e @ strata_drive::DriveError::Offline(_)) => {
+                        tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file")
+                    }
+                    Err(e) => tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file"),
+                    Ok(_) => {}
                 }
-                Err(e) => {
-                    tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file");
-                    None
-                }
-            },
-            None => None,
+                created
+            }
+            None => Err(strata_drive::DriveError::Offline("offline".into())),
         }
     }))
     .await;
+    // Out of file descriptors on every drive at once is the process's limit, not the drives'.
+    let starved = crate::set::exhausted(&created).map(|e| e.to_string());
+    let quorum_lost = |online: usize| match &starved {
+        Some(m) => ObjectError::Exhausted(m.clone()),
+        None => ObjectError::WriteQuorum { needed: quorum, online },
+    };
+    let mut writers: Writers = created.into_iter().map(Result::ok).collect();
     let result = async {
         let mut md5 = Md5::new();
         let mut block = first;
@@ -389,7 +394,7 @@ pub(crate) async fn write_shard_files(
             let (_, next) =
                 tokio::join!(write_frames(&mut writers, distribution, &encoded.frames), reader.next_block());
             if alive(&writers) < quorum {
-                return Err(ObjectError::WriteQuorum { needed: quorum, online: alive(&writers) });
+                return Err(quorum_lost(alive(&writers)));
             }
             block = next?;
             if block.is_empty() {
@@ -406,7 +411,7 @@ pub(crate) async fn write_shard_files(
         }))
         .await;
         if alive(&writers) < quorum {
-            return Err(ObjectError::WriteQuorum { needed: quorum, online: alive(&writers) });
+            return Err(quorum_lost(alive(&writers)));
         }
         Ok((md5, writers.iter().map(Option::is_some).collect()))
     }

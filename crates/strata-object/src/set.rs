@@ -131,6 +131,9 @@ impl ErasureSet {
             if not_found >= self.data_count() {
                 return Err(ObjectError::ObjectNotFound);
             }
+            if let Some(e) = exhausted(&reads) {
+                return Err(e);
+            }
             return Err(ObjectError::ReadQuorum {
                 needed: self.data_count(),
                 online: reads.iter().filter(|r| r.is_ok()).count(),
@@ -162,11 +165,25 @@ pub(crate) fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
     a.data.data_id() == b.data.data_id() && a.mod_time == b.mod_time && a.version_id == b.version_id
 }
 
+/// For a quorum that failed: the process running out of a resource (open files, memory) on
+/// any drive, which names the real cause (the drives are fine; waiting for them would not help).
+pub(crate) fn exhausted<'a, T: 'a>(
+    results: impl IntoIterator<Item = &'a Result<T, DriveError>>,
+) -> Option<ObjectError> {
+    results.into_iter().find_map(|r| match r {
+        Err(DriveError::Exhausted(m)) => Some(ObjectError::Exhausted(format!("the server ran out of {m}"))),
+        _ => None,
+    })
+}
+
 /// Maps per-drive write results to one: success with a quorum, else the most telling error.
 pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -> Result<(), ObjectError> {
     let ok = results.iter().filter(|r| r.is_ok()).count();
     if ok >= quorum {
         return Ok(());
+    }
+    if let Some(e) = exhausted(results) {
+        return Err(e);
     }
     let answered = results.iter().filter(|r| !matches!(r, Err(DriveError::Offline(_) | DriveError::Io(_))));
     let missing_bucket = results.iter().filter(|r| matches!(r, Err(DriveError::BucketNotFound))).count();

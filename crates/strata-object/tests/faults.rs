@@ -280,3 +280,33 @@ async fn settle(rig: &Rig, what: &str) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The process out of open files (every drive's open fails with `EMFILE`) is not "too few drives
+/// online": PUT and GET name the cause, and nothing is left behind or lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_open_files_is_named_not_a_quorum_error() {
+    let rig = Rig::new(4).await;
+    let old = pattern(2 << 20, 1);
+    rig.layer.put_object("b", "k", &mut body(&old), PutOptions::default()).await.expect("put");
+    let named = |e: &ObjectError| matches!(e, ObjectError::Exhausted(m) if m.contains("open files"));
+
+    for d in &rig.faulty {
+        d.add_rule(Rule::new(Op::CreateShardFile, Fault::OutOfFiles));
+    }
+    let put = rig.layer.put_object("b", "k", &mut body(&pattern(2 << 20, 2)), PutOptions::default()).await;
+    assert!(put.as_ref().is_err_and(named), "PUT answered {put:?}");
+    rig.clear_faults();
+    assert_eq!(rig.temp_files(), 0);
+
+    for d in &rig.faulty {
+        d.add_rule(Rule::new(Op::OpenShardFile, Fault::OutOfFiles));
+    }
+    let get = read_all(&rig.layer, "k", 0, old.len() as u64).await;
+    assert!(get.as_ref().is_err_and(named), "GET answered {:?}", get.map(|b| b.len()));
+    // One drive out of files is a drive short: the read succeeds from the others.
+    rig.clear_faults();
+    rig.faulty[0].add_rule(Rule::new(Op::OpenShardFile, Fault::OutOfFiles));
+    assert_eq!(read_all(&rig.layer, "k", 0, old.len() as u64).await.expect("get"), old);
+    rig.clear_faults();
+    assert_eq!(read_all(&rig.layer, "k", 0, old.len() as u64).await.expect("get"), old);
+}

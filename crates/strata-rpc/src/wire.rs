@@ -123,6 +123,8 @@ pub enum WireError {
     Corrupt(String),
     Io(String),
     Index(String),
+    /// The remote process ran out of a resource (open files, memory).
+    Exhausted(String),
     /// The request itself was wrong (unknown drive, undecodable call).
     BadRequest(String),
 }
@@ -138,6 +140,7 @@ impl From<DriveError> for WireError {
             DriveError::Corrupt(m) => WireError::Corrupt(m),
             DriveError::Io(e) => WireError::Io(e.to_string()),
             DriveError::Index(m) => WireError::Index(m),
+            DriveError::Exhausted(m) => WireError::Exhausted(m),
         }
     }
 }
@@ -153,6 +156,7 @@ impl From<WireError> for DriveError {
             WireError::Corrupt(m) => DriveError::Corrupt(m),
             WireError::Io(m) => DriveError::Io(std::io::Error::other(m)),
             WireError::Index(m) => DriveError::Index(m),
+            WireError::Exhausted(m) => DriveError::Exhausted(m),
             WireError::BadRequest(m) => DriveError::Offline(format!("refused by the remote node: {m}")),
         }
     }

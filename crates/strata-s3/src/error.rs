@@ -142,6 +142,10 @@ impl From<ObjectError> for S3Error {
             ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
                 (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
             }
+            ObjectError::Exhausted(m) => {
+                tracing::warn!(error = %e, "request failed");
+                return S3Error::new(C::SlowDown, &format!("Please reduce your request rate: {m}."));
+            }
             ObjectError::LockNotHeld(_) => {
                 (C::SlowDown, "The object is being changed by another request; please retry.")
             }
