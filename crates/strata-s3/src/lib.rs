@@ -3,7 +3,9 @@
 //! - [`server`]: the listener (HTTP/1.1 and h2), request ids, health endpoints.
 //! - [`budget`]: admission: in-flight slots and buffer memory held until a response is sent, the
 //!   memory ceiling (503 SlowDown past them); [`conn`]: the connection cap and time-outs.
-//! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`].
+//! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`];
+//!   [`authz`]: each operation → the IAM actions, resource ARNs and condition keys S3 documents
+//!   for it (the table `strata-iam` evaluates; not yet consulted by request handling).
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
@@ -16,6 +18,7 @@
 
 pub mod acl;
 pub mod admin;
+pub mod authz;
 pub mod body;
 pub mod bucket;
 pub mod budget;
