@@ -21,6 +21,9 @@
 //! - [`eval`]: the answer: [`evaluate`] (explicit deny wins, then any allow, else implicit deny)
 //!   and [`evaluate_narrowed`] (session and service-account policies intersect with the parent's).
 //! - [`builtin`]: the built-in policies.
+//! - [`state`]: [`IamState`], users (by access key), groups, named policies, service accounts
+//!   and sessions as one serializable value, changed only through checked methods
+//!   ([`IamError`]).
 //!
 //! # Built-in policies
 //!
@@ -52,8 +55,10 @@ pub mod eval;
 pub mod pattern;
 pub mod policy;
 pub mod scalar;
+pub mod state;
 
 pub use context::{normalize_key, ConditionValues, Principal, PrincipalKind, Request, Values};
 pub use error::PolicyError;
 pub use eval::{evaluate, evaluate_narrowed, Decision};
 pub use policy::{Effect, Policy, PolicyKind, Version, BUCKET_POLICY_SIZE_MAX, IDENTITY_POLICY_SIZE_MAX};
+pub use state::{IamError, IamState, Secret, Status, Target};
