@@ -23,7 +23,8 @@
 //! - [`builtin`]: the built-in policies.
 //! - [`state`]: [`IamState`], users (by access key), groups, named policies, service accounts
 //!   and sessions as one serializable value, changed only through checked methods
-//!   ([`IamError`]).
+//!   ([`IamError`]); [`directory`]: [`Directory`], its compiled snapshot, which resolves an
+//!   access key to a [`Caller`] (secret, principal, policies, narrowing policy) and authorizes.
 //!
 //! # Built-in policies
 //!
@@ -50,6 +51,7 @@ pub mod action;
 pub mod builtin;
 pub mod condition;
 pub mod context;
+pub mod directory;
 pub mod error;
 pub mod eval;
 pub mod pattern;
@@ -58,6 +60,7 @@ pub mod scalar;
 pub mod state;
 
 pub use context::{normalize_key, ConditionValues, Principal, PrincipalKind, Request, Values};
+pub use directory::{Caller, CredentialError, Directory};
 pub use error::PolicyError;
 pub use eval::{evaluate, evaluate_narrowed, Decision};
 pub use policy::{Effect, Policy, PolicyKind, Version, BUCKET_POLICY_SIZE_MAX, IDENTITY_POLICY_SIZE_MAX};
