@@ -8,16 +8,7 @@ use crate::context::{PrincipalKind, Request, NO_RESOURCE};
 use crate::error::PolicyError;
 use crate::pattern::{Pattern, Syntax};
 
-/// Largest bucket policy, in bytes: AWS's documented limit (20 KB), so a policy accepted here
-/// is accepted by AWS and the other way round. Past it: `MalformedPolicy` ("Policies must be
-/// less than 20 KB" in AWS's wording).
-pub const BUCKET_POLICY_SIZE_MAX: usize = 20 * 1024;
-
-/// Largest identity policy (user, group, named, session or service-account policy), counted
-/// without white space as IAM counts it: 6,144 characters, AWS's limit for a managed policy.
-/// A larger one would be refused by every AWS tool a policy is written with, and keeping them
-/// small keeps the per-request cost of evaluating a user's policies low.
-pub const IDENTITY_POLICY_SIZE_MAX: usize = 6 * 1024;
+pub use strata_types::limits::{BUCKET_POLICY_SIZE_MAX, IDENTITY_POLICY_SIZE_MAX};
 
 /// What a document is for; it decides the size limit and whether statements name principals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,16 +17,9 @@ use crate::builtin;
 use crate::error::PolicyError;
 use crate::policy::{Policy, PolicyKind};
 
-/// Longest access key, user, group or policy name: IAM's limit for names (128).
-pub const NAME_LEN_MAX: usize = 128;
-/// Shortest access key: three characters, as MinIO accepts (`strata admin user add abc ...`).
-pub const ACCESS_KEY_LEN_MIN: usize = 3;
-/// Secret keys: at least 8 characters (no guessable one-word secrets), at most 128.
-pub const SECRET_LEN_MIN: usize = 8;
-pub const SECRET_LEN_MAX: usize = 128;
-/// Policies attached to one user or group: IAM's default quota (10) doubled, so a role mapped
-/// from MinIO's unlimited lists still fits while a user's evaluation stays bounded.
-pub const ATTACHED_POLICIES_MAX: usize = 20;
+pub use strata_types::limits::{
+    ATTACHED_POLICIES_MAX, IAM_ACCESS_KEY_LEN_MIN, IAM_NAME_LEN_MAX, IAM_SECRET_LEN_MAX, IAM_SECRET_LEN_MIN,
+};
 
 /// The version of the serialized state; bumped when its shape changes.
 pub const STATE_FORMAT_VERSION: u32 = 1;
@@ -37,7 +30,7 @@ pub struct Secret(String);
 
 impl Secret {
     pub fn new(secret: &str) -> Result<Secret, IamError> {
-        let ok = (SECRET_LEN_MIN..=SECRET_LEN_MAX).contains(&secret.len())
+        let ok = (IAM_SECRET_LEN_MIN..=IAM_SECRET_LEN_MAX).contains(&secret.len())
             && secret.bytes().all(|b| b.is_ascii_graphic());
         if ok {
             Ok(Secret(secret.to_owned()))
@@ -181,7 +174,7 @@ fn name_chars(s: &str) -> bool {
 }
 
 fn check_name(name: &str) -> Result<(), IamError> {
-    if (1..=NAME_LEN_MAX).contains(&name.len()) && name_chars(name) {
+    if (1..=IAM_NAME_LEN_MAX).contains(&name.len()) && name_chars(name) {
         Ok(())
     } else {
         Err(IamError::InvalidName(name.to_owned()))
@@ -189,7 +182,7 @@ fn check_name(name: &str) -> Result<(), IamError> {
 }
 
 fn check_access_key(key: &str) -> Result<(), IamError> {
-    if (ACCESS_KEY_LEN_MIN..=NAME_LEN_MAX).contains(&key.len()) && name_chars(key) {
+    if (IAM_ACCESS_KEY_LEN_MIN..=IAM_NAME_LEN_MAX).contains(&key.len()) && name_chars(key) {
         Ok(())
     } else {
         Err(IamError::InvalidAccessKey)

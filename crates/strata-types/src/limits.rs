@@ -218,3 +218,30 @@ pub const LOCK_LEASE_PER_RPC_TIMEOUT: u32 = 2;
 /// Longest wait for a namespace lock others hold, at least: longer than a lease, so a waiter
 /// outlasts a holder that died. Past it: 503 SlowDown (`ObjectError::LockNotHeld`).
 pub const LOCK_WAIT_MIN: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Largest bucket policy, in bytes: AWS's documented limit (20 KB), so a policy accepted here
+/// is accepted by AWS and the other way round. Past it: `MalformedPolicy` ("Policies must be
+/// less than 20 KB" in AWS's wording).
+pub const BUCKET_POLICY_SIZE_MAX: usize = 20 * 1024;
+
+/// Largest identity policy (user, group, named, session or service-account policy), counted
+/// without white space as IAM counts it: 6,144 characters, AWS's limit for a managed policy.
+/// A larger one would be refused by every AWS tool a policy is written with, and keeping them
+/// small keeps the per-request cost of evaluating a user's policies low. Past it:
+/// `MalformedPolicyDocument` (the IAM error of `PolicyError`).
+pub const IDENTITY_POLICY_SIZE_MAX: usize = 6 * 1024;
+
+/// Longest IAM access key, user, group or policy name: IAM's limit for names (128). Past it:
+/// `IamError::InvalidName` / `InvalidAccessKey`.
+pub const IAM_NAME_LEN_MAX: usize = 128;
+/// Shortest access key: three characters, as MinIO accepts (`strata admin user add abc ...`).
+pub const IAM_ACCESS_KEY_LEN_MIN: usize = 3;
+/// Secret keys: at least 8 characters (no guessable one-word secrets), at most 128. Else:
+/// `IamError::InvalidSecret`.
+pub const IAM_SECRET_LEN_MIN: usize = 8;
+/// See [`IAM_SECRET_LEN_MIN`].
+pub const IAM_SECRET_LEN_MAX: usize = 128;
+/// Policies attached to one user or group: IAM's default quota (10) doubled, so a role mapped
+/// from MinIO's unlimited lists still fits while a user's evaluation stays bounded. Past it:
+/// `IamError::TooManyPolicies`.
+pub const ATTACHED_POLICIES_MAX: usize = 20;
