@@ -54,6 +54,7 @@ pub mod context;
 pub mod directory;
 pub mod error;
 pub mod eval;
+mod json;
 pub mod pattern;
 pub mod policy;
 pub mod scalar;

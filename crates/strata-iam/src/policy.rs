@@ -96,7 +96,7 @@ impl Policy {
     /// Parses and compiles a policy document; the error says where it is wrong.
     pub fn parse(document: &[u8], kind: PolicyKind) -> Result<Policy, PolicyError> {
         check_size(document, kind)?;
-        let value: Value = serde_json::from_slice(document).map_err(|e| {
+        let value: Value = crate::json::parse(document).map_err(|e| {
             PolicyError::new(
                 "",
                 format!("JSON syntax error at line {}, column {}: {}", e.line(), e.column(), json_reason(&e)),

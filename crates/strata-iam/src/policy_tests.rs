@@ -136,6 +136,12 @@ fn json_syntax_errors_give_line_and_column() {
     assert!(e.starts_with("JSON syntax error at line 4, column 24: "), "{e}");
     assert!(!e.contains(" at line 4 column"), "said once: {e}");
     assert!(error("", PolicyKind::Identity).starts_with("JSON syntax error at line 1, column 0"));
+    let twice = "{\"Version\": \"2012-10-17\",\n \"Statement\": {\"Effect\": \"Deny\", \"Effect\": \"Allow\", \"Action\": \"*\", \"Resource\": \"*\"}}";
+    let e = error(twice, PolicyKind::Identity);
+    assert!(
+        e.starts_with("JSON syntax error at line 2, column ") && e.ends_with(": duplicate key \"Effect\""),
+        "{e}"
+    );
 }
 
 #[test]
