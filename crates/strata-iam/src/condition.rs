@@ -227,6 +227,28 @@ impl Condition {
         }
     }
 
+    /// Does this condition limit a statement to fixed values of a key that S3 counts as
+    /// making a policy non-public ("The meaning of public"): `aws:SourceIp` to CIDR blocks, or a
+    /// source, VPC, account, KMS key or user id to exact values? Negated, `IfExists` and
+    /// `ForAllValues:` forms do not limit (each can hold for a request without the value).
+    pub(crate) fn limits_to_fixed_values(&self) -> bool {
+        let op = self.operator;
+        if op.negated || op.if_exists || op.qualifier == Qualifier::ForAllValues {
+            return false;
+        }
+        match &self.operands {
+            Operands::Ip(cidrs) => &*self.key == "aws:sourceip" && cidrs.iter().all(Cidr::is_restricting),
+            Operands::Text(patterns) => {
+                FIXED_VALUE_KEYS.contains(&&*self.key) && patterns.iter().all(Pattern::is_literal)
+            }
+            Operands::Arn(arns) => {
+                FIXED_VALUE_KEYS.contains(&&*self.key)
+                    && arns.iter().all(|parts| parts.iter().all(Pattern::is_literal))
+            }
+            _ => false,
+        }
+    }
+
     /// Does one request value match any of the policy's values (the positive test)?
     fn matches(&self, value: &str, request: &Request) -> bool {
         match (&self.operands, self.operator.kind) {
@@ -269,29 +291,67 @@ fn arn_pattern(value: &str, variables: bool) -> Result<[Pattern; 6], String> {
     compiled.try_into().map_err(|_| "an ARN has six parts".to_owned())
 }
 
+/// Keys whose fixed values make a bucket policy non-public (lowercase), after S3's
+/// PublicAccessBlock documentation.
+const FIXED_VALUE_KEYS: &[&str] = &[
+    "aws:sourcearn",
+    "aws:sourcevpc",
+    "aws:sourcevpce",
+    "aws:sourceowner",
+    "aws:sourceaccount",
+    "s3:x-amz-server-side-encryption-aws-kms-key-id",
+    "aws:userid",
+];
+
 /// Global condition keys Strata knows (lowercase).
+/// Keys AWS defines that Strata never sets (VPCs, organizations, AWS services) are known too, so
+/// policies written for AWS load; in a request they are always missing.
 const AWS_KEYS: &[&str] = &[
+    "aws:calledvia",
+    "aws:calledviafirst",
+    "aws:calledvialast",
     "aws:currenttime",
     "aws:epochtime",
     "aws:multifactorauthage",
     "aws:multifactorauthpresent",
+    "aws:federatedprovider",
     "aws:principalaccount",
     "aws:principalarn",
+    "aws:principalisawsservice",
+    "aws:principalorgid",
+    "aws:principalorgpaths",
+    "aws:principalservicename",
     "aws:principaltype",
     "aws:referer",
     "aws:requestedregion",
+    "aws:resourceaccount",
+    "aws:resourceorgid",
+    "aws:resourceorgpaths",
     "aws:securetransport",
+    "aws:sourceaccount",
+    "aws:sourcearn",
+    "aws:sourceidentity",
     "aws:sourceip",
+    "aws:sourceorgid",
+    "aws:sourceorgpaths",
+    "aws:sourceowner",
+    "aws:sourcevpc",
+    "aws:sourcevpce",
     "aws:tagkeys",
     "aws:tokenissuetime",
     "aws:useragent",
     "aws:userid",
     "aws:username",
+    "aws:viaawsservice",
+    "aws:vpcsourceip",
 ];
 
 /// S3 condition keys (lowercase), from the S3 service authorization reference.
 const S3_KEYS: &[&str] = &[
+    "s3:accesspointnetworkorigin",
     "s3:authtype",
+    "s3:dataaccesspointaccount",
+    "s3:dataaccesspointarn",
     "s3:delimiter",
     "s3:locationconstraint",
     "s3:max-keys",
@@ -301,6 +361,7 @@ const S3_KEYS: &[&str] = &[
     "s3:object-lock-retain-until-date",
     "s3:prefix",
     "s3:requestobjecttagkeys",
+    "s3:resourceaccount",
     "s3:signatureage",
     "s3:signatureversion",
     "s3:tlsversion",

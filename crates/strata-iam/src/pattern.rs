@@ -96,6 +96,11 @@ impl Pattern {
         matches!(&*self.atoms, [Atom::Any])
     }
 
+    /// True when the pattern is plain text: no wildcard and no variable.
+    pub fn is_literal(&self) -> bool {
+        self.atoms.iter().all(|a| matches!(a, Atom::Literal(_)))
+    }
+
     /// True when the pattern names a policy variable.
     pub fn has_variables(&self) -> bool {
         self.atoms.iter().any(|a| matches!(a, Atom::Variable(_)))

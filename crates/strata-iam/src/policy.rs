@@ -149,13 +149,15 @@ impl Policy {
         self.statements.iter().map(|s| s.sid.as_deref())
     }
 
-    /// Does any statement grant to everyone (`Principal: "*"`) without a condition? What S3's
-    /// `GetBucketPolicyStatus` calls public (conditions are not analysed further here).
+    /// Is the policy public, as S3's `GetBucketPolicyStatus` and `BlockPublicPolicy` mean it?
+    /// Public when some `Allow` statement names everyone (`"*"`) and none of its conditions
+    /// limits it to fixed values (`aws:SourceIp` CIDR blocks, or exact `aws:SourceArn`,
+    /// `aws:SourceVpc(e)`, `aws:SourceOwner`, `aws:SourceAccount`, KMS key id or `aws:userid`).
     pub fn is_public(&self) -> bool {
         self.statements.iter().any(|s| {
             s.effect == Effect::Allow
-                && s.conditions.is_empty()
                 && s.principal.as_ref().is_some_and(|p| p.everyone && !p.negated)
+                && !s.conditions.iter().any(Condition::limits_to_fixed_values)
         })
     }
 }

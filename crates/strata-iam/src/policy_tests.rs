@@ -341,10 +341,24 @@ fn principals_in_bucket_policies() {
     );
     assert!(!named.is_public());
     assert_eq!(anon.against(&[], Some(&named)), Decision::ImplicitDeny);
-    let conditional = bucket(
-        r#"{"Statement":[{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*","Condition":{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}}]}"#,
-    );
-    assert!(!conditional.is_public());
+    let with = |condition: &str| {
+        bucket(&format!(
+            r#"{{"Statement":[{{"Effect":"Allow","Principal":"*","Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*","Condition":{condition}}}]}}"#
+        ))
+        .is_public()
+    };
+    // Fixed values of the keys S3 names make a policy non-public; anything else does not.
+    assert!(!with(r#"{"IpAddress":{"aws:SourceIp":"10.0.0.0/8"}}"#));
+    assert!(!with(r#"{"StringEquals":{"aws:SourceVpce":"vpce-1a2b"}}"#));
+    assert!(!with(r#"{"ArnEquals":{"aws:SourceArn":"arn:aws:s3:::logs"}}"#));
+    assert!(!with(r#"{"StringEquals":{"aws:SourceAccount":"111122223333"},"StringLike":{"s3:prefix":"*"}}"#));
+    assert!(with(r#"{"IpAddress":{"aws:SourceIp":"0.0.0.0/0"}}"#), "/0 limits nothing");
+    assert!(with(r#"{"NotIpAddress":{"aws:SourceIp":"10.0.0.0/8"}}"#), "negated");
+    assert!(with(r#"{"IpAddressIfExists":{"aws:SourceIp":"10.0.0.0/8"}}"#), "IfExists");
+    assert!(with(r#"{"StringLike":{"aws:SourceVpce":"vpce-*"}}"#), "a wildcard is no fixed value");
+    assert!(with(r#"{"ForAllValues:StringEquals":{"aws:SourceVpce":"vpce-1"}}"#), "vacuous for no value");
+    assert!(with(r#"{"StringLike":{"s3:prefix":"public/*"}}"#), "not a key S3 counts");
+    assert!(with(r#"{"Bool":{"aws:SecureTransport":"true"}}"#));
     // NotPrincipal with Deny: everyone but alice is refused.
     let only_alice = bucket(
         r#"{"Statement":[{"Effect":"Deny","NotPrincipal":{"AWS":"arn:aws:iam:::user/alice"},"Action":"s3:*","Resource":["arn:aws:s3:::photos","arn:aws:s3:::photos/*"]},

@@ -137,6 +137,11 @@ impl Cidr {
         (prefix_len <= bits).then_some(Cidr { network, prefix_len })
     }
 
+    /// Does the block leave some addresses out (is it narrower than `/0`)?
+    pub fn is_restricting(&self) -> bool {
+        self.prefix_len > 0
+    }
+
     /// Is `ip` in the block? IPv4-mapped IPv6 addresses (`::ffff:10.0.0.1`) count as IPv4.
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.network, ip.to_canonical()) {
