@@ -140,3 +140,45 @@ fn fuzz_aws_chunked() {
         }
     });
 }
+
+/// Request lines and headers → route → the authorization table: never a panic, whatever the
+/// path, query, tagging or copy-source header says. Input: path, query, then `name: value` lines.
+#[test]
+fn fuzz_authorization_table() {
+    use crate::authz::{authorization, AuthType, Facts};
+    let corpus: &[&[u8]] = &[
+        b"/b/k\nversionId=v1&tagging\nx-amz-tagging: a=1&b%20c=2\nx-amz-acl: private",
+        b"/b/k\npartNumber=1&uploadId=u\nx-amz-copy-source: /src/a%20b?versionId=3\nx-amz-tagging-directive: REPLACE",
+        b"/b\nlist-type=2&prefix=home%2F&delimiter=%2F&max-keys=10\nx-amz-content-sha256: UNSIGNED-PAYLOAD",
+        b"/\n\nx-amz-object-ownership: ObjectWriter\nx-amz-bucket-object-lock-enabled: true",
+    ];
+    let facts = Facts {
+        source_ip: Some(std::net::Ipv4Addr::LOCALHOST.into()),
+        secure_transport: true,
+        now_unix_secs: u64::MAX,
+        auth: AuthType::Post { v4: false },
+    };
+    fuzz::run("authorization table", corpus, |b| {
+        let input = text(b);
+        let mut lines = input.lines();
+        let (path, query) = (lines.next().unwrap_or("/"), lines.next().unwrap_or(""));
+        let mut headers = http::HeaderMap::new();
+        for line in lines {
+            let Some((name, value)) = line.split_once(':') else { continue };
+            let (Ok(name), Ok(value)) = (
+                http::HeaderName::from_bytes(name.trim().as_bytes()),
+                http::HeaderValue::from_str(value.trim()),
+            ) else {
+                continue;
+            };
+            headers.append(name, value);
+        }
+        for method in [Method::GET, Method::PUT, Method::POST, Method::DELETE, Method::HEAD] {
+            if let Ok(route) =
+                crate::router::route_with_headers(&method, path, query, &headers, Some("s3.local"))
+            {
+                let _ = authorization(&route, &headers, &facts);
+            }
+        }
+    });
+}
