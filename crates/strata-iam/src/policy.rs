@@ -362,16 +362,31 @@ fn principal(
     for (i, (name, listed)) in string_list(aws, &aws_at)?.into_iter().enumerate() {
         if name == "*" {
             everyone = true;
-        } else if name.starts_with("arn:") && !name.contains(['*', '?']) {
-            arns.push(name.to_owned());
+        } else if let Some(arn) = principal_arn(name) {
+            arns.push(arn);
         } else {
             return Err(PolicyError::new(
                 loc_of(&aws_at, listed, i),
-                format!("{name:?} is not \"*\" or a principal ARN"),
+                format!("{name:?} is not \"*\", an account id or a user, role or root ARN"),
             ));
         }
     }
     Ok(Some(PrincipalMatch { negated, everyone, arns: arns.into() }))
+}
+
+/// A principal as the evaluator compares it. A deployment is one account, so the account field
+/// of an ARN written for AWS (`arn:aws:iam::111122223333:user/alice`) is dropped, and an account
+/// id alone means that account's root (`arn:aws:iam:::root`): as in AWS, naming the account in a
+/// bucket policy grants its users nothing their own policies do not.
+fn principal_arn(name: &str) -> Option<String> {
+    if name.len() == 12 && name.bytes().all(|b| b.is_ascii_digit()) {
+        return Some("arn:aws:iam:::root".to_owned());
+    }
+    let mut parts = name.splitn(6, ':');
+    let [arn, partition, service, region, _account, resource] =
+        [parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?, parts.next()?];
+    let named = arn == "arn" && ["iam", "sts"].contains(&service) && !resource.is_empty();
+    (named && !name.contains(['*', '?'])).then(|| format!("arn:{partition}:{service}:{region}::{resource}"))
 }
 
 fn conditions(c: &Map<String, Value>, at: &str, variables: bool) -> Result<Box<[Condition]>, PolicyError> {

@@ -167,7 +167,7 @@ fn bucket_policy_rules() {
     );
     assert_eq!(
         error(&doc(r#""Principal":{"AWS":["*","alice"]},"#, "arn:aws:s3:::photos/*"), b),
-        "Statement[0].Principal.AWS[1]: \"alice\" is not \"*\" or a principal ARN"
+        "Statement[0].Principal.AWS[1]: \"alice\" is not \"*\", an account id or a user, role or root ARN"
     );
     assert_eq!(
         error(&doc(r#""NotPrincipal":{"AWS":"arn:aws:iam:::user/alice"},"#, "arn:aws:s3:::photos/*"), b),
@@ -359,6 +359,21 @@ fn principals_in_bucket_policies() {
     assert!(with(r#"{"ForAllValues:StringEquals":{"aws:SourceVpce":"vpce-1"}}"#), "vacuous for no value");
     assert!(with(r#"{"StringLike":{"s3:prefix":"public/*"}}"#), "not a key S3 counts");
     assert!(with(r#"{"Bool":{"aws:SecureTransport":"true"}}"#));
+    // ARNs written for AWS name the user whatever their account; an account id means its root.
+    let aws_style = bucket(
+        r#"{"Statement":[{"Effect":"Allow","Principal":{"AWS":["arn:aws:iam::111122223333:user/alice","111122223333"]},"Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*"}]}"#,
+    );
+    let read_by =
+        |p: Principal| Ask::new("s3:GetObject", "arn:aws:s3:::photos/x").by(p).against(&[], Some(&aws_style));
+    assert_eq!(read_by(Principal::user("alice", "AKIAALICE")), Decision::Allow);
+    assert_eq!(read_by(Principal::user("bob", "AKIABOB")), Decision::ImplicitDeny);
+    assert_eq!(read_by(Principal::root("admin")), Decision::Allow);
+    for bad in [r#""arn:aws:s3:::photos""#, r#""arn:aws:iam::1:user/*""#, r#""12345""#] {
+        let doc = format!(
+            r#"{{"Statement":[{{"Effect":"Allow","Principal":{{"AWS":{bad}}},"Action":"s3:GetObject","Resource":"arn:aws:s3:::photos/*"}}]}}"#
+        );
+        assert!(Policy::parse(doc.as_bytes(), PolicyKind::Bucket("photos")).is_err(), "{bad}");
+    }
     // NotPrincipal with Deny: everyone but alice is refused.
     let only_alice = bucket(
         r#"{"Statement":[{"Effect":"Deny","NotPrincipal":{"AWS":"arn:aws:iam:::user/alice"},"Action":"s3:*","Resource":["arn:aws:s3:::photos","arn:aws:s3:::photos/*"]},
