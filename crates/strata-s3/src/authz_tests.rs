@@ -364,3 +364,15 @@ fn table_and_policies_together() {
     assert!(!allowed(&authorize(Method::GET, "/b", "prefix=bob/", &[]).1));
     assert!(!allowed(&authorize(Method::GET, "/b/k", "", &[]).1));
 }
+
+#[test]
+fn a_malformed_policy_is_a_malformed_policy_error() {
+    let e: S3Error = Policy::parse(br#"{"Statement":[{"Effect":"Permit"}]}"#, PolicyKind::Bucket("b"))
+        .expect_err("bad")
+        .into();
+    assert_eq!(
+        (e.code, e.code.status()),
+        (crate::error::S3ErrorCode::MalformedPolicy, http::StatusCode::BAD_REQUEST)
+    );
+    assert_eq!(e.message, "Statement[0].Effect: must be \"Allow\" or \"Deny\"");
+}

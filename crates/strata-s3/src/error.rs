@@ -2,6 +2,7 @@
 //! every object-layer error is mapped by one exhaustive match, so a new variant forces a decision.
 
 use http::StatusCode;
+use strata_iam::PolicyError;
 use strata_object::{BodyError, ObjectError};
 use strata_types::NameError;
 
@@ -51,6 +52,7 @@ codes! {
     InvalidTag => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
     MalformedPOSTRequest => StatusCode::BAD_REQUEST,
+    MalformedPolicy => StatusCode::BAD_REQUEST,
     MalformedXML => StatusCode::BAD_REQUEST,
     MaxPostPreDataLengthExceeded => StatusCode::BAD_REQUEST,
     MetadataTooLarge => StatusCode::BAD_REQUEST,
@@ -213,5 +215,13 @@ impl From<NameError> for S3Error {
             NameError::InvalidKey => S3ErrorCode::InvalidArgument,
         };
         S3Error::new(code, &e.to_string())
+    }
+}
+
+/// A bucket policy that does not parse: `MalformedPolicy`, whose message says where it is wrong
+/// (`Statement[0].Effect: must be "Allow" or "Deny"`).
+impl From<PolicyError> for S3Error {
+    fn from(e: PolicyError) -> Self {
+        S3Error::new(S3ErrorCode::MalformedPolicy, &e.to_string())
     }
 }
