@@ -102,23 +102,7 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
     let mut deferred = Deferred::Nothing;
     let checks = match route.operation {
         O::ListBuckets => vec![Check { action: "s3:ListAllMyBuckets", resource: None }],
-        O::CreateBucket => {
-            acl_values(headers, &mut values);
-            header_value(headers, "x-amz-object-ownership", "s3:x-amz-object-ownership", &mut values);
-            let mut checks = vec![on_bucket("s3:CreateBucket")];
-            if has_acl(headers) {
-                checks.push(on_bucket("s3:PutBucketAcl"));
-            }
-            if headers.contains_key("x-amz-object-ownership") {
-                checks.push(on_bucket("s3:PutBucketOwnershipControls"));
-            }
-            if header(headers, "x-amz-bucket-object-lock-enabled")
-                .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            {
-                checks.push(on_bucket("s3:PutBucketObjectLockConfiguration"));
-            }
-            checks
-        }
+        O::CreateBucket => create_bucket(headers, &mut values).into_iter().map(on_bucket).collect(),
         O::DeleteBucket => vec![on_bucket("s3:DeleteBucket")],
         O::HeadBucket => vec![on_bucket("s3:ListBucket")],
         O::GetBucketLocation => vec![on_bucket("s3:GetBucketLocation")],
@@ -147,15 +131,8 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             Vec::new()
         }
         O::CopyObject => {
-            header_value(headers, "x-amz-metadata-directive", "s3:x-amz-metadata-directive", &mut values);
-            let mut checks = vec![on_object("s3:PutObject"), copy_source(headers, &mut values)?];
-            let replaces_tags =
-                header(headers, "x-amz-tagging-directive").is_some_and(|d| d.eq_ignore_ascii_case("REPLACE"));
-            let extra = object_write(headers, &mut values);
-            checks.extend(
-                extra.into_iter().filter(|a| *a != "s3:PutObjectTagging" || replaces_tags).map(on_object),
-            );
-            checks
+            let (source, extra) = copy_object(headers, &mut values)?;
+            [on_object("s3:PutObject"), source].into_iter().chain(extra.into_iter().map(on_object)).collect()
         }
         O::UploadPartCopy => vec![on_object("s3:PutObject"), copy_source(headers, &mut values)?],
         O::GetBucketAcl => vec![on_bucket("s3:GetBucketAcl")],
@@ -224,6 +201,38 @@ pub fn post_object(
         }
     }
     checks
+}
+
+/// CreateBucket's actions: the ACL, ownership and object-lock headers each need their own.
+fn create_bucket(headers: &HeaderMap, values: &mut ConditionValues) -> Vec<&'static str> {
+    acl_values(headers, values);
+    header_value(headers, "x-amz-object-ownership", "s3:x-amz-object-ownership", values);
+    let mut actions = vec!["s3:CreateBucket"];
+    if has_acl(headers) {
+        actions.push("s3:PutBucketAcl");
+    }
+    if headers.contains_key("x-amz-object-ownership") {
+        actions.push("s3:PutBucketOwnershipControls");
+    }
+    if header(headers, "x-amz-bucket-object-lock-enabled").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+        actions.push("s3:PutBucketObjectLockConfiguration");
+    }
+    actions
+}
+
+/// CopyObject beyond `s3:PutObject` on the destination: the read check on the source, and the
+/// new object's header actions (tagging only when the copy replaces the tags).
+fn copy_object(
+    headers: &HeaderMap,
+    values: &mut ConditionValues,
+) -> Result<(Check, Vec<&'static str>), S3Error> {
+    header_value(headers, "x-amz-metadata-directive", "s3:x-amz-metadata-directive", values);
+    let source = copy_source(headers, values)?;
+    let replaces_tags =
+        header(headers, "x-amz-tagging-directive").is_some_and(|d| d.eq_ignore_ascii_case("REPLACE"));
+    let mut extra = object_write(headers, values);
+    extra.retain(|a| *a != "s3:PutObjectTagging" || replaces_tags);
+    Ok((source, extra))
 }
 
 /// Keys every request has: source address, transport, time, authentication.
