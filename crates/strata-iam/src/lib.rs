@@ -6,7 +6,8 @@
 //!
 //! - [`policy`]: a JSON document → [`Policy`] (statements with compiled matchers), or a
 //!   [`PolicyError`] saying where it is wrong (`Statement[1].Condition.StringLikee: unknown
-//!   condition operator`; JSON syntax errors by line and column). [`PolicyKind`] picks the rules:
+//!   condition operator`; JSON syntax errors, duplicate keys included, by line and column).
+//!   [`PolicyKind`] picks the rules:
 //!   identity policies name no principal and hold at most [`IDENTITY_POLICY_SIZE_MAX`]; a bucket
 //!   policy's statements name `Principal`s, its resources lie in the bucket, and it holds at most
 //!   [`BUCKET_POLICY_SIZE_MAX`].
