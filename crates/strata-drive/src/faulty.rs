@@ -26,7 +26,9 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::sim::SimRng;
-use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+use crate::{
+    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
+};
 
 /// The kinds of drive operation a fault can target: one per [`Drive`] method, plus the shard
 /// writer's and reader's own calls.
@@ -551,9 +553,9 @@ impl Drive for FaultyDrive {
         self.inner.drop_upload(bucket, key, upload_id, keep).await
     }
 
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
         self.inject(Op::ListUploads).await?;
-        self.inner.list_uploads(bucket, prefix, limit).await
+        self.inner.list_uploads(bucket, query).await
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {

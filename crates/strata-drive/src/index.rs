@@ -324,23 +324,35 @@ impl Index {
         Ok(ids)
     }
 
-    /// Uploads in progress in `bucket` whose key starts with `prefix`, in (key, upload id) order.
-    pub fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
+    /// Uploads in progress in `bucket` whose key starts with the query's prefix, past its
+    /// position, in (key, upload id) order.
+    pub fn list_uploads(&self, bucket: &str, query: &crate::UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+        use std::ops::Bound;
         let txn = self.db.begin_read().map_err(index_err)?;
         let table = txn.open_table(UPLOADS).map_err(index_err)?;
-        let start = object_key(bucket, prefix);
-        let end = prefix_successor(&start);
-        let range = match &end {
-            Some(e) => table.range::<&[u8]>(start.as_slice()..e.as_slice()),
-            None => table.range::<&[u8]>(start.as_slice()..),
+        let first = object_key(bucket, &query.prefix);
+        // An upload's index key is `bucket ++ 0 ++ position`.
+        let mut after = object_key(bucket, "");
+        after.extend_from_slice(&query.after);
+        let start = if !query.after.is_empty() && after >= first {
+            Bound::Excluded(after.as_slice())
+        } else {
+            Bound::Included(first.as_slice())
         };
+        let end = prefix_successor(&first);
+        if let (Bound::Excluded(a), Some(e)) = (start, &end) {
+            if a >= e.as_slice() {
+                return Ok(Vec::new());
+            }
+        }
+        let end = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         let mut out = Vec::new();
-        for item in range.map_err(index_err)? {
-            let (_, v) = item.map_err(index_err)?;
-            out.push(UploadRecord::decode(v.value())?);
-            if out.len() >= limit {
+        for item in table.range::<&[u8]>((start, end)).map_err(index_err)? {
+            if out.len() >= query.limit {
                 break;
             }
+            let (_, v) = item.map_err(index_err)?;
+            out.push(UploadRecord::decode(v.value())?);
         }
         Ok(out)
     }

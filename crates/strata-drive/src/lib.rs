@@ -126,6 +126,27 @@ pub struct ListQuery {
     pub limit: usize,
 }
 
+/// Which multipart uploads to list on one drive: those under `prefix` past the position `after`,
+/// in (key, upload id) order, at most `limit` of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UploadsQuery {
+    pub prefix: String,
+    /// An exclusive lower bound on [`upload_position`]s; empty lists from the start.
+    pub after: Vec<u8>,
+    pub limit: usize,
+}
+
+/// Where an upload sorts within its bucket: its key, a 0 byte, its id. So `key ++ [1]` lies past
+/// every upload of `key` (and before longer keys), and, keys being UTF-8 (never a 0xff byte),
+/// `prefix ++ [0xff]` past every key under `prefix`: how listings skip ahead.
+pub fn upload_position(key: &str, upload_id: Uuid) -> Vec<u8> {
+    let mut p = Vec::with_capacity(key.len() + 17);
+    p.extend_from_slice(key.as_bytes());
+    p.push(0);
+    p.extend_from_slice(upload_id.as_bytes());
+    p
+}
+
 /// Writes one shard file; dropped without `finish` leaves a temp file that is swept later.
 #[async_trait]
 pub trait ShardWriter: Send {
@@ -248,7 +269,8 @@ pub trait Drive: Send + Sync + Debug {
     async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: Vec<Uuid>)
         -> DriveResult<()>;
     /// Uploads in progress whose key starts with `prefix`, in key order, at most `limit`.
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>>;
+    /// Uploads in progress, in [`upload_position`] order (see [`UploadsQuery`]).
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>>;
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
 

@@ -16,7 +16,9 @@ use uuid::Uuid;
 
 use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
-use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+use crate::{
+    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
+};
 
 const SYS_DIR: &str = ".strata.sys";
 const FORMAT_FILE: &str = "format.json";
@@ -782,12 +784,11 @@ impl Drive for LocalDrive {
         self.index().apply(change).await.map(drop)
     }
 
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
-        let (index, (fs, sys)) = (self.index(), self.at());
-        let (bucket, prefix) = (bucket.to_owned(), prefix.to_owned());
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+        let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            index.list_uploads(&bucket, &prefix, limit)
+            index.list_uploads(&bucket, &query)
         })
         .await
     }

@@ -10,7 +10,9 @@ use bytes::Bytes;
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
-use crate::{DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter};
+use crate::{
+    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
+};
 
 /// Receives one call per drive operation.
 pub trait DriveObserver: Send + Sync {
@@ -241,8 +243,8 @@ impl Drive for Metered {
         self.probe.time("drop_upload", self.inner.drop_upload(bucket, key, upload_id, keep)).await
     }
 
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
-        self.probe.time("list_uploads", self.inner.list_uploads(bucket, prefix, limit)).await
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+        self.probe.time("list_uploads", self.inner.list_uploads(bucket, query)).await
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {

@@ -45,9 +45,9 @@ pub use healer::{
 pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView};
 pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
-pub use multipart::{CompleteOptions, CompletePart};
+pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
 pub use put::{BodyReader, PutOptions, WriteCondition};
-pub use strata_drive::DiskInfo;
+pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{BucketRecord, CorsRule, PartInfo, PublicAccessBlock, UploadRecord};
 
 use std::collections::BTreeMap;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use md5::{Digest, Md5};
-use strata_drive::{Drive, DriveError};
+use strata_drive::{upload_position, Drive, DriveError, UploadsQuery};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadRecord};
-use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN};
+use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN, UPLOADS_ROUND};
 use uuid::Uuid;
 
 use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
@@ -119,7 +119,8 @@ impl ObjectLayer {
             return Err(ObjectError::InvalidParity(parity));
         }
         let distribution = strata_cluster::placement::distribution(hash, n);
-        let upload_id = Uuid::new_v4();
+        // Time-ordered ids: a key's uploads list in the order they were started, as S3 lists them.
+        let upload_id = Uuid::now_v7();
         let record = UploadRecord {
             upload_id,
             key: key.to_owned(),
@@ -393,28 +394,53 @@ impl ObjectLayer {
         reduce_writes(&results, quorum.saturating_sub(not_found).max(1))
     }
 
-    /// Uploads in progress whose key starts with `prefix` (every set), in key order.
+    /// Uploads in progress whose key starts with `prefix`, past position `after` (see
+    /// [`strata_drive::upload_position`]), in (key, upload id) order: one bounded round of at most
+    /// about `limit` per drive, from every set. Memory stays O(limit) whatever the bucket holds.
     pub async fn list_multipart_uploads(
         &self,
         bucket: &str,
         prefix: &str,
+        after: &[u8],
         limit: usize,
-    ) -> Result<Vec<UploadRecord>, ObjectError> {
+    ) -> Result<UploadsPage, ObjectError> {
         self.bucket_info(bucket)?;
-        let mut seen: BTreeMap<(String, Uuid), (usize, UploadRecord)> = BTreeMap::new();
+        let query = UploadsQuery { prefix: prefix.to_owned(), after: after.to_vec(), limit };
+        let mut seen: BTreeMap<Vec<u8>, (usize, UploadRecord)> = BTreeMap::new();
+        // Past the last upload of a drive that answered a full round, that drive's answer is
+        // unknown: only positions up to the lowest such horizon are complete.
+        let mut horizon: Option<Vec<u8>> = None;
         for set in self.all_sets() {
-            let lists = on_drives(set, |_, d| d.list_uploads(bucket, prefix, limit)).await;
-            for u in lists.into_iter().flatten().flatten() {
-                seen.entry((u.key.clone(), u.upload_id)).or_insert((0, u)).0 += 1;
+            let lists = on_drives(set, |_, d| d.list_uploads(bucket, query.clone())).await;
+            for list in lists.into_iter().flatten() {
+                if list.len() >= limit {
+                    if let Some(last) = list.last() {
+                        let at = upload_position(&last.key, last.upload_id);
+                        horizon = Some(horizon.map_or(at.clone(), |h| h.min(at)));
+                    }
+                }
+                for u in list {
+                    seen.entry(upload_position(&u.key, u.upload_id)).or_insert((0, u)).0 += 1;
+                }
             }
         }
-        Ok(seen
-            .into_values()
-            .filter(|(n, u)| *n >= usize::from(u.erasure.data_count))
-            .map(|(_, u)| u)
-            .take(limit)
-            .collect())
+        let uploads = seen
+            .into_iter()
+            .filter(|(at, _)| horizon.as_ref().is_none_or(|h| at <= h))
+            .filter(|(_, (n, u))| *n >= usize::from(u.erasure.data_count))
+            .map(|(_, (_, u))| u)
+            .collect();
+        Ok(UploadsPage { uploads, next: horizon })
     }
+}
+
+/// One round of [`ObjectLayer::list_multipart_uploads`].
+#[derive(Debug)]
+pub struct UploadsPage {
+    /// In (key, upload id) order.
+    pub uploads: Vec<UploadRecord>,
+    /// Where the next round starts; `None` when this round reached the end.
+    pub next: Option<Vec<u8>>,
 }
 
 impl ObjectLayer {
@@ -427,16 +453,28 @@ impl ObjectLayer {
         };
         let mut expired = 0;
         for bucket in buckets {
-            let Ok(uploads) = self.list_multipart_uploads(&bucket.name, "", usize::MAX).await else {
-                continue;
-            };
-            for u in uploads.into_iter().filter(|u| u.initiated < cutoff) {
-                match self.abort_multipart_upload(&bucket.name, &u.key, u.upload_id).await {
-                    Ok(()) => expired += 1,
-                    Err(e) => {
-                        tracing::warn!(bucket = %bucket.name, key = %u.key, error = %e, "cannot expire upload")
-                    }
+            let mut after = Vec::new();
+            loop {
+                let Ok(page) = self.list_multipart_uploads(&bucket.name, "", &after, UPLOADS_ROUND).await
+                else {
+                    break;
+                };
+                expired += self.expire_page(&bucket.name, page.uploads, cutoff).await;
+                match page.next {
+                    Some(next) => after = next,
+                    None => break,
                 }
+            }
+        }
+        expired
+    }
+
+    async fn expire_page(&self, bucket: &str, uploads: Vec<UploadRecord>, cutoff: u64) -> usize {
+        let mut expired = 0;
+        for u in uploads.into_iter().filter(|u| u.initiated < cutoff) {
+            match self.abort_multipart_upload(bucket, &u.key, u.upload_id).await {
+                Ok(()) => expired += 1,
+                Err(e) => tracing::warn!(bucket, key = %u.key, error = %e, "cannot expire upload"),
             }
         }
         expired

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use strata_drive::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter,
+    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
 };
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
@@ -248,8 +248,8 @@ impl Drive for Timed {
         self.run("drop_upload", self.inner.drop_upload(bucket, key, upload_id, keep)).await
     }
 
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
-        self.run("list_uploads", self.inner.list_uploads(bucket, prefix, limit)).await
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+        self.run("list_uploads", self.inner.list_uploads(bucket, query)).await
     }
 
     async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {

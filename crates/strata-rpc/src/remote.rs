@@ -19,7 +19,7 @@ use bytes::Bytes;
 use http::Method;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use strata_drive::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter,
+    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
 };
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use tokio::sync::mpsc;
@@ -276,11 +276,8 @@ impl Drive for RemoteDrive {
         self.done(DriveCall::DropUpload { bucket: bucket.into(), key: key.into(), upload_id, keep }).await
     }
 
-    async fn list_uploads(&self, bucket: &str, prefix: &str, limit: usize) -> DriveResult<Vec<UploadRecord>> {
-        match self
-            .call(DriveCall::ListUploads { bucket: bucket.into(), prefix: prefix.into(), limit })
-            .await?
-        {
+    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+        match self.call(DriveCall::ListUploads { bucket: bucket.into(), query }).await? {
             DriveReply::Uploads(u) => Ok(u),
             r => Err(unexpected(r)),
         }

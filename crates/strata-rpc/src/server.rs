@@ -531,9 +531,7 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             d.drop_upload(&bucket, &key, upload_id, keep).await?;
             R::Done
         }
-        C::ListUploads { bucket, prefix, limit } => {
-            R::Uploads(d.list_uploads(&bucket, &prefix, limit).await?)
-        }
+        C::ListUploads { bucket, query } => R::Uploads(d.list_uploads(&bucket, query).await?),
         C::List { bucket, query } => R::List(d.list(&bucket, query).await?),
         C::SweepOrphans { min_age_ms } => {
             let (f, b) = d.sweep_orphans(Duration::from_millis(min_age_ms)).await?;

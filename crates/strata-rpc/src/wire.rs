@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use strata_drive::{DiskInfo, DriveError, ListEntry, ListQuery};
+use strata_drive::{DiskInfo, DriveError, ListEntry, ListQuery, UploadsQuery};
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
@@ -85,8 +85,7 @@ pub enum DriveCall {
     },
     ListUploads {
         bucket: String,
-        prefix: String,
-        limit: usize,
+        query: UploadsQuery,
     },
     List {
         bucket: String,

@@ -4,7 +4,7 @@
 use http::StatusCode;
 use strata_object::checksum::{Algorithm, ChecksumType};
 use strata_object::{CompleteOptions, CompletePart, UploadRecord};
-use strata_types::limits::{PART_NUMBER_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::{PART_NUMBER_MAX, UPLOADS_ROUND, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 use uuid::Uuid;
 
@@ -275,49 +275,75 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
 
 /// One entry of a ListMultipartUploads page.
 #[derive(Debug, PartialEq)]
-enum UploadEntry<'a> {
-    Upload(&'a UploadRecord),
+enum UploadEntry {
+    Upload(UploadRecord),
     Prefix(String),
 }
 
-/// ListMultipartUploads paging over `uploads` (sorted by key, then initiation): entries after
-/// the markers, keys under `prefix`, rolled up at `delimiter`; and whether more follow.
-fn page_uploads<'a>(
-    uploads: &'a [UploadRecord],
-    prefix: &str,
-    delimiter: Option<&str>,
-    key_marker: &str,
-    upload_id_marker: Option<Uuid>,
+/// Gathers one ListMultipartUploads page from rounds of uploads in position order (key, then
+/// upload id): keys under `prefix` rolled up at `delimiter`, at most `max` entries, and whether
+/// more follow. It holds one page, never the bucket's whole list.
+struct UploadsPager<'a> {
+    prefix: &'a str,
+    delimiter: Option<&'a str>,
+    key_marker: &'a str,
     max: usize,
-) -> (Vec<UploadEntry<'a>>, bool) {
-    // With an upload-id marker, uploads of the marker key after that upload come first.
-    let marker_at =
-        upload_id_marker.and_then(|id| uploads.iter().position(|u| u.key == key_marker && u.upload_id == id));
-    let mut out: Vec<UploadEntry<'a>> = Vec::new();
-    for (i, u) in uploads.iter().enumerate() {
-        let after = match marker_at {
-            Some(m) if u.key == key_marker => i > m,
-            _ => u.key.as_str() > key_marker,
-        };
-        let Some(rest) = u.key.strip_prefix(prefix).filter(|_| after) else { continue };
-        let entry = match delimiter.and_then(|d| rest.find(d).map(|at| at + d.len())) {
-            Some(end) => {
-                let common = format!("{prefix}{}", &rest[..end]);
-                if common.as_str() <= key_marker
-                    || matches!(out.last(), Some(UploadEntry::Prefix(p)) if *p == common)
-                {
-                    continue;
-                }
-                UploadEntry::Prefix(common)
-            }
-            None => UploadEntry::Upload(u),
-        };
-        if out.len() == max {
-            return (out, true);
-        }
-        out.push(entry);
+    entries: Vec<UploadEntry>,
+    truncated: bool,
+    /// Positions up to here are inside a common prefix already rolled up.
+    skip_to: Option<Vec<u8>>,
+}
+
+impl<'a> UploadsPager<'a> {
+    fn new(prefix: &'a str, delimiter: Option<&'a str>, key_marker: &'a str, max: usize) -> Self {
+        Self { prefix, delimiter, key_marker, max, entries: Vec::new(), truncated: false, skip_to: None }
     }
-    (out, false)
+
+    /// Where the listing starts: past the upload-id marker's upload of the key marker, or past
+    /// every upload of the key marker.
+    fn start(key_marker: &str, upload_id_marker: Option<Uuid>) -> Vec<u8> {
+        match upload_id_marker {
+            Some(id) => strata_object::upload_position(key_marker, id),
+            None if key_marker.is_empty() => Vec::new(),
+            None => [key_marker.as_bytes(), &[1]].concat(),
+        }
+    }
+
+    /// Takes one round; `false` once the page is full (and known to be truncated).
+    fn take(&mut self, round: Vec<UploadRecord>) -> bool {
+        for u in round {
+            let at = strata_object::upload_position(&u.key, u.upload_id);
+            if self.skip_to.as_ref().is_some_and(|s| at <= *s) {
+                continue;
+            }
+            let Some(rest) = u.key.strip_prefix(self.prefix) else { continue };
+            let entry = match self.delimiter.and_then(|d| rest.find(d).map(|at| at + d.len())) {
+                Some(end) => {
+                    let common = format!("{}{}", self.prefix, &rest[..end]);
+                    self.skip_to = Some([common.as_bytes(), &[0xff]].concat());
+                    if common.as_str() <= self.key_marker {
+                        continue;
+                    }
+                    UploadEntry::Prefix(common)
+                }
+                None => UploadEntry::Upload(u),
+            };
+            if self.entries.len() == self.max {
+                self.truncated = true;
+                return false;
+            }
+            self.entries.push(entry);
+        }
+        true
+    }
+
+    /// Where the next round starts, given where the last one ended.
+    fn next_after(&self, round_end: Vec<u8>) -> Vec<u8> {
+        match &self.skip_to {
+            Some(s) if *s > round_end => s.clone(),
+            _ => round_end,
+        }
+    }
 }
 
 pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
@@ -336,9 +362,19 @@ pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Res
     };
     let url = crate::bucket::url_encoding(route)?;
     let enc = |s: &str| crate::bucket::encode_name(s, url);
-    let mut uploads = req.node.layer.list_multipart_uploads(bucket, prefix, usize::MAX).await?;
-    uploads.sort_by(|a, b| (&a.key, a.initiated, a.upload_id).cmp(&(&b.key, b.initiated, b.upload_id)));
-    let (page, truncated) = page_uploads(&uploads, prefix, delimiter, key_marker, upload_id_marker, max);
+    let mut pager = UploadsPager::new(prefix, delimiter, key_marker, max);
+    let mut after = UploadsPager::start(key_marker, upload_id_marker);
+    loop {
+        let round = req.node.layer.list_multipart_uploads(bucket, prefix, &after, UPLOADS_ROUND).await?;
+        if !pager.take(round.uploads) {
+            break;
+        }
+        match round.next {
+            Some(end) => after = pager.next_after(end),
+            None => break,
+        }
+    }
+    let (page, truncated) = (pager.entries, pager.truncated);
     let mut x = xml::Writer::new();
     x.root("ListMultipartUploadsResult");
     x.elem("Bucket", bucket);
@@ -409,7 +445,7 @@ mod tests {
         }
     }
 
-    fn names(entries: &[UploadEntry<'_>]) -> Vec<String> {
+    fn names(entries: &[UploadEntry]) -> Vec<String> {
         entries
             .iter()
             .map(|e| match e {
@@ -419,7 +455,42 @@ mod tests {
             .collect()
     }
 
-    /// Pages through every upload and prefix exactly once, whatever the page size.
+    /// One ListMultipartUploads page gathered as the server does, from rounds of `round`
+    /// uploads of `all` (sorted by position) past each round's end.
+    fn page(
+        all: &[UploadRecord],
+        prefix: &str,
+        delimiter: Option<&str>,
+        key_marker: &str,
+        upload_id_marker: Option<Uuid>,
+        max: usize,
+        round: usize,
+    ) -> (Vec<UploadEntry>, bool) {
+        let mut pager = UploadsPager::new(prefix, delimiter, key_marker, max);
+        let mut after = UploadsPager::start(key_marker, upload_id_marker);
+        loop {
+            let rest: Vec<UploadRecord> = all
+                .iter()
+                .filter(|u| u.key.starts_with(prefix))
+                .filter(|u| strata_object::upload_position(&u.key, u.upload_id) > after)
+                .take(round)
+                .cloned()
+                .collect();
+            let end = (rest.len() == round)
+                .then(|| rest.last().map(|u| strata_object::upload_position(&u.key, u.upload_id)))
+                .flatten();
+            if !pager.take(rest) {
+                break;
+            }
+            match end {
+                Some(end) => after = pager.next_after(end),
+                None => break,
+            }
+        }
+        (pager.entries, pager.truncated)
+    }
+
+    /// Pages through every upload and prefix exactly once, whatever the page and round sizes.
     #[test]
     fn upload_pages() {
         let all = [
@@ -428,34 +499,38 @@ mod tests {
             upload("a", 3),
             upload("b/1", 4),
             upload("b/2", 5),
-            upload("c", 6),
-            upload("d/x/y", 7),
+            upload("b/3", 6),
+            upload("c", 7),
+            upload("d/x/y", 8),
         ];
-        let (page, more) = page_uploads(&all, "", Some("/"), "", None, 100);
-        assert_eq!(names(&page), ["a#1", "a#2", "a#3", "b/", "c#6", "d/"]);
-        assert!(!more);
-        let (page, _) = page_uploads(&all, "b/", Some("/"), "", None, 100);
-        assert_eq!(names(&page), ["b/1#4", "b/2#5"]);
-        for max in 1..=7 {
-            let (mut key_marker, mut id_marker, mut seen) = (String::new(), None, Vec::new());
-            loop {
-                let (page, more) = page_uploads(&all, "", Some("/"), &key_marker, id_marker, max);
-                assert!(page.len() <= max);
-                seen.extend(names(&page));
-                if !more {
-                    break;
+        let want = ["a#1", "a#2", "a#3", "b/", "c#7", "d/"];
+        for round in 1..=9 {
+            let (entries, more) = page(&all, "", Some("/"), "", None, 100, round);
+            assert_eq!(names(&entries), want, "round {round}");
+            assert!(!more);
+            let (entries, _) = page(&all, "b/", Some("/"), "", None, 100, round);
+            assert_eq!(names(&entries), ["b/1#4", "b/2#5", "b/3#6"]);
+            for max in 1..=7 {
+                let (mut key_marker, mut id_marker, mut seen) = (String::new(), None, Vec::new());
+                loop {
+                    let (entries, more) = page(&all, "", Some("/"), &key_marker, id_marker, max, round);
+                    assert!(entries.len() <= max);
+                    seen.extend(names(&entries));
+                    if !more {
+                        break;
+                    }
+                    (key_marker, id_marker) = match entries.last() {
+                        Some(UploadEntry::Upload(u)) => (u.key.clone(), Some(u.upload_id)),
+                        Some(UploadEntry::Prefix(p)) => (p.clone(), None),
+                        None => panic!("a truncated page is not empty"),
+                    };
                 }
-                (key_marker, id_marker) = match page.last() {
-                    Some(UploadEntry::Upload(u)) => (u.key.clone(), Some(u.upload_id)),
-                    Some(UploadEntry::Prefix(p)) => (p.clone(), None),
-                    None => panic!("a truncated page is not empty"),
-                };
+                assert_eq!(seen, want, "max {max} round {round}");
             }
-            assert_eq!(seen, ["a#1", "a#2", "a#3", "b/", "c#6", "d/"], "max {max}");
+            // A key marker alone skips every upload of that key.
+            let (entries, _) = page(&all, "", None, "a", None, 100, round);
+            assert_eq!(names(&entries)[0], "b/1#4");
         }
-        // A key marker alone skips every upload of that key.
-        let (page, _) = page_uploads(&all, "", None, "a", None, 100);
-        assert_eq!(names(&page)[0], "b/1#4");
     }
 
     #[test]

@@ -43,6 +43,12 @@ pub const USER_METADATA_SIZE_MAX: usize = 2 * 1024;
 /// Largest `max-keys` a listing returns in one page (AWS: 1,000); larger requests are capped.
 pub const LIST_KEYS_MAX: usize = 1000;
 
+/// Multipart uploads each drive returns per round of a ListMultipartUploads (or of the expiry
+/// sweep): a page of 1,000 is gathered in rounds of this many, so the memory a listing holds
+/// stays bounded however many uploads a client started (each round: at most this many records
+/// per drive).
+pub const UPLOADS_ROUND: usize = 1000;
+
 /// Keys one DeleteObjects request may name (AWS: 1,000). Past it: `MalformedXML`.
 pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
 
