@@ -50,6 +50,7 @@ codes! {
     InvalidRequest => StatusCode::BAD_REQUEST,
     InvalidStorageClass => StatusCode::BAD_REQUEST,
     InvalidTag => StatusCode::BAD_REQUEST,
+    InvalidURI => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
     MalformedPOSTRequest => StatusCode::BAD_REQUEST,
     MalformedPolicy => StatusCode::BAD_REQUEST,

@@ -129,6 +129,17 @@ fn decode(s: &str) -> String {
     percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
+/// A bucket name or key from the path: percent-decoded, and refused unless UTF-8 (decoding it
+/// loosely would quietly name another object).
+fn decode_path(s: &str) -> Result<String, S3Error> {
+    percent_decode_str(s).decode_utf8().map(|c| c.into_owned()).map_err(|_| {
+        S3Error::new(
+            S3ErrorCode::InvalidURI,
+            "Couldn't parse the specified URI: the object key or bucket name is not valid UTF-8.",
+        )
+    })
+}
+
 pub fn parse_query(raw: &str) -> Vec<(String, String)> {
     raw.split('&')
         .filter(|p| !p.is_empty())
@@ -162,10 +173,10 @@ pub fn route(
     let path = path.strip_prefix('/').unwrap_or(path);
     let host_style = host_bucket.is_some();
     let (bucket, key) = match host_bucket {
-        Some(b) => (Some(b), Some(decode(path)).filter(|k| !k.is_empty())),
+        Some(b) => (Some(b), Some(decode_path(path)?).filter(|k| !k.is_empty())),
         None => match path.split_once('/') {
-            Some((b, k)) => (Some(decode(b)), Some(decode(k)).filter(|k| !k.is_empty())),
-            None => (Some(decode(path)).filter(|b| !b.is_empty()), None),
+            Some((b, k)) => (Some(decode_path(b)?), Some(decode_path(k)?).filter(|k| !k.is_empty())),
+            None => (Some(decode_path(path)?).filter(|b| !b.is_empty()), None),
         },
     };
     let has = |name: &str| query.iter().any(|(k, _)| k == name);
