@@ -90,6 +90,38 @@ def test_multipart_errors(s3, bucket):
     assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
 
+def test_complete_retried_and_parts_resent(s3, bucket):
+    """An SDK retrying CompleteMultipartUpload after a lost answer gets the same success; a part
+    list naming a part twice (re-sent while the first send was in flight) takes the part as last
+    uploaded."""
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="r")["UploadId"]
+    first, resent = b"a" * (5 * MiB), b"b" * (5 * MiB)
+    e1 = s3.upload_part(Bucket=bucket, Key="r", UploadId=uid, PartNumber=1, Body=first)["ETag"]
+    e2 = s3.upload_part(Bucket=bucket, Key="r", UploadId=uid, PartNumber=1, Body=resent)["ETag"]
+    last = s3.upload_part(Bucket=bucket, Key="r", UploadId=uid, PartNumber=2, Body=b"end")["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 1, "ETag": e2}, {"PartNumber": 2, "ETag": last}]}
+    done = s3.complete_multipart_upload(Bucket=bucket, Key="r", UploadId=uid, MultipartUpload=parts)
+    assert s3.get_object(Bucket=bucket, Key="r")["Body"].read() == resent + b"end"
+    want = hashlib.md5(hashlib.md5(resent).digest() + hashlib.md5(b"end").digest()).hexdigest()
+    assert done["ETag"] == f'"{want}-2"'
+    again = s3.complete_multipart_upload(Bucket=bucket, Key="r", UploadId=uid, MultipartUpload=parts)
+    assert again["ETag"] == done["ETag"]
+    # The same list without the duplicate is the same completion too.
+    again = s3.complete_multipart_upload(Bucket=bucket, Key="r", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e2}, {"PartNumber": 2, "ETag": last}]})
+    assert again["ETag"] == done["ETag"]
+    # Another list, or the upload after the object was replaced, is no such upload.
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="r", UploadId=uid, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e2}]})
+    assert code(e) == "NoSuchUpload"
+    s3.put_object(Bucket=bucket, Key="r", Body=b"replaced")
+    with pytest.raises(ClientError) as e:
+        s3.complete_multipart_upload(Bucket=bucket, Key="r", UploadId=uid, MultipartUpload=parts)
+    assert code(e) == "NoSuchUpload"
+    assert s3.get_object(Bucket=bucket, Key="r")["Body"].read() == b"replaced"
+
+
 def test_aws_cli_cp_100mib_uses_multipart(server, tmp_path):
     src = tmp_path / "big.bin"
     data = os.urandom(100 * MiB + 5)

@@ -303,14 +303,20 @@ impl ObjectLayer {
         let (set, hash) = self.locate(bucket, key);
         // Held from reading the parts to dropping the upload: no part commit comes between.
         let guard = set.locks.exclusive(hash).await?;
-        let upload = self.read_upload(set, bucket, key, upload_id).await?;
-        let available = self.agreed_parts(set, &upload).await?;
         if requested.is_empty() {
             return Err(ObjectError::InvalidPart(0));
         }
-        if requested.windows(2).any(|w| w[1].number <= w[0].number) {
+        if requested.windows(2).any(|w| w[1].number < w[0].number) {
             return Err(ObjectError::InvalidPartOrder);
         }
+        let upload = match self.read_upload(set, bucket, key, upload_id).await {
+            Err(ObjectError::NoSuchUpload) => {
+                return completed_before(set, bucket, key, upload_id, requested).await
+            }
+            other => other?,
+        };
+        let available = self.agreed_parts(set, &upload).await?;
+        let requested = &last_of_each_number(requested, &available);
         let mut chosen = Vec::with_capacity(requested.len());
         for (i, want) in requested.iter().enumerate() {
             let part = available
@@ -431,6 +437,56 @@ impl ObjectLayer {
             .map(|(_, (_, u))| u)
             .collect();
         Ok(UploadsPage { uploads, next: horizon })
+    }
+}
+
+/// A part list naming a number more than once (a part re-sent while its first send was still in
+/// flight) keeps, for each number, the entry of the part as last uploaded (the one whose ETag
+/// the upload holds), else the list's last entry (which then fails as `InvalidPart`).
+fn last_of_each_number(requested: &[CompletePart], available: &BTreeMap<u32, PartInfo>) -> Vec<CompletePart> {
+    let mut out: Vec<CompletePart> = Vec::with_capacity(requested.len());
+    for want in requested {
+        let held = available.get(&want.number).is_some_and(|p| p.etag == want.etag.trim_matches('"'));
+        match out.last_mut() {
+            Some(last) if last.number == want.number => {
+                let last_held =
+                    available.get(&last.number).is_some_and(|p| p.etag == last.etag.trim_matches('"'));
+                if held || !last_held {
+                    *last = want.clone();
+                }
+            }
+            _ => out.push(want.clone()),
+        }
+    }
+    out
+}
+
+/// CompleteMultipartUpload for an upload that is gone: when the object's current version was
+/// completed from this upload with this part list, the earlier Complete succeeded and its answer
+/// was lost (an SDK retries then): the same success again. Otherwise `NoSuchUpload`.
+async fn completed_before(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    upload_id: Uuid,
+    requested: &[CompletePart],
+) -> Result<ObjectInfo, ObjectError> {
+    let Ok(resolved) = set.resolve(set.read_records(bucket, key, false).await) else {
+        return Err(ObjectError::NoSuchUpload);
+    };
+    let v = resolved.version;
+    let from_upload = matches!(v.data, DataLocation::Multipart(id) if id == upload_id);
+    let by_number: BTreeMap<u32, PartInfo> = v.parts.iter().map(|p| (p.number, p.clone())).collect();
+    let wanted = last_of_each_number(requested, &by_number);
+    let same_parts = wanted.len() == v.parts.len()
+        && wanted
+            .iter()
+            .zip(&v.parts)
+            .all(|(w, p)| w.number == p.number && w.etag.trim_matches('"') == p.etag);
+    if from_upload && same_parts {
+        Ok(ObjectInfo::from_version(bucket, key, &v))
+    } else {
+        Err(ObjectError::NoSuchUpload)
     }
 }
 
