@@ -4,6 +4,7 @@ when asked; a key that is not UTF-8 is refused with a clear 400."""
 
 import hashlib
 import http.client
+import os
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -12,11 +13,13 @@ from botocore.credentials import Credentials
 from conftest import ACCESS_KEY, SECRET_KEY
 
 
-def signed_raw(server, method, path, headers, body=b""):
+def signed_raw(server, method, path, headers, body=b"", chunks=None):
     """Sends a SigV4-signed request whose header values may hold UTF-8 (which boto3 refuses to
-    send); returns (status, [(name, raw bytes)], body)."""
-    headers = dict(headers, **{"x-amz-content-sha256": hashlib.sha256(body).hexdigest()})
-    req = AWSRequest(method, f"http://127.0.0.1:{server.port}{path}", data=body, headers=headers)
+    send), with `body`, or with `chunks` as an HTTP chunked body and no Content-Length; returns
+    (status, [(name, raw bytes)], body)."""
+    payload = b"".join(chunks) if chunks is not None else body
+    headers = dict(headers, **{"x-amz-content-sha256": hashlib.sha256(payload).hexdigest()})
+    req = AWSRequest(method, f"http://127.0.0.1:{server.port}{path}", data=payload, headers=headers)
     SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", "us-east-1").add_auth(req)
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     try:
@@ -24,8 +27,15 @@ def signed_raw(server, method, path, headers, body=b""):
         conn.putheader("Host", f"127.0.0.1:{server.port}")
         for k, v in req.headers.items():
             conn.putheader(k, v.encode("utf-8"))
-        conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders(body)
+        if chunks is None:
+            conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+        else:
+            conn.putheader("Transfer-Encoding", "chunked")
+            conn.endheaders()
+            for c in chunks:
+                conn.send(b"%x\r\n%s\r\n" % (len(c), c))
+            conn.send(b"0\r\n\r\n")
         r = conn.getresponse()
         # http.client decodes header bytes as Latin-1: encoding back gives the bytes sent.
         return r.status, [(k.lower(), v.encode("latin-1")) for k, v in r.getheaders()], r.read()
@@ -65,3 +75,34 @@ def test_a_key_that_is_not_utf8_is_refused(server, s3, bucket):
         assert b"<Code>InvalidURI</Code>" in body and b"UTF-8" in body, body
     assert s3.get_object(Bucket=bucket, Key="bad\ufffdkey")["Body"].read() == b"x"
     assert s3.list_objects_v2(Bucket=bucket)["KeyCount"] == 1
+
+
+def test_content_encoding_is_kept_as_sent(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="z", Body=b"x", ContentEncoding="deflate, gzip")
+    assert s3.head_object(Bucket=bucket, Key="z")["ContentEncoding"] == "deflate, gzip"
+    # Only the aws-chunked token, which describes the transfer, is taken out.
+    status, _, body = signed_raw(server, "PUT", f"/{bucket}/zc", {"Content-Encoding": "gzip,aws-chunked, br"}, b"y")
+    assert status == 200, body
+    assert s3.head_object(Bucket=bucket, Key="zc")["ContentEncoding"] == "gzip, br"
+
+
+def test_http_chunked_upload_without_content_length_is_streamed_in(server, s3, bucket):
+    chunks = [os.urandom(100_000) for _ in range(30)] + [b"tail"]
+    status, _, body = signed_raw(server, "PUT", f"/{bucket}/streamed", {}, chunks=chunks)
+    assert status == 200, body
+    assert s3.get_object(Bucket=bucket, Key="streamed")["Body"].read() == b"".join(chunks)
+    # The same for a part of a multipart upload.
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    status, headers, body = signed_raw(server, "PUT", f"/{bucket}/mp?partNumber=1&uploadId={uid}", {}, chunks=chunks)
+    assert status == 200, body
+    etag = dict(headers)["etag"].decode()
+    s3.complete_multipart_upload(Bucket=bucket, Key="mp", UploadId=uid,
+                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    assert s3.get_object(Bucket=bucket, Key="mp")["Body"].read() == b"".join(chunks)
+    # Neither a length nor chunked: 411 MissingContentLength, as before.
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "nolen"})
+    conn.putrequest("PUT", url.split(str(server.port), 1)[1])
+    conn.endheaders()
+    r = conn.getresponse()
+    assert r.status == 411 and b"MissingContentLength" in r.read()

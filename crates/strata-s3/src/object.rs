@@ -97,14 +97,12 @@ pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
     let mut opts = PutOptions::default();
     for name in STORED_HEADERS {
         if let Some(v) = header(headers, name) {
-            let v = if name == "content-encoding" {
-                // aws-chunked describes the transfer, not the object.
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|e| !e.eq_ignore_ascii_case("aws-chunked"))
-                    .collect::<Vec<_>>()
-                    .join(",")
+            let chunked = |e: &str| e.trim().eq_ignore_ascii_case("aws-chunked");
+            let v = if name == "content-encoding" && v.split(',').any(chunked) {
+                // aws-chunked describes the transfer, not the object: only that token goes.
+                v.split(',').filter(|e| !chunked(e)).map(str::trim).collect::<Vec<_>>().join(", ")
             } else {
+                // Kept exactly as sent.
                 v.to_owned()
             };
             if !v.is_empty() {
@@ -166,11 +164,15 @@ pub(crate) fn write_condition(headers: &HeaderMap) -> Result<Option<WriteConditi
 }
 
 /// Refuses a body whose declared length is missing, not a number, or above the single-PUT limit,
-/// before reading any of it.
+/// before reading any of it. A body sent with `Transfer-Encoding: chunked` and no length is
+/// streamed in; the PUT path stops it at the size limit as it goes.
 pub(crate) fn check_declared_length(headers: &HeaderMap) -> Result<(), S3Error> {
     let declared =
         header(headers, "x-amz-decoded-content-length").or_else(|| header(headers, "content-length"));
+    let http_chunked = header(headers, "transfer-encoding")
+        .is_some_and(|te| te.split(',').any(|t| t.trim().eq_ignore_ascii_case("chunked")));
     match declared.map(str::parse::<u64>) {
+        None if http_chunked => Ok(()),
         None => Err(invalid(
             S3ErrorCode::MissingContentLength,
             "You must provide the Content-Length HTTP header.",
