@@ -69,6 +69,10 @@ fn string_to_sign(parts: &Parts, date_or_expires: &str, bucket_from_host: Option
         resource.push_str(b);
     }
     resource.push_str(parts.uri.path());
+    // A bucket named without a key is signed as `/bucket/`, the path-style form as well.
+    if resource.len() > 1 && resource.matches('/').count() == 1 {
+        resource.push('/');
+    }
     let mut subs: Vec<(String, Option<String>)> = parts
         .uri
         .query()
@@ -249,6 +253,23 @@ mod tests {
         );
         assert_eq!(bad.map_err(|e| e.code).err(), Some(S3ErrorCode::SignatureDoesNotMatch));
         let _ = now;
+    }
+
+    /// A bucket without a key is the resource `/bucket/`, virtual-host or path style (the
+    /// documentation's "List" example, and what SDKs sign for CreateBucket and the like).
+    #[test]
+    fn bucket_resources_end_with_a_slash() {
+        let sts = |uri: &str, host_bucket: Option<&str>| {
+            let parts =
+                http::Request::builder().method("GET").uri(uri).body(()).expect("request").into_parts().0;
+            string_to_sign(&parts, "D", host_bucket)
+        };
+        assert!(sts("/?prefix=photos&max-keys=50&marker=puppy", Some("johnsmith")).ends_with("\n/johnsmith/"));
+        assert!(sts("/johnsmith?prefix=photos", None).ends_with("\n/johnsmith/"));
+        assert!(sts("/johnsmith/", None).ends_with("\n/johnsmith/"));
+        assert!(sts("/johnsmith?acl", None).ends_with("\n/johnsmith/?acl"));
+        assert!(sts("/", None).ends_with("\n/"));
+        assert!(sts("/johnsmith/k", None).ends_with("\n/johnsmith/k"));
     }
 
     fn presigned(expires: u64) -> Result<Verified, S3Error> {
