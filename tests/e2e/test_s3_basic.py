@@ -48,6 +48,37 @@ def test_bucket_lifecycle(s3):
     assert s3.get_bucket_location(Bucket="loc-test")["LocationConstraint"] is None
 
 
+def test_list_buckets_pages(server, s3):
+    """ListBuckets as the current API pages it: max-buckets, continuation-token, prefix, region."""
+    names = [f"page-{i:02d}" for i in range(7)] + ["other-a", "other-b"]
+    for n in names:
+        s3.create_bucket(Bucket=n)
+    seen, token, pages = [], None, 0
+    while True:
+        kw = {"MaxBuckets": 3, "Prefix": "page-"}
+        if token:
+            kw["ContinuationToken"] = token
+        r = s3.list_buckets(**kw)
+        pages += 1
+        assert len(r["Buckets"]) <= 3 and r["Prefix"] == "page-"
+        assert all(b["BucketRegion"] == "us-east-1" for b in r["Buckets"])
+        seen += [b["Name"] for b in r["Buckets"]]
+        token = r.get("ContinuationToken")
+        if not token:
+            break
+    assert seen == sorted(names[:7]) and pages == 3
+    everything = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    assert everything == sorted(names) and "ContinuationToken" not in s3.list_buckets()
+    assert s3.list_buckets(BucketRegion="eu-west-1")["Buckets"] == []
+    unchecked = server.client(parameter_validation=False)
+    for bad in ({"MaxBuckets": 0}, {"MaxBuckets": 10001}, {"ContinuationToken": "!!not-a-token"}):
+        with pytest.raises(ClientError) as e:
+            unchecked.list_buckets(**bad)
+        assert e.value.response["Error"]["Code"] == "InvalidArgument", bad
+    for n in names:
+        s3.delete_bucket(Bucket=n)
+
+
 @pytest.mark.parametrize("size", [0, 1, 4096, 128 * 1024, 128 * 1024 + 1, 1 << 20, 3 * (1 << 20) + 17])
 def test_put_get_sizes(s3, bucket, size):
     data = os.urandom(size)

@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use strata_object::{ListPage, ListRequest};
-use strata_types::limits::{LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::{BUCKETS_PAGE_MAX, LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::BucketName;
 
 use crate::body::RequestBody;
@@ -11,20 +11,56 @@ use crate::router::Route;
 use crate::server::{Reply, Request};
 use crate::xml;
 
-pub async fn list_buckets(req: &Request<'_>) -> Result<Reply, S3Error> {
-    let buckets = req.node.layer.list_buckets()?;
+/// ListBuckets, paged as the current API pages it: `prefix`, `bucket-region`, `max-buckets`
+/// (1–10,000; all buckets without it) and an opaque `continuation-token` (the last name given,
+/// encoded), returned only when more buckets follow.
+pub async fn list_buckets(req: &Request<'_>, route: &Route) -> Result<Reply, S3Error> {
+    let invalid = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
+    let max = match route.param("max-buckets") {
+        None => usize::MAX,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=BUCKETS_PAGE_MAX).contains(n))
+            .ok_or_else(|| invalid("max-buckets must be an integer from 1 to 10000"))?,
+    };
+    let after = match route.param("continuation-token").filter(|t| !t.is_empty()) {
+        None => String::new(),
+        Some(t) => base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(t)
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok())
+            .ok_or_else(|| invalid("The continuation token provided is incorrect"))?,
+    };
+    let prefix = route.param("prefix").unwrap_or("");
+    let region = &req.node.config.region;
+    let in_region = route.param("bucket-region").is_none_or(|r| r == region.as_str());
+    let mut buckets = req.node.layer.list_buckets()?;
+    buckets.sort_by(|a, b| a.name.cmp(&b.name));
+    // Buckets whose names S3 does not allow (`.strata-speedtest`) are the system's own.
+    let mut listed = buckets
+        .iter()
+        .filter(|b| in_region && !b.name.starts_with('.') && b.name.starts_with(prefix) && b.name > after);
+    let page: Vec<_> = listed.by_ref().take(max).collect();
+    let more = listed.next().is_some();
     let mut x = xml::Writer::new();
     x.root("ListAllMyBucketsResult");
     owner(&mut x, req);
     x.open("Buckets");
-    // Buckets whose names S3 does not allow (`.strata-speedtest`) are the system's own.
-    for b in buckets.iter().filter(|b| !b.name.starts_with('.')) {
+    for b in &page {
         x.open("Bucket");
         x.elem("Name", &b.name);
         x.elem("CreationDate", &strata_types::time::iso8601(b.created));
+        x.elem("BucketRegion", region);
         x.close("Bucket");
     }
     x.close("Buckets");
+    if let Some(last) = page.last().filter(|_| more) {
+        x.elem("ContinuationToken", &base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&last.name));
+    }
+    if route.param("prefix").is_some() {
+        x.elem("Prefix", prefix);
+    }
     x.close("ListAllMyBucketsResult");
     Ok(Reply::xml(x.finish()))
 }

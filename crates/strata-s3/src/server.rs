@@ -490,7 +490,7 @@ async fn serve_route(
     let resource = (route.bucket.clone(), route.key.clone());
     use Operation as O;
     let result = match route.operation {
-        O::ListBuckets => bucket::list_buckets(&req).await,
+        O::ListBuckets => bucket::list_buckets(&req, &route).await,
         O::CreateBucket => bucket::create_bucket(&req, bucket, object::request_body(&req, body)?).await,
         O::DeleteBucket => bucket::delete_bucket(&req, bucket).await,
         O::HeadBucket => bucket::head_bucket(&req, bucket).await,

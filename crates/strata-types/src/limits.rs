@@ -59,6 +59,9 @@ pub const OBJECT_TAGS_MAX: usize = 10;
 pub const TAG_KEY_LEN_MAX: usize = 128;
 /// Tags per bucket (AWS: 50). Past it: `InvalidTag`.
 pub const BUCKET_TAGS_MAX: usize = 50;
+
+/// Largest `max-buckets` of a ListBuckets page (AWS: 10,000); past it `InvalidArgument` (400).
+pub const BUCKETS_PAGE_MAX: usize = 10_000;
 /// See [`OBJECT_TAGS_MAX`].
 pub const TAG_VALUE_LEN_MAX: usize = 256;
 
