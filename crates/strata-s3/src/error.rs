@@ -39,6 +39,7 @@ codes! {
     InternalError => StatusCode::INTERNAL_SERVER_ERROR,
     InvalidAccessKeyId => StatusCode::FORBIDDEN,
     InvalidArgument => StatusCode::BAD_REQUEST,
+    InvalidBucketAclWithObjectOwnership => StatusCode::BAD_REQUEST,
     InvalidBucketName => StatusCode::BAD_REQUEST,
     InvalidDigest => StatusCode::BAD_REQUEST,
     IncorrectNumberOfFilesInPostRequest => StatusCode::BAD_REQUEST,

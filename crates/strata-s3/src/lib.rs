@@ -5,7 +5,9 @@
 //!   memory ceiling (503 SlowDown past them); [`conn`]: the connection cap and time-outs.
 //! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`];
 //!   [`authz`]: each operation → the IAM actions, resource ARNs and condition keys S3 documents
-//!   for it (the table `strata-iam` evaluates; not yet consulted by request handling).
+//!   for it (the table `strata-iam` evaluates; not yet consulted by request handling);
+//!   [`headers`]: THE table deciding every `x-amz-*` request header (served, ignored as asking
+//!   for no guarantee, or refused), run before any handler.
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
@@ -13,8 +15,10 @@
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
-//! Invariants: every request is authenticated before any handler runs; handlers never buffer an
-//! object body (only small XML documents, bounded); every error leaves as S3 XML.
+//! Invariants: every request is authenticated before any handler runs; no header that asks for a
+//! guarantee Strata does not give (encryption, object lock, ...) is accepted and dropped;
+//! handlers never buffer an object body (only small XML documents, bounded); every error leaves
+//! as S3 XML.
 
 pub mod acl;
 pub mod admin;
@@ -28,6 +32,7 @@ pub mod copy;
 pub mod cors;
 pub mod delete;
 pub mod error;
+pub mod headers;
 pub mod multipart;
 pub mod object;
 pub mod observe;

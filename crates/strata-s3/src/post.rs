@@ -407,6 +407,10 @@ pub async fn post_object(
     let key_field = form.get("key").ok_or_else(|| {
         S3Error::new(S3ErrorCode::InvalidArgument, "Bucket POST must contain a field named 'key'.")
     })?;
+    crate::headers::check(
+        crate::Operation::PostObject,
+        form.fields.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    )?;
     let key = key_field.replace("${filename}", field.file_name().unwrap_or(""));
     ObjectKey::parse(&key)?;
     if form.get("acl").is_some_and(|a| a != "private") {

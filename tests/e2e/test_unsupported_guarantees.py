@@ -1,0 +1,195 @@
+"""Headers and configurations that ask for a guarantee Strata does not give yet (encryption,
+object lock, retention, legal hold, versioning) are refused with AWS's error, and nothing is
+stored; they are never accepted and dropped. See "Request headers" in docs/s3-compat.md."""
+
+import base64
+import datetime
+import hashlib
+import os
+import xml.etree.ElementTree as ET
+
+import botocore.exceptions
+import pytest
+import urllib3
+
+http = urllib3.PoolManager()
+SSE_C_KEY = os.urandom(32)
+RETAIN = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+
+# What each kind of refusal answers: (HTTP status, S3 code).
+NOT_IMPLEMENTED = (501, "NotImplemented")
+NO_LOCK = (400, "InvalidRequest")
+NOT_APPLICABLE = (400, "InvalidRequest")
+
+# Arguments of an object write that each ask for one guarantee, with the refusal expected.
+OBJECT_GUARANTEES = [
+    ({"ServerSideEncryption": "AES256"}, NOT_IMPLEMENTED),
+    ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "my-key"}, NOT_IMPLEMENTED),
+    ({"ServerSideEncryption": "aws:kms:dsse"}, NOT_IMPLEMENTED),
+    ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": SSE_C_KEY}, NOT_IMPLEMENTED),
+    ({"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": RETAIN}, NO_LOCK),
+    ({"ObjectLockMode": "GOVERNANCE", "ObjectLockRetainUntilDate": RETAIN}, NO_LOCK),
+    ({"ObjectLockLegalHoldStatus": "ON"}, NO_LOCK),
+    ({"WebsiteRedirectLocation": "/elsewhere"}, NOT_IMPLEMENTED),
+    ({"ACL": "public-read"}, (400, "AccessControlListNotSupported")),
+    ({"GrantRead": 'uri="http://acs.amazonaws.com/groups/global/AllUsers"'}, (400, "AccessControlListNotSupported")),
+]
+IDS = [f"{i}-{next(iter(args))}" for i, (args, _) in enumerate(OBJECT_GUARANTEES)]
+
+
+def refused(call, expected, **kwargs):
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        call(**kwargs)
+    err = e.value.response
+    got = (err["ResponseMetadata"]["HTTPStatusCode"], err["Error"].get("Code"))
+    assert got == expected, err
+
+
+def absent(s3, bucket, key):
+    with pytest.raises(botocore.exceptions.ClientError) as e:
+        s3.head_object(Bucket=bucket, Key=key)
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def add_headers(s3, operation, headers):
+    """Sends `headers` on every `operation` call of this client (for headers boto3 does not model)."""
+    def add(request, **_):
+        for name, value in headers.items():
+            request.headers[name] = value
+    s3.meta.events.register(f"before-sign.s3.{operation}", add)
+
+
+@pytest.mark.parametrize("args,expected", OBJECT_GUARANTEES, ids=IDS)
+def test_object_writes_refuse_guarantees(server, s3, bucket, args, expected):
+    s3.put_object(Bucket=bucket, Key="source", Body=b"source bytes")
+    refused(s3.put_object, expected, Bucket=bucket, Key="put", Body=b"secret", **args)
+    absent(s3, bucket, "put")
+    refused(s3.copy_object, expected, Bucket=bucket, Key="copy", CopySource=f"{bucket}/source", **args)
+    absent(s3, bucket, "copy")
+    refused(s3.create_multipart_upload, expected, Bucket=bucket, Key="mpu", **args)
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    # The refused writes left the bucket as it was.
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["source"]
+
+
+def test_harmless_values_are_accepted(server, s3):
+    s3.create_bucket(Bucket="plain", ObjectLockEnabledForBucket=False, ObjectOwnership="BucketOwnerEnforced")
+    s3.put_object(Bucket="plain", Key="k", Body=b"v", ACL="bucket-owner-full-control")
+    s3.put_object(Bucket="plain", Key="p", Body=b"v", ACL="private")
+    assert s3.get_object(Bucket="plain", Key="k")["Body"].read() == b"v"
+    # Headers that only lift protections no object has, or name the one owner, are accepted.
+    s3.delete_object(Bucket="plain", Key="k", BypassGovernanceRetention=True, ExpectedBucketOwner="123456789012")
+    absent(s3, "plain", "k")
+
+
+def test_create_bucket_refuses_lock_and_acls(server, s3):
+    refused(s3.create_bucket, NOT_IMPLEMENTED, Bucket="locked", ObjectLockEnabledForBucket=True)
+    refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="public", ACL="public-read")
+    refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="granted",
+            GrantRead="id=someone")
+    refused(s3.create_bucket, (400, "InvalidArgument"), Bucket="writer", ObjectOwnership="ObjectWriter")
+    assert s3.list_buckets()["Buckets"] == []
+
+
+def test_existing_objects_refuse_customer_keys(server, s3, bucket):
+    """No object or upload is encrypted: SSE-C keys on reads, parts and copy sources never apply."""
+    sse_c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": SSE_C_KEY}
+    source_c = {"CopySourceSSECustomerAlgorithm": "AES256", "CopySourceSSECustomerKey": SSE_C_KEY}
+    s3.put_object(Bucket=bucket, Key="plain", Body=b"x" * 100)
+    refused(s3.get_object, NOT_APPLICABLE, Bucket=bucket, Key="plain", **sse_c)
+    refused(s3.head_object, (400, "400"), Bucket=bucket, Key="plain", **sse_c)  # HEAD: no body, no code
+    refused(s3.copy_object, NOT_APPLICABLE, Bucket=bucket, Key="copy", CopySource=f"{bucket}/plain", **source_c)
+    absent(s3, bucket, "copy")
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mpu")["UploadId"]
+    refused(s3.upload_part, NOT_APPLICABLE, Bucket=bucket, Key="mpu", UploadId=upload, PartNumber=1,
+            Body=b"part", **sse_c)
+    refused(s3.upload_part_copy, NOT_APPLICABLE, Bucket=bucket, Key="mpu", UploadId=upload, PartNumber=1,
+            CopySource=f"{bucket}/plain", **source_c)
+    refused(s3.upload_part_copy, NOT_APPLICABLE, Bucket=bucket, Key="mpu", UploadId=upload, PartNumber=1,
+            CopySource=f"{bucket}/plain", **sse_c)
+    assert s3.list_parts(Bucket=bucket, Key="mpu", UploadId=upload).get("Parts", []) == []
+    etag = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=upload, PartNumber=1, Body=b"part")["ETag"]
+    parts = {"Parts": [{"PartNumber": 1, "ETag": etag}]}
+    refused(s3.complete_multipart_upload, NOT_APPLICABLE, Bucket=bucket, Key="mpu", UploadId=upload,
+            MultipartUpload=parts, **sse_c)
+    absent(s3, bucket, "mpu")
+    # A plain read still works.
+    assert s3.get_object(Bucket=bucket, Key="plain")["Body"].read() == b"x" * 100
+
+
+def test_configurations_that_ask_for_guarantees_are_refused(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    refused(s3.put_bucket_encryption, NOT_IMPLEMENTED, Bucket=bucket, ServerSideEncryptionConfiguration={
+        "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
+    refused(s3.put_object_lock_configuration, NOT_IMPLEMENTED, Bucket=bucket, ObjectLockConfiguration={
+        "ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": 1}}})
+    refused(s3.put_bucket_versioning, NOT_IMPLEMENTED, Bucket=bucket,
+            VersioningConfiguration={"Status": "Enabled"})
+    refused(s3.put_object_retention, NOT_IMPLEMENTED, Bucket=bucket, Key="k",
+            Retention={"Mode": "COMPLIANCE", "RetainUntilDate": RETAIN})
+    refused(s3.put_object_legal_hold, NOT_IMPLEMENTED, Bucket=bucket, Key="k", LegalHold={"Status": "ON"})
+    # Nothing took: versioning is still off and the object deletes as any other.
+    assert "Status" not in s3.get_bucket_versioning(Bucket=bucket)
+    s3.delete_object(Bucket=bucket, Key="k")
+    absent(s3, bucket, "k")
+
+
+def test_headers_boto3_does_not_model(server, s3, bucket):
+    """Raw headers: appends, an object size to check, conditional deletes, a copy's new checksum."""
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    appender = server.client()
+    add_headers(appender, "PutObject", {"x-amz-write-offset-bytes": "1"})
+    refused(appender.put_object, NOT_IMPLEMENTED, Bucket=bucket, Key="k", Body=b"more")
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    deleter = server.client()
+    add_headers(deleter, "DeleteObject", {"If-Match": '"not-the-etag"'})
+    refused(deleter.delete_object, NOT_IMPLEMENTED, Bucket=bucket, Key="k")
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    copier = server.client()
+    add_headers(copier, "CopyObject", {"x-amz-checksum-algorithm": "SHA256"})
+    refused(copier.copy_object, NOT_IMPLEMENTED, Bucket=bucket, Key="c", CopySource=f"{bucket}/k")
+    absent(s3, bucket, "c")
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mpu")["UploadId"]
+    etag = s3.upload_part(Bucket=bucket, Key="mpu", UploadId=upload, PartNumber=1, Body=b"part")["ETag"]
+    completer = server.client()
+    add_headers(completer, "CompleteMultipartUpload", {"x-amz-mp-object-size": "4"})
+    refused(completer.complete_multipart_upload, NOT_IMPLEMENTED, Bucket=bucket, Key="mpu", UploadId=upload,
+            MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+    absent(s3, bucket, "mpu")
+
+
+def md5_b64(data):
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+POST_GUARANTEES = [
+    ({"x-amz-server-side-encryption": "AES256"}, NOT_IMPLEMENTED),
+    ({"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "k"},
+     NOT_IMPLEMENTED),
+    ({"x-amz-server-side-encryption-customer-algorithm": "AES256",
+      "x-amz-server-side-encryption-customer-key": base64.b64encode(SSE_C_KEY).decode(),
+      "x-amz-server-side-encryption-customer-key-MD5": md5_b64(SSE_C_KEY)}, NOT_IMPLEMENTED),
+    ({"x-amz-object-lock-mode": "COMPLIANCE",
+      "x-amz-object-lock-retain-until-date": RETAIN.strftime("%Y-%m-%dT%H:%M:%SZ")}, NO_LOCK),
+    ({"x-amz-object-lock-legal-hold": "ON"}, NO_LOCK),
+    ({"x-amz-website-redirect-location": "/elsewhere"}, NOT_IMPLEMENTED),
+]
+
+
+@pytest.mark.parametrize("fields,expected", POST_GUARANTEES, ids=[next(iter(f)) for f, _ in POST_GUARANTEES])
+def test_post_form_refuses_guarantees(server, s3, bucket, fields, expected):
+    """A browser form asks for the same guarantees with form fields; the policy allows them, so
+    only the missing feature refuses the upload."""
+    v4 = server.client(signature_version="s3v4")
+    presigned = v4.generate_presigned_post(
+        bucket, "form.txt", Fields=fields, Conditions=[{k: v} for k, v in fields.items()], ExpiresIn=600)
+    form = list(presigned["fields"].items()) + [("file", ("form.txt", b"secret", "text/plain"))]
+    r = http.request("POST", presigned["url"], fields=form)
+    code = ET.fromstring(r.data).findtext("Code")
+    assert (r.status, code) == expected, r.data
+    absent(s3, bucket, "form.txt")
+    # The same policy without the field uploads.
+    plain = v4.generate_presigned_post(bucket, "form.txt", ExpiresIn=600)
+    r = http.request("POST", plain["url"], fields=list(plain["fields"].items()) + [("file", ("f", b"ok"))])
+    assert r.status == 204, r.data
