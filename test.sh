@@ -13,8 +13,8 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 cargo test --workspace --quiet
-cargo build --quiet -p strata
-
-export STRATA_BIN="$PWD/target/debug/strata"
+# The binary's path comes from cargo: CARGO_TARGET_DIR may put it anywhere.
+STRATA_BIN="$(scripts/build-strata.sh)"
+export STRATA_BIN
 export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/python -m pytest -q tests/e2e

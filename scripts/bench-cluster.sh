@@ -7,11 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/bench/raw/cluster}
 mkdir -p "$out"
-if [ -z "${STRATA_BIN:-}" ]; then
-    cargo build --release -q -p strata
-fi
-bin=${STRATA_BIN:-target/release/strata}
-data=$(mktemp -d "$PWD/target/bench-cluster.XXXX")
+bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}
+data=$(mktemp -d "$(dirname "$bin")/bench-cluster.XXXX")
 base=$((20000 + RANDOM % 10000))
 args=()
 hosts=()

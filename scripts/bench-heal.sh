@@ -6,9 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/bench/raw-heal}
 mkdir -p "$out"
-cargo build --release -q -p strata
-bin=$PWD/target/release/strata
-data=$(mktemp -d "$PWD/target/heal-bench.XXXX")
+bin=$(scripts/build-strata.sh --release)
+data=$(mktemp -d "$(dirname "$bin")/heal-bench.XXXX")
 port=$((20000 + RANDOM % 10000))
 export STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret
 export STRATA_SCANNER_INTERVAL=off STRATA_DRIVE_CHECK_INTERVAL=1h

@@ -6,11 +6,8 @@ cd "$(dirname "$0")/.."
 out=${1:-docs/bench/raw}
 mkdir -p "$out"
 # STRATA_BIN=path uses that binary instead of building one (before/after comparisons).
-if [ -z "${STRATA_BIN:-}" ]; then
-    cargo build --release -q -p strata
-fi
-bin=${STRATA_BIN:-target/release/strata}
-data=$(mktemp -d "$PWD/target/bench-data.XXXX")
+bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}
+data=$(mktemp -d "$(dirname "$bin")/bench-data.XXXX")
 port=$((20000 + RANDOM % 10000))
 STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret \
     "$bin" server --address "127.0.0.1:$port" "$data/d{1...4}" > "$out/server.log" 2>&1 &

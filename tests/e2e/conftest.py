@@ -1,5 +1,6 @@
 """Fixtures that run a real `strata` process on 127.0.0.1 and talk to it with real clients."""
 
+import json
 import os
 import shutil
 import signal
@@ -16,7 +17,27 @@ import botocore.config
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = os.environ.get("STRATA_BIN", str(ROOT / "target" / "debug" / "strata"))
+
+
+def default_bin():
+    """The debug `strata` in cargo's target directory (which CARGO_TARGET_DIR may move)."""
+    try:
+        meta = subprocess.run(["cargo", "metadata", "--format-version", "1", "--no-deps"], cwd=ROOT,
+                              check=True, capture_output=True, text=True).stdout
+        target = Path(json.loads(meta)["target_directory"])
+    except (OSError, subprocess.CalledProcessError, ValueError, KeyError):
+        target = ROOT / "target"
+    return str(target / "debug" / "strata")
+
+
+BIN = os.environ.get("STRATA_BIN") or default_bin()
+
+
+def pytest_sessionstart(session):
+    if not os.access(BIN, os.X_OK):
+        pytest.exit(f"no strata binary at {BIN}: run `cargo build -p strata` or set STRATA_BIN", returncode=4)
+
+
 ACCESS_KEY = "e2e-admin"
 SECRET_KEY = "e2e-secret-key"
 
