@@ -14,13 +14,43 @@ pub struct EllipsisError {
 /// Largest expansion of one argument; a typo like `{1...100000}` is refused, not allocated.
 const EXPANSION_MAX: usize = 1 << 16;
 
+/// How a range is written, shown with every pattern that does not expand.
+const SYNTAX: &str = "a range is written with three dots: {1...4}, {01...16} or {a...d} \
+                      (quote the argument so the shell leaves it alone)";
+
 /// Whether `arg` holds an ellipsis range.
 pub fn has_ellipsis(arg: &str) -> bool {
     arg.contains("...") && arg.contains('{')
 }
 
+/// Refuses a brace group that looks like a range but is not one (`{1..4}`, `{1-4}`, `{1,2}`,
+/// `{1…4}`): taken literally it would name one folder, and the deployment would quietly run
+/// on one drive with no redundancy.
+pub fn check_lookalikes(arg: &str) -> Result<(), EllipsisError> {
+    let mut rest = arg;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else { break };
+        let inner = &rest[open + 1..close];
+        if !inner.contains("...") && looks_like_range(inner) {
+            return Err(EllipsisError { pattern: arg.to_owned(), reason: SYNTAX });
+        }
+        rest = &rest[close + 1..];
+    }
+    Ok(())
+}
+
+fn looks_like_range(inner: &str) -> bool {
+    if inner.contains("..") || inner.contains('\u{2026}') {
+        return true;
+    }
+    // `{1-4}`, `{a-d}`, `{1,2,3}`: shell and regex habits.
+    let parts: Vec<&str> = inner.split(['-', ',', ':']).collect();
+    parts.len() > 1 && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
 /// Expands every `{x...y}` range of `pattern`.
 pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
+    check_lookalikes(pattern)?;
     let err = |reason| EllipsisError { pattern: pattern.to_owned(), reason };
     let mut results = vec![String::new()];
     let mut rest = pattern;
@@ -29,8 +59,9 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
         let inner = &rest[open + 1..close];
         let literal = &rest[..open];
         let values = match inner.split_once("...") {
-            Some((lo, hi)) => range_values(lo, hi)
-                .ok_or_else(|| err("range must be numbers or single letters, low to high"))?,
+            Some((lo, hi)) => range_values(lo, hi).ok_or_else(|| {
+                err("a range is numbers or single letters, low to high: {1...4}, {01...16} or {a...d}")
+            })?,
             None => vec![format!("{{{inner}}}")],
         };
         if results.len().saturating_mul(values.len()) > EXPANSION_MAX {
@@ -78,6 +109,19 @@ mod tests {
         );
         assert_eq!(expand("/plain").expect("ok"), ["/plain"]);
         assert_eq!(expand("/d{1...16}").expect("ok").len(), 16);
+    }
+
+    #[test]
+    fn refuses_lookalikes_with_the_syntax() {
+        for bad in
+            ["./data/d{1..4}", "/d{1-4}", "/d{a..d}", "/d{1,2,3}", "/d{1\u{2026}4}", "/x{1...2}/d{1..2}"]
+        {
+            let e = check_lookalikes(bad).and_then(|()| expand(bad).map(drop)).expect_err(bad);
+            assert!(e.to_string().contains("{1...4}"), "{e}");
+        }
+        for fine in ["/d{1...4}", "/plain", "/data/{backup}", "/d{x}", "/odd{name", "/d-1,2"] {
+            assert_eq!(check_lookalikes(fine), Ok(()), "{fine}");
+        }
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub fn pools(args: &[String]) -> Result<Vec<Vec<Endpoint>>, EndpointError> {
             let expanded = ellipsis::expand(arg)?;
             pools.push(expanded.iter().map(|e| Endpoint::parse(e)).collect::<Result<Vec<_>, _>>()?);
         } else {
+            ellipsis::check_lookalikes(arg)?;
             plain.push(Endpoint::parse(arg)?);
         }
     }
@@ -174,5 +175,6 @@ mod tests {
         assert_eq!(pools(&args(&["/a{1...4}", "/b"])), Err(EndpointError::MixedStyles));
         assert_eq!(pools(&args(&["/a", "http://n:9000/b"])), Err(EndpointError::MixedKinds(0)));
         assert_eq!(pools(&args(&[])), Err(EndpointError::NoDrives));
+        assert!(matches!(pools(&args(&["./data/d{1..4}"])), Err(EndpointError::Ellipsis(_))));
     }
 }

@@ -212,7 +212,7 @@ impl From<BodyError> for S3Error {
 impl From<NameError> for S3Error {
     fn from(e: NameError) -> Self {
         let code = match e {
-            NameError::InvalidBucketName => S3ErrorCode::InvalidBucketName,
+            NameError::InvalidBucketName(_) => S3ErrorCode::InvalidBucketName,
             NameError::KeyTooLong => S3ErrorCode::KeyTooLongError,
             NameError::InvalidKey => S3ErrorCode::InvalidArgument,
         };

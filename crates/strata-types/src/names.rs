@@ -7,8 +7,13 @@ use crate::limits::{BUCKET_NAME_LEN_MAX, BUCKET_NAME_LEN_MIN, OBJECT_KEY_LEN_MAX
 /// Why a name was refused; the S3 layer maps each to its error code.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
-    #[error("the specified bucket is not valid")]
-    InvalidBucketName,
+    /// The rule the name breaks, then the rules in full.
+    #[error(
+        "The specified bucket is not valid: {0}. Bucket names are 3 to 63 characters of lowercase \
+         letters, digits, dots and hyphens, begin and end with a letter or digit, have no two \
+         adjacent dots, are not an IP address, and do not start with xn-- or end with -s3alias."
+    )]
+    InvalidBucketName(&'static str),
     #[error("your key is too long")]
     KeyTooLong,
     #[error("object key is empty or not valid")]
@@ -29,14 +34,20 @@ impl BucketName {
             && bytes.last().is_some_and(|b| b.is_ascii_alphanumeric());
         let looks_like_ip = name.split('.').count() == 4
             && name.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-        if !len_ok || !chars_ok || !ends_ok || name.contains("..") || looks_like_ip {
-            return Err(NameError::InvalidBucketName);
+        // Names starting with '.strata' are reserved for the system bucket (and fail `ends_ok`).
+        let broken = [
+            (!len_ok, "it is not 3 to 63 characters long"),
+            (!chars_ok, "it holds a character other than a lowercase letter, a digit, a dot or a hyphen"),
+            (!ends_ok, "it does not begin and end with a letter or digit"),
+            (name.contains(".."), "it has two adjacent dots"),
+            (looks_like_ip, "it is formatted as an IP address"),
+            (name.starts_with("xn--"), "it starts with xn--"),
+            (name.ends_with("-s3alias"), "it ends with -s3alias"),
+        ];
+        match broken.iter().find(|(broken, _)| *broken) {
+            Some((_, why)) => Err(NameError::InvalidBucketName(why)),
+            None => Ok(Self(name.to_owned())),
         }
-        // Names starting with '.strata' are reserved for the system bucket.
-        if name.starts_with("xn--") || name.ends_with("-s3alias") || name.starts_with(".strata") {
-            return Err(NameError::InvalidBucketName);
-        }
-        Ok(Self(name.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -103,8 +114,14 @@ mod tests {
             "",
             "a".repeat(64).as_str(),
         ] {
-            assert_eq!(BucketName::parse(bad), Err(NameError::InvalidBucketName), "{bad}");
+            assert!(matches!(BucketName::parse(bad), Err(NameError::InvalidBucketName(_))), "{bad}");
         }
+        // The message says which rule the name breaks, then every rule.
+        let said = |name: &str| BucketName::parse(name).map(drop).map_err(|e| e.to_string()).expect_err(name);
+        assert!(said("My_Bucket").contains("other than a lowercase letter"), "{}", said("My_Bucket"));
+        assert!(said("a..b").contains("two adjacent dots"));
+        assert!(said("ab").contains("not 3 to 63 characters long"));
+        assert!(said("ab").contains("lowercase letters, digits, dots and hyphens"));
     }
 
     #[test]

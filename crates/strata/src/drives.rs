@@ -50,7 +50,18 @@ pub struct Prepared {
     drives: Vec<Option<Arc<dyn Drive>>>,
     /// Per endpoint: the local drive, when it is on this node and opened.
     locals: Vec<Option<Arc<LocalDrive>>>,
+    /// Per endpoint: why a local drive did not open, for the start-up error that names it.
+    open_errors: Vec<Option<String>>,
     pub distributed: Option<Distributed>,
+}
+
+/// Why a local drive's path cannot be a drive, said plainly (the open error of a file given as
+/// a drive is an OS error code far from its cause).
+fn path_problem(path: &std::path::Path) -> Option<&'static str> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_dir() => Some("not a directory"),
+        _ => None,
+    }
 }
 
 /// Whether `node` (`host:port`) names this node listening on `address`: the same address, or,
@@ -145,12 +156,19 @@ pub async fn prepare(
     }
     let mut locals: Vec<Option<Arc<LocalDrive>>> = Vec::new();
     let mut corrupt = Vec::new();
+    let mut open_errors = vec![None; flat.len()];
     for (e, m) in flat.iter().zip(&mine) {
         if !m {
             locals.push(None);
             continue;
         }
         let p = PathBuf::from(&e.path);
+        if let Some(problem) = path_problem(&p) {
+            tracing::warn!(drive = %e, "drive is offline: {problem}");
+            open_errors[locals.len()] = Some(problem.to_owned());
+            locals.push(None);
+            continue;
+        }
         let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&p)).await?;
         match opened {
             Ok(d) => locals.push(Some(Arc::new(d))),
@@ -163,6 +181,7 @@ pub async fn prepare(
             }
             Err(e2) => {
                 tracing::warn!(drive = %e, error = %e2, "drive is offline");
+                open_errors[locals.len()] = Some(e2.to_string());
                 locals.push(None);
             }
         }
@@ -214,7 +233,7 @@ pub async fn prepare(
             locks,
         });
     }
-    Ok(Prepared { pools, drives, locals, distributed: dist })
+    Ok(Prepared { pools, drives, locals, open_errors, distributed: dist })
 }
 
 /// Checks or writes format records and returns the deployment. Alone, every drive is read once;
@@ -230,7 +249,13 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
     if layouts.windows(2).any(|w| w[0].parity_count != w[1].parity_count) {
         bail!("every pool must use the same parity; set STRATA_STORAGE_CLASS_STANDARD=EC:N");
     }
-    let names: Vec<String> = prepared.pools.iter().flatten().map(|e| e.to_string()).collect();
+    // A drive that did not open is named with the reason, so the refusal says what is wrong.
+    let names: Vec<String> = (prepared.pools.iter().flatten().zip(&prepared.open_errors))
+        .map(|(e, why)| match why {
+            Some(why) => format!("{e}: {why}"),
+            None => e.to_string(),
+        })
+        .collect();
     let name = |i: usize| names.get(i).cloned().unwrap_or_default();
     let distributed = prepared.distributed.is_some();
     let leader = prepared.distributed.as_ref().is_none_or(|d| d.leader);
@@ -464,7 +489,12 @@ fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error
             format!(" (drive {})", name(*i))
         }
         F::NotAllOnline(list) => {
-            format!(" (offline: {})", list.iter().map(|i| name(*i)).collect::<Vec<_>>().join(", "))
+            // The names say more than the indexes in the error's own text.
+            let named: Vec<String> = list.iter().map(|i| name(*i)).collect();
+            return anyhow::anyhow!(
+                "refusing to start: first start needs every drive online to format; offline: {}",
+                named.join("; ")
+            );
         }
         F::NoQuorum { .. } => String::new(),
     };

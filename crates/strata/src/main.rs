@@ -24,6 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve S3 over the given drives (folders; ellipsis patterns like /mnt/disk{1...4} expand).
+    #[command(after_help = SERVER_HELP)]
     Server(ServerArgs),
     /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed), or compare two runs.
     #[command(subcommand)]
@@ -52,6 +53,28 @@ struct ServerArgs {
     drives: Vec<String>,
 }
 
+/// The rest of `strata server --help`: what is set through the environment, and an example.
+const SERVER_HELP: &str = "\
+Environment:
+  STRATA_ROOT_USER, STRATA_ROOT_PASSWORD   root credentials (the S3 access key and secret key;
+                                           the password at least 8 characters). Unset: the
+                                           built-in strataadmin/strataadmin, with a warning.
+  STRATA_STORAGE_CLASS_STANDARD=EC:N       parity drives per erasure set for ordinary objects
+                                           (default by set size: 2-3 drives 1, 4-5 2, 6-7 3,
+                                           8-16 4; at most half the set)
+  STRATA_STORAGE_CLASS_RRS=EC:N            parity for `x-amz-storage-class: REDUCED_REDUNDANCY`
+  STRATA_LOG=debug                         log filter (tracing syntax); logs go to stderr
+  More (limits, time-outs, healing): docs/operations.md
+
+Drives:
+  A folder, or an ellipsis pattern with three dots: /mnt/disk{1...4}, /mnt/disk{01...16},
+  /mnt/{a...d}. Quote patterns so the shell leaves them alone. Each pattern is one pool.
+
+Example:
+  STRATA_ROOT_USER=admin STRATA_ROOT_PASSWORD=change-me-now \\
+    strata server --address 127.0.0.1:9000 './data/d{1...4}'
+  (four drive folders, one erasure set with 2 data and 2 parity drives)";
+
 const DEFAULT_ROOT_USER: &str = "strataadmin";
 const DEFAULT_ROOT_PASSWORD: &str = "strataadmin";
 
@@ -69,7 +92,7 @@ fn credentials() -> Result<(String, String)> {
     }
     if defaults {
         tracing::warn!(
-            "WARNING: using the built-in root credentials {DEFAULT_ROOT_USER}:{DEFAULT_ROOT_PASSWORD}. \
+            "using the built-in root credentials {DEFAULT_ROOT_USER}:{DEFAULT_ROOT_PASSWORD}. \
              Anyone can use them: set STRATA_ROOT_USER and STRATA_ROOT_PASSWORD before exposing this server."
         );
     }
@@ -446,11 +469,14 @@ async fn shutdown_signal() {
 }
 
 fn main() -> Result<()> {
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal; a file or a pipe gets plain text.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -458,5 +484,29 @@ fn main() -> Result<()> {
         Command::Server(args) => runtime.block_on(server(args)),
         Command::Bench(cmd) => runtime.block_on(strata_bench::main(cmd)),
         Command::Admin(cmd) => runtime.block_on(strata_bench::admin::main(cmd)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn server_help_documents_credentials_storage_classes_and_an_example() {
+        let mut cli = Cli::command();
+        let server = cli.find_subcommand_mut("server").expect("a server subcommand");
+        let help = server.render_long_help().to_string();
+        for said in [
+            "STRATA_ROOT_USER",
+            "STRATA_ROOT_PASSWORD",
+            "STRATA_STORAGE_CLASS_STANDARD=EC:N",
+            "STRATA_STORAGE_CLASS_RRS=EC:N",
+            "Example:",
+            "strata server --address 127.0.0.1:9000 './data/d{1...4}'",
+        ] {
+            assert!(help.contains(said), "`strata server --help` does not say {said:?}:\n{help}");
+        }
     }
 }
