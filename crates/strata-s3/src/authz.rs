@@ -158,6 +158,7 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             versioned("s3:GetObject", "s3:GetObjectVersion"),
             versioned("s3:GetObjectAttributes", "s3:GetObjectVersionAttributes"),
         ],
+        O::GetObjectTorrent => vec![versioned("s3:GetObjectTorrent", "s3:GetObjectVersionTorrent")],
         O::GetBucketTagging => vec![on_bucket("s3:GetBucketTagging")],
         O::PutBucketTagging | O::DeleteBucketTagging => vec![on_bucket("s3:PutBucketTagging")],
         O::GetBucketCors => vec![on_bucket("s3:GetBucketCORS")],

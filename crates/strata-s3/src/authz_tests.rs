@@ -141,6 +141,7 @@ fn cases() -> Vec<Case> {
             &[],
             &[("s3:GetObject", OBJ), ("s3:GetObjectAttributes", OBJ)],
         ),
+        (O::GetObjectTorrent, Method::GET, "/b/k", "torrent", &[], &[("s3:GetObjectTorrent", OBJ)]),
         (O::GetBucketTagging, Method::GET, "/b", "tagging", &[], &[("s3:GetBucketTagging", BKT)]),
         (O::PutBucketTagging, Method::PUT, "/b", "tagging", &[], &[("s3:PutBucketTagging", BKT)]),
         (O::DeleteBucketTagging, Method::DELETE, "/b", "tagging", &[], &[("s3:PutBucketTagging", BKT)]),

@@ -7,14 +7,14 @@ use strata_object::{BodyError, ObjectError};
 use strata_types::NameError;
 
 macro_rules! codes {
-    ($($name:ident => $status:expr),* $(,)?) => {
+    ($($name:ident $(as $wire:literal)? => $status:expr),* $(,)?) => {
         /// S3 error codes, named as AWS names them.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum S3ErrorCode { $($name),* }
 
         impl S3ErrorCode {
             pub fn as_str(self) -> &'static str {
-                match self { $(S3ErrorCode::$name => stringify!($name)),* }
+                match self { $(S3ErrorCode::$name => codes!(@wire $name $($wire)?)),* }
             }
 
             pub fn status(self) -> StatusCode {
@@ -22,14 +22,20 @@ macro_rules! codes {
             }
         }
     };
+    (@wire $name:ident $wire:literal) => { $wire };
+    (@wire $name:ident) => { stringify!($name) };
 }
 
+// A code AWS sends with two statuses has a second variant named for the status, sending the
+// same code (`as "..."`).
 codes! {
     AccessControlListNotSupported => StatusCode::BAD_REQUEST,
     AccessForbidden => StatusCode::FORBIDDEN,
     AccessDenied => StatusCode::FORBIDDEN,
     AuthorizationHeaderMalformed => StatusCode::BAD_REQUEST,
     AuthorizationQueryParametersError => StatusCode::BAD_REQUEST,
+    // X-Amz-Expires out of range (negative, past a week): AWS answers 403 with the same code.
+    AuthorizationQueryParametersForbidden as "AuthorizationQueryParametersError" => StatusCode::FORBIDDEN,
     BadDigest => StatusCode::BAD_REQUEST,
     BucketAlreadyOwnedByYou => StatusCode::CONFLICT,
     BucketNotEmpty => StatusCode::CONFLICT,

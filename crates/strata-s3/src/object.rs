@@ -227,9 +227,11 @@ pub async fn put_object(
 
 /// The byte range of part `number` (`partNumber`): a part of a multipart object, or the whole
 /// of any other object as its only part 1. `None` for an empty whole object.
-fn part_range(number: &str, info: &ObjectInfo) -> Result<Option<(u64, u64)>, S3Error> {
+/// `number` is already checked to be 1 to 10,000 (`InvalidArgument` otherwise); past the
+/// object's part count it is `416 InvalidPartNumber`, as AWS answers.
+fn part_range(number: u32, info: &ObjectInfo) -> Result<Option<(u64, u64)>, S3Error> {
     let bad = || invalid(S3ErrorCode::InvalidPartNumber, "The requested partnumber is not satisfiable");
-    let n: usize = number.parse().ok().filter(|n| *n >= 1).ok_or_else(bad)?;
+    let n = usize::try_from(number).map_err(|_| bad())?;
     if info.parts.is_empty() {
         return if n == 1 { Ok((info.size > 0).then_some((0, info.size))) } else { Err(bad()) };
     }
@@ -375,6 +377,7 @@ pub async fn get_object(
     head: bool,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
+    let part_number = route.param("partNumber").map(|_| crate::multipart::part_number(route)).transpose()?;
     let open = req.node.layer.open_object(bucket, key, !head).await?;
     let info = open.info.clone();
     if let Err(e) = check_conditions(req.headers, &info) {
@@ -386,7 +389,7 @@ pub async fn get_object(
         }
         return Err(e);
     }
-    let part = route.param("partNumber").map(|n| part_range(n, &info)).transpose()?;
+    let part = part_number.map(|n| part_range(n, &info)).transpose()?;
     let range = match (header(req.headers, "range"), part) {
         (Some(_), Some(_)) => {
             return Err(invalid(
@@ -510,6 +513,17 @@ pub async fn get_object_attributes(req: &Request<'_>, bucket: &str, key: &str) -
     }
     x.close("GetObjectAttributesResponse");
     Ok(Reply::xml(x.finish()).header("last-modified", &http_date(info.mod_time)))
+}
+
+/// GetObjectTorrent: Strata serves no torrents. AWS stopped serving them too, and answers
+/// `404 NoSuchKey`, which clients take as "no torrent" (a 501 reads as a broken server).
+pub async fn get_object_torrent(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    req.node.layer.bucket_info(bucket)?;
+    Err(invalid(
+        S3ErrorCode::NoSuchKey,
+        "The specified key does not exist: no torrent is served for any object.",
+    ))
 }
 
 pub async fn delete_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {

@@ -67,6 +67,7 @@ operations! {
     DeleteBucketCors,
     UploadPartCopy,
     PostObject,
+    GetObjectTorrent,
 }
 
 #[derive(Debug, Clone)]
@@ -256,6 +257,7 @@ pub fn route(
                 (_, _, Some(op)) => op,
                 (&Method::GET, Some("tagging"), None) => O::GetObjectTagging,
                 (&Method::GET, Some("attributes"), None) => O::GetObjectAttributes,
+                (&Method::GET, Some("torrent"), None) => O::GetObjectTorrent,
                 (&Method::GET, Some("partNumber"), None) if query.len() <= 2 => O::GetObject,
                 (&Method::HEAD, Some("partNumber"), None) if query.len() <= 2 => O::HeadObject,
                 (&Method::PUT, Some("tagging"), None) => O::PutObjectTagging,
@@ -334,6 +336,8 @@ mod tests {
         assert_eq!(op(Method::GET, "/b/k", "versionId=null"), Ok(Operation::GetObject));
         assert_eq!(op(Method::POST, "/b/k", ""), Err(S3ErrorCode::MethodNotAllowed));
         assert_eq!(op(Method::POST, "/b", ""), Ok(Operation::PostObject));
+        assert_eq!(op(Method::GET, "/b/k", "torrent"), Ok(Operation::GetObjectTorrent));
+        assert_eq!(op(Method::GET, "/b", "torrent"), Err(S3ErrorCode::NotImplemented));
         let r = route(&Method::GET, "/b//a%20b/../c", "", None, None).expect("route");
         assert_eq!((r.bucket.as_deref(), r.key.as_deref()), (Some("b"), Some("/a b/../c")));
     }

@@ -521,6 +521,7 @@ async fn serve_route(
         }
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
+        O::GetObjectTorrent => object::get_object_torrent(&req, bucket, key).await,
         O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
         O::PutBucketCors => cors::put_bucket_cors(&req, bucket, object::request_body(&req, body)?).await,
         O::DeleteBucketCors => cors::delete_bucket_cors(&req, bucket).await,

@@ -329,12 +329,19 @@ fn verify_presigned(
             "unsupported X-Amz-Algorithm",
         ));
     }
-    let expires: u64 = get("X-Amz-Expires")?.parse().map_err(|_| {
-        S3Error::new(S3ErrorCode::AuthorizationQueryParametersError, "X-Amz-Expires must be a number")
+    let expires: i64 = get("X-Amz-Expires")?.parse().map_err(|_| {
+        S3Error::new(S3ErrorCode::AuthorizationQueryParametersError, "X-Amz-Expires should be a number")
     })?;
+    if expires < 0 {
+        return Err(S3Error::new(
+            S3ErrorCode::AuthorizationQueryParametersForbidden,
+            "X-Amz-Expires must be non-negative",
+        ));
+    }
+    let expires = expires.unsigned_abs();
     if expires > PRESIGN_EXPIRES_MAX_SECS {
         return Err(S3Error::new(
-            S3ErrorCode::AuthorizationQueryParametersError,
+            S3ErrorCode::AuthorizationQueryParametersForbidden,
             "X-Amz-Expires must be less than a week (in seconds); that is, the given X-Amz-Expires must be less than 604800 seconds",
         ));
     }
@@ -358,7 +365,8 @@ fn check_time(amz_date: &str, now: u64, expires: Option<u64>) -> Result<(), S3Er
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "X-Amz-Date is not a valid date"))?;
     match expires {
         Some(e) => {
-            if now > t + e {
+            // `X-Amz-Expires=0` is a URL that was never valid, as AWS treats it.
+            if e == 0 || now > t.saturating_add(e) {
                 return Err(S3Error::new(S3ErrorCode::AccessDenied, "Request has expired"));
             }
             if t > now + CLOCK_SKEW_MAX_SECS {
