@@ -93,3 +93,28 @@ def test_part_number_errors(server, s3, bucket):
     assert part_error(s3, bucket, "mpu", 10001) == (400, "InvalidArgument")
     assert part_error(s3, bucket, "missing", 0) == (400, "InvalidArgument")
     assert part_error(s3, bucket, "missing", 1) == (404, "NoSuchKey")
+
+
+def test_a_missing_bucket_is_named_first(server, s3):
+    """404 NoSuchBucket before what the request's other parts would say (an upload id, a refused
+    header), and for a presigned URL made while the bucket existed."""
+    s3.create_bucket(Bucket="gone")
+    s3.put_object(Bucket="gone", Key="k", Body=b"x")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "gone", "Key": "k"}, ExpiresIn=60)
+    s3.delete_object(Bucket="gone", Key="k")
+    s3.delete_bucket(Bucket="gone")
+    assert fetch(url) == (404, "NoSuchBucket")
+    no_upload = {"Bucket": "gone", "Key": "k", "UploadId": "not-an-upload"}
+    for call, kwargs in [
+        (s3.delete_object, {"Bucket": "gone", "Key": "k"}),
+        (s3.list_parts, no_upload),
+        (s3.abort_multipart_upload, no_upload),
+        (s3.upload_part, dict(no_upload, PartNumber=1, Body=b"x")),
+        (s3.complete_multipart_upload, dict(no_upload, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": "e"}]})),
+        (s3.put_object, {"Bucket": "gone", "Key": "k", "Body": b"x", "ServerSideEncryption": "AES256"}),
+        (s3.put_object, {"Bucket": "gone", "Key": "k", "Body": b"x", "ObjectLockLegalHoldStatus": "ON"}),
+    ]:
+        with pytest.raises(botocore.exceptions.ClientError) as e:
+            call(**kwargs)
+        err = e.value.response
+        assert (err["ResponseMetadata"]["HTTPStatusCode"], err["Error"]["Code"]) == (404, "NoSuchBucket"), call

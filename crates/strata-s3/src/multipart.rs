@@ -105,6 +105,7 @@ pub async fn upload_part(
     mut body: RequestBody,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
+    req.node.layer.bucket_info(bucket)?;
     let number = part_number(route)?;
     let id = upload_id(route)?;
     check_declared_length(req.headers)?;
@@ -192,6 +193,7 @@ pub async fn complete(
     route: &Route,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let parts = parse_complete(&doc)?;
@@ -216,6 +218,8 @@ pub async fn complete(
 }
 
 pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
+    // NoSuchBucket before NoSuchUpload, as AWS answers.
+    req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
     req.node.layer.abort_multipart_upload(bucket, key, id).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
@@ -238,6 +242,8 @@ fn number_param(route: &Route, name: &str, default: usize) -> Result<usize, S3Er
 }
 
 pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
+    // NoSuchBucket before NoSuchUpload, as AWS answers.
+    req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
     let max_parts = number_param(route, "max-parts", 1000)?.min(1000);
     let marker = number_param(route, "part-number-marker", 0)?;

@@ -484,8 +484,13 @@ async fn serve_route(
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
     let auth = sigv4::verify(parts, node, &node.config.region, now, host_bucket)?
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
-    crate::headers::check_headers(route.operation, &parts.headers)
-        .map_err(|e| e.with_resource(route.bucket.as_deref(), route.key.as_deref()))?;
+    if let Err(refused) = crate::headers::check_headers(route.operation, &parts.headers) {
+        // A missing bucket is named first, as AWS does, whatever else the request asks for.
+        if let Some(b) = route.bucket.as_deref().filter(|_| route.operation != Operation::CreateBucket) {
+            node.layer.bucket_info(b).map_err(|e| S3Error::from(e).with_resource(Some(b), None))?;
+        }
+        return Err(refused.with_resource(route.bucket.as_deref(), route.key.as_deref()));
+    }
     let req = Request { node, headers: &parts.headers, auth: &auth, admission };
     let bucket = route.bucket.as_deref().unwrap_or("");
     let key = route.key.as_deref().unwrap_or("");
