@@ -1,10 +1,15 @@
 """Browser form uploads (PostObject) with POST policies made by boto3's generate_presigned_post."""
 
+import base64
+import hashlib
+import hmac
 import os
 import xml.etree.ElementTree as ET
 
 import pytest
 import urllib3
+
+from conftest import SECRET_KEY
 
 MiB = 1024 * 1024
 http = urllib3.PoolManager()
@@ -15,6 +20,15 @@ def post(presigned, data, filename="photo.txt", extra=None):
     fields.update(extra or {})
     fields = list(fields.items()) + [("file", (filename, data, "application/octet-stream"))]
     return http.request("POST", presigned["url"], fields=fields, redirect=False)
+
+
+def sign_v4(credential, policy):
+    """The SigV4 signature of a POST policy, for a policy made by hand."""
+    _, date, region, service, _ = credential.split("/")
+    key = ("AWS4" + SECRET_KEY).encode()
+    for part in (date, region, service, "aws4_request"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    return hmac.new(key, policy.encode(), hashlib.sha256).hexdigest()
 
 
 def error_code(resp):
@@ -60,6 +74,17 @@ def test_post_policy_upload(server, s3, bucket):
     no_policy = {"url": presigned["url"], "fields": {"key": "anon.txt"}}
     r = post(no_policy, b"data")
     assert (r.status, error_code(r)) == (403, "AccessDenied")
+    # A policy without its signature, or a condition that is empty: a malformed form (400).
+    unsigned = {"url": presigned["url"], "fields": {k: v for k, v in presigned["fields"].items()
+                                                     if k != "x-amz-signature"}}
+    r = post(unsigned, b"data")
+    assert (r.status, error_code(r)) == (400, "InvalidArgument"), r.data
+    empty_policy = base64.b64encode(b'{"expiration": "2030-01-01T00:00:00Z", "conditions": [{}]}').decode()
+    empty = dict(presigned["fields"], policy=empty_policy,
+                 **{"x-amz-signature": sign_v4(presigned["fields"]["x-amz-credential"], empty_policy)})
+    r = post({"url": presigned["url"], "fields": empty}, b"data")
+    assert (r.status, error_code(r)) == (400, "InvalidPolicyDocument"), r.data
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["uploads/note.txt"]
     forged = {"url": presigned["url"], "fields": dict(presigned["fields"], **{"x-amz-signature": "0" * 64})}
     r = post(forged, b"data")
     assert (r.status, error_code(r)) == (403, "SignatureDoesNotMatch")

@@ -109,6 +109,11 @@ pub(crate) fn parse_policy(encoded: &str) -> Result<Policy, S3Error> {
     };
     for c in list {
         match c {
+            Value::Object(map) if map.len() != 1 => {
+                return Err(policy_error(
+                    "Invalid Simple-Condition: Simple-Conditions must have exactly one property specified.",
+                ))
+            }
             Value::Object(map) => {
                 for (name, value) in map {
                     conditions.push(Condition::Eq(name.to_ascii_lowercase(), text(value)?));
@@ -194,7 +199,18 @@ fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -
         }
         return Ok(access_key.to_owned());
     }
-    Err(denied("Access Denied: the form carries no policy signature (anonymous uploads are not allowed)."))
+    // A policy with no signature is a malformed form (400), as AWS answers, not a refusal (403).
+    let missing = if form.get("x-amz-credential").is_some() || form.get("x-amz-algorithm").is_some() {
+        "x-amz-signature"
+    } else if form.get("awsaccesskeyid").is_some() {
+        "Signature"
+    } else {
+        "AWSAccessKeyId"
+    };
+    Err(S3Error::new(
+        S3ErrorCode::InvalidArgument,
+        &format!("Bucket POST must contain a field named '{missing}'. If it is specified, please check the order of the fields."),
+    ))
 }
 
 /// Checks the form against the policy's conditions; returns the allowed file size range.
@@ -504,6 +520,8 @@ mod tests {
             "not base64!",
             &b64("[]"),
             &b64(r#"{"conditions": []}"#),
+            &b64(r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [{}]}"#),
+            &b64(r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [{"key": "a", "acl": "private"}]}"#),
             &b64(r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [["in", "$key", "a"]]}"#),
             &b64(r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": [["eq", "key", "a"]]}"#),
             &b64(
@@ -564,7 +582,24 @@ mod tests {
         assert_eq!(verify_signature(&f, &Root, "us-east-1").ok(), Some("AKIA".into()));
         let f = form(&[("policy", &policy), ("AWSAccessKeyId", "AKIA"), ("signature", "AAAA")]);
         assert_eq!(code(&f), Err(S3ErrorCode::SignatureDoesNotMatch));
-        assert_eq!(code(&form(&[("policy", &policy)])), Err(S3ErrorCode::AccessDenied));
+        // A policy without its signature is a malformed form, naming the missing field.
+        let missing =
+            |f: &Form| verify_signature(f, &Root, "us-east-1").map_err(|e| (e.code, e.message)).err();
+        for (fields, name) in [
+            (&[("policy", policy.as_str())][..], "'AWSAccessKeyId'"),
+            (&[("policy", policy.as_str()), ("AWSAccessKeyId", "AKIA")][..], "'Signature'"),
+            (
+                &[
+                    ("policy", policy.as_str()),
+                    ("x-amz-credential", "AKIA/20260101/us-east-1/s3/aws4_request"),
+                ][..],
+                "'x-amz-signature'",
+            ),
+        ] {
+            let (c, message) = missing(&form(fields)).expect("refused");
+            assert_eq!(c, S3ErrorCode::InvalidArgument);
+            assert!(message.contains(name), "{message}");
+        }
     }
 
     #[test]
