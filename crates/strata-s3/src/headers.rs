@@ -235,7 +235,12 @@ pub fn check<'a>(
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<(), S3Error> {
     for (name, value) in headers {
-        let name = name.to_ascii_lowercase();
+        // HTTP header names arrive lower case; form field names may not.
+        let name: std::borrow::Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
+            name.to_ascii_lowercase().into()
+        } else {
+            name.into()
+        };
         let Some(rule) = decide(operation, &name) else { continue };
         let Outcome::Refused(code, message) = rule.outcome else { continue };
         let value = String::from_utf8_lossy(value);
