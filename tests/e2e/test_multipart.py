@@ -122,6 +122,23 @@ def test_complete_retried_and_parts_resent(s3, bucket):
     assert s3.get_object(Bucket=bucket, Key="r")["Body"].read() == b"replaced"
 
 
+def test_sha_uploads_are_composite_and_a_resent_part_replaces_its_checksum(s3, bucket):
+    import base64
+    for algo in ("SHA1", "SHA256"):
+        key = f"resent-{algo}"
+        up = s3.create_multipart_upload(Bucket=bucket, Key=key, ChecksumAlgorithm=algo)
+        assert up.get("ChecksumType") == "COMPOSITE"
+        uid = up["UploadId"]
+        s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"first", ChecksumAlgorithm=algo)
+        second = s3.upload_part(Bucket=bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"second",
+                                ChecksumAlgorithm=algo)
+        digest = getattr(hashlib, algo.lower())(b"second").digest()
+        assert second[f"Checksum{algo}"] == base64.b64encode(digest).decode()
+        listed = s3.list_parts(Bucket=bucket, Key=key, UploadId=uid)["Parts"]
+        assert [(p["ETag"], p[f"Checksum{algo}"]) for p in listed] == [(second["ETag"], second[f"Checksum{algo}"])]
+        s3.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=uid)
+
+
 def test_aws_cli_cp_100mib_uses_multipart(server, tmp_path):
     src = tmp_path / "big.bin"
     data = os.urandom(100 * MiB + 5)
