@@ -45,12 +45,12 @@ fn policy_error(msg: &str) -> S3Error {
 
 /// The text fields of a form, names lowercased (S3 matches them case-insensitively).
 #[derive(Debug, Default)]
-struct Form {
+pub(crate) struct Form {
     fields: BTreeMap<String, String>,
 }
 
 impl Form {
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
     }
 }
@@ -362,34 +362,23 @@ fn redirect_to(url: &str, bucket: &str, key: &str, etag: &str) -> String {
     format!("{url}{sep}bucket={}&key={}&etag={}", enc(bucket), enc(key), enc(&format!("\"{etag}\"")))
 }
 
-pub async fn post_object(
-    node: &Node,
-    admission: &crate::budget::Admission,
-    parts: &http::request::Parts,
-    body: hyper::body::Incoming,
-    bucket: &str,
-) -> Result<Reply, S3Error> {
-    node.layer.bucket_info(bucket)?;
-    let content_type =
-        parts.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let boundary = multer::parse_boundary(content_type).map_err(|_| {
-        malformed_post("The body of your POST request is not well-formed multipart/form-data.")
-    })?;
-    let stream = stall_guarded(body, node.config.idle_timeout);
-    let mut multipart = multer::Multipart::new(stream, boundary);
+fn not_form(e: multer::Error) -> S3Error {
+    if stalled(&e) {
+        return S3Error::from(BodyError::TimedOut);
+    }
+    malformed_post(&format!("The body of your POST request is not well-formed multipart/form-data: {e}"))
+}
+
+/// Reads the form's text fields, each bounded in size and all in count, up to its `file` field,
+/// which is returned unread.
+pub(crate) async fn read_fields<'r>(
+    multipart: &mut multer::Multipart<'r>,
+) -> Result<(Form, multer::Field<'r>), S3Error> {
     let mut form = Form::default();
-    let not_form = |e: multer::Error| {
-        if stalled(&e) {
-            return S3Error::from(BodyError::TimedOut);
-        }
-        malformed_post(&format!("The body of your POST request is not well-formed multipart/form-data: {e}"))
-    };
-    let mut file = None;
     while let Some(mut field) = multipart.next_field().await.map_err(not_form)? {
         let name = field.name().unwrap_or("").to_ascii_lowercase();
         if name == "file" {
-            file = Some(field);
-            break;
+            return Ok((form, field));
         }
         if form.fields.len() == FIELDS_MAX {
             return Err(malformed_post("The form has too many fields."));
@@ -407,12 +396,28 @@ pub async fn post_object(
         let value = String::from_utf8(value).map_err(|_| malformed_post("A form field is not UTF-8."))?;
         form.fields.insert(name, value);
     }
-    let Some(field) = file else {
-        return Err(S3Error::new(
-            S3ErrorCode::IncorrectNumberOfFilesInPostRequest,
-            "POST requires exactly one file upload per request.",
-        ));
-    };
+    Err(S3Error::new(
+        S3ErrorCode::IncorrectNumberOfFilesInPostRequest,
+        "POST requires exactly one file upload per request.",
+    ))
+}
+
+pub async fn post_object(
+    node: &Node,
+    admission: &crate::budget::Admission,
+    parts: &http::request::Parts,
+    body: hyper::body::Incoming,
+    bucket: &str,
+) -> Result<Reply, S3Error> {
+    node.layer.bucket_info(bucket)?;
+    let content_type =
+        parts.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let boundary = multer::parse_boundary(content_type).map_err(|_| {
+        malformed_post("The body of your POST request is not well-formed multipart/form-data.")
+    })?;
+    let stream = stall_guarded(body, node.config.idle_timeout);
+    let mut multipart = multer::Multipart::new(stream, boundary);
+    let (form, field) = read_fields(&mut multipart).await?;
     if form.get("policy").is_none() {
         return Err(denied("Access Denied: the form carries no policy (anonymous uploads are not allowed)."));
     }
