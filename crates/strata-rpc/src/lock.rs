@@ -1,9 +1,12 @@
 //! Namespace locks over several nodes.
 //!
 //! Every node keeps a [`LockServer`]: its table of granted locks, each with a lease. A
-//! [`QuorumLocker`] asks every node at once and holds the lock when enough of them grant it:
-//! exclusive needs a majority (n/2+1), shared needs n/2, so an exclusive and a shared lock always
-//! meet on at least one node, while reads keep working with half the nodes down. The holder
+//! [`QuorumLocker`] holds the lock when enough nodes grant it: exclusive needs a majority
+//! (n/2+1), shared needs n/2, so an exclusive and a shared lock always meet on at least one node,
+//! while reads keep working with half the nodes down. An exclusive lock asks every node at once;
+//! a shared lock (every GET) asks its own node and just enough peers for the quorum, and the
+//! others only when one of those does not grant, so a read costs n/2−1 lock round trips, not
+//! n−1 (refreshes and releases then go to the nodes asked, too). The holder
 //! refreshes its lease while it holds the lock; a holder that dies stops refreshing and its
 //! grants expire, so a node dying with a lock never blocks a key for longer than one lease. When
 //! too few nodes grant, the grants are given back and the locker retries after a random pause
@@ -287,23 +290,49 @@ impl Drop for Held {
     }
 }
 
+impl QuorumLocker {
+    /// The nodes in the order a lock of `hash` asks them: this node's table first (no round
+    /// trip), then the peers from one picked by the hash, so reads of different keys spread
+    /// over the peers.
+    fn ordered(&self, hash: u64) -> Vec<LockNode> {
+        let (mut local, remote): (Vec<&LockNode>, Vec<&LockNode>) =
+            self.nodes.iter().partition(|n| !matches!(n, LockNode::Remote(_)));
+        if !remote.is_empty() {
+            let first = (hash % remote.len() as u64) as usize;
+            local.extend(remote[first..].iter().chain(&remote[..first]));
+        }
+        local.into_iter().cloned().collect()
+    }
+
+    /// Asks for the lock: an exclusive lock asks every node at once; a shared one first asks
+    /// just a quorum of them and the others only when one of those did not grant (what a
+    /// holder needs is a quorum of grants, from whichever nodes). Returns the nodes asked and
+    /// their answers.
+    async fn acquire(&self, hash: u64, owner: Uuid, exclusive: bool) -> (Vec<LockNode>, Vec<Option<bool>>) {
+        let lease_ms = u64::try_from(self.timings.lease.as_millis()).unwrap_or(u64::MAX);
+        let nodes = self.ordered(hash);
+        let quorum = self.quorum(exclusive);
+        let call = || LockCall::Acquire { resource: hash, owner, exclusive, lease_ms };
+        let first = if exclusive { nodes.len() } else { quorum.min(nodes.len()) };
+        let mut answers = Self::ask_all(&nodes[..first], call).await;
+        if answers.iter().filter(|a| **a == Some(true)).count() < quorum {
+            answers.extend(Self::ask_all(&nodes[first..], call).await);
+        }
+        let asked = nodes.into_iter().take(answers.len()).collect();
+        (asked, answers)
+    }
+}
+
 #[async_trait]
 impl Locker for QuorumLocker {
     async fn lock(&self, hash: u64, exclusive: bool) -> Result<LockGuard, ObjectError> {
         let quorum = self.quorum(exclusive);
-        let lease_ms = u64::try_from(self.timings.lease.as_millis()).unwrap_or(u64::MAX);
         let deadline = Instant::now() + self.timings.wait;
         let mut attempt = 0u32;
         loop {
             let owner = Uuid::new_v4();
             let sent = Instant::now();
-            let answers = Self::ask_all(&self.nodes, || LockCall::Acquire {
-                resource: hash,
-                owner,
-                exclusive,
-                lease_ms,
-            })
-            .await;
+            let (asked, answers) = self.acquire(hash, owner, exclusive).await;
             let granted = answers.iter().filter(|a| **a == Some(true)).count();
             let reachable = answers.iter().filter(|a| a.is_some()).count();
             if granted >= quorum {
@@ -315,16 +344,16 @@ impl Locker for QuorumLocker {
                 });
                 lease.renewed(sent, self.timings.lease);
                 let refresher = tokio::spawn(Self::refresh(
-                    self.nodes.clone(),
+                    asked.clone(),
                     owner,
                     quorum,
                     self.timings.lease,
                     lease.clone(),
                 ));
-                return Ok(LockGuard::leased(Held { owner, nodes: self.nodes.clone(), refresher, lease }));
+                return Ok(LockGuard::leased(Held { owner, nodes: asked, refresher, lease }));
             }
             if granted > 0 {
-                Self::release(&self.nodes, owner);
+                Self::release(&asked, owner);
             }
             if reachable < quorum {
                 return Err(ObjectError::WriteQuorum { needed: quorum, online: reachable });
