@@ -1,10 +1,13 @@
 //! Authentication of node RPC: who may call, what they may send, and only once.
 //!
-//! Every request carries five headers, bound together by an HMAC-SHA256 keyed by a key derived
-//! from the root credentials ([`RpcKey`]): the time, a sender id (random per [`NodeClient`],
-//! i.e. per peer connection of a process), a sequence number (increasing per sender), the hash
-//! of the body, and the signature over method, path and query and those four. The server
-//! ([`RpcServer`]) checks, in this order:
+//! Every request carries one header, [`AUTH_HEADER`]: `time.sender.sequence.body.signature`,
+//! bound together by an HMAC-SHA256 keyed by a key derived from the root credentials
+//! ([`RpcKey`]): the time (Unix seconds), a sender id (random per [`NodeClient`], i.e. per peer
+//! connection of a process), a sequence number (increasing per sender), the SHA-256 of the body,
+//! and the signature over method, path and query and those four (binary fields base64url
+//! without padding; the MAC's input layout is in `RpcKey::mac_for`). One header, not five, and
+//! never indexed by HPACK: its value never repeats, so indexing it only churns the header
+//! tables. The server ([`RpcServer`]) checks, in this order:
 //! 1. the signature (wrong key, or any signed part changed: 403);
 //! 2. the time, within [`RPC_CLOCK_SKEW_MAX`] of its own clock and not before the server
 //!    started (403);
@@ -16,8 +19,8 @@
 //!    against the signed hash once read (bounded by [`RPC_BODY_SIZE_MAX`]): a mismatch is 403.
 //!
 //! A streamed shard write (`drive/write`) is not hashed whole: that is the hot write path, and
-//! SHA-256 runs at about 1–2 GB/s per core where the bitrot hash runs at ~11 GB/s. Its body hash
-//! header says [`STREAMED_BODY`] instead, and every frame header (sequence number within the
+//! SHA-256 runs at about 1–2 GB/s per core where the bitrot hash runs at ~11 GB/s. Its body
+//! field says [`STREAMED_BODY`] instead, and every frame header (sequence number within the
 //! stream, shard length, bitrot hash) and the end marker carry an HMAC keyed from the request's
 //! signature ([`FrameKey`]). The shard bytes are bound through their 256-bit bitrot hash, which
 //! the receiving node recomputes on receipt: frames cannot be changed, reordered, dropped,
@@ -38,17 +41,16 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
 use hmac::{Hmac, Mac};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
 use strata_types::limits::{RPC_CLOCK_SKEW_MAX, RPC_REPLAY_SENDERS_MAX, RPC_REPLAY_WINDOW};
 
-pub const TIME_HEADER: &str = "x-strata-rpc-time";
-pub const SENDER_HEADER: &str = "x-strata-rpc-sender";
-pub const SEQUENCE_HEADER: &str = "x-strata-rpc-sequence";
-pub const CONTENT_SHA256_HEADER: &str = "x-strata-rpc-content-sha256";
-pub const SIGNATURE_HEADER: &str = "x-strata-rpc-signature";
-/// The body hash header of a streamed shard write: its frames are authenticated one by one.
+/// The one header that authenticates a request: `time.sender.sequence.body.signature`.
+pub const AUTH_HEADER: &str = "x-strata-rpc-auth";
+/// The body field of a streamed shard write: its frames are authenticated one by one.
 pub const STREAMED_BODY: &str = "frames";
 
 type HmacSha256 = Hmac<Sha256>;
@@ -67,15 +69,29 @@ pub enum BodyDigest {
     Frames,
 }
 
+/// Decodes unpadded URL-safe base64 of exactly `N` bytes.
+fn b64_exact<const N: usize>(text: &str) -> Option<[u8; N]> {
+    if text.len() != (N * 4).div_ceil(3) {
+        return None;
+    }
+    let mut out = [0u8; N];
+    let mut buf = [0u8; 48];
+    if B64.decode_slice(text, &mut buf).ok()? != N {
+        return None;
+    }
+    out.copy_from_slice(&buf[..N]);
+    Some(out)
+}
+
 impl BodyDigest {
     pub fn of(body: &[u8]) -> Self {
         BodyDigest::Sha256(Sha256::digest(body).into())
     }
 
-    fn header_value(&self) -> String {
+    fn encode(&self, out: &mut String) {
         match self {
-            BodyDigest::Sha256(h) => hex::encode(h),
-            BodyDigest::Frames => STREAMED_BODY.to_owned(),
+            BodyDigest::Sha256(h) => B64.encode_string(h, out),
+            BodyDigest::Frames => out.push_str(STREAMED_BODY),
         }
     }
 
@@ -83,9 +99,7 @@ impl BodyDigest {
         if value == STREAMED_BODY {
             return Some(BodyDigest::Frames);
         }
-        let mut h = [0u8; 32];
-        hex::decode_to_slice(value, &mut h).ok()?;
-        Some(BodyDigest::Sha256(h))
+        b64_exact::<32>(value).map(BodyDigest::Sha256)
     }
 
     /// Whether `body` is what was signed (constant time); a streamed body never matches.
@@ -112,7 +126,7 @@ pub struct Signed {
 /// Why a request was refused (all 403).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
-    #[error("RPC signature headers missing or malformed")]
+    #[error("RPC authentication header missing or malformed")]
     Missing,
     #[error("RPC signature wrong: are all nodes started with the same root credentials?")]
     BadSignature,
@@ -126,9 +140,10 @@ pub enum AuthError {
     BodyMismatch,
 }
 
-/// The inter-node key: HMAC-SHA256(root password, "strata-rpc-v1" + root user).
+/// The inter-node key: HMAC-SHA256(root password, "strata-rpc-v1" + root user). Kept as the
+/// keyed HMAC state, so a signature costs no key schedule (a clone of the state).
 #[derive(Clone)]
-pub struct RpcKey([u8; 32]);
+pub struct RpcKey(HmacSha256);
 
 impl std::fmt::Debug for RpcKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -141,19 +156,33 @@ impl RpcKey {
         let mut m = mac(root_password.as_bytes());
         m.update(b"strata-rpc-v1\n");
         m.update(root_user.as_bytes());
-        Self(m.finalize().into_bytes().into())
+        Self(mac(&m.finalize().into_bytes()))
     }
 
+    /// The MAC of a request, over a fixed binary layout: a version line, the method and
+    /// path-and-query (each ended by a newline, which neither can contain), then time (u64 BE),
+    /// sender (u128 BE), sequence (u64 BE), and a body kind byte (0 hash, 1 frames) with the
+    /// 32-byte hash (zeros for frames).
     fn mac_for(&self, method: &str, path_and_query: &str, s: &Signed) -> HmacSha256 {
-        let mut m = mac(&self.0);
-        let text = format!(
-            "strata-rpc-v2\n{method}\n{path_and_query}\n{}\n{:032x}\n{}\n{}",
-            s.time,
-            s.sender,
-            s.sequence,
-            s.body.header_value()
-        );
-        m.update(text.as_bytes());
+        let mut m = self.0.clone();
+        m.update(b"strata-rpc-v3\n");
+        m.update(method.as_bytes());
+        m.update(b"\n");
+        m.update(path_and_query.as_bytes());
+        m.update(b"\n");
+        m.update(&s.time.to_be_bytes());
+        m.update(&s.sender.to_be_bytes());
+        m.update(&s.sequence.to_be_bytes());
+        match &s.body {
+            BodyDigest::Sha256(h) => {
+                m.update(&[0]);
+                m.update(h);
+            }
+            BodyDigest::Frames => {
+                m.update(&[1]);
+                m.update(&[0; 32]);
+            }
+        }
         m
     }
 
@@ -162,15 +191,25 @@ impl RpcKey {
         self.mac_for(method, path_and_query, s).finalize().into_bytes().into()
     }
 
-    /// The headers of a signed request, in the order of [`headers_of`](Self::headers_of).
-    pub fn headers(&self, method: &str, path_and_query: &str, s: &Signed) -> [(&'static str, String); 5] {
-        [
-            (TIME_HEADER, s.time.to_string()),
-            (SENDER_HEADER, format!("{:032x}", s.sender)),
-            (SEQUENCE_HEADER, s.sequence.to_string()),
-            (CONTENT_SHA256_HEADER, s.body.header_value()),
-            (SIGNATURE_HEADER, hex::encode(self.sign(method, path_and_query, s))),
-        ]
+    /// The value of a signed request's [`AUTH_HEADER`], and its signature. One header whose
+    /// value never repeats: marked sensitive, so HPACK sends it as a literal that is never
+    /// indexed (five such headers used to churn both nodes' header tables on every request).
+    pub fn header(&self, method: &str, path_and_query: &str, s: &Signed) -> (HeaderValue, [u8; 32]) {
+        let signature = self.sign(method, path_and_query, s);
+        let mut v = String::with_capacity(160);
+        v.push_str(&s.time.to_string());
+        v.push('.');
+        B64.encode_string(s.sender.to_be_bytes(), &mut v);
+        v.push('.');
+        v.push_str(&s.sequence.to_string());
+        v.push('.');
+        s.body.encode(&mut v);
+        v.push('.');
+        B64.encode_string(signature, &mut v);
+        // Digits, base64url and dots only: always a valid header value.
+        let mut value = HeaderValue::from_str(&v).expect("the auth header is ASCII");
+        value.set_sensitive(true);
+        (value, signature)
     }
 
     /// Checks a request's signature and time (not its sequence number: see [`ReplayWindows`],
@@ -182,15 +221,8 @@ impl RpcKey {
         path_and_query: &str,
         now: u64,
     ) -> Result<(Signed, [u8; 32]), AuthError> {
-        let header = |n: &str| headers.get(n).and_then(|v| v.to_str().ok()).ok_or(AuthError::Missing);
-        let signed = Signed {
-            time: header(TIME_HEADER)?.parse().map_err(|_| AuthError::Missing)?,
-            sender: u128::from_str_radix(header(SENDER_HEADER)?, 16).map_err(|_| AuthError::Missing)?,
-            sequence: header(SEQUENCE_HEADER)?.parse().map_err(|_| AuthError::Missing)?,
-            body: BodyDigest::parse(header(CONTENT_SHA256_HEADER)?).ok_or(AuthError::Missing)?,
-        };
-        let mut sig = [0u8; 32];
-        hex::decode_to_slice(header(SIGNATURE_HEADER)?, &mut sig).map_err(|_| AuthError::Missing)?;
+        let value = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok()).ok_or(AuthError::Missing)?;
+        let (signed, sig) = parse_header(value).ok_or(AuthError::Missing)?;
         // Constant-time comparison.
         self.mac_for(method, path_and_query, &signed)
             .verify_slice(&sig)
@@ -204,11 +236,32 @@ impl RpcKey {
 
     /// The key of a streamed body's frame MACs, bound to the request by its signature.
     pub fn frame_key(&self, signature: &[u8; 32]) -> FrameKey {
-        let mut m = mac(&self.0);
+        let mut m = self.0.clone();
         m.update(b"strata-rpc-frames\n");
         m.update(signature);
         FrameKey(mac(&m.finalize().into_bytes()))
     }
+}
+
+/// The fields of an [`AUTH_HEADER`] value; `None` when malformed.
+fn parse_header(value: &str) -> Option<(Signed, [u8; 32])> {
+    let mut fields = value.split('.');
+    let mut next = || fields.next();
+    let time = next()?;
+    let sender = next()?;
+    let sequence = next()?;
+    let body = next()?;
+    let sig = next()?;
+    if next().is_some() || time.len() > 20 || sequence.len() > 20 {
+        return None;
+    }
+    let signed = Signed {
+        time: time.parse().ok()?,
+        sender: u128::from_be_bytes(b64_exact::<16>(sender)?),
+        sequence: sequence.parse().ok()?,
+        body: BodyDigest::parse(body)?,
+    };
+    Some((signed, b64_exact::<32>(sig)?))
 }
 
 /// MACs of the frame headers of one streamed shard write.
@@ -357,10 +410,18 @@ mod tests {
 
     fn headers(key: &RpcKey, method: &str, path: &str, s: &Signed) -> HeaderMap {
         let mut h = HeaderMap::new();
-        for (name, value) in key.headers(method, path, s) {
-            h.insert(name, value.parse().expect("header"));
-        }
+        h.insert(AUTH_HEADER, key.header(method, path, s).0);
         h
+    }
+
+    /// The header with field `index` replaced by `value`.
+    fn with_field(h: &HeaderMap, index: usize, value: &str) -> HeaderMap {
+        let text = h[AUTH_HEADER].to_str().expect("ascii");
+        let mut fields: Vec<&str> = text.split('.').collect();
+        fields[index] = value;
+        let mut out = HeaderMap::new();
+        out.insert(AUTH_HEADER, fields.join(".").parse().expect("header"));
+        out
     }
 
     fn signed(time: u64, body: &[u8]) -> Signed {
@@ -384,26 +445,35 @@ mod tests {
             Err(AuthError::BadSignature)
         );
         assert!(matches!(key.verify(&ok, "POST", PATH, now + 61), Err(AuthError::Skewed { .. })));
-        // Each signed header changed alone breaks the signature.
-        for (name, value) in [
-            (TIME_HEADER, (now + 1).to_string()),
-            (SENDER_HEADER, format!("{:032x}", 0xfeed_beefu128 + 1)),
-            (SEQUENCE_HEADER, "8".to_owned()),
-            (CONTENT_SHA256_HEADER, hex::encode(Sha256::digest(b"another body"))),
-            (CONTENT_SHA256_HEADER, STREAMED_BODY.to_owned()),
+        // Each signed field changed alone breaks the signature.
+        for (index, value) in [
+            (0, (now + 1).to_string()),
+            (1, B64.encode((0xfeed_beefu128 + 1).to_be_bytes())),
+            (2, "8".to_owned()),
+            (3, B64.encode(Sha256::digest(b"another body"))),
+            (3, STREAMED_BODY.to_owned()),
         ] {
-            let mut h = ok.clone();
-            h.insert(name, value.parse().expect("header"));
-            assert_eq!(key.verify(&h, "POST", PATH, now), Err(AuthError::BadSignature), "{name}");
+            let h = with_field(&ok, index, &value);
+            assert_eq!(key.verify(&h, "POST", PATH, now), Err(AuthError::BadSignature), "field {index}");
         }
+        // The header is never indexed by HPACK.
+        assert!(ok[AUTH_HEADER].is_sensitive());
         let other = RpcKey::derive("admin", "another-password");
         assert_eq!(other.verify(&ok, "POST", PATH, now), Err(AuthError::BadSignature));
         let other_user = RpcKey::derive("admin2", "secret-password");
         assert_eq!(other_user.verify(&ok, "POST", PATH, now), Err(AuthError::BadSignature));
         assert_eq!(key.verify(&HeaderMap::new(), "POST", "/x", now), Err(AuthError::Missing));
-        let mut bad = ok.clone();
-        bad.insert(SIGNATURE_HEADER, "zz".parse().expect("header"));
-        assert_eq!(key.verify(&bad, "POST", PATH, now), Err(AuthError::Missing));
+        // Malformed: bad base64, wrong lengths, fields missing or extra.
+        for (index, value) in [(4, "zz"), (1, "AAAA"), (3, "AAAA"), (0, "x"), (2, "-1")] {
+            let bad = with_field(&ok, index, value);
+            assert_eq!(key.verify(&bad, "POST", PATH, now), Err(AuthError::Missing), "field {index}");
+        }
+        let text = ok[AUTH_HEADER].to_str().expect("ascii");
+        for broken in [text.rsplit_once('.').expect("fields").0.to_owned(), format!("{text}.x")] {
+            let mut bad = HeaderMap::new();
+            bad.insert(AUTH_HEADER, broken.parse().expect("header"));
+            assert_eq!(key.verify(&bad, "POST", PATH, now), Err(AuthError::Missing));
+        }
     }
 
     #[test]

@@ -21,10 +21,14 @@ use serde::de::DeserializeOwned;
 use strata_drive::DriveError;
 use tokio::sync::mpsc;
 
-use strata_types::limits::{RPC_ANSWER_SIZE_MAX, RPC_READ_SIZE_MAX};
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use strata_types::limits::{
+    RPC_ANSWER_SIZE_MAX, RPC_BATCH_CALLS_MAX, RPC_BATCH_CALL_SIZE_MAX, RPC_READ_SIZE_MAX,
+};
+use tokio::sync::oneshot;
 
-use crate::auth::{unix_now, BodyDigest, FrameKey, RpcKey, Signed};
-use crate::wire::{decode, WireError};
+use crate::auth::{unix_now, BodyDigest, FrameKey, RpcKey, Signed, AUTH_HEADER};
+use crate::wire::{decode, encode, DriveCall, DriveReply, WireError};
 use crate::PREFIX;
 
 pub type RequestBody = UnsyncBoxBody<Bytes, std::io::Error>;
@@ -61,6 +65,19 @@ pub struct NodeClient {
     on_return: OnceLock<ReturnHook>,
     /// Releases waiting to go out together (see [`NodeClient::defer`]).
     deferred: std::sync::Mutex<Option<crate::wire::Batch>>,
+    /// Requests signed, and their header and body bytes (before HTTP/2 compression; a streamed
+    /// body counts as 0): what each request costs the two nodes, for tests and tuning.
+    requests: AtomicU64,
+    request_bytes: AtomicU64,
+    /// Drive calls waiting to go out together (see [`NodeClient::drive_call`]).
+    queued: std::sync::Mutex<Vec<QueuedCall>>,
+}
+
+/// A drive call waiting for its batch: the drive's path, the encoded call, where to answer.
+struct QueuedCall {
+    drive: String,
+    call: Bytes,
+    answer: oneshot::Sender<Result<DriveReply, DriveError>>,
 }
 
 impl std::fmt::Debug for NodeClient {
@@ -119,6 +136,9 @@ impl NodeClient {
             probing: AtomicBool::new(false),
             on_return: OnceLock::new(),
             deferred: std::sync::Mutex::new(None),
+            requests: AtomicU64::new(0),
+            request_bytes: AtomicU64::new(0),
+            queued: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -130,6 +150,11 @@ impl NodeClient {
     /// Whether the node answered the last time we tried.
     pub fn is_online(&self) -> bool {
         self.online.load(Ordering::Relaxed)
+    }
+
+    /// Requests signed so far, and their header and body bytes (see the fields).
+    pub fn sent(&self) -> (u64, u64) {
+        (self.requests.load(Ordering::Relaxed), self.request_bytes.load(Ordering::Relaxed))
     }
 
     /// Sets what to do when the node comes back after being offline (once).
@@ -145,25 +170,26 @@ impl NodeClient {
         path_and_query: &str,
         digest: BodyDigest,
         body: RequestBody,
-    ) -> Result<(Request<RequestBody>, FrameKey), DriveError> {
+    ) -> Result<(Request<RequestBody>, Option<FrameKey>), DriveError> {
         let signed = Signed {
             time: unix_now(),
             sender: self.sender,
             sequence: self.sequence.fetch_add(1, Ordering::Relaxed) + 1,
             body: digest,
         };
-        let mut req = Request::builder().method(method.clone()).uri(format!("{}{path_and_query}", self.base));
-        let headers = self.key.headers(method.as_str(), path_and_query, &signed);
-        let mut signature = [0u8; 32];
-        for (name, value) in headers {
-            if name == crate::auth::SIGNATURE_HEADER {
-                let _ = hex::decode_to_slice(&value, &mut signature);
-            }
-            req = req.header(name, value);
-        }
-        let req =
-            req.body(body).map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))?;
-        Ok((req, self.key.frame_key(&signature)))
+        let (auth, signature) = self.key.header(method.as_str(), path_and_query, &signed);
+        let body_size = body.size_hint().exact().unwrap_or(0);
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let header_size = (path_and_query.len() + AUTH_HEADER.len() + auth.len()) as u64;
+        self.request_bytes.fetch_add(header_size + body_size, Ordering::Relaxed);
+        let req = Request::builder()
+            .method(method)
+            .uri(format!("{}{path_and_query}", self.base))
+            .header(AUTH_HEADER, auth)
+            .body(body)
+            .map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))?;
+        let frames = (digest == BodyDigest::Frames).then(|| self.key.frame_key(&signature));
+        Ok((req, frames))
     }
 
     /// Signs and sends one request whose whole body is `body` (see [`send_request`](Self::send_request)).
@@ -273,6 +299,90 @@ impl NodeClient {
         self.within_timeout(call).await
     }
 
+    /// One call to drive `drive` of this node. Calls made at the same moment (the record reads
+    /// of a GET, the commits of a PUT: a request calls all drives of its set at once) go out in
+    /// one `drive/calls` request, up to [`RPC_BATCH_CALLS_MAX`]: the first call queued schedules
+    /// a send that runs once the caller's task yields, by when its other calls have queued.
+    /// Calls larger than [`RPC_BATCH_CALL_SIZE_MAX`] go alone.
+    pub async fn drive_call(
+        self: &Arc<Self>,
+        drive: &str,
+        call: &DriveCall,
+    ) -> Result<DriveReply, DriveError> {
+        let call = encode(call);
+        if call.len() > RPC_BATCH_CALL_SIZE_MAX {
+            return self.call(&drive_call_path(drive), call).await;
+        }
+        let (tx, rx) = oneshot::channel();
+        let first = {
+            let Ok(mut queued) = self.queued.lock() else {
+                return Err(DriveError::Offline("the drive call queue is poisoned".into()));
+            };
+            queued.push(QueuedCall { drive: drive.to_owned(), call, answer: tx });
+            queued.len() == 1
+        };
+        if first {
+            let this = self.clone();
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                this.send_queued().await;
+            });
+        }
+        rx.await.unwrap_or_else(|_| Err(DriveError::Offline("a drive call batch was dropped".into())))
+    }
+
+    /// Sends the queued drive calls: one alone as a plain call, more as batches.
+    async fn send_queued(self: &Arc<Self>) {
+        let queued = match self.queued.lock() {
+            Ok(mut q) => std::mem::take(&mut *q),
+            Err(_) => return,
+        };
+        let mut queued = queued.into_iter().peekable();
+        while queued.peek().is_some() {
+            let batch: Vec<QueuedCall> = queued.by_ref().take(RPC_BATCH_CALLS_MAX).collect();
+            let this = self.clone();
+            // Each batch on its own: one slow batch does not hold the next.
+            tokio::spawn(async move { this.send_batch(batch).await });
+        }
+    }
+
+    async fn send_batch(self: &Arc<Self>, mut batch: Vec<QueuedCall>) {
+        if batch.len() == 1 {
+            if let Some(c) = batch.pop() {
+                let _ = c.answer.send(self.call(&drive_call_path(&c.drive), c.call).await);
+            }
+            return;
+        }
+        let calls: Vec<(&str, &[u8])> = batch.iter().map(|c| (c.drive.as_str(), c.call.as_ref())).collect();
+        let body = encode(&serde_bytes_calls(&calls));
+        let answers =
+            self.call::<Vec<Result<DriveReply, WireError>>>(&format!("{PREFIX}drive/calls"), body).await;
+        match answers {
+            Ok(answers) if answers.len() == batch.len() => {
+                for (c, a) in batch.into_iter().zip(answers) {
+                    let _ = c.answer.send(a.map_err(DriveError::from));
+                }
+            }
+            Ok(answers) => {
+                let why = format!(
+                    "node {} answered {} of a batch of {} drive calls",
+                    self.name,
+                    answers.len(),
+                    batch.len()
+                );
+                for c in batch {
+                    let _ = c.answer.send(Err(DriveError::Offline(why.clone())));
+                }
+            }
+            Err(e) => {
+                let why = e.to_string();
+                for c in batch {
+                    let _ = c.answer.send(Err(DriveError::Offline(why.clone())));
+                }
+            }
+        }
+    }
+
     /// Queues a release (a closed shard file, a released lock) to go out with the others queued
     /// within the next millisecond: under load one request carries many, instead of one each.
     pub fn defer(self: &Arc<Self>, add: impl FnOnce(&mut crate::wire::Batch)) {
@@ -352,6 +462,25 @@ impl NodeClient {
             tokio::time::timeout(Duration::from_secs(2), self.http.request(req)).await,
             Ok(Ok(r)) if r.status() == StatusCode::OK
         )
+    }
+}
+
+/// The path of a single drive call to the drive at `drive`.
+pub(crate) fn drive_call_path(drive: &str) -> String {
+    format!("{PREFIX}drive/call?d={}", utf8_percent_encode(drive, NON_ALPHANUMERIC))
+}
+
+/// A batch's calls as MessagePack wants them: each call's encoded bytes as binary.
+fn serde_bytes_calls<'a>(calls: &'a [(&'a str, &'a [u8])]) -> Vec<(&'a str, BinRef<'a>)> {
+    calls.iter().map(|(d, c)| (*d, BinRef(c))).collect()
+}
+
+/// Borrowed bytes that serialize as MessagePack binary.
+struct BinRef<'a>(&'a [u8]);
+
+impl serde::Serialize for BinRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
     }
 }
 

@@ -3,7 +3,8 @@
 //! Served on the S3 port under [`PREFIX`] (HTTP/2, TLS when the server has certificates), every
 //! request signed with a key derived from the root credentials ([`auth`]). Three services:
 //! - remote drives ([`RemoteDrive`] on the calling side, [`RpcServer`] on the drive's node):
-//!   the whole `Drive` trait, shard files streamed;
+//!   the whole `Drive` trait, shard files streamed; the calls of one moment to one node's drives
+//!   travel in one request ([`NodeClient::drive_call`]);
 //! - namespace locks granted by a quorum of nodes with leases ([`lock`]);
 //! - peer notices (bucket metadata changed: reload it).
 //!

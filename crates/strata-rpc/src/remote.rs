@@ -1,6 +1,7 @@
 //! [`RemoteDrive`]: a drive on another node, behind the same `Drive` trait as a local one.
 //!
-//! Metadata calls are one MessagePack request each. Shard files stream: a writer is one long
+//! Metadata calls are MessagePack messages, batched per node with the other calls of the moment
+//! ([`NodeClient::drive_call`]). Shard files stream: a writer is one long
 //! request whose body carries the frames as they are produced (with backpressure), ended by an
 //! end marker so a writer dropped half way never looks finished; a reader fetches byte ranges,
 //! and the bitrot hash is checked here, on the reading node, so corruption on the wire is caught
@@ -30,7 +31,7 @@ use strata_types::limits::{RPC_ANSWER_SIZE_MAX, RPC_FRAME_SIZE_MAX};
 
 use crate::auth::{BodyDigest, FrameKey};
 use crate::client::{read_answer, ChannelBody, NodeClient};
-use crate::wire::{decode, encode, DriveCall, DriveReply, WireError};
+use crate::wire::{decode, DriveCall, DriveReply, WireError};
 use crate::PREFIX;
 
 /// Shard length of the frame header that ends a shard write stream.
@@ -61,8 +62,9 @@ impl RemoteDrive {
         utf8_percent_encode(&self.path, NON_ALPHANUMERIC).to_string()
     }
 
+    /// One drive call, batched with this node's other calls of the moment.
     async fn call(&self, call: DriveCall) -> DriveResult<DriveReply> {
-        self.node.call(&format!("{PREFIX}drive/call?d={}", self.query()), encode(&call)).await
+        self.node.drive_call(&self.path, &call).await
     }
 
     async fn done(&self, call: DriveCall) -> DriveResult<()> {
@@ -155,6 +157,8 @@ impl Drive for RemoteDrive {
         let path = format!("{PREFIX}drive/write?d={}&id={data_id}", self.query());
         let body = http_body_util::combinators::UnsyncBoxBody::new(ChannelBody(rx));
         let (req, frames) = node.request(Method::POST, &path, BodyDigest::Frames, body)?;
+        let frames =
+            frames.ok_or_else(|| DriveError::Offline("a shard stream without a frame key".into()))?;
         let sent = tokio::spawn(async move {
             let resp = node.send_request(req, None).await?;
             let bytes =

@@ -3,7 +3,8 @@
 //! signature, a fresh sequence number and, when its body is read whole, that body's signed hash
 //! (see [`crate::auth`]); anything else is 403. Every length read from the wire is bounded:
 //! bodies ([`RPC_BODY_SIZE_MAX`], else 413), shard frames ([`RPC_FRAME_SIZE_MAX`], else 400 and
-//! the temp file aborted), reads ([`RPC_READ_SIZE_MAX`], else 400).
+//! the temp file aborted), reads ([`RPC_READ_SIZE_MAX`], else 400), batches of drive calls
+//! ([`RPC_BATCH_CALLS_MAX`], else 400).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -16,7 +17,7 @@ use hyper::body::Incoming;
 use strata_drive::{Drive, DriveError, DriveResult, ShardReader, ShardWriter};
 use strata_erasure::bitrot;
 use strata_object::ObjectLayer;
-use strata_types::limits::{RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_READ_SIZE_MAX};
+use strata_types::limits::{RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_READ_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::auth::{unix_now, AuthError, BodyDigest, FrameKey, ReplayWindows, RpcKey, Signed};
@@ -138,11 +139,23 @@ impl RpcServer {
     }
 
     fn drive(&self, query: &str) -> Result<Arc<dyn Drive>, WireError> {
-        let name = query_param(query, "d").unwrap_or_default();
+        self.drive_named(&query_param(query, "d").unwrap_or_default())
+    }
+
+    fn drive_named(&self, name: &str) -> Result<Arc<dyn Drive>, WireError> {
         self.drives
-            .get(name.as_ref())
+            .get(name)
             .cloned()
             .ok_or_else(|| WireError::Offline(format!("drive {name} is not online on this node")))
+    }
+
+    /// One encoded drive call to drive `name` (alone, or one of a batch).
+    async fn serve_drive_call(&self, name: &str, call: &[u8]) -> Result<DriveReply, WireError> {
+        let d = self.drive_named(name)?;
+        match decode_call::<DriveCall>(call)? {
+            DriveCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
+            call => serve_drive_call(d.as_ref(), call).await.map_err(WireError::from),
+        }
     }
 
     pub async fn handle(&self, req: Request<Incoming>) -> Response<Bytes> {
@@ -225,12 +238,20 @@ impl RpcServer {
     async fn serve_call(&self, route: &str, query: &str, body: Bytes) -> Response<Bytes> {
         match route {
             "drive/call" => {
+                let name = query_param(query, "d").unwrap_or_default();
+                answer(self.serve_drive_call(&name, &body).await)
+            }
+            "drive/calls" => {
                 let served = async {
-                    let d = self.drive(query)?;
-                    match decode_call::<DriveCall>(&body)? {
-                        DriveCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
-                        call => serve_drive_call(d.as_ref(), call).await.map_err(WireError::from),
+                    let calls = decode_call::<Vec<(String, Bytes)>>(&body)?;
+                    if calls.len() > RPC_BATCH_CALLS_MAX {
+                        return Err(WireError::BadRequest(format!(
+                            "a batch of {} drive calls is more than the {RPC_BATCH_CALLS_MAX} allowed",
+                            calls.len()
+                        )));
                     }
+                    let each = calls.iter().map(|(name, call)| self.serve_drive_call(name, call));
+                    Ok(futures_util::future::join_all(each).await)
                 };
                 answer(served.await)
             }

@@ -204,6 +204,16 @@ pub const RPC_REPLAY_SENDERS_MAX: usize = 1024;
 /// most 128 KiB. Past it: 413, before the body is decoded.
 pub const RPC_BODY_SIZE_MAX: usize = 16 * 1024 * 1024;
 
+/// Most drive calls one `drive/calls` request carries: the calls a request makes to the drives of
+/// one node at the same moment (a GET's record reads, a PUT's commits) travel together, at most
+/// this many; past it the caller starts another request, and a node refuses a longer batch (400).
+pub const RPC_BATCH_CALLS_MAX: usize = 64;
+
+/// Largest drive call that goes out in a batch with others ([`RPC_BATCH_CALLS_MAX`]); a larger
+/// one (a multipart version with many parts, a format or heal state) travels alone, so a batch
+/// stays below [`RPC_BODY_SIZE_MAX`] (64 × 144 KiB = 9 MiB at most).
+pub const RPC_BATCH_CALL_SIZE_MAX: usize = 128 * 1024 + 16 * 1024;
+
 /// Largest RPC answer a node reads whole (drive call replies, admin answers). The largest
 /// legitimate one is a drive listing page: up to 1,000 whole object records, each with its
 /// versions and part lists. Past it: the call fails as offline ("answer too large").

@@ -1,0 +1,51 @@
+//! What one small GET and PUT cost in node round trips and bytes on a four-node deployment
+//! (two drives per node, one set of 8, EC 4+4): the figures the RPC changes are tuned by.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{read_all, TestCluster, VecBody};
+use strata_rpc::NodeClient;
+
+fn sent(clients: &[Option<Arc<NodeClient>>]) -> (u64, u64) {
+    clients.iter().flatten().map(|c| c.sent()).fold((0, 0), |(r, b), (r2, b2)| (r + r2, b + b2))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_small_get_costs_few_round_trips() {
+    let cluster = TestCluster::start(4, 2).await;
+    let (layer, clients) = cluster.layer(0, Duration::from_secs(15), true).await;
+    let body = Bytes::from(vec![7u8; 4096]);
+    const ROUNDS: u64 = 50;
+    let before = sent(&clients);
+    for i in 0..ROUNDS {
+        let info = layer
+            .put_object("b", &format!("k{i}"), &mut VecBody(Some(body.clone())), Default::default())
+            .await
+            .expect("put");
+        assert_eq!(info.size, 4096);
+    }
+    // Releases go out a millisecond later, batched: let them.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let put = sent(&clients);
+    for i in 0..ROUNDS {
+        assert_eq!(read_all(&layer, &format!("k{i}")).await.expect("get"), body);
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let get = sent(&clients);
+    let per = |a: (u64, u64), b: (u64, u64)| ((b.0 - a.0) as f64 / ROUNDS as f64, (b.1 - a.1) / ROUNDS);
+    let (put_requests, put_bytes) = per(before, put);
+    let (get_requests, get_bytes) = per(put, get);
+    eprintln!("PUT 4 KiB: {put_requests:.1} requests, {put_bytes} bytes; GET 4 KiB: {get_requests:.1} requests, {get_bytes} bytes");
+    // A GET: one shared-lock request (this node's table and one peer make the quorum of 2), one
+    // batch of record reads per peer (3), and the release to the one peer (often batched with
+    // the next). Before batching and quorum-sized shared locks: 12 requests and 4,117 bytes.
+    assert!(get_requests <= 5.0, "{get_requests} requests per GET");
+    assert!(get_bytes <= 1_400, "{get_bytes} bytes per GET");
+    // A PUT: the exclusive lock from every peer (3), one commit batch per peer (3), the
+    // background finish (3), the release (3). Before: 18.
+    assert!(put_requests <= 12.0, "{put_requests} requests per PUT");
+}
