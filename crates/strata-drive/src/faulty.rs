@@ -383,6 +383,10 @@ impl Drive for FaultyDrive {
         self.inner.endpoint()
     }
 
+    fn with_fence(self: Arc<Self>, fence: crate::Fence) -> Arc<dyn Drive> {
+        Arc::new(FaultyDrive { inner: self.inner.clone().with_fence(fence), shared: self.shared.clone() })
+    }
+
     async fn disk_info(&self) -> DriveResult<DiskInfo> {
         self.inject(Op::DiskInfo).await?;
         self.inner.disk_info().await

@@ -60,6 +60,11 @@ pub enum DriveError {
     /// naming the cause.
     #[error("the server ran out of {0}")]
     Exhausted(String),
+    /// A change made under an object lock was refused by the drive's node: its lock table shows
+    /// another live holder of that lock (the caller's lease passed on). Not a fault of the
+    /// drive; the request may be retried.
+    #[error("refused: the object's lock has another holder now ({0})")]
+    Fenced(String),
 }
 
 impl From<std::io::Error> for DriveError {
@@ -103,6 +108,17 @@ impl ListEntry {
             ListEntry::Prefix(p) => p,
         }
     }
+}
+
+/// The identity of a distributed object lock a change is made under: its resource (the object's
+/// placement hash) and the holder's id. A drive handle carrying it ([`Drive::with_fence`]) sends
+/// it with each change that needs the lock (commit, metadata update, delete, multipart complete),
+/// and the drive's node refuses the change ([`DriveError::Fenced`]) when its own lock table
+/// shows another live holder of the resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Fence {
+    pub resource: u64,
+    pub holder: Uuid,
 }
 
 /// Capacity of a drive's filesystem.
@@ -175,6 +191,13 @@ pub trait ShardReader: Send + Sync {
 pub trait Drive: Send + Sync + Debug {
     /// Where the drive is, for logs and errors.
     fn endpoint(&self) -> &str;
+
+    /// This drive, with its changes made under the lock `fence` names: `commit_version`,
+    /// `update_version`, `delete_version` and `complete_upload` carry it to the node that owns
+    /// the drive, which refuses them while another holder has the lock there. A drive that no
+    /// node fences (one process alone) returns itself; a wrapper returns itself around its inner
+    /// drive's fenced handle.
+    fn with_fence(self: std::sync::Arc<Self>, fence: Fence) -> std::sync::Arc<dyn Drive>;
 
     /// Capacity of the drive; an error when it is offline.
     async fn disk_info(&self) -> DriveResult<DiskInfo>;

@@ -17,7 +17,8 @@ use uuid::Uuid;
 use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
 use crate::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
+    DiskInfo, Drive, DriveError, DriveResult, Fence, ListEntry, ListQuery, ShardReader, ShardWriter,
+    UploadsQuery,
 };
 
 const SYS_DIR: &str = ".strata.sys";
@@ -423,6 +424,12 @@ impl ShardReader for LocalShardReader {
 impl Drive for LocalDrive {
     fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    /// A local drive knows no lock table: a node that serves peers wraps its drives in one that
+    /// does (`strata_rpc::FencedLocal`).
+    fn with_fence(self: Arc<Self>, _fence: Fence) -> Arc<dyn Drive> {
+        self
     }
 
     async fn disk_info(&self) -> DriveResult<DiskInfo> {

@@ -98,6 +98,10 @@ impl Drive for Metered {
         self.inner.endpoint()
     }
 
+    fn with_fence(self: Arc<Self>, fence: crate::Fence) -> Arc<dyn Drive> {
+        Arc::new(Metered { inner: self.inner.clone().with_fence(fence), probe: self.probe.clone() })
+    }
+
     async fn disk_info(&self) -> DriveResult<DiskInfo> {
         self.probe.time("disk_info", self.inner.disk_info()).await
     }

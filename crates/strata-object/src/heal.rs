@@ -246,9 +246,15 @@ impl ObjectLayer {
             self.abort_heal(&drives, &version).await;
             return Err(ObjectError::Internal("the object changed while it was healed".into()));
         }
+        if let Err(e) = guard.ensure_held() {
+            self.abort_heal(&drives, &version).await;
+            return Err(e);
+        }
         // Commit and finish in a task of their own: a heal dropped half way (shutdown, an admin
-        // request gone) never leaves a commit pending on a drive.
-        let (b, k, healed, targets) = (bucket.to_owned(), key.to_owned(), version.clone(), drives.clone());
+        // request gone) never leaves a commit pending on a drive. The commits carry the lock's
+        // fence: a heal whose lease passed on is refused by the drives' nodes.
+        let (b, k, healed, targets) =
+            (bucket.to_owned(), key.to_owned(), version.clone(), guard.fenced(&drives));
         let outcomes = to_completion(async move {
             let commits = targets.iter().enumerate().map(|(pos, d)| {
                 let mut v = healed.clone();
@@ -311,7 +317,7 @@ impl ObjectLayer {
         key: &str,
         hash: u64,
     ) -> Result<HealResult, ObjectError> {
-        let _guard = set.locks.exclusive(hash).await?;
+        let guard = set.locks.exclusive(hash).await?;
         let reads = set.read_records(bucket, key, false).await;
         let mut result = HealResult::default();
         if reads.iter().any(|r| !matches!(r, Ok(_) | Err(DriveError::NotFound))) {
@@ -320,8 +326,9 @@ impl ObjectLayer {
         if set.resolve(set.read_records(bucket, key, false).await).is_ok() {
             return Ok(result); // written meanwhile
         }
+        guard.ensure_held()?;
         let op = Uuid::new_v4();
-        for (drive, read) in set.drives.iter().zip(&reads) {
+        for (drive, read) in guard.fenced(&set.drives).iter().zip(&reads) {
             let (Some(d), Ok((record, _))) = (drive, read) else { continue };
             let Some(latest) = record.latest() else { continue };
             match d.delete_version(bucket, key, latest.version_id, op).await {

@@ -24,6 +24,13 @@ pub struct LockGuard(Box<dyn Lease>);
 pub trait Lease: Send + Sync {
     /// Whether the lock is certainly still ours, for long enough to commit.
     fn still_held(&self) -> bool;
+
+    /// The lock's identity, for the drives' nodes to check changes made under it against their
+    /// own lock tables ([`Drive::with_fence`](strata_drive::Drive::with_fence)); `None` for a
+    /// lock of this process.
+    fn fence(&self) -> Option<strata_drive::Fence> {
+        None
+    }
 }
 
 /// A lock held until dropped.
@@ -48,6 +55,19 @@ impl LockGuard {
 
     pub fn still_held(&self) -> bool {
         self.0.still_held()
+    }
+
+    /// The lock's identity, when the drives' nodes can check it (see [`Lease::fence`]).
+    pub fn fence(&self) -> Option<strata_drive::Fence> {
+        self.0.fence()
+    }
+
+    /// `drives` with their changes fenced by this lock (unchanged for a lock of this process).
+    pub(crate) fn fenced(&self, drives: &[Option<Arc<dyn strata_drive::Drive>>]) -> crate::set::Drives {
+        match self.fence() {
+            Some(f) => drives.iter().map(|d| d.clone().map(|d| d.with_fence(f))).collect(),
+            None => drives.to_vec(),
+        }
     }
 
     /// `LockNotHeld` (503, retryable) when the lock may have passed to another holder: the

@@ -360,7 +360,7 @@ impl ObjectLayer {
             Box::pin(async move { d.complete_upload(&b, &k, upload_id, v, op).await })
         });
         let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
-        let drives = set.drives.clone();
+        let drives = guard.fenced(&set.drives);
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let (results, outcome) = to_completion(async move {
             let (results, outcome) = apply_and_finish(&drives, quorum, op, &commit).await;

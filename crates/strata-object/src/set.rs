@@ -185,6 +185,13 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
     if let Some(e) = exhausted(results) {
         return Err(e);
     }
+    // Nodes refused the change because the object's lock has passed on: the write lost its
+    // lock, not its drives (retryable, 503).
+    if results.iter().any(|r| matches!(r, Err(DriveError::Fenced(_)))) {
+        return Err(ObjectError::LockNotHeld(format!(
+            "the object's lock passed to another holder during the commit ({ok} of {quorum} drives took it)"
+        )));
+    }
     let answered = results.iter().filter(|r| !matches!(r, Err(DriveError::Offline(_) | DriveError::Io(_))));
     let missing_bucket = results.iter().filter(|r| matches!(r, Err(DriveError::BucketNotFound))).count();
     if missing_bucket > 0 && missing_bucket * 2 > answered.count() {
@@ -217,7 +224,8 @@ pub(crate) type CommitFn =
 
 /// Applies a change on every drive (`commit`), reduces the answers with `quorum`, and ends `op`
 /// on the drives that applied it: kept with a quorum, undone without. Runs to completion in its
-/// own task (see [`to_completion`]), holding `guard` (the object's lock) until the undo is done.
+/// own task (see [`to_completion`]), holding `guard` (the object's lock) until the undo is done;
+/// the changes carry the lock's fence ([`LockGuard::fenced`]).
 pub(crate) async fn commit_on_quorum(
     drives: Drives,
     quorum: usize,
@@ -226,6 +234,7 @@ pub(crate) async fn commit_on_quorum(
     commit: CommitFn,
 ) -> Result<(Vec<DriveResult<()>>, Result<(), ObjectError>), ObjectError> {
     to_completion(async move {
+        let drives = guard.fenced(&drives);
         let done = apply_and_finish(&drives, quorum, op, &commit).await;
         drop(guard);
         done

@@ -95,6 +95,10 @@ impl Drive for Timed {
         self.inner.endpoint()
     }
 
+    fn with_fence(self: Arc<Self>, fence: strata_drive::Fence) -> Arc<dyn Drive> {
+        Timed::wrap(self.inner.clone().with_fence(fence), self.timeout)
+    }
+
     async fn disk_info(&self) -> DriveResult<DiskInfo> {
         self.run("disk_info", self.inner.disk_info()).await
     }

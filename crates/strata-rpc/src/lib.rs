@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod client;
+mod fence;
 pub mod lock;
 mod remote;
 mod server;
@@ -25,7 +26,8 @@ use futures_util::future::join_all;
 
 pub use auth::RpcKey;
 pub use client::{ClientConfig, NodeClient};
-pub use lock::{LockNode, LockServer, LockTimings, QuorumLocker};
+pub use fence::FencedLocal;
+pub use lock::{Admitted, LockNode, LockServer, LockTimings, QuorumLocker};
 pub use remote::RemoteDrive;
 pub use server::{AdminHook, RpcServer};
 

@@ -20,8 +20,14 @@
 //! [`LockGuard::ensure_held`] right before it commits, and the guard answers yes only while at
 //! least the commit margin (the RPC time-out, which bounds each commit call) of the lease
 //! remains: so the lease is longer than the RPC time-out ([`LockTimings::for_rpc_timeout`]).
-//! What it cannot see: a holder process paused between that check and sending its commit calls
-//! (the calls then still go out late); fencing tokens checked by the drives would close that.
+//! What that check cannot see, a holder paused between it and sending its commit calls, the
+//! drives' nodes see: each change made under the lock carries its identity (a
+//! [`Fence`](strata_drive::Fence): resource and owner), and the node that owns the drive admits
+//! it only while its own table shows no other live holder ([`LockServer::admit`]); while an
+//! admitted change is applied, the node grants the resource to no one else. A new holder was
+//! granted by a majority of nodes, so a stale holder's changes land only outside that majority,
+//! on fewer drives than a write quorum: the write fails and is undone (the argument and the set
+//! layouts it holds for: `docs/reliability.md`, Lock fencing).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,6 +36,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::join_all;
+use strata_drive::Fence;
 use strata_object::{Lease, LockGuard, Locker, ObjectError};
 use strata_types::limits::{LOCK_LEASE_PER_RPC_TIMEOUT, LOCK_WAIT_MIN};
 use uuid::Uuid;
@@ -50,14 +57,60 @@ struct Table {
     resources: HashMap<u64, Vec<(Uuid, bool, Instant)>>,
     /// owner → resource, for refresh and release.
     owners: HashMap<Uuid, u64>,
+    /// resource → (holder, count) of fenced changes being applied on this node's drives: no
+    /// other owner is granted the resource until they are done.
+    applying: HashMap<u64, (Uuid, usize)>,
+}
+
+/// A fenced change admitted on this node ([`LockServer::admit`]): while it lives, the resource
+/// is granted to no one else here.
+pub struct Admitted {
+    server: Arc<LockServer>,
+    fence: Fence,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let Ok(mut t) = self.server.table.lock() else { return };
+        if let Some((_, n)) = t.applying.get_mut(&self.fence.resource) {
+            *n -= 1;
+            if *n == 0 {
+                t.applying.remove(&self.fence.resource);
+            }
+        }
+    }
 }
 
 impl LockServer {
+    /// Admits a change made under the lock `fence` names, unless this node's table shows
+    /// another live holder of the resource (the change's lease passed on: `None`). Until the
+    /// returned guard drops, this node grants the resource to no other owner, so on this node
+    /// the change and a new holder's grant are ordered: the change lands whole before the grant,
+    /// or is refused after it.
+    pub fn admit(self: &Arc<Self>, fence: Fence) -> Option<Admitted> {
+        let Ok(mut t) = self.table.lock() else { return None };
+        let now = Instant::now();
+        let other_holder = t
+            .resources
+            .get(&fence.resource)
+            .is_some_and(|holders| holders.iter().any(|h| h.0 != fence.holder && h.2 > now));
+        let other_change = t.applying.get(&fence.resource).is_some_and(|(h, _)| *h != fence.holder);
+        if other_holder || other_change {
+            return None;
+        }
+        t.applying.entry(fence.resource).or_insert((fence.holder, 0)).1 += 1;
+        Some(Admitted { server: self.clone(), fence })
+    }
+
     pub fn serve(&self, call: LockCall) -> bool {
         let Ok(mut t) = self.table.lock() else { return false };
         let now = Instant::now();
         match call {
             LockCall::Acquire { resource, owner, exclusive, lease_ms } => {
+                // A fenced change of another owner being applied here: wait for it.
+                if t.applying.get(&resource).is_some_and(|(h, _)| *h != owner) {
+                    return false;
+                }
                 let holders = t.resources.entry(resource).or_default();
                 let expired: Vec<Uuid> = holders.iter().filter(|h| h.2 <= now).map(|h| h.0).collect();
                 holders.retain(|h| h.2 > now);
@@ -98,6 +151,12 @@ impl LockServer {
                 true
             }
         }
+    }
+
+    /// Every grant here as (resource, owner), expired leases included until touched, for tests.
+    pub fn grants(&self) -> Vec<(u64, Uuid)> {
+        let Ok(t) = self.table.lock() else { return Vec::new() };
+        t.resources.iter().flat_map(|(r, h)| h.iter().map(move |h| (*r, h.0))).collect()
     }
 
     /// Locks currently granted (expired ones included until touched), for tests and metrics.
@@ -271,6 +330,7 @@ impl QuorumLocker {
 
 /// Releases on drop and refreshes the lease while held.
 struct Held {
+    resource: u64,
     owner: Uuid,
     nodes: Vec<LockNode>,
     refresher: tokio::task::JoinHandle<()>,
@@ -280,6 +340,10 @@ struct Held {
 impl Lease for Held {
     fn still_held(&self) -> bool {
         self.lease.held_at(Instant::now())
+    }
+
+    fn fence(&self) -> Option<Fence> {
+        Some(Fence { resource: self.resource, holder: self.owner })
     }
 }
 
@@ -350,7 +414,7 @@ impl Locker for QuorumLocker {
                     self.timings.lease,
                     lease.clone(),
                 ));
-                return Ok(LockGuard::leased(Held { owner, nodes: asked, refresher, lease }));
+                return Ok(LockGuard::leased(Held { resource: hash, owner, nodes: asked, refresher, lease }));
             }
             if granted > 0 {
                 Self::release(&asked, owner);
@@ -395,6 +459,31 @@ mod tests {
         assert!(!t.serve(LockCall::Acquire { resource: 7, owner: b, exclusive: true, lease_ms: 1 }));
         // Another resource is independent.
         assert!(t.serve(LockCall::Acquire { resource: 8, owner: b, exclusive: true, lease_ms: 1 }));
+    }
+
+    #[test]
+    fn fenced_changes_are_refused_past_another_holder_and_hold_off_new_grants() {
+        let t = Arc::new(LockServer::default());
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let acq = |owner, lease_ms| LockCall::Acquire { resource: 7, owner, exclusive: true, lease_ms };
+        assert!(t.serve(acq(a, 60_000)));
+        // The holder's own change, and a change where no one holds the lock, are admitted.
+        let fence_a = Fence { resource: 7, holder: a };
+        let applying = t.admit(fence_a).expect("the holder's change");
+        assert!(t.admit(Fence { resource: 8, holder: b }).is_some());
+        // While A's change is applied, nobody else is granted the lock, even once A's lease is gone.
+        assert!(t.serve(LockCall::Release { owner: a }));
+        assert!(!t.serve(acq(b, 60_000)), "granted while another owner's change was applied");
+        drop(applying);
+        assert!(t.serve(acq(b, 60_000)));
+        // B holds it now: A's late change is refused, B's admitted.
+        assert!(t.admit(fence_a).is_none(), "a stale holder's change was admitted");
+        assert!(t.admit(Fence { resource: 7, holder: b }).is_some());
+        // An expired holder does not fence anyone.
+        assert!(t.serve(LockCall::Release { owner: b }));
+        assert!(t.serve(acq(b, 1)));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(t.admit(fence_a).is_some());
     }
 
     #[test]

@@ -20,7 +20,8 @@ use bytes::Bytes;
 use http::Method;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use strata_drive::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
+    DiskInfo, Drive, DriveError, DriveResult, Fence, ListEntry, ListQuery, ShardReader, ShardWriter,
+    UploadsQuery,
 };
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use tokio::sync::mpsc;
@@ -39,9 +40,11 @@ pub(crate) const END_OF_FRAMES: u32 = u32::MAX;
 /// Bytes of a frame header: length, bitrot hash, tag.
 pub(crate) const FRAME_HEADER_SIZE: usize = 4 + 32 + 32;
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct RemoteDrive {
     node: Arc<NodeClient>,
+    /// The object lock this handle's changes are made under ([`Drive::with_fence`]).
+    fence: Option<Fence>,
     /// The drive's path on its node.
     path: String,
     /// `http://host:port/path`, for logs.
@@ -55,7 +58,7 @@ fn unexpected(reply: DriveReply) -> DriveError {
 impl RemoteDrive {
     pub fn new(node: Arc<NodeClient>, path: &str) -> Self {
         let endpoint = format!("{}{path}", node.name);
-        Self { node, path: path.to_owned(), endpoint }
+        Self { node, fence: None, path: path.to_owned(), endpoint }
     }
 
     fn query(&self) -> String {
@@ -86,6 +89,10 @@ impl RemoteDrive {
 impl Drive for RemoteDrive {
     fn endpoint(&self) -> &str {
         &self.endpoint
+    }
+
+    fn with_fence(self: Arc<Self>, fence: Fence) -> Arc<dyn Drive> {
+        Arc::new(RemoteDrive { fence: Some(fence), ..(*self).clone() })
     }
 
     async fn disk_info(&self) -> DriveResult<DiskInfo> {
@@ -200,8 +207,16 @@ impl Drive for RemoteDrive {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()> {
-        self.done(DriveCall::CommitVersion { bucket: bucket.into(), key: key.into(), version, inline, op })
-            .await
+        let fence = self.fence;
+        self.done(DriveCall::CommitVersion {
+            bucket: bucket.into(),
+            key: key.into(),
+            version,
+            inline,
+            op,
+            fence,
+        })
+        .await
     }
 
     async fn update_version(
@@ -211,7 +226,9 @@ impl Drive for RemoteDrive {
         version: ObjectVersion,
         op: Uuid,
     ) -> DriveResult<()> {
-        self.done(DriveCall::UpdateVersion { bucket: bucket.into(), key: key.into(), version, op }).await
+        let fence = self.fence;
+        self.done(DriveCall::UpdateVersion { bucket: bucket.into(), key: key.into(), version, op, fence })
+            .await
     }
 
     async fn delete_version(
@@ -221,7 +238,9 @@ impl Drive for RemoteDrive {
         version_id: Option<Uuid>,
         op: Uuid,
     ) -> DriveResult<()> {
-        self.done(DriveCall::DeleteVersion { bucket: bucket.into(), key: key.into(), version_id, op }).await
+        let fence = self.fence;
+        self.done(DriveCall::DeleteVersion { bucket: bucket.into(), key: key.into(), version_id, op, fence })
+            .await
     }
 
     async fn finish_op(&self, op: Uuid, keep: bool) {
@@ -266,6 +285,7 @@ impl Drive for RemoteDrive {
             upload_id,
             version,
             op,
+            fence: self.fence,
         })
         .await
     }

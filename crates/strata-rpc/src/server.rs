@@ -152,7 +152,16 @@ impl RpcServer {
     /// One encoded drive call to drive `name` (alone, or one of a batch).
     async fn serve_drive_call(&self, name: &str, call: &[u8]) -> Result<DriveReply, WireError> {
         let d = self.drive_named(name)?;
-        match decode_call::<DriveCall>(call)? {
+        let call = decode_call::<DriveCall>(call)?;
+        // A change under an object lock: admitted only while no other holder has the lock in
+        // this node's table, and no other holder is granted it here until the change is done.
+        let _admitted = match call.fence() {
+            Some(fence) => Some(self.locks.admit(fence).ok_or_else(|| {
+                WireError::Fenced(format!("{} has another holder of lock {:016x}", name, fence.resource))
+            })?),
+            None => None,
+        };
+        match call {
             DriveCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
             call => serve_drive_call(d.as_ref(), call).await.map_err(WireError::from),
         }
@@ -518,15 +527,15 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             d.abort_shard_file(id).await;
             R::Done
         }
-        C::CommitVersion { bucket, key, version, inline, op } => {
+        C::CommitVersion { bucket, key, version, inline, op, .. } => {
             d.commit_version(&bucket, &key, version, inline, op).await?;
             R::Done
         }
-        C::UpdateVersion { bucket, key, version, op } => {
+        C::UpdateVersion { bucket, key, version, op, .. } => {
             d.update_version(&bucket, &key, version, op).await?;
             R::Done
         }
-        C::DeleteVersion { bucket, key, version_id, op } => {
+        C::DeleteVersion { bucket, key, version_id, op, .. } => {
             d.delete_version(&bucket, &key, version_id, op).await?;
             R::Done
         }
@@ -544,7 +553,7 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             R::Done
         }
         C::ListParts(id) => R::Parts(d.list_parts(id).await?),
-        C::CompleteUpload { bucket, key, upload_id, version, op } => {
+        C::CompleteUpload { bucket, key, upload_id, version, op, .. } => {
             d.complete_upload(&bucket, &key, upload_id, version, op).await?;
             R::Done
         }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use strata_drive::{DiskInfo, DriveError, ListEntry, ListQuery, UploadsQuery};
+use strata_drive::{DiskInfo, DriveError, Fence, ListEntry, ListQuery, UploadsQuery};
 use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
@@ -37,18 +37,24 @@ pub enum DriveCall {
         version: ObjectVersion,
         inline: Option<Bytes>,
         op: Uuid,
+        /// The object lock the change is made under: refused while another holds it here.
+        fence: Option<Fence>,
     },
     UpdateVersion {
         bucket: String,
         key: String,
         version: ObjectVersion,
         op: Uuid,
+        /// The object lock the change is made under: refused while another holds it here.
+        fence: Option<Fence>,
     },
     DeleteVersion {
         bucket: String,
         key: String,
         version_id: Option<Uuid>,
         op: Uuid,
+        /// The object lock the change is made under: refused while another holds it here.
+        fence: Option<Fence>,
     },
     FinishOp {
         op: Uuid,
@@ -76,6 +82,8 @@ pub enum DriveCall {
         upload_id: Uuid,
         version: ObjectVersion,
         op: Uuid,
+        /// The object lock the change is made under: refused while another holds it here.
+        fence: Option<Fence>,
     },
     DropUpload {
         bucket: String,
@@ -126,6 +134,21 @@ pub enum WireError {
     Exhausted(String),
     /// The request itself was wrong (unknown drive, undecodable call).
     BadRequest(String),
+    /// A fenced change refused: the object's lock has another holder on this node.
+    Fenced(String),
+}
+
+impl DriveCall {
+    /// The lock a change is made under, for the changes that carry one.
+    pub fn fence(&self) -> Option<Fence> {
+        match self {
+            DriveCall::CommitVersion { fence, .. }
+            | DriveCall::UpdateVersion { fence, .. }
+            | DriveCall::DeleteVersion { fence, .. }
+            | DriveCall::CompleteUpload { fence, .. } => *fence,
+            _ => None,
+        }
+    }
 }
 
 impl From<DriveError> for WireError {
@@ -140,6 +163,7 @@ impl From<DriveError> for WireError {
             DriveError::Io(e) => WireError::Io(e.to_string()),
             DriveError::Index(m) => WireError::Index(m),
             DriveError::Exhausted(m) => WireError::Exhausted(m),
+            DriveError::Fenced(m) => WireError::Fenced(m),
         }
     }
 }
@@ -156,6 +180,7 @@ impl From<WireError> for DriveError {
             WireError::Io(m) => DriveError::Io(std::io::Error::other(m)),
             WireError::Index(m) => DriveError::Index(m),
             WireError::Exhausted(m) => DriveError::Exhausted(m),
+            WireError::Fenced(m) => DriveError::Fenced(m),
             WireError::BadRequest(m) => DriveError::Offline(format!("refused by the remote node: {m}")),
         }
     }

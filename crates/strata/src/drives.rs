@@ -198,6 +198,15 @@ pub async fn prepare(
         locals.iter().map(|l| l.clone().map(|d| d as Arc<dyn Drive>)).collect();
     let mut dist = None;
     if distributed {
+        // This node's lock table: it grants this node's share of every lock, and fences the
+        // changes made to this node's drives, by this node's requests (here) or by peers'
+        // (in the RPC server).
+        let locks = Arc::new(strata_rpc::LockServer::default());
+        for slot in drives.iter_mut() {
+            if let Some(d) = slot.take() {
+                *slot = Some(Arc::new(strata_rpc::FencedLocal::new(d, locks.clone())) as Arc<dyn Drive>);
+            }
+        }
         let key = strata_rpc::RpcKey::derive(root.0, root.1);
         let config = client_config(key.clone(), address, certs_dir)?;
         let mut me = String::new();
@@ -223,7 +232,6 @@ pub async fn prepare(
             .zip(&locals)
             .filter_map(|(e, l)| l.clone().map(|d| (e.path.clone(), d as Arc<dyn Drive>)))
             .collect();
-        let locks = Arc::new(strata_rpc::LockServer::default());
         let leader = flat.first().is_some_and(|e| e.node.as_deref() == Some(me.as_str()));
         dist = Some(Distributed {
             rpc: Arc::new(strata_rpc::RpcServer::new(key, served, locks.clone())),

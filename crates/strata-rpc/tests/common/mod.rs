@@ -14,7 +14,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_drive::{Drive, LocalDrive};
 use strata_object::{BodyError, BodyReader, Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers};
 use strata_rpc::{
-    ClientConfig, LockNode, LockServer, LockTimings, NodeClient, QuorumLocker, RemoteDrive, RpcKey, RpcServer,
+    ClientConfig, FencedLocal, LockNode, LockServer, LockTimings, NodeClient, QuorumLocker, RemoteDrive,
+    RpcKey, RpcServer,
 };
 use uuid::Uuid;
 
@@ -111,6 +112,17 @@ impl TestCluster {
         timeout: Duration,
         make_bucket: bool,
     ) -> (ObjectLayer, Vec<Option<Arc<NodeClient>>>) {
+        self.layer_with(on, timeout, make_bucket, |d| d).await
+    }
+
+    /// [`Self::layer`] with each drive passed through `wrap` (a `FaultyDrive`, say).
+    pub async fn layer_with(
+        &self,
+        on: usize,
+        timeout: Duration,
+        make_bucket: bool,
+        wrap: impl Fn(Arc<dyn Drive>) -> Arc<dyn Drive>,
+    ) -> (ObjectLayer, Vec<Option<Arc<NodeClient>>>) {
         let clients: Vec<Option<Arc<NodeClient>>> =
             (0..self.nodes.len()).map(|n| (n != on).then(|| self.client(n, timeout))).collect();
         let mut slots: Vec<DriveSlot> = Vec::new();
@@ -118,14 +130,19 @@ impl TestCluster {
         for (node, client) in self.nodes.iter().zip(&clients) {
             match client {
                 None => {
-                    slots.extend(node.drives.iter().map(|d| Some(d.clone() as Arc<dyn Drive>)));
+                    // As the binary wires them: this node's drives fenced by its lock table.
+                    slots.extend(node.drives.iter().map(|d| {
+                        Some(
+                            wrap(Arc::new(FencedLocal::new(d.clone(), node.locks.clone())) as Arc<dyn Drive>),
+                        )
+                    }));
                     lock_nodes.push(LockNode::Local(node.locks.clone()));
                 }
                 Some(c) => {
                     slots.extend(
                         node.paths
                             .iter()
-                            .map(|p| Some(Arc::new(RemoteDrive::new(c.clone(), p)) as Arc<dyn Drive>)),
+                            .map(|p| Some(wrap(Arc::new(RemoteDrive::new(c.clone(), p)) as Arc<dyn Drive>))),
                     );
                     lock_nodes.push(LockNode::Remote(c.clone()));
                 }

@@ -1,0 +1,105 @@
+//! Lock fencing on the drives' nodes: a holder whose lock passed to another node while it was
+//! stalled between its last lease check and its commit cannot commit. Four nodes in one process
+//! (two drives each, EC 4+4: write quorum 5 of 8 drives), real HTTP/2 between them.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{read_all, TestCluster, VecBody};
+use strata_drive::faulty::{Fault, Op, Rule};
+use strata_drive::{Drive, DriveError, FaultyDrive, Fence};
+use strata_object::{Locker, ObjectError};
+use strata_rpc::wire::LockCall;
+use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
+use uuid::Uuid;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_holders_late_commit_is_refused_once_its_lock_passed_on() {
+    let cluster = TestCluster::start(4, 2).await;
+    let timeout = Duration::from_secs(5);
+    // Node 0's writer: every drive (its own and its peers') behind a fault switch.
+    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
+    let (a_layer, _a_clients) = cluster
+        .layer_with(0, timeout, true, |d| {
+            let f = Arc::new(FaultyDrive::new(d));
+            faulty.lock().expect("lock").push(f.clone());
+            f as Arc<dyn Drive>
+        })
+        .await;
+    let faulty = faulty.into_inner().expect("lock");
+    assert_eq!(faulty.len(), 8);
+    let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
+    let old = Bytes::from(vec![1u8; 4096]);
+    a_layer
+        .put_object("b", "k", &mut VecBody(Some(old.clone())), Default::default())
+        .await
+        .expect("first put");
+
+    // A's next PUT passes its lease check and stalls before its commits reach any drive.
+    for f in &faulty {
+        f.add_rule(Rule::new(Op::CommitVersion, Fault::Hang));
+    }
+    let a_body = Bytes::from(vec![2u8; 4096]);
+    let a = tokio::spawn(async move {
+        let r = a_layer.put_object("b", "k", &mut VecBody(Some(a_body)), Default::default()).await;
+        (a_layer, r)
+    });
+    // Wait until A's commits are stalled on every drive, past its lease check: A holds the lock
+    // on a majority. Then its lease "runs out" the way a paused process's does: its grants
+    // vanish from every table.
+    for _ in 0..500 {
+        if faulty.iter().all(|f| f.faults_injected() == 1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(faulty.iter().all(|f| f.faults_injected() == 1), "A's commits stall on every drive");
+    let holders: Vec<(u64, Uuid)> = cluster.nodes.iter().flat_map(|n| n.locks.grants()).collect();
+    assert!(holders.len() >= 3, "A holds the lock on a majority: {holders:?}");
+    let (resource, a_owner) = holders[0];
+    assert!(holders.iter().all(|h| *h == (resource, a_owner)), "{holders:?}");
+    for n in &cluster.nodes {
+        n.locks.serve(LockCall::Release { owner: a_owner });
+    }
+
+    // B, on node 1, takes the lock (a majority grants it) and writes.
+    let b_body = Bytes::from(vec![3u8; 4096]);
+    b_layer
+        .put_object("b", "k", &mut VecBody(Some(b_body.clone())), Default::default())
+        .await
+        .expect("B's put");
+    // B still holds the lock while A's commits go out: take it again, as B's next write would.
+    let b_locker = QuorumLocker::new(
+        cluster.nodes.iter().map(|n| LockNode::Local(n.locks.clone())).collect(),
+        LockTimings::for_rpc_timeout(timeout),
+    );
+    let b_guard = b_locker.lock(resource, true).await.expect("B's lock");
+
+    // A wakes up: every drive's node refuses its commit, and its PUT fails retryably.
+    for f in &faulty {
+        f.clear();
+    }
+    let (a_layer, outcome) = a.await.expect("A's task");
+    assert!(matches!(outcome, Err(ObjectError::LockNotHeld(_))), "A's late commit: {outcome:?}");
+    drop(b_guard);
+    // B's write stands, read from either node.
+    assert_eq!(read_all(&a_layer, "k").await.expect("read on A's node"), b_body);
+    assert_eq!(read_all(&b_layer, "k").await.expect("read on B's node"), b_body);
+
+    // The same at one drive: a fenced change of an owner whose lock passed on is refused with a
+    // distinct error; a fenced change of the live holder, and an unfenced one, are taken.
+    let b_guard = b_locker.lock(resource, true).await.expect("B's lock again");
+    let b_fence = b_guard.fence().expect("a quorum lock has a fence");
+    let client = cluster.client(2, timeout);
+    let remote: Arc<dyn Drive> = Arc::new(RemoteDrive::new(client, &cluster.nodes[2].paths[0]));
+    let stale = remote.clone().with_fence(Fence { resource, holder: a_owner });
+    let refused = stale.delete_version("b", "k", None, Uuid::new_v4()).await;
+    assert!(matches!(refused, Err(DriveError::Fenced(_))), "{refused:?}");
+    let op = Uuid::new_v4();
+    remote.clone().with_fence(b_fence).delete_version("b", "k", None, op).await.expect("B's fenced change");
+    remote.finish_op(op, false).await;
+    drop(b_guard);
+}
