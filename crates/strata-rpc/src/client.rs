@@ -340,8 +340,12 @@ impl NodeClient {
         let mut queued = queued.into_iter().peekable();
         while queued.peek().is_some() {
             let batch: Vec<QueuedCall> = queued.by_ref().take(RPC_BATCH_CALLS_MAX).collect();
+            if queued.peek().is_none() {
+                // The last (usually the only) batch goes from this task.
+                return self.send_batch(batch).await;
+            }
+            // The others each on their own: one slow batch does not hold the next.
             let this = self.clone();
-            // Each batch on its own: one slow batch does not hold the next.
             tokio::spawn(async move { this.send_batch(batch).await });
         }
     }
