@@ -409,6 +409,10 @@ pub trait ClusterAdmin: Send + Sync {
         part: Vec<u8>,
         timeout: Duration,
     ) -> Vec<(String, Result<Vec<u8>, String>)>;
+
+    /// Tells every other node that the IAM state changed (they reload it before this returns,
+    /// or are unreachable and reload on their next periodic read).
+    async fn iam_changed(&self);
 }
 
 /// Sums the nodes' throughputs; latencies are the slowest node's, CPU and memory the total.

@@ -2,7 +2,7 @@
 //! every object-layer error is mapped by one exhaustive match, so a new variant forces a decision.
 
 use http::StatusCode;
-use strata_iam::PolicyError;
+use strata_iam::{IamError, PolicyError};
 use strata_object::{BodyError, ObjectError};
 use strata_types::NameError;
 
@@ -39,8 +39,11 @@ codes! {
     BadDigest => StatusCode::BAD_REQUEST,
     BucketAlreadyOwnedByYou => StatusCode::CONFLICT,
     BucketNotEmpty => StatusCode::CONFLICT,
+    DeleteConflict => StatusCode::CONFLICT,
+    EntityAlreadyExists => StatusCode::CONFLICT,
     EntityTooLarge => StatusCode::BAD_REQUEST,
     EntityTooSmall => StatusCode::BAD_REQUEST,
+    ExpiredToken => StatusCode::BAD_REQUEST,
     IncompleteBody => StatusCode::BAD_REQUEST,
     InternalError => StatusCode::INTERNAL_SERVER_ERROR,
     InvalidAccessKeyId => StatusCode::FORBIDDEN,
@@ -58,7 +61,9 @@ codes! {
     InvalidStorageClass => StatusCode::BAD_REQUEST,
     InvalidTag => StatusCode::BAD_REQUEST,
     InvalidURI => StatusCode::BAD_REQUEST,
+    InvalidToken => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
+    LimitExceeded => StatusCode::CONFLICT,
     MalformedPOSTRequest => StatusCode::BAD_REQUEST,
     MalformedPolicy => StatusCode::BAD_REQUEST,
     MalformedXML => StatusCode::BAD_REQUEST,
@@ -67,7 +72,9 @@ codes! {
     MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
     MissingContentLength => StatusCode::LENGTH_REQUIRED,
     NoSuchBucket => StatusCode::NOT_FOUND,
+    NoSuchBucketPolicy => StatusCode::NOT_FOUND,
     NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
+    NoSuchEntity => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
     NoSuchPublicAccessBlockConfiguration => StatusCode::NOT_FOUND,
     NoSuchTagSet => StatusCode::NOT_FOUND,
@@ -231,5 +238,33 @@ impl From<NameError> for S3Error {
 impl From<PolicyError> for S3Error {
     fn from(e: PolicyError) -> Self {
         S3Error::new(S3ErrorCode::MalformedPolicy, &e.to_string())
+    }
+}
+
+/// A refused IAM change (admin API): the IAM API's codes (`NoSuchEntity`, `EntityAlreadyExists`,
+/// `DeleteConflict`, `LimitExceeded`, `MalformedPolicyDocument` as S3's `MalformedPolicy`).
+impl From<IamError> for S3Error {
+    fn from(e: IamError) -> Self {
+        use S3ErrorCode as C;
+        let code = match &e {
+            IamError::InvalidName(_)
+            | IamError::InvalidAccessKey
+            | IamError::InvalidSecret
+            | IamError::BuiltinPolicy(_)
+            | IamError::ExpiryInPast => C::InvalidArgument,
+            IamError::AccessKeyInUse(_) | IamError::PolicyExists(_) => C::EntityAlreadyExists,
+            IamError::NoSuchUser(_)
+            | IamError::NoSuchGroup(_)
+            | IamError::NoSuchPolicy(_)
+            | IamError::NoSuchServiceAccount(_) => C::NoSuchEntity,
+            IamError::PolicyInUse(_) | IamError::GroupNotEmpty(_) => C::DeleteConflict,
+            IamError::TooManyPolicies => C::LimitExceeded,
+            IamError::MalformedPolicy(p) => return S3Error::from(p.clone()),
+            IamError::UnsupportedVersion(_) | IamError::Inconsistent(_) => {
+                tracing::error!(error = %e, "the stored IAM state is not usable");
+                C::InternalError
+            }
+        };
+        S3Error::new(code, &e.to_string())
     }
 }

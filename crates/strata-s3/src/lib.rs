@@ -13,6 +13,8 @@
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
 //! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations.
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
+//! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
+//!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; no header that asks for a
@@ -33,6 +35,7 @@ pub mod cors;
 pub mod delete;
 pub mod error;
 pub mod headers;
+pub mod iam;
 pub mod multipart;
 pub mod object;
 pub mod observe;

@@ -59,6 +59,8 @@ pub struct Node {
     pub metrics: Arc<Metrics>,
     /// The other nodes, for admin operations that span the deployment (distributed mode).
     pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
+    /// Users, groups, policies and keys (the root user stays in `config`).
+    pub iam: crate::iam::Iam,
     budget: Budget,
     requests: AtomicU64,
     started: u64,
@@ -68,6 +70,7 @@ impl Node {
     pub fn new(layer: Arc<ObjectLayer>, config: S3Config, metrics: Arc<Metrics>) -> Self {
         Self {
             layer,
+            iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
             budget: Budget::new(config.memory_max),
             config,
             metrics,
@@ -473,6 +476,10 @@ async fn serve_route(
     route: crate::router::Route,
     admission: &Admission,
 ) -> Result<Reply, S3Error> {
+    if route.bucket.as_deref().is_some_and(|b| b.starts_with('.')) {
+        // The system's own buckets (`.strata-sys`: the IAM state): no S3 request reaches them.
+        return Err(S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."));
+    }
     if route.operation == Operation::PostObject {
         // Authorised by the signed policy inside the form, not by the request's signature.
         let bucket = route.bucket.as_deref().unwrap_or("");

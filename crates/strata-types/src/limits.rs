@@ -264,3 +264,21 @@ pub const IAM_SECRET_LEN_MAX: usize = 128;
 /// from MinIO's unlimited lists still fits while a user's evaluation stays bounded. Past it:
 /// `IamError::TooManyPolicies`.
 pub const ATTACHED_POLICIES_MAX: usize = 20;
+
+/// Largest stored IAM state (users, groups, policies, keys; sealed): 64 MiB holds ten thousand
+/// users with their policies at the identity-policy limit. A change that would make it larger
+/// is refused (`LimitExceeded`); a stored state larger than this is not read.
+pub const IAM_STATE_SIZE_MAX: u64 = 64 * 1024 * 1024;
+
+/// How often each node of a deployment reads the IAM state again, for a change whose notice
+/// it missed (it was unreachable when another node made it). A notice itself takes effect at
+/// once.
+pub const IAM_RELOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Attempts of one IAM change when other nodes keep changing the state between its read and its
+/// conditional write. Past them: `503 SlowDown`.
+pub const IAM_CHANGE_ATTEMPTS: usize = 8;
+
+/// Longest a service account may be given to live (IAM's longest key rotation advice: a year).
+/// Past it: `InvalidArgument`.
+pub const SERVICE_ACCOUNT_EXPIRY_MAX_SECS: u64 = 366 * 24 * 3600;

@@ -356,11 +356,16 @@ async fn server(args: ServerArgs) -> Result<()> {
         check_every,
         drive_trouble,
     );
+    strata_s3::iam::Iam::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
+    node.iam.load(&node.layer).await.context("loading the IAM state")?;
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
     }
     let node = Arc::new(node);
+    if distributed {
+        spawn_iam_refresh(node.clone());
+    }
     if let Some(d) = &prepared.distributed {
         let n = node.clone();
         d.rpc.set_admin(Arc::new(move |op, body| {
@@ -368,6 +373,10 @@ async fn server(args: ServerArgs) -> Result<()> {
             Box::pin(async move {
                 match op.as_str() {
                     "speedtest" => strata_s3::admin::serve_node_part(&n, &body).await,
+                    "iam-changed" => match n.iam.load(&n.layer).await {
+                        Ok(_) => Ok(Vec::new()),
+                        Err(e) => Err(e.to_string()),
+                    },
                     other => Err(format!("unknown admin operation {other}")),
                 }
             })
@@ -421,6 +430,28 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
         }))
         .await
     }
+
+    async fn iam_changed(&self) {
+        futures_util::future::join_all(self.0.iter().map(|p| async move {
+            let timeout = std::time::Duration::from_secs(5);
+            if let Err(e) = p.admin("iam-changed", bytes::Bytes::new(), timeout).await {
+                tracing::debug!(node = %p.name, error = %e, "could not tell the node about an IAM change");
+            }
+        }))
+        .await;
+    }
+}
+
+/// Reads the IAM state again now and then, for a change whose notice this node missed.
+fn spawn_iam_refresh(node: Arc<Node>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(strata_s3::iam::IAM_RELOAD_INTERVAL).await;
+            if let Err(e) = node.iam.load(&node.layer).await {
+                tracing::warn!(error = %e, "cannot reload the IAM state");
+            }
+        }
+    });
 }
 
 /// Reloads the bucket list now and then, for a change whose notice this node missed (it was
