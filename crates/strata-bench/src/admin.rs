@@ -14,6 +14,18 @@ pub enum AdminCommand {
     /// Healing: progress, scans, priority.
     #[command(subcommand)]
     Heal(HealCommand),
+    /// IAM users: add, remove, enable, disable, list, info.
+    #[command(subcommand)]
+    User(crate::admin_iam::UserCommand),
+    /// IAM groups: add or remove members, enable, disable, list, info.
+    #[command(subcommand)]
+    Group(crate::admin_iam::GroupCommand),
+    /// Named policies: create, remove, list, info, attach, detach.
+    #[command(subcommand)]
+    Policy(crate::admin_iam::PolicyCommand),
+    /// Service accounts: add, remove, list, info.
+    #[command(subcommand)]
+    Svcacct(crate::admin_iam::SvcacctCommand),
 }
 
 /// Where the admin API is and who calls it.
@@ -39,6 +51,12 @@ pub struct AdminConn {
 impl AdminConn {
     /// Calls admin operation `op` (`speedtest`, `heal/status`, ...) and returns its JSON.
     async fn call(&self, method: Method, op: &str, query: &str) -> Result<Value> {
+        self.call_body(method, op, query, String::new()).await
+    }
+
+    /// [`AdminConn::call`] with a request body (its hash signed). A refusal is an error saying
+    /// the S3 code and message.
+    pub async fn call_body(&self, method: Method, op: &str, query: &str, body: String) -> Result<Value> {
         let endpoint = Endpoint {
             hosts: vec![self
                 .host
@@ -54,14 +72,36 @@ impl AdminConn {
         };
         let client = Client::new(endpoint, 1)?;
         let o = client
-            .request(method, "_strata", &format!("admin/v1/{op}"), query, Bytes::new(), BodyMode::Keep)
+            .request_hashed(
+                method,
+                "_strata",
+                &format!("admin/v1/{op}"),
+                query,
+                Bytes::from(body),
+                BodyMode::Keep,
+                true,
+            )
             .await
             .context("calling the admin API")?;
         if !o.status.is_success() {
-            bail!("{op} failed: {}", error_code(&o));
+            let text = o.body.as_ref().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            let message = match (text.find("<Message>"), text.find("</Message>")) {
+                (Some(a), Some(b)) if a + 9 <= b => format!(": {}", xml_unescape(&text[a + 9..b])),
+                _ => String::new(),
+            };
+            bail!("{op} failed: {}{message}", error_code(&o));
         }
         serde_json::from_slice(&o.body.unwrap_or_default()).context("the admin API answered no JSON")
     }
+}
+
+/// The five XML entities back to their characters.
+fn xml_unescape(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
 }
 
 #[derive(Debug, Clone, clap::Subcommand)]
@@ -117,6 +157,10 @@ pub struct SpeedtestArgs {
 
 pub async fn main(cmd: AdminCommand) -> Result<()> {
     match cmd {
+        AdminCommand::User(c) => crate::admin_iam::user(c).await,
+        AdminCommand::Group(c) => crate::admin_iam::group(c).await,
+        AdminCommand::Policy(c) => crate::admin_iam::policy(c).await,
+        AdminCommand::Svcacct(c) => crate::admin_iam::svcacct(c).await,
         AdminCommand::Speedtest(a) => speedtest(a).await,
         AdminCommand::Heal(HealCommand::Status { conn, json }) => {
             let status = conn.call(Method::GET, "heal/status", "").await?;

@@ -132,11 +132,18 @@ impl Client {
         &self.ep.hosts[i]
     }
 
-    fn sign(&self, method: &Method, host: &str, path: &str, query: &str, headers: &mut HeaderMap) {
+    fn sign(
+        &self,
+        method: &Method,
+        host: &str,
+        path: &str,
+        query: &str,
+        payload: &str,
+        headers: &mut HeaderMap,
+    ) {
         let now = strata_types::time::now_nanos() / 1_000_000_000;
         let amz_date = strata_types::time::amz_date(now);
         let date = &amz_date[..8];
-        let payload = sigv4::UNSIGNED_PAYLOAD;
         let canonical = format!(
             "{}\n{}\n{}\nhost:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n\nhost;x-amz-content-sha256;x-amz-date\n{payload}",
             method.as_str(),
@@ -173,6 +180,22 @@ impl Client {
         body: Bytes,
         mode: BodyMode,
     ) -> Result<Outcome> {
+        self.request_hashed(method, bucket, key, query, body, mode, false).await
+    }
+
+    /// [`Client::request`] with the body's SHA-256 signed (`hash_body`) instead of
+    /// `UNSIGNED-PAYLOAD`: for small bodies that must not be changed on the way (admin calls).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn request_hashed(
+        &self,
+        method: Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Bytes,
+        mode: BodyMode,
+        hash_body: bool,
+    ) -> Result<Outcome> {
         let host = self.host().to_owned();
         let path = if key.is_empty() {
             format!("/{bucket}")
@@ -186,7 +209,8 @@ impl Client {
             format!("{scheme}://{host}{path}?{query}")
         };
         let mut headers = HeaderMap::new();
-        self.sign(&method, &host, &path, query, &mut headers);
+        let payload = if hash_body { sigv4::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
+        self.sign(&method, &host, &path, query, &payload, &mut headers);
         let mut req =
             Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
         *req.headers_mut() = headers;

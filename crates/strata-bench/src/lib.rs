@@ -12,6 +12,7 @@
 //! - [`report`]: statistics, the text table and the JSON report; [`compare`] sets two side by side.
 
 pub mod admin;
+pub mod admin_iam;
 pub mod agent;
 pub mod chart;
 pub mod client;

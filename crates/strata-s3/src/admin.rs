@@ -1,6 +1,7 @@
 //! The admin API, under [`ADMIN_PREFIX`] (a path no S3 bucket can have: bucket names have no
-//! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials; anything else
-//! is `AccessDenied`. Answers are JSON.
+//! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials, or by a user
+//! whose policies allow the operation's `admin:` action (`consoleAdmin`, `admin:*`); anything
+//! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`crate::admin_iam`].
 //!
 //! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
 //!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
@@ -19,14 +20,18 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::StatusCode;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use serde::Serialize;
 use strata_object::{BodyError, BodyReader, HealPriority, HealScope, ListRequest, ObjectError, PutOptions};
+use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 use tokio::sync::Mutex;
 
+use crate::access::{self, Access};
 use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::server::{Node, Reply};
-use crate::sigv4;
+use crate::sigv4::{self, Payload};
 
 pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
 /// The hidden bucket speedtests write to (not a valid S3 bucket name, so no client can make it).
@@ -35,7 +40,7 @@ pub const SPEEDTEST_BUCKET: &str = ".strata-speedtest";
 /// One speedtest at a time per node.
 static SPEEDTEST_RUNNING: AtomicBool = AtomicBool::new(false);
 
-fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
+pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
     let text = serde_json::to_vec_pretty(value).unwrap_or_default();
     let mut r = Reply::empty(status)
         .header("content-type", "application/json")
@@ -45,21 +50,23 @@ fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
 }
 
 /// Serves one admin request (the caller saw the path start with [`ADMIN_PREFIX`]).
-pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result<Reply, S3Error>) {
+pub async fn serve(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+) -> (String, Result<Reply, S3Error>) {
     let Some(op) = parts.uri.path().strip_prefix(ADMIN_PREFIX) else {
         return ("Admin".into(), Err(S3Error::new(S3ErrorCode::InvalidRequest, "unknown admin path")));
     };
     let name = format!("Admin{}", op.split('/').map(capitalise).collect::<String>());
-    let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let authorised = match sigv4::verify(parts, node, &node.config.region, now, None) {
-        Ok(Some(v)) if v.access_key == node.config.root_user => Ok(()),
-        Ok(_) => Err(S3Error::new(S3ErrorCode::AccessDenied, "The admin API needs the root credentials.")),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = authorised {
-        return (name, Err(e));
-    }
     let query = crate::router::parse_query(parts.uri.query().unwrap_or(""));
+    let body = match authorize(node, parts, op, &query, body).await {
+        Ok(b) => b,
+        Err(e) => return (name, Err(e)),
+    };
+    if op.starts_with("iam/") {
+        return (name, crate::admin_iam::serve(node, &parts.method, op, &query, &body).await);
+    }
     let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let result = match (&parts.method, op) {
         (&http::Method::POST, "speedtest") => match SpeedtestParams::parse(&query) {
@@ -97,6 +104,53 @@ pub async fn serve(node: &Node, parts: &http::request::Parts) -> (String, Result
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
     };
     (name, result)
+}
+
+/// The admin action of a non-IAM operation.
+fn action(op: &str) -> Option<&'static str> {
+    match op {
+        "speedtest" => Some("admin:Speedtest"),
+        "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
+        _ => None,
+    }
+}
+
+/// Authenticates an admin request, checks the caller may do the operation (root, or a policy
+/// allowing its `admin:` action), and reads its body (small; its signed hash checked).
+async fn authorize(
+    node: &Node,
+    parts: &http::request::Parts,
+    op: &str,
+    query: &[(String, String)],
+    body: Incoming,
+) -> Result<Bytes, S3Error> {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let (access, verified) = Access::authenticate(node, parts, now, None)?;
+    let Some(verified) = verified else { return Err(access::denied()) };
+    let action = crate::admin_iam::action(&parts.method, op, query).or_else(|| action(op));
+    let allowed = access.is_root()
+        || action.is_some_and(|a| access.allows(a, None, &strata_iam::ConditionValues::new(), None));
+    if !allowed {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "The admin API needs the root credentials or a policy allowing the operation's admin: action.",
+        ));
+    }
+    let limited = http_body_util::Limited::new(body, ADMIN_BODY_SIZE_MAX);
+    let collected = tokio::time::timeout(node.config.idle_timeout, limited.collect()).await;
+    let body = match collected {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
+            return Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The admin request body is too large."))
+        }
+        Err(_) => return Err(BodyError::TimedOut.into()),
+    };
+    match &verified.payload {
+        Payload::Unsigned => Ok(body),
+        Payload::Sha256(h) if *h == sigv4::sha256_hex(&body) => Ok(body),
+        Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
+        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
+    }
 }
 
 fn capitalise(s: &str) -> String {

@@ -22,8 +22,10 @@
 //! handlers never buffer an object body (only small XML documents, bounded); every error leaves
 //! as S3 XML.
 
+pub mod access;
 pub mod acl;
 pub mod admin;
+pub mod admin_iam;
 pub mod authz;
 pub mod body;
 pub mod bucket;

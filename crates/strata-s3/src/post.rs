@@ -146,12 +146,6 @@ pub(crate) fn parse_policy(encoded: &str) -> Result<Policy, S3Error> {
 /// `region` and the `s3` service, as for signed requests.
 fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -> Result<String, S3Error> {
     let policy = form.get("policy").unwrap_or("");
-    let unknown_key = || {
-        S3Error::new(
-            S3ErrorCode::InvalidAccessKeyId,
-            "The AWS Access Key Id you provided does not exist in our records.",
-        )
-    };
     let mismatch = || {
         S3Error::new(
             S3ErrorCode::SignatureDoesNotMatch,
@@ -181,7 +175,7 @@ fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -
                 format!("x-amz-credential: incorrect service '{service}'. This endpoint belongs to 's3'.");
             return Err(S3Error::new(S3ErrorCode::InvalidArgument, &msg));
         }
-        let secret = secrets.secret(access_key).ok_or_else(unknown_key)?;
+        let secret = secrets.lookup(access_key)?;
         let key = sigv4::signing_key(&secret, date, region, service);
         let expected = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
         if !sigv4::constant_time_eq(expected.as_bytes(), signature.trim().as_bytes()) {
@@ -190,7 +184,7 @@ fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -
         return Ok((*access_key).to_owned());
     }
     if let (Some(access_key), Some(signature)) = (form.get("awsaccesskeyid"), form.get("signature")) {
-        let secret = secrets.secret(access_key).ok_or_else(unknown_key)?;
+        let secret = secrets.lookup(access_key)?;
         if !sigv4::constant_time_eq(
             crate::sigv2::sign(&secret, policy).as_bytes(),
             signature.trim().as_bytes(),

@@ -354,7 +354,7 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         .unwrap_or(0);
     node.metrics.received_bytes.inc_by(declared);
     let (api, result) = if path.starts_with(admin::ADMIN_PREFIX) {
-        admin::serve(&node, &parts).await
+        admin::serve(&node, &parts, body).await
     } else if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
         let r = match observe::authorize_scrape(&node, &parts) {
             Ok(()) => Ok(observe::scrape(&node).await),

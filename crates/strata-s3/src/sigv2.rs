@@ -123,12 +123,7 @@ fn check(
     date: &str,
     bucket: Option<&str>,
 ) -> Result<Verified, S3Error> {
-    let secret = secrets.secret(access_key).ok_or_else(|| {
-        S3Error::new(
-            S3ErrorCode::InvalidAccessKeyId,
-            "The AWS Access Key Id you provided does not exist in our records.",
-        )
-    })?;
+    let secret = secrets.lookup(access_key)?;
     let expected = sign(&secret, &string_to_sign(parts, date, bucket));
     if !constant_time_eq(expected.as_bytes(), signature.as_bytes()) {
         return Err(S3Error::new(

@@ -171,6 +171,20 @@ pub(crate) fn parse_credential(s: &str) -> Result<Credential<'_>, S3Error> {
 /// Looks up a secret by access key.
 pub trait SecretLookup {
     fn secret(&self, access_key: &str) -> Option<String>;
+
+    /// The secret, or why the key is refused (`InvalidAccessKeyId` for an unknown key; an IAM
+    /// directory also refuses disabled and expired keys and wrong session tokens).
+    fn lookup(&self, access_key: &str) -> Result<String, S3Error> {
+        self.secret(access_key).ok_or_else(unknown_access_key)
+    }
+}
+
+/// AWS's answer to an access key it does not know (or that is disabled).
+pub fn unknown_access_key() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::InvalidAccessKeyId,
+        "The AWS Access Key Id you provided does not exist in our records.",
+    )
 }
 
 struct Signed<'a> {
@@ -392,12 +406,7 @@ fn check_signature(
     secrets: &dyn SecretLookup,
 ) -> Result<Verified, S3Error> {
     let c = &s.credential;
-    let secret = secrets.secret(c.access_key).ok_or_else(|| {
-        S3Error::new(
-            S3ErrorCode::InvalidAccessKeyId,
-            "The AWS Access Key Id you provided does not exist in our records.",
-        )
-    })?;
+    let secret = secrets.lookup(c.access_key)?;
     if !s.amz_date.starts_with(c.date) {
         return Err(malformed("the credential date does not match the request date"));
     }

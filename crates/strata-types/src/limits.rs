@@ -282,3 +282,7 @@ pub const IAM_CHANGE_ATTEMPTS: usize = 8;
 /// Longest a service account may be given to live (IAM's longest key rotation advice: a year).
 /// Past it: `InvalidArgument`.
 pub const SERVICE_ACCOUNT_EXPIRY_MAX_SECS: u64 = 366 * 24 * 3600;
+
+/// Largest admin API request body (a policy document with its white space, a user's secret, a
+/// list of group members). Past it: `EntityTooLarge`.
+pub const ADMIN_BODY_SIZE_MAX: usize = 256 * 1024;
