@@ -16,10 +16,12 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::request::Parts;
+use http::HeaderMap;
 use strata_iam::{evaluate, ConditionValues, CredentialError, Directory, Policy, Principal, Request};
 
-use crate::authz::{AuthType, Facts};
+use crate::authz::{self, AuthType, Check, Deferred, Facts};
 use crate::error::{S3Error, S3ErrorCode};
+use crate::router::{Operation, Route};
 use crate::server::Node;
 use crate::sigv4::{self, SecretLookup, Verified};
 
@@ -149,6 +151,134 @@ impl Access {
             }
         }
     }
+}
+
+/// What [`Access::authorize`] leaves for checks decided later (DeleteObjects' keys, the buckets
+/// ListBuckets shows): the request's condition values. Empty for root, who is not evaluated.
+pub struct Checked {
+    pub values: ConditionValues,
+}
+
+/// The bucket an S3 ARN names (`arn:aws:s3:::bucket/key` → `bucket`).
+fn arn_bucket(arn: &str) -> Option<&str> {
+    let rest = arn.strip_prefix("arn:aws:s3:::")?;
+    Some(rest.split_once('/').map_or(rest, |(b, _)| b)).filter(|b| !b.is_empty())
+}
+
+impl Access {
+    /// Evaluates the authorization table's checks for `route`, each against the policy of the
+    /// bucket its resource lies in; `AccessDenied` unless every one is allowed.
+    pub fn authorize(&self, node: &Node, route: &Route, headers: &HeaderMap) -> Result<Checked, S3Error> {
+        if self.is_root() {
+            return Ok(Checked { values: ConditionValues::new() });
+        }
+        let table = authz::authorization(route, headers, &self.facts).map_err(|_| denied())?;
+        if route.operation == Operation::ListBuckets {
+            // Shown bucket by bucket (see `may_list`); anonymous callers have no buckets.
+            return match self.identity {
+                Identity::Anonymous => Err(denied()),
+                _ => Ok(Checked { values: table.values }),
+            };
+        }
+        for check in &table.checks {
+            if !self.allows_check(node, check, &table.values) {
+                return Err(denied());
+            }
+        }
+        if table.deferred == Deferred::EachDeletedKey {
+            // Refusals come per key; a missing bucket is not told to a caller that cannot know.
+            let bucket = route.bucket.as_deref().unwrap_or_default();
+            if node.layer.bucket_info(bucket).is_err() {
+                return Err(denied());
+            }
+        }
+        Ok(Checked { values: table.values })
+    }
+
+    /// One check, against the policy of the bucket its resource lies in.
+    fn allows_check(&self, node: &Node, check: &Check, values: &ConditionValues) -> bool {
+        let bucket = check.resource.as_deref().and_then(arn_bucket);
+        let policy = bucket.and_then(|b| node.bucket_policy_for(b, self));
+        self.allows(check.action, check.resource.as_deref(), values, policy.as_deref())
+    }
+
+    /// Does ListBuckets show `bucket`? With `s3:ListAllMyBuckets` every bucket, else those the
+    /// caller may `s3:ListBucket`.
+    pub fn may_list(&self, node: &Node, bucket: &str, checked: &Checked) -> bool {
+        if self.is_root() {
+            return true;
+        }
+        let all = Check { action: "s3:ListAllMyBuckets", resource: None };
+        let one = Check { action: "s3:ListBucket", resource: Some(authz::bucket_arn(bucket)) };
+        self.allows_check(node, &all, &checked.values) || self.allows_check(node, &one, &checked.values)
+    }
+
+    /// May the caller delete `key` of `bucket` (one key of DeleteObjects)?
+    pub fn may_delete(&self, node: &Node, bucket: &str, key: &str, checked: &Checked) -> bool {
+        self.is_root()
+            || self.allows_check(node, &authz::delete_objects_entry(bucket, key, None), &checked.values)
+    }
+}
+
+/// Who signed a browser POST form.
+#[derive(Debug, Clone, Copy)]
+pub struct PostSigner<'a> {
+    pub access_key: &'a str,
+    pub token: Option<&'a str>,
+    /// SigV4 (`x-amz-signature`) rather than SigV2.
+    pub v4: bool,
+}
+
+/// Authorizes a POST object upload once its form is read: the form's signer needs
+/// `s3:PutObject` (and the actions its `acl` and `tagging` fields call for) on the object.
+pub fn authorize_post(
+    node: &Node,
+    parts: &Parts,
+    directory: &Arc<Directory>,
+    signer: PostSigner<'_>,
+    bucket: &str,
+    key: &str,
+    fields: &[(String, String)],
+) -> Result<(), S3Error> {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let identity = if signer.access_key == node.config.root_user {
+        Identity::Root
+    } else {
+        Identity::Key { access_key: signer.access_key.to_owned(), token: signer.token.map(str::to_owned) }
+    };
+    let conn = parts.extensions.get::<ConnInfo>().copied();
+    let facts = Facts {
+        source_ip: conn.and_then(|c| c.peer).map(|p| p.ip()),
+        secure_transport: conn.is_some_and(|c| c.tls),
+        now_unix_secs: now,
+        auth: AuthType::Post { v4: signer.v4 },
+    };
+    let access = Access { directory: directory.clone(), identity, now, facts };
+    if access.is_root() {
+        return Ok(());
+    }
+    let mut values = ConditionValues::new();
+    let route = Route {
+        operation: Operation::PostObject,
+        bucket: Some(bucket.to_owned()),
+        key: None,
+        query: Vec::new(),
+        host_style: false,
+    };
+    if let Ok(table) = authz::authorization(&route, &parts.headers, &access.facts) {
+        values = table.values;
+    }
+    let checks = authz::post_object(bucket, key, fields, &mut values);
+    if checks.iter().all(|c| access.allows_check(node, c, &values)) {
+        Ok(())
+    } else {
+        Err(denied())
+    }
+}
+
+/// The identity handlers see for an unsigned request.
+pub fn anonymous() -> Verified {
+    Verified { access_key: String::new(), payload: sigv4::Payload::Unsigned, chunk_signer: None }
 }
 
 /// How the request was signed (`s3:authType`, `s3:signatureversion`).

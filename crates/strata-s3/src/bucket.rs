@@ -14,7 +14,13 @@ use crate::xml;
 /// ListBuckets, paged as the current API pages it: `prefix`, `bucket-region`, `max-buckets`
 /// (1–10,000; all buckets without it) and an opaque `continuation-token` (the last name given,
 /// encoded), returned only when more buckets follow.
-pub async fn list_buckets(req: &Request<'_>, route: &Route) -> Result<Reply, S3Error> {
+///
+/// Only the buckets `visible` lets through are shown (the caller's rights).
+pub async fn list_buckets(
+    req: &Request<'_>,
+    route: &Route,
+    visible: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Reply, S3Error> {
     let invalid = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
     let max = match route.param("max-buckets") {
         None => usize::MAX,
@@ -38,9 +44,13 @@ pub async fn list_buckets(req: &Request<'_>, route: &Route) -> Result<Reply, S3E
     let mut buckets = req.node.layer.list_buckets()?;
     buckets.sort_by(|a, b| a.name.cmp(&b.name));
     // Buckets whose names S3 does not allow (`.strata-speedtest`) are the system's own.
-    let mut listed = buckets
-        .iter()
-        .filter(|b| in_region && !b.name.starts_with('.') && b.name.starts_with(prefix) && b.name > after);
+    let mut listed = buckets.iter().filter(|b| {
+        in_region
+            && !b.name.starts_with('.')
+            && b.name.starts_with(prefix)
+            && b.name > after
+            && visible(&b.name)
+    });
     let page: Vec<_> = listed.by_ref().take(max).collect();
     let more = listed.next().is_some();
     let mut x = xml::Writer::new();

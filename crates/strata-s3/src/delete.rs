@@ -56,7 +56,14 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
     Ok((keys, quiet))
 }
 
-pub async fn delete_objects(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+/// DeleteObjects; `allowed(key)` says whether the caller may delete each key (a refused key is
+/// that key's `AccessDenied`, the others are deleted).
+pub async fn delete_objects(
+    req: &Request<'_>,
+    bucket: &str,
+    body: RequestBody,
+    allowed: &(dyn Fn(&str) -> bool + Sync),
+) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     if let Some(want) = req.headers.get("content-md5").and_then(|v| v.to_str().ok()) {
@@ -73,6 +80,7 @@ pub async fn delete_objects(req: &Request<'_>, bucket: &str, body: RequestBody) 
     let results: Vec<(String, Result<(), S3Error>)> = stream::iter(keys)
         .map(|key| async move {
             let outcome = match ObjectKey::parse(&key) {
+                Ok(_) if !allowed(&key) => Err(crate::access::denied()),
                 Ok(_) => layer.delete_object(bucket, &key).await.map_err(S3Error::from),
                 Err(e) => Err(S3Error::from(e)),
             };

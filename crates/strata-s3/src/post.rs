@@ -415,9 +415,12 @@ pub async fn post_object(
     if form.get("policy").is_none() {
         return Err(denied("Access Denied: the form carries no policy (anonymous uploads are not allowed)."));
     }
-    let access_key = verify_signature(&form, node, &node.config.region)?;
-    let policy = parse_policy(form.get("policy").unwrap_or(""))?;
     let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let directory = node.iam.directory();
+    let token = form.get("x-amz-security-token");
+    let credentials = crate::access::Credentials { node, directory: &directory, token, now };
+    let access_key = verify_signature(&form, &credentials, &node.config.region)?;
+    let policy = parse_policy(form.get("policy").unwrap_or(""))?;
     let range = check_policy(&policy, &form, bucket, now)?;
     let key_field = form.get("key").ok_or_else(|| {
         S3Error::new(S3ErrorCode::InvalidArgument, "Bucket POST must contain a field named 'key'.")
@@ -428,6 +431,13 @@ pub async fn post_object(
     )?;
     let key = key_field.replace("${filename}", field.file_name().unwrap_or(""));
     ObjectKey::parse(&key)?;
+    let signer = crate::access::PostSigner {
+        access_key: &access_key,
+        token,
+        v4: form.get("x-amz-signature").is_some(),
+    };
+    let fields: Vec<(String, String)> = form.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    crate::access::authorize_post(node, parts, &directory, signer, bucket, &key, &fields)?;
     if form.get("acl").is_some_and(|a| a != "private") {
         return Err(S3Error::new(
             S3ErrorCode::AccessControlListNotSupported,

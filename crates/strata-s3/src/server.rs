@@ -21,12 +21,13 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
+use crate::access::{Access, ConnInfo};
 use crate::body::ResponseBody;
 use crate::budget::{Admission, Budget};
 use crate::conn::{Activity, ConnectionLimits, Tracked};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
-use crate::sigv4::{self, SecretLookup, Verified};
+use crate::sigv4::{SecretLookup, Verified};
 use crate::{acl, admin, bucket, copy, cors, delete, multipart, object, observe, post, tagging};
 
 /// Settings of the S3 surface.
@@ -78,6 +79,14 @@ impl Node {
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),
         }
+    }
+}
+
+impl Node {
+    /// The compiled policy of `bucket` as it applies to `access` (none yet: bucket policies
+    /// come next).
+    pub fn bucket_policy_for(&self, _bucket: &str, _access: &Access) -> Option<Arc<strata_iam::Policy>> {
+        None
     }
 }
 
@@ -209,7 +218,7 @@ pub async fn serve_service(
             a = listener.accept() => a,
             () = &mut shutdown => return,
         };
-        let (mut stream, _) = match accepted {
+        let (mut stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
@@ -238,7 +247,10 @@ pub async fn serve_service(
                 Some(tls) => {
                     let handshake = tokio::time::timeout(limits.header_read_timeout, tls.accept(stream));
                     match handshake.await {
-                        Ok(Ok(s)) => serve_connection(node, s, &limits, activity).await,
+                        Ok(Ok(s)) => {
+                            let conn = ConnInfo { peer: Some(peer), tls: true };
+                            serve_connection(node, s, &limits, activity, conn).await
+                        }
                         Ok(Err(e)) => {
                             tracing::debug!(error = %e, "TLS handshake failed");
                             return;
@@ -249,7 +261,10 @@ pub async fn serve_service(
                         }
                     }
                 }
-                None => serve_connection(node, stream, &limits, activity).await,
+                None => {
+                    let conn = ConnInfo { peer: Some(peer), tls: false };
+                    serve_connection(node, stream, &limits, activity, conn).await
+                }
             };
             if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
@@ -265,12 +280,14 @@ async fn serve_connection<S>(
     stream: S,
     limits: &ConnectionLimits,
     activity: Arc<Activity>,
+    conn: ConnInfo,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let handlers = activity.clone();
-    let service = service_fn(move |req| {
+    let service = service_fn(move |mut req: http::Request<Incoming>| {
+        req.extensions_mut().insert(conn);
         let node = node.clone();
         let handling = handlers.handling();
         async move {
@@ -489,8 +506,9 @@ async fn serve_route(
     }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
-    let auth = sigv4::verify(parts, node, &node.config.region, now, host_bucket)?
-        .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."))?;
+    let (access, verified) = Access::authenticate(node, parts, now, host_bucket)?;
+    let checked = access.authorize(node, &route, &parts.headers)?;
+    let auth = verified.unwrap_or_else(crate::access::anonymous);
     if let Err(refused) = crate::headers::check_headers(route.operation, &parts.headers) {
         // A missing bucket is named first, as AWS does, whatever else the request asks for.
         if let Some(b) = route.bucket.as_deref().filter(|_| route.operation != Operation::CreateBucket) {
@@ -504,7 +522,7 @@ async fn serve_route(
     let resource = (route.bucket.clone(), route.key.clone());
     use Operation as O;
     let result = match route.operation {
-        O::ListBuckets => bucket::list_buckets(&req, &route).await,
+        O::ListBuckets => bucket::list_buckets(&req, &route, &|b| access.may_list(node, b, &checked)).await,
         O::CreateBucket => bucket::create_bucket(&req, bucket, object::request_body(&req, body)?).await,
         O::DeleteBucket => bucket::delete_bucket(&req, bucket).await,
         O::HeadBucket => bucket::head_bucket(&req, bucket).await,
@@ -560,7 +578,10 @@ async fn serve_route(
             acl::put_public_access_block(&req, bucket, object::request_body(&req, body)?).await
         }
         O::DeletePublicAccessBlock => acl::delete_public_access_block(&req, bucket).await,
-        O::DeleteObjects => delete::delete_objects(&req, bucket, object::request_body(&req, body)?).await,
+        O::DeleteObjects => {
+            let allowed = |k: &str| access.may_delete(node, bucket, k, &checked);
+            delete::delete_objects(&req, bucket, object::request_body(&req, body)?, &allowed).await
+        }
     };
     result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
 }

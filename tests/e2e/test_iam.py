@@ -1,0 +1,248 @@
+"""Identity and access: users, groups, policies and service accounts made with `strata admin`,
+then used through boto3; bucket policies and anonymous access through plain HTTP."""
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import boto3
+import botocore.config
+import pytest
+from botocore.exceptions import ClientError
+
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+
+
+def admin(server, *args, check=True):
+    out = subprocess.run(
+        [BIN, "admin", *args, "--host", server.endpoint.split("//", 1)[1], "--access-key", ACCESS_KEY,
+         "--secret-key", SECRET_KEY],
+        capture_output=True, text=True, timeout=60,
+    )
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def client(server, key, secret, token=None):
+    cfg = botocore.config.Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"})
+    return boto3.client(
+        "s3", endpoint_url=server.endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
+        aws_session_token=token, region_name="us-east-1", config=cfg,
+    )
+
+
+def code(call, *args, **kwargs):
+    """The S3 error code `call` fails with (None when it succeeds)."""
+    try:
+        call(*args, **kwargs)
+    except ClientError as e:
+        return e.response["Error"]["Code"]
+    return None
+
+
+def policy_file(tmp_path, name, statements):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps({"Version": "2012-10-17", "Statement": statements}))
+    return str(path)
+
+
+def user(server, tmp_path, name, statements=None, builtin=None):
+    """A user `name` (secret `name-secret`) with a policy of `statements` or a built-in one."""
+    admin(server, "user", "add", name, f"{name}-secret")
+    if statements is not None:
+        admin(server, "policy", "create", f"{name}-policy", policy_file(tmp_path, name, statements))
+        admin(server, "policy", "attach", f"{name}-policy", "--user", name)
+    if builtin:
+        admin(server, "policy", "attach", builtin, "--user", name)
+    return client(server, name, f"{name}-secret")
+
+
+READ_LIST = [
+    {"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+     "Resource": ["arn:aws:s3:::*"]},
+]
+
+
+def test_read_only_user_reads_and_lists_but_cannot_write(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="a.txt", Body=b"hello")
+    reader = user(server, tmp_path, "reader", READ_LIST)
+    assert reader.get_object(Bucket=bucket, Key="a.txt")["Body"].read() == b"hello"
+    assert [o["Key"] for o in reader.list_objects_v2(Bucket=bucket)["Contents"]] == ["a.txt"]
+    assert reader.head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert code(reader.put_object, Bucket=bucket, Key="b.txt", Body=b"x") == "AccessDenied"
+    assert code(reader.delete_object, Bucket=bucket, Key="a.txt") == "AccessDenied"
+    assert code(reader.create_bucket, Bucket="another") == "AccessDenied"
+    assert code(reader.put_bucket_tagging, Bucket=bucket,
+                Tagging={"TagSet": [{"Key": "k", "Value": "v"}]}) == "AccessDenied"
+    assert s3.get_object(Bucket=bucket, Key="a.txt")["Body"].read() == b"hello"
+    # A refusal never tells whether the bucket exists: a bucket the user may not touch and a
+    # missing one answer alike.
+    assert code(reader.put_object, Bucket="no-such-bucket", Key="k", Body=b"") == "AccessDenied"
+    # A wrong secret and an unknown key are refused as S3 refuses them.
+    assert code(client(server, "reader", "wrong-secret").list_buckets) == "SignatureDoesNotMatch"
+    assert code(client(server, "nobody", "whatever1").list_buckets) == "InvalidAccessKeyId"
+
+
+def test_user_limited_to_its_own_bucket_by_username_variable(server, s3, tmp_path):
+    for b in ["alice", "bob", "shared"]:
+        s3.create_bucket(Bucket=b)
+    statements = [
+        {"Effect": "Allow", "Action": "s3:*",
+         "Resource": ["arn:aws:s3:::${aws:username}", "arn:aws:s3:::${aws:username}/*"]},
+        {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::shared",
+         "Condition": {"StringLike": {"s3:prefix": ["${aws:username}/*"]}}},
+    ]
+    admin(server, "policy", "create", "own-bucket", policy_file(tmp_path, "own", statements))
+    for name in ["alice", "bob"]:
+        admin(server, "user", "add", name, f"{name}-secret")
+        admin(server, "policy", "attach", "own-bucket", "--user", name)
+    alice = client(server, "alice", "alice-secret")
+    alice.put_object(Bucket="alice", Key="mine", Body=b"1")
+    assert alice.get_object(Bucket="alice", Key="mine")["Body"].read() == b"1"
+    assert code(alice.put_object, Bucket="bob", Key="x", Body=b"1") == "AccessDenied"
+    assert code(alice.list_objects_v2, Bucket="bob") == "AccessDenied"
+    # ListBuckets shows only what the caller may list (`shared` only under a prefix, which a
+    # bucket listing does not have).
+    assert [b["Name"] for b in alice.list_buckets()["Buckets"]] == ["alice"]
+    # The shared bucket lists only under the user's own prefix.
+    s3.put_object(Bucket="shared", Key="alice/a", Body=b"")
+    s3.put_object(Bucket="shared", Key="bob/b", Body=b"")
+    listed = alice.list_objects_v2(Bucket="shared", Prefix="alice/")
+    assert [o["Key"] for o in listed["Contents"]] == ["alice/a"]
+    assert code(alice.list_objects_v2, Bucket="shared", Prefix="bob/") == "AccessDenied"
+    assert code(alice.list_objects_v2, Bucket="shared") == "AccessDenied"
+    # Root sees everything.
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["alice", "bob", "shared"]
+
+
+def test_delete_objects_is_decided_key_by_key(server, s3, bucket, tmp_path):
+    for k in ["tmp/1", "tmp/2", "keep/1"]:
+        s3.put_object(Bucket=bucket, Key=k, Body=b"x")
+    cleaner = user(server, tmp_path, "cleaner", [
+        {"Effect": "Allow", "Action": "s3:DeleteObject", "Resource": f"arn:aws:s3:::{bucket}/tmp/*"},
+    ])
+    out = cleaner.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": "tmp/1"}, {"Key": "keep/1"}]})
+    assert [d["Key"] for d in out.get("Deleted", [])] == ["tmp/1"]
+    assert [(e["Key"], e["Code"]) for e in out["Errors"]] == [("keep/1", "AccessDenied")]
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == ["keep/1", "tmp/2"]
+    assert code(cleaner.delete_objects, Bucket="missing-bucket",
+                Delete={"Objects": [{"Key": "tmp/1"}]}) == "AccessDenied"
+
+
+def test_group_membership_grants_and_disabling_stops_at_once(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    admin(server, "user", "add", "carol", "carol-secret")
+    carol = client(server, "carol", "carol-secret")
+    assert code(carol.get_object, Bucket=bucket, Key="k") == "AccessDenied"
+    admin(server, "group", "add", "readers", "carol")
+    admin(server, "policy", "attach", "readonly", "--group", "readers")
+    assert carol.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    info = json.loads(admin(server, "group", "info", "readers", "--json").stdout)
+    assert info["members"] == ["carol"] and info["policies"] == ["readonly"]
+    admin(server, "group", "disable", "readers")
+    assert code(carol.get_object, Bucket=bucket, Key="k") == "AccessDenied"
+    admin(server, "group", "enable", "readers")
+    assert carol.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    admin(server, "user", "disable", "carol")
+    assert code(carol.get_object, Bucket=bucket, Key="k") == "InvalidAccessKeyId"
+    admin(server, "user", "enable", "carol")
+    admin(server, "group", "remove", "readers", "carol")
+    assert code(carol.get_object, Bucket=bucket, Key="k") == "AccessDenied"
+    # A group with members cannot be removed; an empty one can.
+    admin(server, "group", "remove", "readers")
+    assert json.loads(admin(server, "group", "list", "--json").stdout)["groups"] == []
+
+
+def test_service_account_narrowed_and_expiring(server, s3, bucket, tmp_path):
+    parent = user(server, tmp_path, "app", builtin="readwrite")
+    parent.put_object(Bucket=bucket, Key="by-parent", Body=b"p")
+    narrow = policy_file(tmp_path, "narrow", [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::*"},
+    ])
+    out = admin(server, "svcacct", "add", "app", "--policy", narrow, "--json")
+    made = json.loads(out.stdout)
+    svc = client(server, made["accessKey"], made["secretKey"])
+    assert svc.get_object(Bucket=bucket, Key="by-parent")["Body"].read() == b"p"
+    assert code(svc.put_object, Bucket=bucket, Key="by-svc", Body=b"s") == "AccessDenied"
+    # The secret is shown once: info and list never show it.
+    info = admin(server, "svcacct", "info", made["accessKey"], "--json").stdout
+    assert made["secretKey"] not in info and json.loads(info)["parent"] == "app"
+    assert made["secretKey"] not in admin(server, "svcacct", "list", "--json").stdout
+    # Its parent disabled, it stops too.
+    admin(server, "user", "disable", "app")
+    assert code(svc.get_object, Bucket=bucket, Key="by-parent") == "InvalidAccessKeyId"
+    admin(server, "user", "enable", "app")
+    # An expiring one works until its time, then is refused.
+    out = admin(server, "svcacct", "add", "app", "--key", "shortlived", "--secret", "shortlived-secret",
+                "--expires-in", "2s", "--json")
+    short = client(server, "shortlived", "shortlived-secret")
+    assert short.get_object(Bucket=bucket, Key="by-parent")["Body"].read() == b"p"
+    time.sleep(3)
+    assert code(short.get_object, Bucket=bucket, Key="by-parent") == "InvalidAccessKeyId"
+    admin(server, "svcacct", "remove", made["accessKey"])
+    assert code(svc.get_object, Bucket=bucket, Key="by-parent") == "InvalidAccessKeyId"
+
+
+def test_removed_user_is_refused_at_once(server, s3, bucket, tmp_path):
+    dave = user(server, tmp_path, "dave", builtin="readwrite")
+    dave.put_object(Bucket=bucket, Key="d", Body=b"d")
+    admin(server, "user", "remove", "dave")
+    assert code(dave.get_object, Bucket=bucket, Key="d") == "InvalidAccessKeyId"
+    assert json.loads(admin(server, "user", "list", "--json").stdout)["users"] == []
+
+
+def test_admin_errors_and_root_only(server, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
+                   '"Action": "s3:GetObject", "Resource": "*", "Condition": {"StringLikee": {"a": "b"}}}]}')
+    out = admin(server, "policy", "create", "bad", str(bad), check=False)
+    assert out.returncode != 0
+    assert "MalformedPolicy" in out.stderr and "Statement[0].Condition.StringLikee" in out.stderr
+    admin(server, "user", "add", "erin", "erin-secret")
+    out = admin(server, "user", "add", "erin", "erin-secret", check=False)
+    assert "EntityAlreadyExists" in out.stderr
+    out = admin(server, "user", "add", ACCESS_KEY, "whatever-secret", check=False)
+    assert "EntityAlreadyExists" in out.stderr
+    out = admin(server, "user", "add", "frank", "short", check=False)
+    assert "InvalidArgument" in out.stderr
+    out = admin(server, "policy", "attach", "no-such-policy", "--user", "erin", check=False)
+    assert "NoSuchEntity" in out.stderr
+    out = admin(server, "policy", "remove", "readonly", check=False)
+    assert "InvalidArgument" in out.stderr
+    names = [p["name"] for p in json.loads(admin(server, "policy", "list", "--json").stdout)["policies"]]
+    assert {"readonly", "readwrite", "writeonly", "diagnostics", "consoleAdmin"} <= set(names)
+    # A user without admin rights cannot call the admin API; one with consoleAdmin can.
+    out = subprocess.run(
+        [BIN, "admin", "user", "list", "--host", server.endpoint.split("//", 1)[1],
+         "--access-key", "erin", "--secret-key", "erin-secret"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "AccessDenied" in out.stderr
+    admin(server, "policy", "attach", "consoleAdmin", "--user", "erin")
+    out = subprocess.run(
+        [BIN, "admin", "user", "list", "--json", "--host", server.endpoint.split("//", 1)[1],
+         "--access-key", "erin", "--secret-key", "erin-secret"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+
+
+def test_iam_state_survives_a_restart_and_is_sealed(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    user(server, tmp_path, "grace", READ_LIST)
+    server.stop()
+    # The secret is on no drive in clear.
+    for d in server.drives:
+        for f in d.rglob("*"):
+            if f.is_file():
+                assert b"grace-secret" not in f.read_bytes(), f
+    server.start()
+    grace = client(server, "grace", "grace-secret")
+    assert grace.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    assert code(grace.put_object, Bucket=bucket, Key="x", Body=b"") == "AccessDenied"
+    # The hidden system bucket is out of every S3 client's reach, root's included.
+    assert code(s3.list_objects_v2, Bucket=".strata-sys") in ("AccessDenied", "InvalidBucketName")
+    req = urllib.request.Request(f"{server.endpoint}/.strata-sys/iam/state", method="GET")
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 403
