@@ -72,6 +72,8 @@ def test_read_only_user_reads_and_lists_but_cannot_write(server, s3, bucket, tmp
     assert reader.get_object(Bucket=bucket, Key="a.txt")["Body"].read() == b"hello"
     assert [o["Key"] for o in reader.list_objects_v2(Bucket=bucket)["Contents"]] == ["a.txt"]
     assert reader.head_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
+    # It may list, so a missing key is NoSuchKey (to callers that may not list, AccessDenied).
+    assert code(reader.get_object, Bucket=bucket, Key="missing") == "NoSuchKey"
     assert code(reader.put_object, Bucket=bucket, Key="b.txt", Body=b"x") == "AccessDenied"
     assert code(reader.delete_object, Bucket=bucket, Key="a.txt") == "AccessDenied"
     assert code(reader.create_bucket, Bucket="another") == "AccessDenied"
@@ -246,3 +248,102 @@ def test_iam_state_survives_a_restart_and_is_sealed(server, s3, bucket, tmp_path
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
     assert e.value.code == 403
+
+
+def http(method, url, data=None):
+    """Status and body of an unsigned request."""
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def public_read(bucket, prefix=""):
+    return json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{bucket}/{prefix}*"},
+    ]})
+
+
+def test_public_read_policy_serves_anonymous_gets_only(server, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="site/index.html", Body=b"<h1>hi</h1>")
+    s3.put_object(Bucket=bucket, Key="private/secret", Body=b"s")
+    url = f"{server.endpoint}/{bucket}"
+    assert http("GET", f"{url}/site/index.html")[0] == 403
+    assert code(s3.get_bucket_policy, Bucket=bucket) == "NoSuchBucketPolicy"
+    s3.put_bucket_policy(Bucket=bucket, Policy=public_read(bucket, "site/"))
+    assert json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"]) == json.loads(public_read(bucket, "site/"))
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is True
+    assert http("GET", f"{url}/site/index.html") == (200, b"<h1>hi</h1>")
+    # Only what the policy names: not another prefix, not a listing, not a write or a delete.
+    status, body = http("GET", f"{url}/private/secret")
+    assert status == 403 and b"AccessDenied" in body
+    assert http("GET", f"{url}/site/missing")[0] == 403
+    assert http("GET", url)[0] == 403
+    assert http("PUT", f"{url}/site/evil", data=b"x")[0] == 403
+    assert http("DELETE", f"{url}/site/index.html")[0] == 403
+    assert http("GET", f"{server.endpoint}/")[0] == 403
+    assert s3.get_object(Bucket=bucket, Key="site/index.html")["Body"].read() == b"<h1>hi</h1>"
+    # RestrictPublicBuckets sets the public policy aside for anonymous callers.
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
+        "BlockPublicAcls": False, "IgnorePublicAcls": False, "BlockPublicPolicy": False,
+        "RestrictPublicBuckets": True})
+    assert http("GET", f"{url}/site/index.html")[0] == 403
+    s3.delete_public_access_block(Bucket=bucket)
+    assert http("GET", f"{url}/site/index.html")[0] == 200
+    s3.delete_bucket_policy(Bucket=bucket)
+    assert http("GET", f"{url}/site/index.html")[0] == 403
+    assert code(s3.get_bucket_policy, Bucket=bucket) == "NoSuchBucketPolicy"
+
+
+def test_block_public_policy_and_malformed_policies(server, s3, bucket):
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration={
+        "BlockPublicAcls": False, "IgnorePublicAcls": False, "BlockPublicPolicy": True,
+        "RestrictPublicBuckets": False})
+    assert code(s3.put_bucket_policy, Bucket=bucket, Policy=public_read(bucket)) == "AccessDenied"
+    assert code(s3.get_bucket_policy, Bucket=bucket) == "NoSuchBucketPolicy"
+    # A policy for the deployment's own users is not public and is accepted.
+    own = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam:::user/someone"]}, "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{bucket}/*"}]})
+    s3.put_bucket_policy(Bucket=bucket, Policy=own)
+    assert s3.get_bucket_policy_status(Bucket=bucket)["PolicyStatus"]["IsPublic"] is False
+    bad = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::other-bucket/*"}]})
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_policy(Bucket=bucket, Policy=bad)
+    err = e.value.response["Error"]
+    assert err["Code"] == "MalformedPolicy" and "Statement[0].Resource" in err["Message"], err
+    with pytest.raises(ClientError) as e:
+        s3.put_bucket_policy(Bucket=bucket, Policy='{"Version": "2012-10-17", "Statement": [')
+    assert e.value.response["Error"]["Code"] == "MalformedPolicy"
+    assert "line" in e.value.response["Error"]["Message"]
+    huge = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Sid": "x" * 21000, "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": f"arn:aws:s3:::{bucket}/*"}]})
+    assert code(s3.put_bucket_policy, Bucket=bucket, Policy=huge) == "MalformedPolicy"
+    assert json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"]) == json.loads(own)
+
+
+def test_bucket_policy_grants_and_denies_users(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    helen = user(server, tmp_path, "helen")
+    ivan = user(server, tmp_path, "ivan", builtin="readwrite")
+    assert code(helen.get_object, Bucket=bucket, Key="k") == "AccessDenied"
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": "arn:aws:iam::123456789012:user/helen"},
+         "Action": ["s3:GetObject", "s3:ListBucket"],
+         "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]},
+        {"Effect": "Deny", "Principal": {"AWS": "arn:aws:iam:::user/ivan"}, "Action": "s3:DeleteObject",
+         "Resource": f"arn:aws:s3:::{bucket}/*"},
+    ]}))
+    assert helen.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    assert [b["Name"] for b in helen.list_buckets()["Buckets"]] == [bucket]
+    assert code(helen.put_object, Bucket=bucket, Key="k2", Body=b"") == "AccessDenied"
+    # An explicit deny in the bucket policy beats the user's own allow.
+    ivan.put_object(Bucket=bucket, Key="k3", Body=b"")
+    assert code(ivan.delete_object, Bucket=bucket, Key="k3") == "AccessDenied"
+    # Only root (or a user allowed s3:PutBucketPolicy) changes the policy.
+    assert code(helen.delete_bucket_policy, Bucket=bucket) == "AccessDenied"

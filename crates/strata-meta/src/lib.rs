@@ -286,6 +286,9 @@ pub struct BucketRecord {
     /// The bucket's public access block, if one was put.
     #[serde(default)]
     pub public_access_block: Option<PublicAccessBlock>,
+    /// The bucket policy document (JSON, as put; checked when put).
+    #[serde(default)]
+    pub policy: Option<String>,
 }
 
 /// S3's PublicAccessBlockConfiguration: four switches, each false unless set.

@@ -328,6 +328,16 @@ impl ObjectLayer {
         buckets.get(bucket).cloned().ok_or(ObjectError::BucketNotFound)
     }
 
+    /// Calls `f` with the bucket's record (no copy), or `BucketNotFound`.
+    pub fn with_bucket_record<R>(
+        &self,
+        bucket: &str,
+        f: impl FnOnce(&BucketRecord) -> R,
+    ) -> Result<R, ObjectError> {
+        let buckets = self.buckets.read().map_err(|_| poisoned())?;
+        buckets.get(bucket).map(f).ok_or(ObjectError::BucketNotFound)
+    }
+
     /// Changes a bucket's record on every drive (a majority must take it).
     pub async fn update_bucket(
         &self,

@@ -213,6 +213,19 @@ impl Access {
         self.allows_check(node, &all, &checked.values) || self.allows_check(node, &one, &checked.values)
     }
 
+    /// A missing key is `NoSuchKey` only to a caller that may list the bucket (it could learn
+    /// so anyway); to others it is `AccessDenied`, as S3 answers.
+    pub fn hide_missing(&self, node: &Node, bucket: &str, checked: &Checked, e: S3Error) -> S3Error {
+        let may_list = || {
+            let check = Check { action: "s3:ListBucket", resource: Some(authz::bucket_arn(bucket)) };
+            self.allows_check(node, &check, &checked.values)
+        };
+        if e.code == S3ErrorCode::NoSuchKey && !self.is_root() && !may_list() {
+            return denied();
+        }
+        e
+    }
+
     /// May the caller delete `key` of `bucket` (one key of DeleteObjects)?
     pub fn may_delete(&self, node: &Node, bucket: &str, key: &str, checked: &Checked) -> bool {
         self.is_root()

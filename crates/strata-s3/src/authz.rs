@@ -167,6 +167,10 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             deferred = Deferred::PostForm;
             Vec::new()
         }
+        O::GetBucketPolicy => vec![on_bucket("s3:GetBucketPolicy")],
+        O::PutBucketPolicy => vec![on_bucket("s3:PutBucketPolicy")],
+        O::DeleteBucketPolicy => vec![on_bucket("s3:DeleteBucketPolicy")],
+        O::GetBucketPolicyStatus => vec![on_bucket("s3:GetBucketPolicyStatus")],
     };
     Ok(Authorization { checks, values, deferred })
 }

@@ -106,6 +106,17 @@ fn cases() -> Vec<Case> {
             &[],
             &[("s3:PutBucketOwnershipControls", BKT)],
         ),
+        (O::GetBucketPolicy, Method::GET, "/b", "policy", &[], &[("s3:GetBucketPolicy", BKT)]),
+        (O::PutBucketPolicy, Method::PUT, "/b", "policy", &[], &[("s3:PutBucketPolicy", BKT)]),
+        (O::DeleteBucketPolicy, Method::DELETE, "/b", "policy", &[], &[("s3:DeleteBucketPolicy", BKT)]),
+        (
+            O::GetBucketPolicyStatus,
+            Method::GET,
+            "/b",
+            "policyStatus",
+            &[],
+            &[("s3:GetBucketPolicyStatus", BKT)],
+        ),
         (
             O::GetPublicAccessBlock,
             Method::GET,

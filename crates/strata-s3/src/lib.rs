@@ -29,6 +29,7 @@ pub mod admin_iam;
 pub mod authz;
 pub mod body;
 pub mod bucket;
+pub mod bucket_policy;
 pub mod budget;
 pub mod chunked;
 pub mod conn;

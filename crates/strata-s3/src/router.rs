@@ -68,6 +68,10 @@ operations! {
     UploadPartCopy,
     PostObject,
     GetObjectTorrent,
+    GetBucketPolicy,
+    PutBucketPolicy,
+    DeleteBucketPolicy,
+    GetBucketPolicyStatus,
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +220,10 @@ pub fn route(
             (&Method::GET, Some("publicAccessBlock")) => O::GetPublicAccessBlock,
             (&Method::PUT, Some("publicAccessBlock")) => O::PutPublicAccessBlock,
             (&Method::DELETE, Some("publicAccessBlock")) => O::DeletePublicAccessBlock,
+            (&Method::GET, Some("policy")) => O::GetBucketPolicy,
+            (&Method::PUT, Some("policy")) => O::PutBucketPolicy,
+            (&Method::DELETE, Some("policy")) => O::DeleteBucketPolicy,
+            (&Method::GET, Some("policyStatus")) => O::GetBucketPolicyStatus,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -321,6 +329,10 @@ mod tests {
         assert_eq!(op(Method::PUT, "/b", "tagging"), Ok(Operation::PutBucketTagging));
         assert_eq!(op(Method::PUT, "/b", "cors"), Ok(Operation::PutBucketCors));
         assert_eq!(op(Method::PUT, "/b", "lifecycle"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "policy"), Ok(Operation::PutBucketPolicy));
+        assert_eq!(op(Method::GET, "/b", "policy"), Ok(Operation::GetBucketPolicy));
+        assert_eq!(op(Method::DELETE, "/b", "policy"), Ok(Operation::DeleteBucketPolicy));
+        assert_eq!(op(Method::GET, "/b", "policyStatus"), Ok(Operation::GetBucketPolicyStatus));
         assert_eq!(op(Method::POST, "/b/k", "uploads"), Ok(Operation::CreateMultipartUpload));
         assert_eq!(op(Method::PUT, "/b/k", "partNumber=1&uploadId=x"), Ok(Operation::UploadPart));
         assert_eq!(op(Method::POST, "/b/k", "uploadId=x"), Ok(Operation::CompleteMultipartUpload));

@@ -28,7 +28,9 @@ use crate::conn::{Activity, ConnectionLimits, Tracked};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
-use crate::{acl, admin, bucket, copy, cors, delete, multipart, object, observe, post, tagging};
+use crate::{
+    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, object, observe, post, tagging,
+};
 
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
@@ -62,6 +64,7 @@ pub struct Node {
     pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
     /// Users, groups, policies and keys (the root user stays in `config`).
     pub iam: crate::iam::Iam,
+    bucket_policies: crate::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
     started: u64,
@@ -72,6 +75,7 @@ impl Node {
         Self {
             layer,
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
+            bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,
             metrics,
@@ -83,10 +87,9 @@ impl Node {
 }
 
 impl Node {
-    /// The compiled policy of `bucket` as it applies to `access` (none yet: bucket policies
-    /// come next).
-    pub fn bucket_policy_for(&self, _bucket: &str, _access: &Access) -> Option<Arc<strata_iam::Policy>> {
-        None
+    /// The compiled policy of `bucket` as it applies to `access` (see [`crate::bucket_policy`]).
+    pub fn bucket_policy_for(&self, bucket: &str, access: &Access) -> Option<Arc<strata_iam::Policy>> {
+        self.bucket_policies.policy_for(self, bucket, access)
     }
 }
 
@@ -578,10 +581,17 @@ async fn serve_route(
             acl::put_public_access_block(&req, bucket, object::request_body(&req, body)?).await
         }
         O::DeletePublicAccessBlock => acl::delete_public_access_block(&req, bucket).await,
+        O::GetBucketPolicy => bucket_policy::get_bucket_policy(&req, bucket).await,
+        O::PutBucketPolicy => {
+            bucket_policy::put_bucket_policy(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::DeleteBucketPolicy => bucket_policy::delete_bucket_policy(&req, bucket).await,
+        O::GetBucketPolicyStatus => bucket_policy::get_bucket_policy_status(&req, bucket).await,
         O::DeleteObjects => {
             let allowed = |k: &str| access.may_delete(node, bucket, k, &checked);
             delete::delete_objects(&req, bucket, object::request_body(&req, body)?, &allowed).await
         }
     };
+    let result = result.map_err(|e| access.hide_missing(node, bucket, &checked, e));
     result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
 }
