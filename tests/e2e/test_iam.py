@@ -3,6 +3,7 @@ then used through boto3; bucket policies and anonymous access through plain HTTP
 
 import json
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -347,3 +348,40 @@ def test_bucket_policy_grants_and_denies_users(server, s3, bucket, tmp_path):
     assert code(ivan.delete_object, Bucket=bucket, Key="k3") == "AccessDenied"
     # Only root (or a user allowed s3:PutBucketPolicy) changes the policy.
     assert code(helen.delete_bucket_policy, Bucket=bucket) == "AccessDenied"
+
+
+def test_user_made_on_one_node_signs_on_another_at_once(tmp_path):
+    from test_cluster import Cluster
+
+    c = Cluster().start()
+    try:
+        first, last = c.nodes[0], c.nodes[-1]
+        root = first.client()
+        root.create_bucket(Bucket="shared")
+        root.put_object(Bucket="shared", Key="k", Body=b"v")
+        admin(first, "user", "add", "judy", "judy-secret")
+        admin(first, "policy", "attach", "readonly", "--user", "judy")
+        judy = client(last, "judy", "judy-secret")
+        assert judy.get_object(Bucket="shared", Key="k")["Body"].read() == b"v"
+        assert code(judy.put_object, Bucket="shared", Key="x", Body=b"") == "AccessDenied"
+        # A change made on the last node takes effect on the first at once.
+        admin(last, "user", "disable", "judy")
+        assert code(client(first, "judy", "judy-secret").get_object, Bucket="shared", Key="k") == \
+            "InvalidAccessKeyId"
+        # A bucket policy put through one node applies on another.
+        first.client().put_bucket_policy(Bucket="shared", Policy=public_read("shared"))
+        assert http("GET", f"{last.endpoint}/shared/k") == (200, b"v")
+        # Users added through every node at once: no change is lost.
+        def add(i):
+            admin(c.nodes[i % len(c.nodes)], "user", "add", f"user{i}", f"user{i}-secret")
+
+        threads = [threading.Thread(target=add, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for n in c.nodes:
+            users = json.loads(admin(n, "user", "list", "--json").stdout)["users"]
+            assert sorted(u["accessKey"] for u in users) == sorted(["judy"] + [f"user{i}" for i in range(8)])
+    finally:
+        c.cleanup()
