@@ -385,3 +385,50 @@ def test_user_made_on_one_node_signs_on_another_at_once(tmp_path):
             assert sorted(u["accessKey"] for u in users) == sorted(["judy"] + [f"user{i}" for i in range(8)])
     finally:
         c.cleanup()
+
+
+def sts_client(server, key, secret):
+    return boto3.client("sts", endpoint_url=server.endpoint, aws_access_key_id=key, aws_secret_access_key=secret,
+                        region_name="us-east-1",
+                        config=botocore.config.Config(retries={"max_attempts": 1}))
+
+
+def test_assume_role_gives_narrowed_temporary_credentials(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    user(server, tmp_path, "kate", builtin="readwrite")
+    sts = sts_client(server, "kate", "kate-secret")
+    read_only = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::*"}]})
+    out = sts.assume_role(RoleArn="arn:aws:iam::123456789012:role/any", RoleSessionName="job-1",
+                          DurationSeconds=900, Policy=read_only)
+    creds = out["Credentials"]
+    assert out["AssumedRoleUser"]["Arn"] == "arn:aws:sts:::assumed-role/kate/job-1"
+    left = creds["Expiration"].timestamp() - time.time()
+    assert 800 < left <= 905, left
+    temp = client(server, creds["AccessKeyId"], creds["SecretAccessKey"], creds["SessionToken"])
+    assert temp.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    # The session policy narrows the user's readwrite.
+    assert code(temp.put_object, Bucket=bucket, Key="x", Body=b"") == "AccessDenied"
+    # Without its token, or with another, the key is refused.
+    assert code(client(server, creds["AccessKeyId"], creds["SecretAccessKey"]).get_object,
+                Bucket=bucket, Key="k") == "InvalidToken"
+    assert code(client(server, creds["AccessKeyId"], creds["SecretAccessKey"], "x" * 96).get_object,
+                Bucket=bucket, Key="k") == "InvalidToken"
+    # Without a session policy, the session has the user's rights.
+    full = sts.assume_role(RoleArn="arn:aws:iam::123456789012:role/any", RoleSessionName="job-2")["Credentials"]
+    client(server, full["AccessKeyId"], full["SecretAccessKey"], full["SessionToken"]).put_object(
+        Bucket=bucket, Key="by-session", Body=b"s")
+    # The user disabled, its sessions stop.
+    admin(server, "user", "disable", "kate")
+    assert code(temp.get_object, Bucket=bucket, Key="k") == "InvalidAccessKeyId"
+    # Root is no IAM user; bad parameters are STS validation errors.
+    root_sts = sts_client(server, ACCESS_KEY, SECRET_KEY)
+    assert code(root_sts.assume_role, RoleArn="arn:aws:iam::1:role/x", RoleSessionName="rt") == "AccessDenied"
+    admin(server, "user", "enable", "kate")
+    assert code(sts.assume_role, RoleArn="arn:aws:iam::1:role/x", RoleSessionName="bad name!") == \
+        "ValidationError"
+    # A session cannot assume a role again.
+    chained = boto3.client("sts", endpoint_url=server.endpoint, aws_access_key_id=full["AccessKeyId"],
+                           aws_secret_access_key=full["SecretAccessKey"], aws_session_token=full["SessionToken"],
+                           region_name="us-east-1")
+    assert code(chained.assume_role, RoleArn="arn:aws:iam::1:role/x", RoleSessionName="ch") == "AccessDenied"

@@ -64,14 +64,22 @@ impl SecretLookup for Credentials<'_> {
         }
         match self.directory.caller(access_key, self.token, self.now) {
             Ok(caller) => Ok(caller.secret.to_owned()),
-            Err(CredentialError::Expired) if self.directory.state().sessions.contains_key(access_key) => {
-                Err(S3Error::new(S3ErrorCode::ExpiredToken, "The provided token has expired."))
-            }
-            Err(CredentialError::InvalidToken) => Err(S3Error::new(
-                S3ErrorCode::InvalidToken,
-                "The provided token is malformed or otherwise invalid.",
-            )),
-            Err(_) => Err(sigv4::unknown_access_key()),
+            Err(e) => Err(refusal(e, self.directory.state().sessions.contains_key(access_key))),
+        }
+    }
+}
+
+/// The S3 answer to refused credentials (`session`: the key is temporary credentials').
+fn refusal(e: CredentialError, session: bool) -> S3Error {
+    match e {
+        CredentialError::Expired if session => {
+            S3Error::new(S3ErrorCode::ExpiredToken, "The provided token has expired.")
+        }
+        CredentialError::InvalidToken => {
+            S3Error::new(S3ErrorCode::InvalidToken, "The provided token is malformed or otherwise invalid.")
+        }
+        CredentialError::UnknownAccessKey | CredentialError::Disabled | CredentialError::Expired => {
+            sigv4::unknown_access_key()
         }
     }
 }
@@ -308,4 +316,43 @@ fn auth_type(parts: &Parts, signed: bool) -> AuthType {
 /// `403 AccessDenied`, the one answer to every refusal.
 pub fn denied() -> S3Error {
     S3Error::new(S3ErrorCode::AccessDenied, "Access Denied.")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_iam::state::Session;
+    use strata_iam::{IamState, Secret};
+
+    #[test]
+    fn refused_credentials_answer_as_s3_does() {
+        let code = |e, session| refusal(e, session).code;
+        assert_eq!(code(CredentialError::Expired, true), S3ErrorCode::ExpiredToken);
+        assert_eq!(code(CredentialError::Expired, false), S3ErrorCode::InvalidAccessKeyId);
+        assert_eq!(code(CredentialError::InvalidToken, true), S3ErrorCode::InvalidToken);
+        assert_eq!(code(CredentialError::Disabled, false), S3ErrorCode::InvalidAccessKeyId);
+        assert_eq!(code(CredentialError::UnknownAccessKey, false), S3ErrorCode::InvalidAccessKeyId);
+        assert_eq!(refusal(CredentialError::Expired, false).code.status(), http::StatusCode::FORBIDDEN);
+    }
+
+    #[test]
+    fn an_expired_session_is_refused_once_its_time_passed() {
+        let mut state = IamState::new();
+        state.add_user("kate", "kate-secret").expect("user");
+        let session = Session {
+            secret: Secret::new("session-secret").expect("secret"),
+            token: Secret::new("session-token").expect("token"),
+            parent: "kate".into(),
+            name: "s".into(),
+            policy: None,
+            expiry: 2_000,
+        };
+        state.add_session("TEMPKEY", session, 1_000).expect("session");
+        let dir = Directory::new(state).expect("directory");
+        let at = |now| {
+            dir.caller("TEMPKEY", Some("session-token"), now).map(|_| ()).map_err(|e| refusal(e, true).code)
+        };
+        assert_eq!(at(1_999), Ok(()));
+        assert_eq!(at(2_000), Err(S3ErrorCode::ExpiredToken));
+    }
 }

@@ -321,7 +321,7 @@ fn list_service_accounts(state: &IamState, parent: Option<&str>) -> Value {
 }
 
 /// `len` random characters from `alphabet`.
-fn random_string(alphabet: &[u8], len: usize) -> Result<String, S3Error> {
+pub(crate) fn random_string(alphabet: &[u8], len: usize) -> Result<String, S3Error> {
     let mut bytes = vec![0u8; len];
     SystemRandom::new()
         .fill(&mut bytes)

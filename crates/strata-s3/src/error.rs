@@ -47,6 +47,7 @@ codes! {
     IncompleteBody => StatusCode::BAD_REQUEST,
     InternalError => StatusCode::INTERNAL_SERVER_ERROR,
     InvalidAccessKeyId => StatusCode::FORBIDDEN,
+    InvalidAction => StatusCode::BAD_REQUEST,
     InvalidArgument => StatusCode::BAD_REQUEST,
     InvalidBucketAclWithObjectOwnership => StatusCode::BAD_REQUEST,
     InvalidBucketName => StatusCode::BAD_REQUEST,
@@ -87,6 +88,7 @@ codes! {
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,
     SlowDown => StatusCode::SERVICE_UNAVAILABLE,
+    ValidationError => StatusCode::BAD_REQUEST,
     XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
 }
 

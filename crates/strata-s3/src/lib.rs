@@ -15,6 +15,7 @@
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
+//! - [`sts`]: STS `AssumeRole` (temporary credentials), at `POST /` with a form body.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; no header that asks for a
@@ -47,6 +48,7 @@ pub mod router;
 pub mod server;
 pub mod sigv2;
 pub mod sigv4;
+pub mod sts;
 pub mod tagging;
 pub mod tls;
 pub mod xml;

@@ -375,6 +375,9 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
     node.metrics.received_bytes.inc_by(declared);
     let (api, result) = if path.starts_with(admin::ADMIN_PREFIX) {
         admin::serve(&node, &parts, body).await
+    } else if crate::sts::is_sts(&parts) {
+        let (api, reply) = crate::sts::serve(&node, &parts, body, &request_id).await;
+        (api, Ok(reply))
     } else if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
         let r = match observe::authorize_scrape(&node, &parts) {
             Ok(()) => Ok(observe::scrape(&node).await),

@@ -251,13 +251,17 @@ impl Carrier {
 /// another region or service is not meant for us), and `host` must be signed (else the request
 /// could be replayed against another endpoint). AWS answers the same codes.
 fn check_scope(s: &Signed<'_>, region: &str, carrier: Carrier) -> Result<(), S3Error> {
+    check_scope_for(s, region, carrier, "s3")
+}
+
+fn check_scope_for(s: &Signed<'_>, region: &str, carrier: Carrier, service: &str) -> Result<(), S3Error> {
     let c = &s.credential;
     if c.region != region {
         let what = format!("the region '{}' is wrong; expecting '{region}'", c.region);
         return Err(carrier.scope_error(&what).with_detail("Region", region));
     }
-    if c.service != "s3" {
-        let what = format!("incorrect service '{}'. This endpoint belongs to 's3'.", c.service);
+    if c.service != service {
+        let what = format!("incorrect service '{}'. This endpoint belongs to '{service}'.", c.service);
         return Err(carrier.scope_error(&what));
     }
     if !s.signed_headers.split(';').any(|h| h == "host") {
@@ -280,6 +284,33 @@ fn verify_header(
     secrets: &dyn SecretLookup,
     region: &str,
     now: u64,
+) -> Result<Verified, S3Error> {
+    verify_header_for(parts, auth, secrets, region, now, None)
+}
+
+/// Verifies an STS request (service `sts`, signed in its `Authorization` header) whose body,
+/// already read, hashes to `body_sha256`: STS clients sign the body's hash without sending it in
+/// `x-amz-content-sha256`.
+pub fn verify_sts(
+    parts: &Parts,
+    secrets: &dyn SecretLookup,
+    region: &str,
+    now: u64,
+    body_sha256: &str,
+) -> Result<Option<Verified>, S3Error> {
+    let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) else { return Ok(None) };
+    let auth = auth.to_str().map_err(|_| malformed("the Authorization header is not ASCII"))?;
+    verify_header_for(parts, auth, secrets, region, now, Some(body_sha256)).map(Some)
+}
+
+/// [`verify_header`] for the `s3` service, or with `sts_body` (the body's hash) for `sts`.
+fn verify_header_for(
+    parts: &Parts,
+    auth: &str,
+    secrets: &dyn SecretLookup,
+    region: &str,
+    now: u64,
+    sts_body: Option<&str>,
 ) -> Result<Verified, S3Error> {
     let rest = auth.strip_prefix(ALGORITHM).ok_or_else(|| {
         S3Error::new(S3ErrorCode::AccessDenied, "only AWS4-HMAC-SHA256 signatures are supported")
@@ -305,7 +336,10 @@ fn verify_header(
             .map(|d| strata_types::time::amz_date(d.as_secs()))
             .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "the request has no valid date"))?,
     };
-    let payload_hash = header_str(parts, "x-amz-content-sha256").unwrap_or(EMPTY_SHA256).to_owned();
+    let payload_hash = match sts_body {
+        Some(h) => h.to_owned(),
+        None => header_str(parts, "x-amz-content-sha256").unwrap_or(EMPTY_SHA256).to_owned(),
+    };
     let signed = Signed {
         credential: parse_credential(credential)?,
         signed_headers,
@@ -313,7 +347,7 @@ fn verify_header(
         amz_date,
         payload_hash,
     };
-    check_scope(&signed, region, Carrier::Header)?;
+    check_scope_for(&signed, region, Carrier::Header, if sts_body.is_some() { "sts" } else { "s3" })?;
     check_time(&signed.amz_date, now, None)?;
     let verified = check_signature(parts, &signed, parts.uri.query().unwrap_or(""), secrets)?;
     Ok(verified)

@@ -22,6 +22,11 @@ impl Writer {
         self.out.push_str(" xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
     }
 
+    /// Opens the root element with another namespace (STS answers).
+    pub fn open_ns(&mut self, name: &str, namespace: &str) {
+        self.out.push_str(&format!("<{name} xmlns=\"{namespace}\">"));
+    }
+
     pub fn open(&mut self, name: &str) {
         self.out.push('<');
         self.out.push_str(name);

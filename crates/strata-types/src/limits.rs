@@ -286,3 +286,15 @@ pub const SERVICE_ACCOUNT_EXPIRY_MAX_SECS: u64 = 366 * 24 * 3600;
 /// Largest admin API request body (a policy document with its white space, a user's secret, a
 /// list of group members). Past it: `EntityTooLarge`.
 pub const ADMIN_BODY_SIZE_MAX: usize = 256 * 1024;
+
+/// Largest STS request body (form-encoded `AssumeRole` parameters with a session policy, which
+/// is at most an identity policy's size, percent-encoded). Past it: `EntityTooLarge`.
+pub const STS_BODY_SIZE_MAX: usize = 64 * 1024;
+
+/// Temporary credentials' lifetime bounds and default (`DurationSeconds`): AWS's 15 minutes to
+/// 12 hours, one hour when not given. Outside: `ValidationError`.
+pub const STS_DURATION_MIN_SECS: u64 = 15 * 60;
+/// See [`STS_DURATION_MIN_SECS`].
+pub const STS_DURATION_MAX_SECS: u64 = 12 * 3600;
+/// See [`STS_DURATION_MIN_SECS`].
+pub const STS_DURATION_DEFAULT_SECS: u64 = 3600;

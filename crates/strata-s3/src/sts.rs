@@ -1,0 +1,195 @@
+//! STS `AssumeRole`: temporary credentials for an IAM user, served at `POST /` with a
+//! form-encoded body (`Action=AssumeRole&Version=2011-06-15&...`), SigV4-signed for the `sts`
+//! service as AWS SDKs sign it (the body's hash signed, not sent).
+//!
+//! The caller must be an enabled IAM user signing with its own long-term keys (not root, which is
+//! no IAM user, nor a service account or a session). The credentials act as that user, narrowed
+//! by the optional session `Policy`, until `DurationSeconds` (15 minutes to 12 hours, default one
+//! hour) have passed; every request made with them must carry the session token
+//! (`x-amz-security-token`), checked in constant time. `RoleArn` is accepted and not interpreted:
+//! a deployment has no roles, the user is the role (as MinIO serves it). Sessions are stored with
+//! the rest of the IAM state, so they work on every node, and are dropped after their expiry.
+//! Errors are STS's `ErrorResponse` documents.
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use strata_iam::state::Session;
+use strata_iam::Secret;
+use strata_types::limits::{
+    STS_BODY_SIZE_MAX, STS_DURATION_DEFAULT_SECS, STS_DURATION_MAX_SECS, STS_DURATION_MIN_SECS,
+};
+
+use crate::access::Credentials;
+use crate::admin_iam::random_string;
+use crate::error::{S3Error, S3ErrorCode};
+use crate::server::{Node, Reply};
+use crate::{sigv4, xml};
+
+const NAMESPACE: &str = "https://sts.amazonaws.com/doc/2011-06-15/";
+const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Is this request for STS (rather than S3)? `POST /` with a form body: S3 has no such operation.
+pub fn is_sts(parts: &http::request::Parts) -> bool {
+    let form = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|c| c.starts_with("application/x-www-form-urlencoded"));
+    parts.method == http::Method::POST && parts.uri.path() == "/" && form
+}
+
+fn validation(message: &str) -> S3Error {
+    S3Error::new(S3ErrorCode::ValidationError, message)
+}
+
+/// Serves one STS request; the answer is always an STS document.
+pub async fn serve(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+    request_id: &str,
+) -> (String, Reply) {
+    match assume_role(node, parts, body, request_id).await {
+        Ok(reply) => ("AssumeRole".to_owned(), reply),
+        Err(e) => ("AssumeRole".to_owned(), error_reply(&e, request_id)),
+    }
+}
+
+async fn read_body(node: &Node, body: Incoming) -> Result<Bytes, S3Error> {
+    let limited = http_body_util::Limited::new(body, STS_BODY_SIZE_MAX);
+    match tokio::time::timeout(node.config.idle_timeout, limited.collect()).await {
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+        Ok(Err(_)) => Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The request body is too large.")),
+        Err(_) => Err(strata_object::BodyError::TimedOut.into()),
+    }
+}
+
+async fn assume_role(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+    request_id: &str,
+) -> Result<Reply, S3Error> {
+    let body = read_body(node, body).await?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let directory = node.iam.directory();
+    let token = crate::access::session_token(parts);
+    let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
+    let hash = sigv4::sha256_hex(&body);
+    let verified = sigv4::verify_sts(parts, &credentials, &node.config.region, now, &hash)?
+        .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "STS requests must be signed."))?;
+    let parent = verified.access_key;
+    if !directory.state().users.contains_key(&parent) {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "Only IAM users (with their own keys) can assume roles; root, service accounts and sessions cannot.",
+        ));
+    }
+    let text = std::str::from_utf8(&body).map_err(|_| validation("The body is not UTF-8."))?;
+    let form = crate::router::parse_query(text);
+    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    match field("Action") {
+        Some("AssumeRole") => {}
+        Some(other) => {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidAction,
+                &format!("Could not find operation {other}"),
+            ))
+        }
+        None => return Err(validation("The request names no Action.")),
+    }
+    let duration = match field("DurationSeconds") {
+        None => STS_DURATION_DEFAULT_SECS,
+        Some(d) => d
+            .parse::<u64>()
+            .ok()
+            .filter(|d| (STS_DURATION_MIN_SECS..=STS_DURATION_MAX_SECS).contains(d))
+            .ok_or_else(|| validation("DurationSeconds must be between 900 and 43200."))?,
+    };
+    let name = field("RoleSessionName").unwrap_or("session").to_owned();
+    let name_ok = (2..=64).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b));
+    if !name_ok {
+        return Err(validation("RoleSessionName must be 2 to 64 of A-Z a-z 0-9 and _+=,.@-"));
+    }
+    let policy = field("Policy").filter(|p| !p.is_empty()).map(str::to_owned);
+    let access_key = random_string(UPPER, 20)?;
+    let secret = random_string(ANY, 40)?;
+    let token = random_string(ANY, 96)?;
+    let session = Session {
+        secret: Secret::new(&secret)?,
+        token: Secret::new(&token)?,
+        parent: parent.clone(),
+        name: name.clone(),
+        policy,
+        expiry: now + duration,
+    };
+    node.iam.change(&node.layer, |s| s.add_session(&access_key, session.clone(), now)).await?;
+    if let Some(cluster) = &node.cluster {
+        cluster.iam_changed().await;
+    }
+    let mut x = xml::Writer::new();
+    x.open_ns("AssumeRoleResponse", NAMESPACE);
+    x.open("AssumeRoleResult");
+    x.open("AssumedRoleUser");
+    x.elem("Arn", &format!("arn:aws:sts:::assumed-role/{parent}/{name}"));
+    x.elem("AssumedRoleId", &format!("{access_key}:{name}"));
+    x.close("AssumedRoleUser");
+    x.open("Credentials");
+    x.elem("AccessKeyId", &access_key);
+    x.elem("SecretAccessKey", &secret);
+    x.elem("SessionToken", &token);
+    x.elem("Expiration", &strata_types::time::iso8601((now + duration) * 1_000_000_000));
+    x.close("Credentials");
+    x.close("AssumeRoleResult");
+    x.open("ResponseMetadata");
+    x.elem("RequestId", request_id);
+    x.close("ResponseMetadata");
+    x.close("AssumeRoleResponse");
+    Ok(Reply::xml(x.finish()))
+}
+
+/// STS's error document (`ErrorResponse`), which STS clients parse.
+fn error_reply(e: &S3Error, request_id: &str) -> Reply {
+    let mut x = xml::Writer::new();
+    x.open_ns("ErrorResponse", NAMESPACE);
+    x.open("Error");
+    let sender = e.code.status().is_client_error();
+    x.elem("Type", if sender { "Sender" } else { "Receiver" });
+    x.elem("Code", e.code.as_str());
+    x.elem("Message", &e.message);
+    x.close("Error");
+    x.elem("RequestId", request_id);
+    x.close("ErrorResponse");
+    let mut reply = Reply::xml(x.finish());
+    reply.status = e.code.status();
+    reply
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::StatusCode;
+
+    #[test]
+    fn sts_requests_are_form_posts_to_the_root() {
+        let req = |method: &str, path: &str, ct: &str| {
+            let (parts, ()) = http::Request::builder()
+                .method(method)
+                .uri(path)
+                .header("content-type", ct)
+                .body(())
+                .expect("request")
+                .into_parts();
+            is_sts(&parts)
+        };
+        assert!(req("POST", "/", "application/x-www-form-urlencoded; charset=utf-8"));
+        assert!(!req("POST", "/bucket", "application/x-www-form-urlencoded"));
+        assert!(!req("POST", "/", "multipart/form-data; boundary=x"));
+        assert!(!req("GET", "/", "application/x-www-form-urlencoded"));
+        let reply = error_reply(&validation("bad"), "R1");
+        assert_eq!(reply.status, StatusCode::BAD_REQUEST);
+    }
+}
