@@ -121,6 +121,33 @@ def test_user_limited_to_its_own_bucket_by_username_variable(server, s3, tmp_pat
     assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["alice", "bob", "shared"]
 
 
+def test_conditions_from_the_connection_and_signature(server, s3, bucket, tmp_path):
+    s3.put_object(Bucket=bucket, Key="k", Body=b"v")
+    obj = f"arn:aws:s3:::{bucket}/*"
+    local = user(server, tmp_path, "local", [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": obj,
+         "Condition": {"IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}},
+        {"Effect": "Allow", "Action": "s3:PutObject", "Resource": obj,
+         "Condition": {"Bool": {"aws:SecureTransport": "true"}}},
+        {"Effect": "Allow", "Action": "s3:DeleteObject", "Resource": obj,
+         "Condition": {"StringEquals": {"s3:signatureversion": "AWS4-HMAC-SHA256",
+                                        "s3:authType": "REST-HEADER"}}},
+    ])
+    remote = user(server, tmp_path, "remote", [
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": obj,
+         "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}},
+    ])
+    assert local.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
+    assert code(remote.get_object, Bucket=bucket, Key="k") == "AccessDenied"
+    # Plain HTTP is not secure transport.
+    assert code(local.put_object, Bucket=bucket, Key="n", Body=b"") == "AccessDenied"
+    # A presigned URL is REST-QUERY-STRING, not REST-HEADER.
+    url = local.generate_presigned_url("delete_object", Params={"Bucket": bucket, "Key": "k"})
+    assert http("DELETE", url)[0] == 403
+    local.delete_object(Bucket=bucket, Key="k")
+    assert code(s3.head_object, Bucket=bucket, Key="k") == "404"
+
+
 def test_delete_objects_is_decided_key_by_key(server, s3, bucket, tmp_path):
     for k in ["tmp/1", "tmp/2", "keep/1"]:
         s3.put_object(Bucket=bucket, Key=k, Body=b"x")
@@ -245,6 +272,8 @@ def test_iam_state_survives_a_restart_and_is_sealed(server, s3, bucket, tmp_path
     assert code(grace.put_object, Bucket=bucket, Key="x", Body=b"") == "AccessDenied"
     # The hidden system bucket is out of every S3 client's reach, root's included.
     assert code(s3.list_objects_v2, Bucket=".strata-sys") in ("AccessDenied", "InvalidBucketName")
+    assert code(s3.copy_object, Bucket=bucket, Key="stolen",
+                CopySource={"Bucket": ".strata-sys", "Key": "iam/state"}) == "AccessDenied"
     req = urllib.request.Request(f"{server.endpoint}/.strata-sys/iam/state", method="GET")
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)

@@ -492,6 +492,15 @@ fn memory_need(operation: &Operation, headers: &HeaderMap) -> u64 {
     }
 }
 
+/// Does the request name one of the system's buckets (names S3 does not allow: `.strata-sys`),
+/// as its bucket or as a copy's source?
+fn touches_system_bucket(route: &crate::router::Route, headers: &HeaderMap) -> bool {
+    let hidden = |b: &str| b.starts_with('.');
+    let source = headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok());
+    let source_bucket = source.and_then(|s| copy::parse_source(s).ok()).map(|(b, _)| b);
+    route.bucket.as_deref().is_some_and(hidden) || source_bucket.as_deref().is_some_and(hidden)
+}
+
 async fn serve_route(
     node: &Node,
     parts: &http::request::Parts,
@@ -499,7 +508,7 @@ async fn serve_route(
     route: crate::router::Route,
     admission: &Admission,
 ) -> Result<Reply, S3Error> {
-    if route.bucket.as_deref().is_some_and(|b| b.starts_with('.')) {
+    if touches_system_bucket(&route, &parts.headers) {
         // The system's own buckets (`.strata-sys`: the IAM state): no S3 request reaches them.
         return Err(S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."));
     }
