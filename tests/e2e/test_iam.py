@@ -484,3 +484,35 @@ def test_assume_role_gives_narrowed_temporary_credentials(server, s3, bucket, tm
                            aws_secret_access_key=full["SecretAccessKey"], aws_session_token=full["SessionToken"],
                            region_name="us-east-1")
     assert code(chained.assume_role, RoleArn="arn:aws:iam::1:role/x", RoleSessionName="ch") == "AccessDenied"
+
+
+def post_form(url, fields, content=b"data"):
+    """Status of an anonymous browser POST upload (multipart/form-data, no policy, no signature)."""
+    boundary = "strata-e2e-boundary"
+    body = b""
+    for name, value in fields.items():
+        body += f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+    body += (f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="f.txt"\r\n'
+             f'Content-Type: text/plain\r\n\r\n').encode() + content + f"\r\n--{boundary}--\r\n".encode()
+    req = urllib.request.Request(url, data=body, method="POST",
+                                 headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_anonymous_post_form_where_a_bucket_policy_allows_it(server, s3, bucket):
+    url = f"{server.endpoint}/{bucket}"
+    assert post_form(url, {"key": "uploads/a.txt"}) == 403
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": f"arn:aws:s3:::{bucket}/uploads/*"}]}))
+    assert post_form(url, {"key": "uploads/a.txt"}, b"hello") == 204
+    assert s3.get_object(Bucket=bucket, Key="uploads/a.txt")["Body"].read() == b"hello"
+    assert post_form(url, {"key": "elsewhere/b.txt"}) == 403
+    # Tagging needs s3:PutObjectTagging too, which the policy does not give.
+    tagging = "<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>"
+    assert post_form(url, {"key": "uploads/c.txt", "tagging": tagging}) == 403
+    assert code(s3.head_object, Bucket=bucket, Key="elsewhere/b.txt") == "404"

@@ -250,29 +250,34 @@ pub struct PostSigner<'a> {
     pub v4: bool,
 }
 
-/// Authorizes a POST object upload once its form is read: the form's signer needs
-/// `s3:PutObject` (and the actions its `acl` and `tagging` fields call for) on the object.
+/// Authorizes a POST object upload once its form is read: the form's signer (`None`: a form
+/// with no policy, anonymous) needs `s3:PutObject` (and the actions its `acl` and `tagging`
+/// fields call for) on the object.
 pub fn authorize_post(
     node: &Node,
     parts: &Parts,
     directory: &Arc<Directory>,
-    signer: PostSigner<'_>,
+    signer: Option<PostSigner<'_>>,
     bucket: &str,
     key: &str,
     fields: &[(String, String)],
 ) -> Result<(), S3Error> {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let identity = if signer.access_key == node.config.root_user {
-        Identity::Root
-    } else {
-        Identity::Key { access_key: signer.access_key.to_owned(), token: signer.token.map(str::to_owned) }
+    let identity = match signer {
+        None => Identity::Anonymous,
+        Some(s) if s.access_key == node.config.root_user => Identity::Root,
+        Some(s) => Identity::Key { access_key: s.access_key.to_owned(), token: s.token.map(str::to_owned) },
+    };
+    let auth = match signer {
+        None => AuthType::Anonymous,
+        Some(s) => AuthType::Post { v4: s.v4 },
     };
     let conn = parts.extensions.get::<ConnInfo>().copied();
     let facts = Facts {
         source_ip: conn.and_then(|c| c.peer).map(|p| p.ip()),
         secure_transport: conn.is_some_and(|c| c.tls),
         now_unix_secs: now,
-        auth: AuthType::Post { v4: signer.v4 },
+        auth,
     };
     let access = Access { directory: directory.clone(), identity, now, facts };
     if access.is_root() {

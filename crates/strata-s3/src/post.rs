@@ -412,16 +412,19 @@ pub async fn post_object(
     let stream = stall_guarded(body, node.config.idle_timeout);
     let mut multipart = multer::Multipart::new(stream, boundary);
     let (form, field) = read_fields(&mut multipart).await?;
-    if form.get("policy").is_none() {
-        return Err(denied("Access Denied: the form carries no policy (anonymous uploads are not allowed)."));
-    }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let directory = node.iam.directory();
     let token = form.get("x-amz-security-token");
-    let credentials = crate::access::Credentials { node, directory: &directory, token, now };
-    let access_key = verify_signature(&form, &credentials, &node.config.region)?;
-    let policy = parse_policy(form.get("policy").unwrap_or(""))?;
-    let range = check_policy(&policy, &form, bucket, now)?;
+    // A form with no policy is anonymous: served only where the bucket policy allows it.
+    let signed = form.get("policy").is_some();
+    let (access_key, range) = if signed {
+        let credentials = crate::access::Credentials { node, directory: &directory, token, now };
+        let access_key = verify_signature(&form, &credentials, &node.config.region)?;
+        let policy = parse_policy(form.get("policy").unwrap_or(""))?;
+        (access_key, check_policy(&policy, &form, bucket, now)?)
+    } else {
+        (String::new(), (0, PUT_OBJECT_SIZE_MAX))
+    };
     let key_field = form.get("key").ok_or_else(|| {
         S3Error::new(S3ErrorCode::InvalidArgument, "Bucket POST must contain a field named 'key'.")
     })?;
@@ -431,11 +434,11 @@ pub async fn post_object(
     )?;
     let key = key_field.replace("${filename}", field.file_name().unwrap_or(""));
     ObjectKey::parse(&key)?;
-    let signer = crate::access::PostSigner {
+    let signer = signed.then(|| crate::access::PostSigner {
         access_key: &access_key,
         token,
         v4: form.get("x-amz-signature").is_some(),
-    };
+    });
     let fields: Vec<(String, String)> = form.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     crate::access::authorize_post(node, parts, &directory, signer, bucket, &key, &fields)?;
     if form.get("acl").is_some_and(|a| a != "private") {
