@@ -115,6 +115,11 @@ impl Directory {
                 return Err(CredentialError::InvalidToken);
             }
             let principal = Principal::assumed_role(&session.parent, access_key, &session.name);
+            if let Some(names) = &session.federated_policies {
+                let policies = names.iter().filter_map(|n| self.policies.get(n)).collect();
+                let narrowing = self.narrowing.get(access_key);
+                return Ok(Caller { principal, secret: session.secret.expose(), policies, narrowing });
+            }
             return self
                 .parent_enabled(&session.parent)
                 .map(|()| self.acting_for(&session.parent, principal, session.secret.expose()));

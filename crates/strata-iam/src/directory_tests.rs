@@ -23,6 +23,7 @@ fn directory() -> Directory {
         name: "job".into(),
         policy: None,
         expiry: 500,
+        federated_policies: None,
     };
     s.add_session("ASIA1", session, 0).expect("session");
     Directory::new(s).expect("directory")
@@ -89,4 +90,37 @@ fn a_corrupt_stored_state_is_refused() {
     let mut s = directory().state().clone();
     s.groups.get_mut("writers").expect("group").members.insert("ghost".into());
     assert!(matches!(Directory::new(s), Err(IamError::Inconsistent(_))));
+}
+
+#[test]
+fn federated_sessions_hold_the_policies_their_token_named() {
+    let mut s = directory().state().clone();
+    let federated = |policies: &[&str], policy: Option<&str>| Session {
+        secret: Secret::new("fed-secret").expect("secret"),
+        token: Secret::new("the-fed-token").expect("token"),
+        parent: "oidc-subject-42".into(),
+        name: "web".into(),
+        policy: policy.map(str::to_owned),
+        expiry: 500,
+        federated_policies: Some(policies.iter().map(|p| (*p).to_owned()).collect()),
+    };
+    assert_eq!(
+        s.add_session("FED0", federated(&["no-such"], None), 0),
+        Err(IamError::NoSuchPolicy("no-such".into()))
+    );
+    s.add_session("FED1", federated(&["read-b"], None), 0).expect("no user needed");
+    s.add_session("FED2", federated(&["readwrite"], Some(ONLY_X)), 0).expect("narrowed");
+    assert_eq!(s.remove_policy("read-b"), Err(IamError::PolicyInUse("read-b".into())));
+    let d = Directory::new(s).expect("a federated session validates");
+    let fed = |key: &str, action: &str, resource: &str| {
+        let caller = d.caller(key, Some("the-fed-token"), 50).expect("caller");
+        assert_eq!(caller.principal.arn, "arn:aws:sts:::assumed-role/oidc-subject-42/web");
+        caller.authorize(action, Some(resource), &ConditionValues::new(), None).is_allowed()
+    };
+    assert!(fed("FED1", "s3:GetObject", "arn:aws:s3:::b/k"));
+    assert!(!fed("FED1", "s3:PutObject", "arn:aws:s3:::b/k"));
+    assert!(fed("FED2", "s3:PutObject", "arn:aws:s3:::b/x1"));
+    assert!(!fed("FED2", "s3:PutObject", "arn:aws:s3:::b/y"), "narrowed by its session policy");
+    assert_eq!(d.caller("FED1", Some("the-fed-token"), 500).map(|_| ()), Err(CredentialError::Expired));
+    assert_eq!(d.caller("FED1", Some("wrong-token"), 50).map(|_| ()), Err(CredentialError::InvalidToken));
 }

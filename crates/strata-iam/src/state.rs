@@ -94,6 +94,11 @@ pub struct Session {
     pub name: String,
     pub policy: Option<String>,
     pub expiry: u64,
+    /// Federated credentials (OpenID Connect, `AssumeRoleWithWebIdentity`): `parent` is the
+    /// token's subject, no user, and these named policies (from the token's policy claim) are
+    /// the session's rights. `None`: the session acts for the IAM user `parent`.
+    #[serde(default)]
+    pub federated_policies: Option<BTreeSet<String>>,
 }
 
 /// Why an IAM change was refused (each maps to one IAM/S3 error).
@@ -319,7 +324,11 @@ impl IamState {
             return Err(IamError::NoSuchPolicy(name.to_owned()));
         }
         let attached = self.users.values().any(|u| u.policies.contains(name))
-            || self.groups.values().any(|g| g.policies.contains(name));
+            || self.groups.values().any(|g| g.policies.contains(name))
+            || self
+                .sessions
+                .values()
+                .any(|s| s.federated_policies.as_ref().is_some_and(|p| p.contains(name)));
         if attached {
             return Err(IamError::PolicyInUse(name.to_owned()));
         }
@@ -404,8 +413,16 @@ impl IamState {
     /// Records temporary credentials of user `parent`, valid until `session.expiry`.
     pub fn add_session(&mut self, access_key: &str, session: Session, now: u64) -> Result<(), IamError> {
         self.fresh_access_key(access_key)?;
-        if !self.users.contains_key(&session.parent) {
-            return Err(IamError::NoSuchUser(session.parent));
+        match &session.federated_policies {
+            None if !self.users.contains_key(&session.parent) => {
+                return Err(IamError::NoSuchUser(session.parent));
+            }
+            Some(names) => {
+                if let Some(missing) = names.iter().find(|n| !self.policy_exists(n)) {
+                    return Err(IamError::NoSuchPolicy(missing.clone()));
+                }
+            }
+            None => {}
         }
         if let Some(doc) = &session.policy {
             check_document(doc)?;
@@ -448,8 +465,14 @@ impl IamState {
                 return bad(format!("group {name:?} lists unknown user {m:?}"));
             }
         }
+        for session in self.sessions.values() {
+            if let Some(p) = session.federated_policies.iter().flatten().find(|p| !self.policy_exists(p)) {
+                return bad(format!("a federated session names unknown policy {p:?}"));
+            }
+        }
         let parents = self.service_accounts.values().map(|s| (&s.parent, &s.policy));
-        for (parent, policy) in parents.chain(self.sessions.values().map(|s| (&s.parent, &s.policy))) {
+        let sessions = self.sessions.values().filter(|s| s.federated_policies.is_none());
+        for (parent, policy) in parents.chain(sessions.map(|s| (&s.parent, &s.policy))) {
             if !self.users.contains_key(parent) {
                 return bad(format!("credentials of unknown user {parent:?}"));
             }

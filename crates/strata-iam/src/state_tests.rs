@@ -107,6 +107,7 @@ fn service_accounts_and_sessions() {
         name: "s".to_owned(),
         policy: None,
         expiry,
+        federated_policies: None,
     };
     s.add_session("ASIA1", session("bob", 1_500), now).expect("session");
     assert_eq!(s.add_session("ASIA2", session("bob", 900), now), Err(IamError::ExpiryInPast));

@@ -351,6 +351,7 @@ mod tests {
             name: "s".into(),
             policy: None,
             expiry: 2_000,
+            federated_policies: None,
         };
         state.add_session("TEMPKEY", session, 1_000).expect("session");
         let dir = Directory::new(state).expect("directory");

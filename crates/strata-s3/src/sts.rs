@@ -125,6 +125,7 @@ async fn assume_role(
         name: name.clone(),
         policy,
         expiry: now + duration,
+        federated_policies: None,
     };
     node.iam.change(&node.layer, |s| s.add_session(&access_key, session.clone(), now)).await?;
     if let Some(cluster) = &node.cluster {
