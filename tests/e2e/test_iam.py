@@ -516,3 +516,105 @@ def test_anonymous_post_form_where_a_bucket_policy_allows_it(server, s3, bucket)
     tagging = "<Tagging><TagSet><Tag><Key>a</Key><Value>b</Value></Tag></TagSet></Tagging>"
     assert post_form(url, {"key": "uploads/c.txt", "tagging": tagging}) == 403
     assert code(s3.head_object, Bucket=bucket, Key="elsewhere/b.txt") == "404"
+
+
+class Provider:
+    """An OpenID Connect provider of our own: an RSA key made with openssl, its JWKS served on
+    127.0.0.1, and ID tokens signed with it."""
+
+    def __init__(self, folder):
+        import base64
+        import http.server
+
+        self.key = folder / "idp.pem"
+        subprocess.run(["openssl", "genrsa", "-out", str(self.key), "2048"], check=True, capture_output=True)
+        out = subprocess.run(["openssl", "rsa", "-in", str(self.key), "-noout", "-modulus"], check=True,
+                             capture_output=True, text=True).stdout
+        modulus = bytes.fromhex(out.strip().split("=", 1)[1])
+        b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+        self.b64 = b64
+        jwks = json.dumps({"keys": [{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig",
+                                     "n": b64(modulus), "e": b64((65537).to_bytes(3, "big"))}]}).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(jwks)))
+                self.end_headers()
+                self.wfile.write(jwks)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/jwks.json"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def token(self, claims, kid="k1", key=None):
+        header = self.b64(json.dumps({"alg": "RS256", "typ": "JWT", "kid": kid}).encode())
+        payload = self.b64(json.dumps(claims).encode())
+        signing_input = f"{header}.{payload}".encode()
+        sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", str(key or self.key)], input=signing_input,
+                             check=True, capture_output=True).stdout
+        return f"{header}.{payload}.{self.b64(sig)}"
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_assume_role_with_web_identity_from_our_own_provider(tmp_path):
+    idp = Provider(tmp_path)
+    server = Server(env={"STRATA_IDENTITY_OPENID_JWKS_URL": idp.url, "STRATA_IDENTITY_OPENID_ISSUER": "http://idp.test",
+                         "STRATA_IDENTITY_OPENID_CLIENT_ID": "strata"})
+    try:
+        server.start()
+        s3 = server.client()
+        s3.create_bucket(Bucket="web")
+        s3.put_object(Bucket="web", Key="k", Body=b"v")
+        sts = boto3.client("sts", endpoint_url=server.endpoint, region_name="us-east-1",
+                           aws_access_key_id="unused", aws_secret_access_key="unused-secret")
+        now = int(time.time())
+        claims = {"iss": "http://idp.test", "aud": "strata", "sub": "user-42", "exp": now + 600,
+                  "iat": now, "policy": "readonly"}
+
+        def assume(token, **extra):
+            return sts.assume_role_with_web_identity(RoleArn="arn:aws:iam::1:role/web", RoleSessionName="web",
+                                                     WebIdentityToken=token, **extra)
+
+        out = assume(idp.token(claims))
+        assert out["SubjectFromWebIdentityToken"] == "user-42"
+        creds = out["Credentials"]
+        web = client(server, creds["AccessKeyId"], creds["SecretAccessKey"], creds["SessionToken"])
+        assert web.get_object(Bucket="web", Key="k")["Body"].read() == b"v"
+        assert code(web.put_object, Bucket="web", Key="x", Body=b"") == "AccessDenied"
+        assert code(client(server, creds["AccessKeyId"], creds["SecretAccessKey"]).get_object,
+                    Bucket="web", Key="k") == "InvalidToken"
+        # Refused: expired, another issuer or audience, a key the provider does not publish, a
+        # tampered payload, a policy that does not exist.
+        other_key = tmp_path / "other.pem"
+        subprocess.run(["openssl", "genrsa", "-out", str(other_key), "2048"], check=True, capture_output=True)
+        good = idp.token(claims)
+        h, p, s = good.split(".")
+        tampered = ".".join([h, idp.b64(json.dumps({**claims, "policy": "readwrite"}).encode()), s])
+        for token, want in [
+            (idp.token({**claims, "exp": now - 10}), "ExpiredTokenException"),
+            (idp.token({**claims, "iss": "http://evil"}), "InvalidIdentityToken"),
+            (idp.token({**claims, "aud": "someone-else"}), "InvalidIdentityToken"),
+            (idp.token(claims, key=other_key), "InvalidIdentityToken"),
+            (idp.token(claims, kid="unknown"), "InvalidIdentityToken"),
+            (tampered, "InvalidIdentityToken"),
+            ("not-a-jwt", "InvalidIdentityToken"),
+            (idp.token({**claims, "policy": "no-such-policy"}), "AccessDenied"),
+        ]:
+            assert code(assume, token) == want, (token[:40], want)
+        # A session policy narrows further; the token's policy can be several.
+        narrow = json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "arn:aws:s3:::web/out/*"}]})
+        creds = assume(idp.token({**claims, "policy": ["readwrite"]}), Policy=narrow)["Credentials"]
+        rw = client(server, creds["AccessKeyId"], creds["SecretAccessKey"], creds["SessionToken"])
+        rw.put_object(Bucket="web", Key="out/1", Body=b"")
+        assert code(rw.put_object, Bucket="web", Key="elsewhere", Body=b"") == "AccessDenied"
+    finally:
+        server.cleanup()
+        idp.close()

@@ -15,7 +15,8 @@
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
-//! - [`sts`]: STS `AssumeRole` (temporary credentials), at `POST /` with a form body.
+//! - [`sts`]: STS `AssumeRole` and `AssumeRoleWithWebIdentity` (temporary credentials), at
+//!   `POST /` with a form body; [`oidc`] verifies OpenID Connect identity tokens.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; no header that asks for a
@@ -43,6 +44,7 @@ pub mod iam;
 pub mod multipart;
 pub mod object;
 pub mod observe;
+pub mod oidc;
 pub mod post;
 pub mod router;
 pub mod server;

@@ -64,6 +64,8 @@ pub struct Node {
     pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
     /// Users, groups, policies and keys (the root user stays in `config`).
     pub iam: crate::iam::Iam,
+    /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
+    pub openid: Option<crate::oidc::OpenId>,
     bucket_policies: crate::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -75,6 +77,7 @@ impl Node {
         Self {
             layer,
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
+            openid: None,
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,

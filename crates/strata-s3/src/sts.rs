@@ -1,6 +1,8 @@
-//! STS `AssumeRole`: temporary credentials for an IAM user, served at `POST /` with a
-//! form-encoded body (`Action=AssumeRole&Version=2011-06-15&...`), SigV4-signed for the `sts`
-//! service as AWS SDKs sign it (the body's hash signed, not sent).
+//! STS: temporary credentials, served at `POST /` with a form-encoded body
+//! (`Action=AssumeRole&Version=2011-06-15&...`).
+//!
+//! `AssumeRole` is SigV4-signed for the `sts` service as AWS SDKs sign it (the body's hash
+//! signed, not sent).
 //!
 //! The caller must be an enabled IAM user signing with its own long-term keys (not root, which is
 //! no IAM user, nor a service account or a session). The credentials act as that user, narrowed
@@ -9,6 +11,12 @@
 //! (`x-amz-security-token`), checked in constant time. `RoleArn` is accepted and not interpreted:
 //! a deployment has no roles, the user is the role (as MinIO serves it). Sessions are stored with
 //! the rest of the IAM state, so they work on every node, and are dropped after their expiry.
+//!
+//! `AssumeRoleWithWebIdentity` is unsigned: its `WebIdentityToken`, an OpenID Connect ID token
+//! verified by [`crate::oidc`], is the credential. The session's parent is the token's subject
+//! (no IAM user) and its rights are the policies the token's policy claim names (each must
+//! exist), narrowed by the optional session `Policy`.
+//!
 //! Errors are STS's `ErrorResponse` documents.
 
 use bytes::Bytes;
@@ -51,9 +59,25 @@ pub async fn serve(
     body: Incoming,
     request_id: &str,
 ) -> (String, Reply) {
-    match assume_role(node, parts, body, request_id).await {
-        Ok(reply) => ("AssumeRole".to_owned(), reply),
-        Err(e) => ("AssumeRole".to_owned(), error_reply(&e, request_id)),
+    let body = match read_body(node, body).await {
+        Ok(b) => b,
+        Err(e) => return ("STS".to_owned(), error_reply(&e, request_id)),
+    };
+    let form = match std::str::from_utf8(&body) {
+        Ok(text) => crate::router::parse_query(text),
+        Err(_) => return ("STS".to_owned(), error_reply(&validation("The body is not UTF-8."), request_id)),
+    };
+    let action = form.iter().find(|(k, _)| k == "Action").map(|(_, v)| v.clone()).unwrap_or_default();
+    let answered = match action.as_str() {
+        "AssumeRole" => assume_role(node, parts, &body, &form).await,
+        "AssumeRoleWithWebIdentity" => assume_role_with_web_identity(node, &form).await,
+        "" => Err(validation("The request names no Action.")),
+        other => Err(S3Error::new(S3ErrorCode::InvalidAction, &format!("Could not find operation {other}"))),
+    };
+    let name = if action.is_empty() { "STS".to_owned() } else { action.clone() };
+    match answered {
+        Ok(answer) => (name, answer.reply(&action, request_id)),
+        Err(e) => (name, error_reply(&e, request_id)),
     }
 }
 
@@ -66,41 +90,15 @@ async fn read_body(node: &Node, body: Incoming) -> Result<Bytes, S3Error> {
     }
 }
 
-async fn assume_role(
-    node: &Node,
-    parts: &http::request::Parts,
-    body: Incoming,
-    request_id: &str,
-) -> Result<Reply, S3Error> {
-    let body = read_body(node, body).await?;
-    let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let directory = node.iam.directory();
-    let token = crate::access::session_token(parts);
-    let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
-    let hash = sigv4::sha256_hex(&body);
-    let verified = sigv4::verify_sts(parts, &credentials, &node.config.region, now, &hash)?
-        .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "STS requests must be signed."))?;
-    let parent = verified.access_key;
-    if !directory.state().users.contains_key(&parent) {
-        return Err(S3Error::new(
-            S3ErrorCode::AccessDenied,
-            "Only IAM users (with their own keys) can assume roles; root, service accounts and sessions cannot.",
-        ));
-    }
-    let text = std::str::from_utf8(&body).map_err(|_| validation("The body is not UTF-8."))?;
-    let form = crate::router::parse_query(text);
-    let field = |name: &str| form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    match field("Action") {
-        Some("AssumeRole") => {}
-        Some(other) => {
-            return Err(S3Error::new(
-                S3ErrorCode::InvalidAction,
-                &format!("Could not find operation {other}"),
-            ))
-        }
-        None => return Err(validation("The request names no Action.")),
-    }
-    let duration = match field("DurationSeconds") {
+type Form = [(String, String)];
+
+fn field<'f>(form: &'f Form, name: &str) -> Option<&'f str> {
+    form.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// The parameters both actions share: lifetime, session name, session policy.
+fn session_parameters(form: &Form) -> Result<(u64, String, Option<String>), S3Error> {
+    let duration = match field(form, "DurationSeconds") {
         None => STS_DURATION_DEFAULT_SECS,
         Some(d) => d
             .parse::<u64>()
@@ -108,48 +106,141 @@ async fn assume_role(
             .filter(|d| (STS_DURATION_MIN_SECS..=STS_DURATION_MAX_SECS).contains(d))
             .ok_or_else(|| validation("DurationSeconds must be between 900 and 43200."))?,
     };
-    let name = field("RoleSessionName").unwrap_or("session").to_owned();
+    let name = field(form, "RoleSessionName").unwrap_or("session").to_owned();
     let name_ok = (2..=64).contains(&name.len())
         && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_+=,.@-".contains(&b));
     if !name_ok {
         return Err(validation("RoleSessionName must be 2 to 64 of A-Z a-z 0-9 and _+=,.@-"));
     }
-    let policy = field("Policy").filter(|p| !p.is_empty()).map(str::to_owned);
-    let access_key = random_string(UPPER, 20)?;
-    let secret = random_string(ANY, 40)?;
-    let token = random_string(ANY, 96)?;
-    let session = Session {
-        secret: Secret::new(&secret)?,
-        token: Secret::new(&token)?,
-        parent: parent.clone(),
-        name: name.clone(),
-        policy,
+    let policy = field(form, "Policy").filter(|p| !p.is_empty()).map(str::to_owned);
+    Ok((duration, name, policy))
+}
+
+/// New temporary credentials, ready to be stored and answered.
+struct Issued {
+    access_key: String,
+    secret: String,
+    token: String,
+    parent: String,
+    name: String,
+    expiry: u64,
+    /// AssumeRoleWithWebIdentity: the token's subject and audience.
+    web: Option<(String, String)>,
+}
+
+/// Makes credentials for `parent` (a user, or with `federated` the named policies), stores
+/// them, and tells the other nodes.
+async fn issue(
+    node: &Node,
+    parent: String,
+    form: &Form,
+    federated: Option<std::collections::BTreeSet<String>>,
+) -> Result<Issued, S3Error> {
+    let (duration, name, policy) = session_parameters(form)?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let issued = Issued {
+        access_key: random_string(UPPER, 20)?,
+        secret: random_string(ANY, 40)?,
+        token: random_string(ANY, 96)?,
+        parent,
+        name,
         expiry: now + duration,
-        federated_policies: None,
+        web: None,
     };
-    node.iam.change(&node.layer, |s| s.add_session(&access_key, session.clone(), now)).await?;
+    let session = Session {
+        secret: Secret::new(&issued.secret)?,
+        token: Secret::new(&issued.token)?,
+        parent: issued.parent.clone(),
+        name: issued.name.clone(),
+        policy,
+        expiry: issued.expiry,
+        federated_policies: federated,
+    };
+    node.iam.change(&node.layer, |s| s.add_session(&issued.access_key, session.clone(), now)).await?;
     if let Some(cluster) = &node.cluster {
         cluster.iam_changed().await;
     }
-    let mut x = xml::Writer::new();
-    x.open_ns("AssumeRoleResponse", NAMESPACE);
-    x.open("AssumeRoleResult");
-    x.open("AssumedRoleUser");
-    x.elem("Arn", &format!("arn:aws:sts:::assumed-role/{parent}/{name}"));
-    x.elem("AssumedRoleId", &format!("{access_key}:{name}"));
-    x.close("AssumedRoleUser");
-    x.open("Credentials");
-    x.elem("AccessKeyId", &access_key);
-    x.elem("SecretAccessKey", &secret);
-    x.elem("SessionToken", &token);
-    x.elem("Expiration", &strata_types::time::iso8601((now + duration) * 1_000_000_000));
-    x.close("Credentials");
-    x.close("AssumeRoleResult");
-    x.open("ResponseMetadata");
-    x.elem("RequestId", request_id);
-    x.close("ResponseMetadata");
-    x.close("AssumeRoleResponse");
-    Ok(Reply::xml(x.finish()))
+    Ok(issued)
+}
+
+async fn assume_role(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: &[u8],
+    form: &Form,
+) -> Result<Issued, S3Error> {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let directory = node.iam.directory();
+    let token = crate::access::session_token(parts);
+    let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
+    let hash = sigv4::sha256_hex(body);
+    let verified = sigv4::verify_sts(parts, &credentials, &node.config.region, now, &hash)?
+        .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "STS requests must be signed."))?;
+    if !directory.state().users.contains_key(&verified.access_key) {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "Only IAM users (with their own keys) can assume roles; root, service accounts and sessions cannot.",
+        ));
+    }
+    issue(node, verified.access_key, form, None).await
+}
+
+/// AssumeRoleWithWebIdentity: unsigned; the identity token is the credential.
+async fn assume_role_with_web_identity(node: &Node, form: &Form) -> Result<Issued, S3Error> {
+    let Some(openid) = &node.openid else {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidIdentityToken,
+            "No OpenID Connect provider is configured (STRATA_IDENTITY_OPENID_JWKS_URL).",
+        ));
+    };
+    let token = field(form, "WebIdentityToken").ok_or_else(|| validation("WebIdentityToken is required."))?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let identity = openid.verify(token, now).await?;
+    if identity.policies.is_empty() {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            &format!("The token's {} claim names no policy.", openid.config.claim),
+        ));
+    }
+    let state = node.iam.directory();
+    if let Some(missing) = identity.policies.iter().find(|p| !state.state().policy_exists(p)) {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            &format!("The token names unknown policy {missing:?}."),
+        ));
+    }
+    let mut issued = issue(node, identity.subject.clone(), form, Some(identity.policies)).await?;
+    issued.web = Some((identity.subject, identity.audience));
+    Ok(issued)
+}
+
+impl Issued {
+    /// The action's response document.
+    fn reply(&self, action: &str, request_id: &str) -> Reply {
+        let mut x = xml::Writer::new();
+        x.open_ns(&format!("{action}Response"), NAMESPACE);
+        x.open(&format!("{action}Result"));
+        if let Some((subject, audience)) = &self.web {
+            x.elem("SubjectFromWebIdentityToken", subject);
+            x.elem("Audience", audience);
+        }
+        x.open("AssumedRoleUser");
+        x.elem("Arn", &format!("arn:aws:sts:::assumed-role/{}/{}", self.parent, self.name));
+        x.elem("AssumedRoleId", &format!("{}:{}", self.access_key, self.name));
+        x.close("AssumedRoleUser");
+        x.open("Credentials");
+        x.elem("AccessKeyId", &self.access_key);
+        x.elem("SecretAccessKey", &self.secret);
+        x.elem("SessionToken", &self.token);
+        x.elem("Expiration", &strata_types::time::iso8601(self.expiry * 1_000_000_000));
+        x.close("Credentials");
+        x.close(&format!("{action}Result"));
+        x.open("ResponseMetadata");
+        x.elem("RequestId", request_id);
+        x.close("ResponseMetadata");
+        x.close(&format!("{action}Response"));
+        Reply::xml(x.finish())
+    }
 }
 
 /// STS's error document (`ErrorResponse`), which STS clients parse.

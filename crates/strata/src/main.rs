@@ -358,6 +358,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     );
     strata_s3::iam::Iam::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
+    node.openid = openid_from_env()?.map(strata_s3::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
@@ -440,6 +441,25 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
         }))
         .await;
     }
+}
+
+/// The OpenID Connect provider for `AssumeRoleWithWebIdentity`: `STRATA_IDENTITY_OPENID_JWKS_URL`
+/// (`http://` only) and `STRATA_IDENTITY_OPENID_ISSUER` (both needed), `..._CLIENT_ID` (checked
+/// against the token's audience when set), `..._CLAIM_NAME` (the policy claim, `policy`).
+fn openid_from_env() -> Result<Option<strata_s3::oidc::OpenIdConfig>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let Some(jwks_url) = var("STRATA_IDENTITY_OPENID_JWKS_URL") else { return Ok(None) };
+    if !jwks_url.starts_with("http://") {
+        bail!("STRATA_IDENTITY_OPENID_JWKS_URL={jwks_url}: only http:// URLs are supported yet");
+    }
+    let issuer = var("STRATA_IDENTITY_OPENID_ISSUER")
+        .context("STRATA_IDENTITY_OPENID_JWKS_URL needs STRATA_IDENTITY_OPENID_ISSUER")?;
+    Ok(Some(strata_s3::oidc::OpenIdConfig {
+        issuer,
+        jwks_url,
+        client_id: var("STRATA_IDENTITY_OPENID_CLIENT_ID"),
+        claim: var("STRATA_IDENTITY_OPENID_CLAIM_NAME").unwrap_or_else(|| "policy".to_owned()),
+    }))
 }
 
 /// Reads the IAM state again now and then, for a change whose notice this node missed.
