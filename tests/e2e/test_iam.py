@@ -2,6 +2,7 @@
 then used through boto3; bucket policies and anonymous access through plain HTTP."""
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -618,3 +619,47 @@ def test_assume_role_with_web_identity_from_our_own_provider(tmp_path):
     finally:
         server.cleanup()
         idp.close()
+
+
+def aws(server, key, secret, *args, token=None):
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_DEFAULT_REGION="us-east-1",
+               AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent")
+    if token:
+        env["AWS_SESSION_TOKEN"] = token
+    return subprocess.run(["aws", "--endpoint-url", server.endpoint, "--output", "json", *args],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_aws_cli_and_curl(server, s3, tmp_path):
+    for b in ["cli-public", "cli-private"]:
+        s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket="cli-public", Key="index.html", Body=b"<p>public</p>")
+    policy = tmp_path / "public.json"
+    policy.write_text(public_read("cli-public"))
+    out = aws(server, ACCESS_KEY, SECRET_KEY, "s3api", "put-bucket-policy", "--bucket", "cli-public",
+              "--policy", f"file://{policy}")
+    assert out.returncode == 0, out.stderr
+    out = aws(server, ACCESS_KEY, SECRET_KEY, "s3api", "get-bucket-policy-status", "--bucket", "cli-public")
+    assert json.loads(out.stdout)["PolicyStatus"]["IsPublic"] is True
+    # Anonymous, with plain curl.
+    got = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", f"{server.endpoint}/cli-public/index.html"],
+                         capture_output=True, text=True, timeout=30).stdout
+    assert got == "<p>public</p>\n200"
+    got = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--data", "x",
+                          f"{server.endpoint}/cli-public/evil"], capture_output=True, text=True, timeout=30).stdout
+    assert got == "403"
+    # A user sees only the bucket it may list, and its temporary credentials work with the cli.
+    user(server, tmp_path, "nina", [
+        {"Effect": "Allow", "Action": ["s3:ListBucket", "s3:GetObject"],
+         "Resource": ["arn:aws:s3:::cli-public", "arn:aws:s3:::cli-public/*"]}])
+    out = aws(server, "nina", "nina-secret", "s3api", "list-buckets")
+    assert [b["Name"] for b in json.loads(out.stdout)["Buckets"]] == ["cli-public"]
+    out = aws(server, "nina", "nina-secret", "s3", "ls", "s3://cli-private")
+    assert out.returncode != 0 and "AccessDenied" in out.stderr
+    out = aws(server, "nina", "nina-secret", "sts", "assume-role", "--role-arn", "arn:aws:iam::1:role/r",
+              "--role-session-name", "cli", "--duration-seconds", "900")
+    assert out.returncode == 0, out.stderr
+    c = json.loads(out.stdout)["Credentials"]
+    out = aws(server, c["AccessKeyId"], c["SecretAccessKey"], "s3", "cp", "s3://cli-public/index.html", "-",
+              token=c["SessionToken"])
+    assert out.returncode == 0 and out.stdout == "<p>public</p>", out.stderr
