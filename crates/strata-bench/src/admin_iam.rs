@@ -198,6 +198,16 @@ fn print(out: &Out, answer: &Value, text: impl FnOnce(&Value) -> String) -> Resu
     Ok(())
 }
 
+/// One line per entry of the answer's array `field`.
+fn lines(answer: &Value, field: &str, line: impl Fn(&Value) -> String) -> String {
+    answer[field].as_array().map(|a| a.iter().map(line).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+}
+
+/// A call that sends no body (GET, DELETE, status changes).
+async fn call(out: &Out, method: Method, path: &str, query: &str) -> Result<Value> {
+    out.conn.call_body(method, path, query, String::new()).await
+}
+
 fn names(v: &Value) -> String {
     v.as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(",")).unwrap_or_default()
 }
@@ -205,7 +215,7 @@ fn names(v: &Value) -> String {
 async fn status(out: &Out, op: &str, who: (&str, &str), enabled: bool) -> Result<()> {
     let word = if enabled { "enabled" } else { "disabled" };
     let query = format!("{}={}&status={word}", who.0, enc(who.1));
-    let a = out.conn.call_body(Method::POST, op, &query, String::new()).await?;
+    let a = call(out, Method::POST, op, &query).await?;
     print(out, &a, |_| format!("{word} {}", who.1))
 }
 
@@ -218,7 +228,7 @@ pub async fn user(cmd: UserCommand) -> Result<()> {
             print(&out, &a, |_| format!("added user {user}"))
         }
         UserCommand::Remove { user, out } => {
-            let a = out.conn.call_body(Method::DELETE, "iam/user", &key(&user), String::new()).await?;
+            let a = call(&out, Method::DELETE, "iam/user", &key(&user)).await?;
             print(&out, &a, |_| format!("removed user {user}"))
         }
         UserCommand::Enable { user, out } => {
@@ -228,9 +238,8 @@ pub async fn user(cmd: UserCommand) -> Result<()> {
             status(&out, "iam/user/status", ("accessKey", &user), false).await
         }
         UserCommand::List { out } => {
-            let a = out.conn.call_body(Method::GET, "iam/users", "", String::new()).await?;
+            let a = call(&out, Method::GET, "iam/users", "").await?;
             print(&out, &a, |a| {
-                let users = a["users"].as_array().cloned().unwrap_or_default();
                 let line = |u: &Value| {
                     format!(
                         "{}\t{}\tpolicies={}\tgroups={}",
@@ -240,11 +249,11 @@ pub async fn user(cmd: UserCommand) -> Result<()> {
                         names(&u["groups"])
                     )
                 };
-                users.iter().map(line).collect::<Vec<_>>().join("\n")
+                lines(a, "users", line)
             })
         }
         UserCommand::Info { user, out } => {
-            let a = out.conn.call_body(Method::GET, "iam/user", &key(&user), String::new()).await?;
+            let a = call(&out, Method::GET, "iam/user", &key(&user)).await?;
             print(&out, &a, |u| {
                 format!(
                     "user {user}: {}\n  policies: {}\n  groups: {}\n  service accounts: {}",
@@ -279,14 +288,11 @@ pub async fn group(cmd: GroupCommand) -> Result<()> {
             status(&out, "iam/group/status", ("group", &group), false).await
         }
         GroupCommand::List { out } => {
-            let a = out.conn.call_body(Method::GET, "iam/groups", "", String::new()).await?;
-            print(&out, &a, |a| {
-                let groups = a["groups"].as_array().cloned().unwrap_or_default();
-                groups.iter().map(group_line).collect::<Vec<_>>().join("\n")
-            })
+            let a = call(&out, Method::GET, "iam/groups", "").await?;
+            print(&out, &a, |a| lines(a, "groups", group_line))
         }
         GroupCommand::Info { group, out } => {
-            let a = out.conn.call_body(Method::GET, "iam/group", &q(&group), String::new()).await?;
+            let a = call(&out, Method::GET, "iam/group", &q(&group)).await?;
             print(&out, &a, group_line)
         }
     }
@@ -312,22 +318,21 @@ pub async fn policy(cmd: PolicyCommand) -> Result<()> {
             print(&out, &a, |_| format!("created policy {name}"))
         }
         PolicyCommand::Remove { name, out } => {
-            let a = out.conn.call_body(Method::DELETE, "iam/policy", &q(&name), String::new()).await?;
+            let a = call(&out, Method::DELETE, "iam/policy", &q(&name)).await?;
             print(&out, &a, |_| format!("removed policy {name}"))
         }
         PolicyCommand::List { out } => {
-            let a = out.conn.call_body(Method::GET, "iam/policies", "", String::new()).await?;
+            let a = call(&out, Method::GET, "iam/policies", "").await?;
             print(&out, &a, |a| {
-                let policies = a["policies"].as_array().cloned().unwrap_or_default();
                 let line = |p: &Value| {
                     let builtin = if p["builtin"].as_bool().unwrap_or(false) { "\tbuilt-in" } else { "" };
                     format!("{}{builtin}", p["name"].as_str().unwrap_or("?"))
                 };
-                policies.iter().map(line).collect::<Vec<_>>().join("\n")
+                lines(a, "policies", line)
             })
         }
         PolicyCommand::Info { name, out } => {
-            let a = out.conn.call_body(Method::GET, "iam/policy", &q(&name), String::new()).await?;
+            let a = call(&out, Method::GET, "iam/policy", &q(&name)).await?;
             print(&out, &a, |p| {
                 format!(
                     "policy {name}: users={} groups={}\n{}",
@@ -349,7 +354,7 @@ async fn attach(args: AttachArgs, op: &str) -> Result<()> {
         (None, None) => anyhow::bail!("name --user or --group"),
     };
     let query = format!("name={}&{target}", enc(&args.policies.join(",")));
-    let a = args.out.conn.call_body(Method::POST, op, &query, String::new()).await?;
+    let a = call(&args.out, Method::POST, op, &query).await?;
     let verb = if op.ends_with("detach") { "detached" } else { "attached" };
     print(&args.out, &a, |_| format!("{verb} {}", args.policies.join(",")))
 }
@@ -384,19 +389,16 @@ pub async fn svcacct(cmd: SvcacctCommand) -> Result<()> {
             })
         }
         SvcacctCommand::Remove { key, out } => {
-            let a = out.conn.call_body(Method::DELETE, "iam/svcacct", &q(&key), String::new()).await?;
+            let a = call(&out, Method::DELETE, "iam/svcacct", &q(&key)).await?;
             print(&out, &a, |_| format!("removed service account {key}"))
         }
         SvcacctCommand::List { parent, out } => {
             let query = parent.map(|p| format!("parent={}", enc(&p))).unwrap_or_default();
-            let a = out.conn.call_body(Method::GET, "iam/svcaccts", &query, String::new()).await?;
-            print(&out, &a, |a| {
-                let list = a["serviceAccounts"].as_array().cloned().unwrap_or_default();
-                list.iter().map(svcacct_line).collect::<Vec<_>>().join("\n")
-            })
+            let a = call(&out, Method::GET, "iam/svcaccts", &query).await?;
+            print(&out, &a, |a| lines(a, "serviceAccounts", svcacct_line))
         }
         SvcacctCommand::Info { key, out } => {
-            let a = out.conn.call_body(Method::GET, "iam/svcacct", &q(&key), String::new()).await?;
+            let a = call(&out, Method::GET, "iam/svcacct", &q(&key)).await?;
             print(&out, &a, svcacct_line)
         }
     }
