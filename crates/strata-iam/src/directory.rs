@@ -111,7 +111,7 @@ impl Directory {
                 return Err(CredentialError::Expired);
             }
             let given = token.unwrap_or_default().as_bytes();
-            if !constant_time_eq(given, session.token.expose().as_bytes()) {
+            if !strata_types::constant_time_eq(given, session.token.expose().as_bytes()) {
                 return Err(CredentialError::InvalidToken);
             }
             let principal = Principal::assumed_role(&session.parent, access_key, &session.name);
@@ -159,11 +159,6 @@ impl Caller<'_> {
         let request = Request { action, resource, principal: &self.principal, values };
         evaluate_narrowed(&request, self.policies.iter().copied(), bucket_policy, self.narrowing)
     }
-}
-
-/// Compares without an early exit, so the time taken does not tell how much of a token matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

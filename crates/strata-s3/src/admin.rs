@@ -239,10 +239,17 @@ pub struct SpeedtestReport {
     pub aggregate_get: Throughput,
 }
 
-/// A body of `size` bytes cut from one shared random buffer (no per-request copy).
-struct SharedBody {
+/// A body served from bytes already in memory, in pieces of at most 1 MiB sliced from them (no
+/// copy): a speedtest object cut from one shared random buffer, the sealed IAM state.
+pub(crate) struct SharedBody {
     data: Bytes,
     sent: usize,
+}
+
+impl SharedBody {
+    pub(crate) fn new(data: Bytes) -> Self {
+        Self { data, sent: 0 }
+    }
 }
 
 #[async_trait]
@@ -346,7 +353,7 @@ async fn put_phase(
         let (layer, data, written) = (layer.clone(), data.clone(), w2.clone());
         let key = format!("{prefix}/{w}-{n}");
         async move {
-            let mut body = SharedBody { data, sent: 0 };
+            let mut body = SharedBody::new(data);
             let info = layer.put_object(SPEEDTEST_BUCKET, &key, &mut body, PutOptions::default()).await?;
             written.lock().await.push(key);
             Ok(info.size)

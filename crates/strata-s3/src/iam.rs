@@ -16,16 +16,14 @@
 //! on a drive in clear; changing the root credentials makes the stored state unreadable (the
 //! server refuses to start rather than start without its users).
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use strata_iam::{Directory, IamError, IamState};
-use strata_object::{BodyError, BodyReader, ObjectError, ObjectLayer, PutOptions, WriteCondition};
+use strata_object::{ObjectError, ObjectLayer, PutOptions, WriteCondition};
 use strata_types::limits::{IAM_CHANGE_ATTEMPTS, IAM_STATE_SIZE_MAX};
 
 pub use strata_types::limits::IAM_RELOAD_INTERVAL;
@@ -109,20 +107,6 @@ fn seal_key(root_user: &str, root_secret: &str) -> LessSafeKey {
     // A 32-byte key is always a valid AES-256 key.
     let key = UnboundKey::new(&AES_256_GCM, &derived).expect("AES-256 takes 32-byte keys");
     LessSafeKey::new(key)
-}
-
-/// A small body read from memory.
-struct MemoryBody(Option<Bytes>);
-
-#[async_trait]
-impl BodyReader for MemoryBody {
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        Ok(self.0.take())
-    }
-
-    fn checksums(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
 }
 
 impl Iam {
@@ -266,7 +250,7 @@ impl Iam {
                 None => WriteCondition::NoneMatchAny,
             };
             let opts = PutOptions { condition: Some(condition), ..Default::default() };
-            let mut body = MemoryBody(Some(self.seal(&stored)?));
+            let mut body = crate::admin::SharedBody::new(self.seal(&stored)?);
             match layer.put_object(SYSTEM_BUCKET, STATE_KEY, &mut body, opts).await {
                 Ok(info) => {
                     self.install(directory, Some(info.etag), stored.generation);

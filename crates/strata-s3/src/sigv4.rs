@@ -44,9 +44,7 @@ pub fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> [u8
     hmac(&k, b"aws4_request")
 }
 
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+pub use strata_types::constant_time_eq;
 
 fn uri_encode(s: &str, keep_slash: bool) -> String {
     if keep_slash {

@@ -15,3 +15,9 @@ pub mod size;
 pub mod time;
 
 pub use names::{BucketName, NameError, ObjectKey};
+
+/// Compares without an early exit, so the time taken does not tell how much of a secret (a
+/// signature, a session token, a bitrot hash) matched.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
