@@ -298,3 +298,29 @@ async fn wait_until(cond: impl Fn() -> bool) {
     }
     panic!("condition not reached in 5 s");
 }
+
+/// A wiped drive: writes refuse at once (nothing acknowledged on a drive that is gone); record
+/// reads share one `stat` per interval, so they notice within a quarter second.
+#[tokio::test]
+async fn a_wiped_drive_refuses_writes_at_once_and_reads_soon_after() {
+    let (dir, d) = drive().await;
+    let id = Uuid::new_v4();
+    let v = version(DataLocation::Inline(id), 3);
+    d.commit_version("b", "k", v.clone(), Some(Bytes::from_static(b"abc")), Uuid::new_v4())
+        .await
+        .expect("commit");
+    d.read_record("b", "k", true).await.expect("read while present");
+    for entry in std::fs::read_dir(dir.path()).expect("list") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).expect("wipe");
+        } else {
+            std::fs::remove_file(&path).expect("wipe");
+        }
+    }
+    let write = d.commit_version("b", "k2", v, Some(Bytes::from_static(b"abc")), Uuid::new_v4()).await;
+    assert!(matches!(write, Err(DriveError::Offline(_))), "{write:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let read = d.read_record("b", "k", true).await;
+    assert!(matches!(read, Err(DriveError::Offline(_))), "{read:?}");
+}
