@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -46,6 +47,27 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def remove_drive(path):
+    """Removes a drive's folder under a running server. The server may write a state file into
+    it in the middle (its healing progress): removal is repeated until the folder is gone."""
+    for _ in range(100):
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} could not be removed")
+
+
+def wipe_drive(path):
+    """Empties a drive's folder under a running server, keeping the folder. A state file the
+    server writes in the middle of the wipe is all that may be left, and the drive still counts
+    as blank (it is formatted again in its slot)."""
+    for child in path.iterdir():
+        shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+    left = [str(p.relative_to(path)) for p in path.rglob("*") if p.is_file()]
+    assert all(re.fullmatch(r"\.strata\.sys/state-[a-z]+\.json(\.tmp)?", f) for f in left), left
 
 
 def wait_for(condition, timeout=60, what="condition"):

@@ -1,13 +1,12 @@
 """Degraded operation: lost drives and rotten shard bytes never change what a GET returns."""
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import Server
+from conftest import Server, remove_drive
 
 SIZES = [0, 10, 100_000, 200_000, 1 << 20, 3 * (1 << 20) + 7]
 
@@ -33,11 +32,11 @@ def shard_files(drive: Path):
 
 def test_lost_drives_while_running_then_restart(server, s3, bucket):
     data = fill(s3, bucket)
-    shutil.rmtree(server.drives[0])
+    remove_drive(server.drives[0])
     check_all(s3, bucket, data)
     data.update(fill(s3, bucket, "one-down"))  # 3 of 4 drives: write quorum holds
     check_all(s3, bucket, data)
-    shutil.rmtree(server.drives[2])
+    remove_drive(server.drives[2])
     check_all(s3, bucket, data)  # 2 of 4: still readable
     with pytest.raises(ClientError) as e:
         s3.put_object(Bucket=bucket, Key="refused", Body=b"x" * 1000)

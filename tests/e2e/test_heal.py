@@ -3,11 +3,10 @@
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, wait_for
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, remove_drive, wait_for, wipe_drive
 
 MiB = 1024 * 1024
 
@@ -139,7 +138,7 @@ def test_replaced_drive_is_refilled_and_deep_scan_fixes_rot():
         objects.update(put_mixed(s3, "heal-r2", 6))
         server.stop()
         d3 = server.drives[2]
-        shutil.rmtree(d3)
+        remove_drive(d3)
         d3.mkdir()
         server.start()  # a blank drive in a known slot: formatted, then its set is healed
         wait_for(lambda: heal_status(server)["scan"]["state"] == "idle"
@@ -210,7 +209,7 @@ def test_kill_during_healing_resumes_and_converges():
             objects[("heal-k", f"k{i:04}")] = data
         server.stop()
         d2 = server.drives[1]
-        shutil.rmtree(d2)
+        remove_drive(d2)
         d2.mkdir()
         server.start()
         wait_for(lambda: 40 <= heal_status(server)["scan"]["objects_scanned"], what="the refill to get going")
@@ -236,8 +235,7 @@ def test_drive_wiped_while_running_is_refilled():
         s3.create_bucket(Bucket="heal-live")
         objects = put_mixed(s3, "heal-live", 9)
         d2 = server.drives[1]
-        for child in d2.iterdir():
-            shutil.rmtree(child)  # the drive's contents are gone; the folder stays
+        wipe_drive(d2)  # the drive's contents are gone; the folder stays
         for (bucket, key), data in objects.items():
             assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data, key
         healed = lambda: heal_status(server)["drives"].get(str(d2), {}).get("objects", 0)
@@ -288,8 +286,7 @@ def test_status_tells_the_truth_about_a_wiped_drive_and_scans_queue():
         objects = put_mixed(s3, "truth", 10)
         wait_scan_done(server, heal_start(server))
         d2 = server.drives[1]
-        for p in d2.iterdir():
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+        wipe_drive(d2)
         status = heal_status(server)
         assert status["state"] != "idle", status
         wiped = [d for d in status["unavailable_drives"] if d["drive"] == str(d2)]

@@ -14,7 +14,7 @@ import botocore.config
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, remove_drive
 
 
 def admin(server, *args, check=True):
@@ -288,8 +288,8 @@ def test_iam_state_survives_losing_parity_drives(server, s3, bucket, tmp_path):
     user(server, tmp_path, "lena", READ_LIST)
     # Two of four drives (the parity) lost while running: users still sign in, and after a
     # restart onto blank drives too.
-    shutil.rmtree(server.drives[0])
-    shutil.rmtree(server.drives[3])
+    remove_drive(server.drives[0])
+    remove_drive(server.drives[3])
     lena = client(server, "lena", "lena-secret")
     assert lena.get_object(Bucket=bucket, Key="k")["Body"].read() == b"v"
     server.stop()

@@ -2,13 +2,12 @@
 
 import hashlib
 import hmac
-import shutil
 import urllib.error
 import urllib.request
 
 from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
-from conftest import ACCESS_KEY, SECRET_KEY, Server
+from conftest import ACCESS_KEY, SECRET_KEY, Server, remove_drive
 
 
 def token():
@@ -76,12 +75,12 @@ def test_metrics_need_auth_and_move_with_requests(server, s3, bucket):
 def test_lost_drives_show_in_metrics_and_cluster_health(server, s3, bucket):
     with urllib.request.urlopen(f"{server.endpoint}/health/cluster") as r:
         assert r.status == 200
-    shutil.rmtree(server.drives[0])
+    remove_drive(server.drives[0])
     samples = scrape(server)
     assert value(samples, "strata_set_online_drives", pool="0", set="0") == 3
     assert value(samples, "strata_set_write_quorum_ok", pool="0", set="0") == 1
     s3.put_object(Bucket=bucket, Key="after-loss", Body=b"x" * 300_000)
-    shutil.rmtree(server.drives[1])
+    remove_drive(server.drives[1])
     samples = scrape(server)
     errors = {k[1]: v for k, v in samples.items() if k[0] == "strata_drive_operation_errors_total"}
     failing = {dict(labels)["drive"] for labels in errors}

@@ -158,10 +158,32 @@ impl LocalDrive {
     }
 
     /// The drive's folder exists and is empty: a wiped or new drive put in this slot (a missing
-    /// folder is not blank: it may be an unmounted mount point).
+    /// folder is not blank: it may be an unmounted mount point). A drive wiped while the server
+    /// ran may keep a state file written in the middle of the wipe, in an otherwise empty
+    /// system folder (no format record, no index, no data): that is blank too, or the drive
+    /// would wait for an operator forever.
     pub fn root_is_blank(&self) -> bool {
         let Some(root) = self.sys.parent() else { return false };
-        self.fs.read_dir(root).is_ok_and(|entries| entries.is_empty())
+        let Ok(entries) = self.fs.read_dir(root) else { return false };
+        match entries.as_slice() {
+            [] => true,
+            [only] if self.sys.file_name().is_some_and(|n| n == only.name.as_str()) => {
+                self.sys_holds_only_leftovers()
+            }
+            _ => false,
+        }
+    }
+
+    /// The system folder holds nothing but state files and empty `tmp`/`data` folders.
+    fn sys_holds_only_leftovers(&self) -> bool {
+        let Ok(entries) = self.fs.read_dir(&self.sys) else { return false };
+        entries.iter().all(|e| match (e.meta.is_file, e.name.as_str()) {
+            (true, name) => name.starts_with("state-"),
+            (false, name @ ("tmp" | "data")) => {
+                self.fs.read_dir(&self.sys.join(name)).is_ok_and(|inner| inner.is_empty())
+            }
+            (false, _) => false,
+        })
     }
 
     /// Formats a blank drive again in its slot while the server runs: its folders, a new empty

@@ -324,3 +324,34 @@ async fn a_wiped_drive_refuses_writes_at_once_and_reads_soon_after() {
     let read = d.read_record("b", "k", true).await;
     assert!(matches!(read, Err(DriveError::Offline(_))), "{read:?}");
 }
+
+/// Wiped while the server ran, a drive may keep a state file written mid-wipe: still blank, so
+/// it is formatted again in its slot; a drive that keeps its format record or index is not.
+#[tokio::test]
+async fn a_wipe_that_left_a_state_file_is_still_blank() {
+    let (dir, d) = drive().await;
+    d.write_state("heal", b"{}".to_vec()).await.expect("state");
+    assert!(!d.root_is_blank());
+    let sys = dir.path().join(".strata.sys");
+    let keep = |name: &str| name.starts_with("state-") || name == "format.json" || name == "index.redb";
+    for entry in std::fs::read_dir(&sys).expect("list") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).expect("wipe");
+        } else if !keep(&name) {
+            std::fs::remove_file(&path).expect("wipe");
+        }
+    }
+    assert!(!d.root_is_blank(), "format record and index still there");
+    std::fs::remove_file(sys.join("index.redb")).expect("wipe index");
+    assert!(!d.root_is_blank(), "format record still there");
+    std::fs::remove_file(sys.join("format.json")).expect("wipe format");
+    std::fs::create_dir(sys.join("tmp")).expect("empty tmp");
+    assert!(d.root_is_blank(), "only a state file and an empty folder left");
+    std::fs::write(sys.join("tmp").join("x"), b"x").expect("a temp file");
+    assert!(!d.root_is_blank(), "a folder with something in it");
+    std::fs::remove_file(sys.join("tmp").join("x")).expect("rm");
+    d.reinitialize(b"{\"again\":1}").expect("formatted again");
+    assert_eq!(d.read_format().await.expect("read"), Some(b"{\"again\":1}".to_vec()));
+}
