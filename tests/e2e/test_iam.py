@@ -3,6 +3,7 @@ then used through boto3; bucket policies and anonymous access through plain HTTP
 
 import json
 import os
+import shutil
 import subprocess
 import threading
 import time
@@ -14,7 +15,7 @@ import botocore.config
 import pytest
 from botocore.exceptions import ClientError
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, remove_drive
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, make_certs, remove_drive
 
 
 def admin(server, *args, check=True):
@@ -523,9 +524,12 @@ class Provider:
     """An OpenID Connect provider of our own: an RSA key made with openssl, its JWKS served on
     127.0.0.1, and ID tokens signed with it."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, tls_dir=None, issuer="http://idp.test"):
+        """With `tls_dir` (a folder from `make_certs`) the provider serves https; it also serves
+        its discovery document at `config_url`, naming `issuer` and the JWKS."""
         import base64
         import http.server
+        import ssl
 
         self.key = folder / "idp.pem"
         subprocess.run(["openssl", "genrsa", "-out", str(self.key), "2048"], check=True, capture_output=True)
@@ -537,19 +541,37 @@ class Provider:
         jwks = json.dumps({"keys": [{"kty": "RSA", "kid": "k1", "alg": "RS256", "use": "sig",
                                      "n": b64(modulus), "e": b64((65537).to_bytes(3, "big"))}]}).encode()
 
+        provider = self
+
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self):
+                if self.path == "/.well-known/openid-configuration":
+                    body = json.dumps({"issuer": issuer, "jwks_uri": provider.url,
+                                       "id_token_signing_alg_values_supported": ["RS256"]}).encode()
+                elif self.path == "/jwks.json":
+                    body = jwks
+                else:
+                    self.send_error(404)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(jwks)))
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(jwks)
+                self.wfile.write(body)
 
             def log_message(self, *args):
                 pass
 
         self.httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/jwks.json"
+        scheme = "http"
+        if tls_dir:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(tls_dir / "public.crt", tls_dir / "private.key")
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
+            scheme = "https"
+        base = f"{scheme}://127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"{base}/jwks.json"
+        self.config_url = f"{base}/.well-known/openid-configuration"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def token(self, claims, kid="k1", key=None):
@@ -616,6 +638,47 @@ def test_assume_role_with_web_identity_from_our_own_provider(tmp_path):
         rw = client(server, creds["AccessKeyId"], creds["SecretAccessKey"], creds["SessionToken"])
         rw.put_object(Bucket="web", Key="out/1", Body=b"")
         assert code(rw.put_object, Bucket="web", Key="elsewhere", Body=b"") == "AccessDenied"
+    finally:
+        server.cleanup()
+        idp.close()
+
+
+def test_web_identity_from_an_https_provider_found_by_discovery(tmp_path):
+    """MinIO's setting names, the provider's discovery document, https trusted through the
+    certificate folder's CAs/ (and not trusted without it)."""
+    (tmp_path / "idp-certs").mkdir()
+    (tmp_path / "certs").mkdir()
+    idp_certs, certs = make_certs(tmp_path / "idp-certs"), make_certs(tmp_path / "certs")
+    idp = Provider(tmp_path, tls_dir=idp_certs, issuer="https://idp.example")
+    server = Server(certs_dir=certs, env={"MINIO_IDENTITY_OPENID_CONFIG_URL": idp.config_url,
+                                          "MINIO_IDENTITY_OPENID_CLIENT_ID": "strata"})
+    try:
+        server.start()
+        server.client().create_bucket(Bucket="web")
+        server.client().put_object(Bucket="web", Key="k", Body=b"v")
+        now = int(time.time())
+        claims = {"iss": "https://idp.example", "aud": "strata", "sub": "u", "exp": now + 600, "policy": "readonly"}
+
+        def assume(token):
+            sts = boto3.client("sts", endpoint_url=server.endpoint, region_name="us-east-1",
+                               aws_access_key_id="unused", aws_secret_access_key="unused-secret",
+                               verify=str(certs / "public.crt"))
+            return sts.assume_role_with_web_identity(RoleArn="arn:aws:iam::1:role/web", RoleSessionName="web",
+                                                     WebIdentityToken=token)["Credentials"]
+
+        # The provider's certificate is not trusted yet: its keys cannot be fetched.
+        assert code(assume, idp.token(claims)) == "IDPCommunicationError"
+        server.stop()
+        (certs / "CAs").mkdir()
+        shutil.copy(idp_certs / "public.crt", certs / "CAs" / "idp.crt")
+        server.start()
+        creds = assume(idp.token(claims))
+        web = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                           aws_access_key_id=creds["AccessKeyId"], aws_secret_access_key=creds["SecretAccessKey"],
+                           aws_session_token=creds["SessionToken"], verify=str(certs / "public.crt"))
+        assert web.get_object(Bucket="web", Key="k")["Body"].read() == b"v"
+        # The issuer is the discovery document's, not anything else.
+        assert code(assume, idp.token({**claims, "iss": "http://idp.test"})) == "InvalidIdentityToken"
     finally:
         server.cleanup()
         idp.close()

@@ -5,11 +5,16 @@
 //! configured otherwise: a string of comma-separated names, or an array) names the IAM policies
 //! the session holds.
 //!
-//! The JWKS is fetched over HTTP from `STRATA_IDENTITY_OPENID_JWKS_URL` when a token names a key
-//! not known yet (at most once per [`JWKS_REFETCH_MIN`]) and kept for [`JWKS_MAX_AGE`], so a
-//! provider's key rotation is followed. Plain `http://` only for now.
+//! The provider is found either by its discovery document (`.../.well-known/openid-configuration`,
+//! `STRATA_IDENTITY_OPENID_CONFIG_URL` as MinIO's `MINIO_IDENTITY_OPENID_CONFIG_URL`), which names
+//! its `issuer` and `jwks_uri`, or by both given directly (`..._JWKS_URL` and `..._ISSUER`). The
+//! keys (and the discovery document) are fetched over `https://` (trusting the system's roots
+//! and the server's `certs/CAs/`) or `http://` when a token names a key not known yet (at most
+//! once per [`JWKS_REFETCH_MIN`]) and kept for [`JWKS_MAX_AGE`], so a provider's key rotation is
+//! followed.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -31,15 +36,35 @@ const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
 /// Clock skew allowed on `nbf`.
 const SKEW_SECS: u64 = 60;
 
+/// Where the provider's issuer name and keys come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provider {
+    /// The provider's discovery document (`issuer`, `jwks_uri`), by URL.
+    Discovery { config_url: String },
+    /// Both given.
+    Direct { issuer: String, jwks_url: String },
+}
+
 /// The provider, as configured (`STRATA_IDENTITY_OPENID_*`).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OpenIdConfig {
-    pub issuer: String,
-    pub jwks_url: String,
+    pub provider: Provider,
     /// Expected in the token's `aud`, when set.
     pub client_id: Option<String>,
     /// The claim naming the session's policies.
     pub claim: String,
+    /// Whom an `https://` provider URL is trusted as.
+    pub tls: Arc<rustls::ClientConfig>,
+}
+
+impl std::fmt::Debug for OpenIdConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenIdConfig")
+            .field("provider", &self.provider)
+            .field("client_id", &self.client_id)
+            .field("claim", &self.claim)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a verified token says.
@@ -55,6 +80,8 @@ type RsaKey = (Vec<u8>, Vec<u8>);
 
 struct Keys {
     fetched: Instant,
+    /// The issuer tokens must name (from the discovery document, or as configured).
+    issuer: String,
     /// By `kid`.
     rsa: HashMap<String, RsaKey>,
 }
@@ -66,7 +93,7 @@ pub struct OpenId {
 
 impl std::fmt::Debug for OpenId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "OpenId({})", self.config.issuer)
+        write!(f, "OpenId({:?})", self.config.provider)
     }
 }
 
@@ -97,18 +124,18 @@ impl OpenId {
         if header["alg"].as_str() != Some("RS256") {
             return Err(invalid("Only RS256-signed tokens are accepted."));
         }
-        let (n, e) = self.key(header["kid"].as_str()).await?;
+        let (issuer, (n, e)) = self.key(header["kid"].as_str()).await?;
         let signed = &token[..h.len() + 1 + p.len()];
         RsaPublicKeyComponents { n: &n, e: &e }
             .verify(&RSA_PKCS1_2048_8192_SHA256, signed.as_bytes(), &b64url(s)?)
             .map_err(|_| invalid("The token's signature does not verify."))?;
         let claims: Value =
             serde_json::from_slice(&b64url(p)?).map_err(|_| invalid("The token's payload is not JSON."))?;
-        self.check_claims(&claims, now)
+        self.check_claims(&claims, &issuer, now)
     }
 
-    fn check_claims(&self, claims: &Value, now: u64) -> Result<WebIdentity, S3Error> {
-        if claims["iss"].as_str() != Some(self.config.issuer.as_str()) {
+    fn check_claims(&self, claims: &Value, issuer: &str, now: u64) -> Result<WebIdentity, S3Error> {
+        if claims["iss"].as_str() != Some(issuer) {
             return Err(invalid("The token was not issued by the configured provider."));
         }
         let exp = claims["exp"].as_u64().ok_or_else(|| invalid("The token has no expiry (exp)."))?;
@@ -141,48 +168,80 @@ impl OpenId {
         Ok(WebIdentity { subject, audience, policies })
     }
 
-    /// The key named `kid` (or the only key, for a token naming none), fetching the JWKS when
-    /// it is not known or too old.
-    async fn key(&self, kid: Option<&str>) -> Result<RsaKey, S3Error> {
+    /// The issuer and the key named `kid` (or the only key, for a token naming none), fetching
+    /// the keys when they are not known or too old.
+    async fn key(&self, kid: Option<&str>) -> Result<(String, RsaKey), S3Error> {
         let mut keys = self.keys.lock().await;
-        let pick = |k: &Keys| match kid {
-            Some(kid) => k.rsa.get(kid).cloned(),
-            None if k.rsa.len() == 1 => k.rsa.values().next().cloned(),
-            None => None,
+        let pick = |k: &Keys| {
+            let key = match kid {
+                Some(kid) => k.rsa.get(kid).cloned(),
+                None if k.rsa.len() == 1 => k.rsa.values().next().cloned(),
+                None => None,
+            };
+            key.map(|key| (k.issuer.clone(), key))
         };
         if let Some(k) = keys.as_ref().filter(|k| k.fetched.elapsed() < JWKS_MAX_AGE).and_then(pick) {
             return Ok(k);
         }
         if keys.as_ref().is_none_or(|k| k.fetched.elapsed() >= JWKS_REFETCH_MIN) {
-            *keys = Some(Keys { fetched: Instant::now(), rsa: self.fetch().await? });
+            let fetched = tokio::time::timeout(JWKS_TIMEOUT, self.fetch()).await;
+            *keys = Some(fetched.map_err(|_| unreachable_provider("provider", "timed out"))??);
         }
         keys.as_ref()
             .and_then(pick)
             .ok_or_else(|| invalid("The token's key (kid) is not in the provider's JWKS."))
     }
 
-    async fn fetch(&self) -> Result<HashMap<String, RsaKey>, S3Error> {
-        let fail = |what: &str| {
-            tracing::warn!(url = %self.config.jwks_url, what, "cannot fetch the OpenID provider's keys");
-            S3Error::new(
-                S3ErrorCode::IDPCommunicationError,
-                "The identity provider's keys cannot be fetched.",
-            )
-        };
-        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build_http::<http_body_util::Empty<Bytes>>();
-        let uri: http::Uri = self.config.jwks_url.parse().map_err(|_| fail("bad URL"))?;
-        let get = async {
-            let resp = client.get(uri).await.map_err(|_| fail("request failed"))?;
-            if !resp.status().is_success() {
-                return Err(fail("error status"));
+    /// The issuer and keys: from the discovery document first when configured so.
+    async fn fetch(&self) -> Result<Keys, S3Error> {
+        let (issuer, jwks_url) = match &self.config.provider {
+            Provider::Direct { issuer, jwks_url } => (issuer.clone(), jwks_url.clone()),
+            Provider::Discovery { config_url } => {
+                let body = self.get(config_url).await?;
+                parse_discovery(&body)
+                    .ok_or_else(|| unreachable_provider(config_url, "not a discovery document"))?
             }
-            let body = http_body_util::Limited::new(resp.into_body(), JWKS_SIZE_MAX);
-            body.collect().await.map(|c| c.to_bytes()).map_err(|_| fail("body unreadable or too large"))
         };
-        let body = tokio::time::timeout(JWKS_TIMEOUT, get).await.map_err(|_| fail("timed out"))??;
-        parse_jwks(&body).ok_or_else(|| fail("not a JWKS"))
+        let body = self.get(&jwks_url).await?;
+        let rsa = parse_jwks(&body).ok_or_else(|| unreachable_provider(&jwks_url, "not a JWKS"))?;
+        Ok(Keys { fetched: Instant::now(), issuer, rsa })
     }
+
+    /// GET `url` (`http://` or `https://`), its body up to [`JWKS_SIZE_MAX`].
+    async fn get(&self, url: &str) -> Result<Bytes, S3Error> {
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config((*self.config.tls).clone())
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build::<_, http_body_util::Empty<Bytes>>(connector);
+        let uri: http::Uri = url.parse().map_err(|_| unreachable_provider(url, "bad URL"))?;
+        let resp =
+            client.get(uri).await.map_err(|e| unreachable_provider(url, &format!("request failed: {e}")))?;
+        if !resp.status().is_success() {
+            return Err(unreachable_provider(url, &format!("answered {}", resp.status())));
+        }
+        let body = http_body_util::Limited::new(resp.into_body(), JWKS_SIZE_MAX);
+        body.collect()
+            .await
+            .map(|c| c.to_bytes())
+            .map_err(|_| unreachable_provider(url, "body unreadable or too large"))
+    }
+}
+
+/// The provider could not be asked (logged with the reason; the client sees the S3 code only).
+fn unreachable_provider(url: &str, what: &str) -> S3Error {
+    tracing::warn!(url, what, "cannot fetch the OpenID provider's keys");
+    S3Error::new(S3ErrorCode::IDPCommunicationError, "The identity provider's keys cannot be fetched.")
+}
+
+/// `issuer` and `jwks_uri` of an OpenID discovery document.
+fn parse_discovery(body: &[u8]) -> Option<(String, String)> {
+    let doc: Value = serde_json::from_slice(body).ok()?;
+    let issuer = doc["issuer"].as_str().filter(|s| !s.is_empty())?;
+    let jwks = doc["jwks_uri"].as_str().filter(|s| !s.is_empty())?;
+    Some((issuer.to_owned(), jwks.to_owned()))
 }
 
 /// The RSA keys of a JWKS document, by `kid` (keys of other types are skipped).
@@ -205,11 +264,20 @@ mod tests {
     use super::*;
 
     fn openid() -> OpenId {
+        let tls =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_safe_default_protocol_versions()
+                .expect("protocols")
+                .with_root_certificates(rustls::RootCertStore::empty())
+                .with_no_client_auth();
         OpenId::new(OpenIdConfig {
-            issuer: "http://idp".into(),
-            jwks_url: "http://127.0.0.1:1/jwks".into(),
+            provider: Provider::Direct {
+                issuer: "http://idp".into(),
+                jwks_url: "http://127.0.0.1:1/jwks".into(),
+            },
             client_id: Some("strata".into()),
             claim: "policy".into(),
+            tls: Arc::new(tls),
         })
     }
 
@@ -218,13 +286,13 @@ mod tests {
         let o = openid();
         let good = serde_json::json!({"iss": "http://idp", "aud": ["x", "strata"], "exp": 200, "sub": "u1",
                                       "policy": "readonly, readwrite"});
-        let id = o.check_claims(&good, 100).expect("valid");
+        let id = o.check_claims(&good, "http://idp", 100).expect("valid");
         assert_eq!(id.subject, "u1");
         assert_eq!(id.policies, ["readonly", "readwrite"].iter().map(|s| s.to_string()).collect());
         let with = |k: &str, v: Value| {
             let mut c = good.clone();
             c[k] = v;
-            o.check_claims(&c, 100).map_err(|e| e.code)
+            o.check_claims(&c, "http://idp", 100).map_err(|e| e.code)
         };
         assert_eq!(with("iss", "http://other".into()), Err(S3ErrorCode::InvalidIdentityToken));
         assert_eq!(with("exp", 100.into()), Err(S3ErrorCode::ExpiredTokenException));
@@ -248,5 +316,9 @@ mod tests {
             parse_jwks(br#"{"keys":[{"kty":"EC","kid":"e"},{"kty":"RSA","kid":"r","n":"AQAB","e":"AQAB"}]}"#)
                 .expect("jwks");
         assert_eq!(keys.keys().collect::<Vec<_>>(), ["r"]);
+        let doc = br#"{"issuer":"https://idp","jwks_uri":"https://idp/keys","id_token_signing_alg_values_supported":["RS256"]}"#;
+        assert_eq!(parse_discovery(doc), Some(("https://idp".into(), "https://idp/keys".into())));
+        assert_eq!(parse_discovery(br#"{"issuer":"https://idp"}"#), None);
+        assert_eq!(parse_discovery(br#"{"issuer":"","jwks_uri":"x"}"#), None);
     }
 }

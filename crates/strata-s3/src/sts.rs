@@ -190,7 +190,7 @@ async fn assume_role_with_web_identity(node: &Node, form: &Form) -> Result<Issue
     let Some(openid) = &node.openid else {
         return Err(S3Error::new(
             S3ErrorCode::InvalidIdentityToken,
-            "No OpenID Connect provider is configured (STRATA_IDENTITY_OPENID_JWKS_URL).",
+            "No OpenID Connect provider is configured (STRATA_IDENTITY_OPENID_CONFIG_URL or _JWKS_URL).",
         ));
     };
     let token = field(form, "WebIdentityToken").ok_or_else(|| validation("WebIdentityToken is required."))?;

@@ -358,7 +358,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     );
     strata_s3::iam::Iam::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
-    node.openid = openid_from_env()?.map(strata_s3::oidc::OpenId::new);
+    node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_s3::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
@@ -443,23 +443,69 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
     }
 }
 
-/// The OpenID Connect provider for `AssumeRoleWithWebIdentity`: `STRATA_IDENTITY_OPENID_JWKS_URL`
-/// (`http://` only) and `STRATA_IDENTITY_OPENID_ISSUER` (both needed), `..._CLIENT_ID` (checked
+/// The OpenID Connect provider for `AssumeRoleWithWebIdentity`, by MinIO's names or ours
+/// (`STRATA_IDENTITY_OPENID_*` first, then `MINIO_IDENTITY_OPENID_*`): `..._CONFIG_URL` (the
+/// provider's discovery document), or `..._JWKS_URL` with `..._ISSUER`; `..._CLIENT_ID` (checked
 /// against the token's audience when set), `..._CLAIM_NAME` (the policy claim, `policy`).
-fn openid_from_env() -> Result<Option<strata_s3::oidc::OpenIdConfig>> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
-    let Some(jwks_url) = var("STRATA_IDENTITY_OPENID_JWKS_URL") else { return Ok(None) };
-    if !jwks_url.starts_with("http://") {
-        bail!("STRATA_IDENTITY_OPENID_JWKS_URL={jwks_url}: only http:// URLs are supported yet");
+/// `https://` providers are trusted by the system's roots and the certificate folder's `CAs/`.
+fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_s3::oidc::OpenIdConfig>> {
+    use strata_s3::oidc::Provider;
+    let var = |name: &str| {
+        [format!("STRATA_IDENTITY_OPENID_{name}"), format!("MINIO_IDENTITY_OPENID_{name}")]
+            .into_iter()
+            .find_map(|n| std::env::var(&n).ok().filter(|v| !v.is_empty()))
+    };
+    let provider = match (var("CONFIG_URL"), var("JWKS_URL"), var("ISSUER")) {
+        (None, None, None) => return Ok(None),
+        (Some(config_url), None, None) => Provider::Discovery { config_url },
+        (None, Some(jwks_url), Some(issuer)) => Provider::Direct { issuer, jwks_url },
+        (None, Some(_), None) => bail!("STRATA_IDENTITY_OPENID_JWKS_URL needs STRATA_IDENTITY_OPENID_ISSUER"),
+        (None, None, Some(_)) => bail!("STRATA_IDENTITY_OPENID_ISSUER needs STRATA_IDENTITY_OPENID_JWKS_URL"),
+        (Some(_), _, _) => bail!(
+            "STRATA_IDENTITY_OPENID_CONFIG_URL names the provider's issuer and keys: give it alone, \
+             or JWKS_URL and ISSUER instead"
+        ),
+    };
+    let urls = match &provider {
+        Provider::Discovery { config_url } => vec![config_url],
+        Provider::Direct { jwks_url, .. } => vec![jwks_url],
+    };
+    for url in urls {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            bail!("OpenID provider URL {url}: http:// or https:// expected");
+        }
     }
-    let issuer = var("STRATA_IDENTITY_OPENID_ISSUER")
-        .context("STRATA_IDENTITY_OPENID_JWKS_URL needs STRATA_IDENTITY_OPENID_ISSUER")?;
     Ok(Some(strata_s3::oidc::OpenIdConfig {
-        issuer,
-        jwks_url,
-        client_id: var("STRATA_IDENTITY_OPENID_CLIENT_ID"),
-        claim: var("STRATA_IDENTITY_OPENID_CLAIM_NAME").unwrap_or_else(|| "policy".to_owned()),
+        provider,
+        client_id: var("CLIENT_ID"),
+        claim: var("CLAIM_NAME").unwrap_or_else(|| "policy".to_owned()),
+        tls: Arc::new(outbound_tls(certs_dir)?),
     }))
+}
+
+/// TLS for calls this server makes to services of the operator's (an identity provider): the
+/// system's root certificates and those in the certificate folder's `CAs/`.
+fn outbound_tls(certs_dir: Option<&std::path::Path>) -> Result<rustls::ClientConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let mut roots = rustls::RootCertStore::empty();
+    let (_, unreadable) = roots.add_parsable_certificates(rustls_native_certs::load_native_certs().certs);
+    if unreadable > 0 {
+        tracing::debug!(unreadable, "system root certificates skipped");
+    }
+    if let Some(Ok(entries)) = certs_dir.map(|d| std::fs::read_dir(d.join("CAs"))) {
+        for path in entries.flatten().map(|e| e.path()) {
+            for cert in CertificateDer::pem_file_iter(&path).into_iter().flatten().flatten() {
+                roots.add(cert).with_context(|| format!("CA certificate {}", path.display()))?;
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS for outbound calls")?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
 }
 
 /// Reads the IAM state again now and then, for a change whose notice this node missed.
