@@ -684,6 +684,38 @@ def test_web_identity_from_an_https_provider_found_by_discovery(tmp_path):
         idp.close()
 
 
+def test_root_credentials_rotated_with_the_previous_ones_given():
+    """The IAM state is sealed under the root credentials: new ones alone cannot read it (the
+    server refuses to start, saying how to fix it); given the previous ones too, it is read and
+    sealed again, after which the new ones alone suffice. Users keep working throughout."""
+    server = Server()
+    try:
+        server.start()
+        root = server.client()
+        root.create_bucket(Bucket="rot")
+        root.put_object(Bucket="rot", Key="k", Body=b"v")
+        admin(server, "user", "add", "carol", "carol-secret-key")
+        admin(server, "policy", "attach", "readonly", "--user", "carol")
+        server.stop()
+        new = {"STRATA_ROOT_USER": "newroot", "STRATA_ROOT_PASSWORD": "new-root-secret-key"}
+        server.env.update(new)
+        out = subprocess.run([BIN, "server", "--address", f"127.0.0.1:{server.port}", *server.drive_args()],
+                             env=server.env, capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0 and "STRATA_ROOT_PASSWORD_OLD" in out.stderr, out.stderr[-2000:]
+        server.env.update(STRATA_ROOT_USER_OLD=ACCESS_KEY, STRATA_ROOT_PASSWORD_OLD=SECRET_KEY)
+        server.start()
+        carol = client(server, "carol", "carol-secret-key")
+        assert carol.get_object(Bucket="rot", Key="k")["Body"].read() == b"v"
+        assert code(client(server, ACCESS_KEY, SECRET_KEY).list_buckets) == "InvalidAccessKeyId"
+        server.stop()
+        del server.env["STRATA_ROOT_USER_OLD"], server.env["STRATA_ROOT_PASSWORD_OLD"]
+        server.start()
+        assert client(server, "carol", "carol-secret-key").get_object(Bucket="rot", Key="k")["Body"].read() == b"v"
+        assert code(client(server, "newroot", "new-root-secret-key").put_object, Bucket="rot", Key="n", Body=b"") is None
+    finally:
+        server.cleanup()
+
+
 def aws(server, key, secret, *args, token=None):
     env = dict(os.environ, AWS_ACCESS_KEY_ID=key, AWS_SECRET_ACCESS_KEY=secret, AWS_DEFAULT_REGION="us-east-1",
                AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent")

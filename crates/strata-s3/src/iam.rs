@@ -13,8 +13,10 @@
 //!
 //! Sealing: AES-256-GCM under a key derived from the root credentials (HMAC-SHA256 of the root
 //! secret over a label and the root user), a random nonce per write. Secrets are therefore never
-//! on a drive in clear; changing the root credentials makes the stored state unreadable (the
-//! server refuses to start rather than start without its users).
+//! on a drive in clear. Changing the root credentials makes the stored state unreadable (the
+//! server refuses to start rather than start without its users) unless the previous ones are
+//! given too ([`Iam::set_previous_root`]): a state sealed under them is then read and sealed
+//! again under the new ones at once.
 
 use std::sync::{Arc, RwLock};
 
@@ -51,7 +53,8 @@ struct Stored {
 enum Read {
     Unchanged,
     Absent,
-    Found(String, Stored),
+    /// With its ETag, and whether it was sealed under the previous root credentials.
+    Found(String, Stored, bool),
 }
 
 /// Why the IAM state could not be read or written.
@@ -59,7 +62,10 @@ enum Read {
 pub enum StoreError {
     #[error(transparent)]
     Object(#[from] ObjectError),
-    #[error("the stored IAM state cannot be unsealed (were the root credentials changed?)")]
+    #[error(
+        "the stored IAM state cannot be unsealed (were the root credentials changed? give the \
+         previous ones as STRATA_ROOT_USER_OLD and STRATA_ROOT_PASSWORD_OLD to re-seal it)"
+    )]
     Unseal,
     #[error("the stored IAM state is damaged: {0}")]
     Damaged(String),
@@ -91,6 +97,8 @@ pub struct Iam {
     /// One change at a time on this node.
     changing: tokio::sync::Mutex<()>,
     key: LessSafeKey,
+    /// The previous root credentials' key: a state sealed under it is read, then sealed again.
+    previous_key: Option<LessSafeKey>,
 }
 
 impl std::fmt::Debug for Iam {
@@ -118,7 +126,13 @@ impl Iam {
             loaded: std::sync::Mutex::new((None, 0)),
             changing: tokio::sync::Mutex::new(()),
             key: seal_key(root_user, root_secret),
+            previous_key: None,
         }
+    }
+
+    /// The root credentials the stored state may still be sealed under (a rotation).
+    pub fn set_previous_root(&mut self, root_user: &str, root_secret: &str) {
+        self.previous_key = Some(seal_key(root_user, root_secret));
     }
 
     /// The current snapshot.
@@ -161,7 +175,12 @@ impl Iam {
             Read::Unchanged => return Ok(false),
             Read::Absent if known.is_none() => return Ok(false),
             Read::Absent => (None, 0, IamState::new()),
-            Read::Found(etag, s) => (Some(etag), s.generation, s.state),
+            Read::Found(etag, s, false) => (Some(etag), s.generation, s.state),
+            Read::Found(_, _, true) => {
+                self.change(layer, |_| Ok(())).await?;
+                tracing::warn!("IAM state sealed again under the new root credentials");
+                return Ok(true);
+            }
         };
         let directory = Directory::new(state)?;
         self.install(directory, etag, generation);
@@ -189,7 +208,8 @@ impl Iam {
         while let Some(chunk) = stream.recv().await {
             sealed.extend_from_slice(&chunk?);
         }
-        Ok(Read::Found(etag, self.unseal(sealed)?))
+        let (stored, previous) = self.unseal(sealed)?;
+        Ok(Read::Found(etag, stored, previous))
     }
 
     fn seal(&self, stored: &Stored) -> Result<Bytes, StoreError> {
@@ -213,18 +233,26 @@ impl Iam {
         Ok(Bytes::from(out))
     }
 
-    fn unseal(&self, mut sealed: Vec<u8>) -> Result<Stored, StoreError> {
+    /// The stored state, and whether it was sealed under the previous root credentials.
+    fn unseal(&self, sealed: Vec<u8>) -> Result<(Stored, bool), StoreError> {
         if sealed.len() < 1 + NONCE_LEN || sealed[0] != SEAL_VERSION {
             return Err(StoreError::Damaged("not a sealed IAM state".into()));
         }
         let mut nonce = [0u8; NONCE_LEN];
         nonce.copy_from_slice(&sealed[1..1 + NONCE_LEN]);
-        let body = &mut sealed[1 + NONCE_LEN..];
-        let plain = self
-            .key
-            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from([SEAL_VERSION]), body)
-            .map_err(|_| StoreError::Unseal)?;
-        serde_json::from_slice(plain).map_err(|e| StoreError::Damaged(e.to_string()))
+        let open = |key: &LessSafeKey| {
+            let mut body = sealed[1 + NONCE_LEN..].to_vec();
+            let aad = Aad::from([SEAL_VERSION]);
+            let plain = key.open_in_place(Nonce::assume_unique_for_key(nonce), aad, &mut body).ok()?;
+            Some(serde_json::from_slice::<Stored>(plain).map_err(|e| StoreError::Damaged(e.to_string())))
+        };
+        if let Some(stored) = open(&self.key) {
+            return Ok((stored?, false));
+        }
+        match self.previous_key.as_ref().and_then(open) {
+            Some(stored) => Ok((stored?, true)),
+            None => Err(StoreError::Unseal),
+        }
     }
 
     /// Applies `change` to the newest stored state and stores the result, retrying when another
@@ -238,7 +266,7 @@ impl Iam {
         let _one = self.changing.lock().await;
         for _ in 0..IAM_CHANGE_ATTEMPTS {
             let (etag, generation, mut state) = match self.read(layer, None).await? {
-                Read::Found(etag, s) => (Some(etag), s.generation, s.state),
+                Read::Found(etag, s, _) => (Some(etag), s.generation, s.state),
                 Read::Absent | Read::Unchanged => (None, 0, IamState::new()),
             };
             let answer = change(&mut state)?;
@@ -277,15 +305,21 @@ mod tests {
         state.add_user("alice", "alice-secret").expect("user");
         let sealed = iam.seal(&Stored { generation: 7, state: state.clone() }).expect("seal");
         assert!(!sealed.windows(12).any(|w| w == b"alice-secret"), "the secret is not in clear");
-        let back = iam.unseal(sealed.to_vec()).expect("unseal");
-        assert_eq!((back.generation, back.state), (7, state));
+        let (back, previous) = iam.unseal(sealed.to_vec()).expect("unseal");
+        assert_eq!((back.generation, back.state, previous), (7, state.clone(), false));
         for i in [0, 1, 20, sealed.len() - 1] {
             let mut bad = sealed.to_vec();
             bad[i] ^= 1;
             assert!(iam.unseal(bad).is_err(), "flipped byte {i}");
         }
         assert!(iam.unseal(sealed[..10].to_vec()).is_err());
-        let other = Iam::new("root", "another-secret");
+        let mut other = Iam::new("root", "another-secret");
         assert!(matches!(other.unseal(sealed.to_vec()), Err(StoreError::Unseal)));
+        // Rotated root credentials, the previous ones given: read, and known to need re-sealing.
+        other.set_previous_root("root", "wrong-guess");
+        assert!(matches!(other.unseal(sealed.to_vec()), Err(StoreError::Unseal)));
+        other.set_previous_root("root", "root-secret");
+        let (back, previous) = other.unseal(sealed.to_vec()).expect("unseal with the previous key");
+        assert_eq!((back.state, previous), (state, true));
     }
 }

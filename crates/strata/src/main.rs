@@ -59,6 +59,9 @@ Environment:
   STRATA_ROOT_USER, STRATA_ROOT_PASSWORD   root credentials (the S3 access key and secret key;
                                            the password at least 8 characters). Unset: the
                                            built-in strataadmin/strataadmin, with a warning.
+  STRATA_ROOT_USER_OLD, STRATA_ROOT_PASSWORD_OLD
+                                           the previous root credentials while changing them
+                                           (users and policies are sealed under them)
   STRATA_STORAGE_CLASS_STANDARD=EC:N       parity drives per erasure set for ordinary objects
                                            (default by set size: 2-3 drives 1, 4-5 2, 6-7 3,
                                            8-16 4; at most half the set)
@@ -358,6 +361,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     );
     strata_s3::iam::Iam::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
+    if let Some((user, password)) = previous_credentials(&node.config.root_user)? {
+        node.iam.set_previous_root(&user, &password);
+    }
     node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_s3::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     if let Some(d) = &prepared.distributed {
@@ -440,6 +446,17 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
             }
         }))
         .await;
+    }
+}
+
+/// The root credentials before a rotation (`STRATA_ROOT_USER_OLD`, which defaults to the current
+/// user, and `STRATA_ROOT_PASSWORD_OLD`): the IAM state sealed under them is sealed again.
+fn previous_credentials(current_user: &str) -> Result<Option<(String, String)>> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (var("STRATA_ROOT_USER_OLD"), var("STRATA_ROOT_PASSWORD_OLD")) {
+        (None, None) => Ok(None),
+        (user, Some(password)) => Ok(Some((user.unwrap_or_else(|| current_user.to_owned()), password))),
+        (Some(_), None) => bail!("STRATA_ROOT_USER_OLD needs STRATA_ROOT_PASSWORD_OLD"),
     }
 }
 
