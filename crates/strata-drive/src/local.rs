@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use strata_erasure::bitrot;
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
@@ -457,12 +457,12 @@ impl ShardReader for LocalShardReader {
     async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
         let file = self.file.clone();
         blocking(move || {
-            let mut buf = BytesMut::zeroed(len);
+            let mut buf = crate::frames::take(len);
             file.read_exact_at(&mut buf, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
                 _ => DriveError::from(e),
             })?;
-            Ok(buf.freeze())
+            Ok(crate::frames::into_bytes(buf))
         })
         .await
     }
@@ -472,13 +472,13 @@ impl ShardReader for LocalShardReader {
     async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
         let file = self.file.clone();
         blocking(move || {
-            let mut frame = BytesMut::zeroed(bitrot::HASH_SIZE + shard_size);
+            let mut frame = crate::frames::take(bitrot::HASH_SIZE + shard_size);
             file.read_exact_at(&mut frame, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
                 _ => DriveError::from(e),
             })?;
             let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
-            Ok(frame.freeze().slice(range))
+            Ok(crate::frames::into_bytes(frame).slice(range))
         })
         .await
     }
