@@ -451,6 +451,17 @@ impl Drive for FaultyDrive {
         self.inner.read_record(bucket, key, inline).await
     }
 
+    async fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        self.inject(Op::ReadRecord).await?;
+        self.inner.read_version(bucket, key, version_id, inline).await
+    }
+
     async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         self.inject(Op::ReadInline).await?;
         self.inner.read_inline(data_id).await

@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
 use crate::fs::Fs;
+use crate::versions::{self, VERSIONS};
 use crate::{DriveError, DriveResult, ListEntry, ListQuery};
 
 const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
@@ -60,7 +61,7 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-fn index_err(e: impl std::fmt::Display) -> DriveError {
+pub(crate) fn index_err(e: impl std::fmt::Display) -> DriveError {
     DriveError::Index(e.to_string())
 }
 
@@ -217,6 +218,7 @@ impl Index {
             txn.open_table(INLINE).map_err(|e| corrupt(&e))?;
             txn.open_table(UPLOADS).map_err(|e| corrupt(&e))?;
             txn.open_table(PARTS).map_err(|e| corrupt(&e))?;
+            txn.open_table(VERSIONS).map_err(|e| corrupt(&e))?;
         }
         txn.commit().map_err(|e| corrupt(&e))?;
         let db = Arc::new(db);
@@ -262,15 +264,36 @@ impl Index {
         let table = txn.open_table(OBJECTS).map_err(index_err)?;
         let value = table.get(object_key(bucket, key).as_slice()).map_err(index_err)?;
         let record = ObjectRecord::decode(value.ok_or(DriveError::NotFound)?.value())?;
-        let data = match record.latest().map(|v| v.data) {
-            Some(DataLocation::Inline(id)) if inline => {
-                let table = txn.open_table(INLINE).map_err(index_err)?;
-                let value = table.get(id.as_u128()).map_err(index_err)?;
-                Some(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value()))
-            }
+        let data = match record.latest() {
+            Some(v) if inline => inline_of(&txn, v)?,
             _ => None,
         };
         Ok((record, data))
+    }
+
+    /// The object's version with id `version_id` (the current one or an older one) as a record
+    /// of that version alone; with `inline`, its inline frame, from the same snapshot.
+    pub fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let k = object_key(bucket, key);
+        let table = txn.open_table(OBJECTS).map_err(index_err)?;
+        let value = table.get(k.as_slice()).map_err(index_err)?;
+        let record = ObjectRecord::decode(value.ok_or(DriveError::NotFound)?.value())?;
+        let found = match record.versions.into_iter().find(|v| v.version_id == version_id) {
+            Some(v) => v,
+            None => {
+                let rows = txn.open_table(VERSIONS).map_err(index_err)?;
+                versions::find_row(&rows, &k, version_id)?.ok_or(DriveError::NotFound)?
+            }
+        };
+        let data = if inline { inline_of(&txn, &found)? } else { None };
+        Ok((ObjectRecord { versions: vec![found] }, data))
     }
 
     pub fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
@@ -303,19 +326,23 @@ impl Index {
     pub fn referenced_files(&self) -> DriveResult<std::collections::HashSet<Uuid>> {
         let txn = self.db.begin_read().map_err(index_err)?;
         let mut ids = std::collections::HashSet::new();
-        for item in txn.open_table(OBJECTS).map_err(index_err)?.iter().map_err(index_err)? {
-            let (_, v) = item.map_err(index_err)?;
-            for version in ObjectRecord::decode(v.value())?.versions {
+        let mut add = |bytes: &[u8]| -> DriveResult<()> {
+            for version in ObjectRecord::decode(bytes)?.versions {
                 match version.data {
-                    strata_meta::DataLocation::File(id) => {
+                    DataLocation::File(id) => {
                         ids.insert(id);
                     }
-                    strata_meta::DataLocation::Multipart(_) => {
-                        ids.extend(version.parts.iter().map(|p| p.data_id))
-                    }
-                    strata_meta::DataLocation::Inline(_) => {}
+                    DataLocation::Multipart(_) => ids.extend(version.parts.iter().map(|p| p.data_id)),
+                    DataLocation::Inline(_) => {}
                 }
             }
+            Ok(())
+        };
+        for item in txn.open_table(OBJECTS).map_err(index_err)?.iter().map_err(index_err)? {
+            add(item.map_err(index_err)?.1.value())?;
+        }
+        for item in txn.open_table(VERSIONS).map_err(index_err)?.iter().map_err(index_err)? {
+            add(item.map_err(index_err)?.1.value())?;
         }
         for item in txn.open_table(PARTS).map_err(index_err)?.iter().map_err(index_err)? {
             let (_, v) = item.map_err(index_err)?;
@@ -383,12 +410,16 @@ impl Index {
             return Err(DriveError::BucketNotFound);
         }
         let table = txn.open_table(OBJECTS).map_err(index_err)?;
+        let rows = txn.open_table(VERSIONS).map_err(index_err)?;
         let base = object_key(bucket, "");
         let full_prefix = object_key(bucket, &q.prefix);
         let end = prefix_successor(&full_prefix);
         let mut start = Bound::Included(full_prefix.clone());
+        // Resuming inside a key's versions starts at that key.
+        let inside = q.versions && q.start_rank.is_some();
         if q.start_after.as_str() >= q.prefix.as_str() {
-            start = Bound::Excluded(object_key(bucket, &q.start_after));
+            let at = object_key(bucket, &q.start_after);
+            start = if inside { Bound::Included(at) } else { Bound::Excluded(at) };
         }
         let mut out = Vec::new();
         'seek: while out.len() < q.limit {
@@ -417,7 +448,20 @@ impl Index {
                     }
                 }
                 let record = ObjectRecord::decode(v.value())?;
-                out.push(ListEntry::Object { key: key.to_owned(), record });
+                if !q.versions {
+                    out.push(ListEntry::Object { key: key.to_owned(), record });
+                } else {
+                    let after = q.start_rank.as_deref().filter(|_| inside && key == q.start_after);
+                    for v in record.versions {
+                        if after.is_none_or(|a| versions::version_rank(&v).as_slice() > a) {
+                            out.push(ListEntry::Object { key: key.to_owned(), record: one(v) });
+                        }
+                    }
+                    let room = q.limit.saturating_sub(out.len());
+                    for v in versions::rows(&rows, k.value(), after, room)? {
+                        out.push(ListEntry::Object { key: key.to_owned(), record: one(v) });
+                    }
+                }
                 if out.len() >= q.limit {
                     break 'seek;
                 }
@@ -514,9 +558,10 @@ fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> 
             txn.open_table(INLINE),
             txn.open_table(UPLOADS),
             txn.open_table(PARTS),
+            txn.open_table(VERSIONS),
         );
-        let (mut buckets, mut objects, mut inline, mut uploads, mut parts) = match tables {
-            (Ok(b), Ok(o), Ok(i), Ok(u), Ok(p)) => (b, o, i, u, p),
+        let (mut buckets, mut objects, mut inline, mut uploads, mut parts, mut versions) = match tables {
+            (Ok(b), Ok(o), Ok(i), Ok(u), Ok(p), Ok(v)) => (b, o, i, u, p, v),
             _ => return all_fail(&"cannot open index tables", batch.len()),
         };
         for p in batch.iter_mut() {
@@ -526,6 +571,7 @@ fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> 
                 inline: &mut inline,
                 uploads: &mut uploads,
                 parts: &mut parts,
+                versions: &mut versions,
             };
             results.push(apply_change(&mut t, &mut p.change, &mut batch_freed));
         }
@@ -539,12 +585,14 @@ fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> 
     }
 }
 
-struct Tables<'a, 't> {
+pub(crate) struct Tables<'a, 't> {
     buckets: &'a mut redb::Table<'t, &'static str, &'static [u8]>,
     objects: &'a mut redb::Table<'t, &'static [u8], &'static [u8]>,
     inline: &'a mut redb::Table<'t, u128, &'static [u8]>,
     uploads: &'a mut redb::Table<'t, &'static [u8], &'static [u8]>,
     parts: &'a mut redb::Table<'t, (u128, u32), &'static [u8]>,
+    /// Older versions of objects (see [`crate::versions`]).
+    pub(crate) versions: &'a mut redb::Table<'t, (&'static [u8], &'static [u8]), &'static [u8]>,
 }
 
 fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
@@ -581,29 +629,16 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                 return Err(DriveError::BucketNotFound);
             }
             let k = object_key(bucket, key);
-            // A corrupt old record is replaced: the new version is what the quorum writes.
-            let mut record = read(t, &k)?.unwrap_or(ObjectRecord { versions: vec![] });
-            let displaced: Displaced =
-                record.versions.iter().filter(|v| v.version_id == version.version_id).cloned().collect();
-            record.versions.retain(|v| v.version_id != version.version_id);
+            // A corrupt old head is replaced: the new version is what the quorum writes.
+            let displaced = versions::insert(t, &k, version)?;
             if let (DataLocation::Inline(id), Some(bytes)) = (version.data, inline.as_ref()) {
                 t.inline.insert(id.as_u128(), bytes.as_ref()).map_err(index_err)?;
             }
-            record.versions.insert(0, (**version).clone());
-            t.objects.insert(k.as_slice(), record.encode().as_slice()).map_err(index_err)?;
             return Ok(displaced);
         }
         Change::DeleteVersion { bucket, key, version_id } => {
             let k = object_key(bucket, key);
-            let mut record = read(t, &k)?.ok_or(DriveError::NotFound)?;
-            let removed: Displaced =
-                record.versions.iter().filter(|v| v.version_id == *version_id).cloned().collect();
-            if removed.is_empty() {
-                return Err(DriveError::NotFound);
-            }
-            record.versions.retain(|v| v.version_id != *version_id);
-            write(t, &k, &record)?;
-            return Ok(removed);
+            return versions::remove(t, &k, *version_id);
         }
         Change::FreeData { versions } => free_versions(t, versions, freed)?,
         Change::PutUpload { .. }
@@ -614,11 +649,8 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
         }
         Change::Restore { bucket, key, remove, restore } => {
             let k = object_key(bucket, key);
-            let mut record = read(t, &k)?.unwrap_or(ObjectRecord { versions: vec![] });
             if let Some(gone) = remove {
-                let same = |v: &ObjectVersion| v.version_id == gone.version_id && v.data == gone.data;
-                if record.versions.iter().any(same) {
-                    record.versions.retain(|v| !same(v));
+                if versions::remove_exact(t, &k, gone)? {
                     // A multipart version's parts still belong to its upload, which an undo keeps;
                     // a metadata-only change shares its data with the version it restores.
                     let shared = restore.iter().any(|r| r.data.data_id() == gone.data.data_id());
@@ -628,12 +660,10 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
                 }
             }
             for v in restore.iter() {
-                if !record.versions.iter().any(|r| r.version_id == v.version_id) {
-                    record.versions.push(v.clone());
+                if !versions::holds(t, &k, v.version_id)? {
+                    versions::insert(t, &k, v)?;
                 }
             }
-            record.versions.sort_by_key(|v| std::cmp::Reverse(v.mod_time));
-            write(t, &k, &record)?;
         }
     }
     Ok(Vec::new())
@@ -641,7 +671,7 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
 
 /// The record at `k`. A corrupt one reads as absent, so the change replaces it (the new version
 /// is what the quorum writes; healing restores older versions), but never silently.
-fn read(t: &Tables, k: &[u8]) -> DriveResult<Option<ObjectRecord>> {
+pub(crate) fn read(t: &Tables, k: &[u8]) -> DriveResult<Option<ObjectRecord>> {
     match t.objects.get(k).map_err(index_err)? {
         Some(v) => match ObjectRecord::decode(v.value()) {
             Ok(record) => Ok(Some(record)),
@@ -656,8 +686,24 @@ fn read(t: &Tables, k: &[u8]) -> DriveResult<Option<ObjectRecord>> {
     }
 }
 
+fn one(v: ObjectVersion) -> ObjectRecord {
+    ObjectRecord { versions: vec![v] }
+}
+
+/// The inline frame of `v`, read in `txn` (delete markers have none).
+fn inline_of(txn: &redb::ReadTransaction, v: &ObjectVersion) -> DriveResult<Option<Bytes>> {
+    match v.data {
+        DataLocation::Inline(id) if !v.delete_marker => {
+            let table = txn.open_table(INLINE).map_err(index_err)?;
+            let value = table.get(id.as_u128()).map_err(index_err)?;
+            Ok(Some(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value())))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Writes the record, or removes it when its last version is gone.
-fn write(t: &mut Tables, k: &[u8], record: &ObjectRecord) -> DriveResult<()> {
+pub(crate) fn write(t: &mut Tables, k: &[u8], record: &ObjectRecord) -> DriveResult<()> {
     if record.versions.is_empty() {
         t.objects.remove(k).map_err(index_err)?;
     } else {
@@ -695,9 +741,7 @@ fn upload_parts(t: &Tables, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
 /// Part files the object's versions read. A completed upload's parts belong to its object: a part
 /// replaced or an upload dropped afterwards (a retry racing Complete, an expiry) must not free them.
 fn object_part_files(t: &Tables, bucket: &str, key: &str) -> DriveResult<Vec<Uuid>> {
-    let Some(record) = read(t, &object_key(bucket, key))? else { return Ok(Vec::new()) };
-    Ok(record
-        .versions
+    Ok(versions::all(t, &object_key(bucket, key))?
         .iter()
         .filter(|v| matches!(v.data, DataLocation::Multipart(_)))
         .flat_map(|v| v.parts.iter().map(|p| p.data_id))

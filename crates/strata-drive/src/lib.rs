@@ -4,7 +4,9 @@
 //! process or (later) on another node. A drive stores:
 //! - its format record (`.strata.sys/format.json`), written once when the deployment is formed;
 //! - a metadata index (redb, `.strata.sys/index.redb`): buckets, one [`ObjectRecord`] per object
-//!   of its set, and the framed shard bytes of inline (small) versions;
+//!   of its set holding its current version, a row per older version (`versions`: an object's
+//!   history costs nothing to reads and listings of current objects), and the framed shard bytes
+//!   of inline (small) versions;
 //! - shard files for larger versions (`.strata.sys/data/xx/<data id>`), written first under
 //!   `.strata.sys/tmp/` and moved into place by [`Drive::commit_version`].
 //!
@@ -23,6 +25,7 @@ mod index;
 mod local;
 mod metered;
 pub mod sim;
+mod versions;
 
 use std::fmt::Debug;
 
@@ -36,6 +39,7 @@ pub use faulty::FaultyDrive;
 pub use index::CommitStats;
 pub use local::{LocalDrive, OpenError, OpenOptions};
 pub use metered::{DriveObserver, Metered};
+pub use versions::{version_rank, RANK_LEN};
 
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +145,14 @@ pub struct ListQuery {
     pub delimiter: Option<String>,
     /// Return at most this many entries.
     pub limit: usize,
+    /// List every version of each key (one entry each: a record of that version alone, newest
+    /// first, the current one first), not only each key's record of its current version.
+    #[serde(default)]
+    pub versions: bool,
+    /// With `versions`: resume inside key `start_after`, at its versions ranked after this
+    /// ([`version_rank`]); `None` resumes after the whole key.
+    #[serde(default)]
+    pub start_rank: Option<Vec<u8>>,
 }
 
 /// Which multipart uploads to list on one drive: those under `prefix` past the position `after`,
@@ -223,12 +235,23 @@ pub trait Drive: Send + Sync + Debug {
     async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>>;
     async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>>;
 
-    /// The object's record; with `inline`, also the framed shard bytes of its latest version when
-    /// that version is inline (read in the same snapshot, so they always match).
+    /// The object's record of its current version (older versions are kept apart, see
+    /// [`Drive::read_version`] and [`ListQuery::versions`]); with `inline`, also the framed shard
+    /// bytes of that version when it is inline (read in the same snapshot, so they always match).
     async fn read_record(
         &self,
         bucket: &str,
         key: &str,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
+    /// One version of the object (`None` = the `null` version), current or older, as a record of
+    /// that version alone; with `inline`, its framed shard bytes when inline (same snapshot).
+    /// `NotFound` when the object has no such version.
+    async fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
         inline: bool,
     ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
     /// The framed shard bytes of an inline version.

@@ -608,6 +608,23 @@ impl Drive for LocalDrive {
         self.index().read_record(bucket, key, inline)
     }
 
+    async fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        // Older versions are a range scan of the object's rows: on the blocking pool.
+        let (index, (fs, sys)) = (self.index(), self.at());
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        blocking(move || {
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            index.read_version(&bucket, &key, version_id, inline)
+        })
+        .await
+    }
+
     async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         // As `read_record`: a cached lookup, cheaper here than on another thread.
         self.index().read_inline(data_id)

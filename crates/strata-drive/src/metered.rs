@@ -155,6 +155,16 @@ impl Drive for Metered {
         self.probe.time("read_record", self.inner.read_record(bucket, key, inline)).await
     }
 
+    async fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        self.probe.time("read_version", self.inner.read_version(bucket, key, version_id, inline)).await
+    }
+
     async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         self.probe.time("read_inline", self.inner.read_inline(data_id)).await
     }

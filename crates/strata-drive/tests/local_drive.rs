@@ -29,6 +29,8 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         data,
         parts: vec![],
         tags: Default::default(),
+        retention: None,
+        legal_hold: false,
     }
 }
 
@@ -180,6 +182,7 @@ async fn listing_matches_a_model() {
                         start_after: start_after.into(),
                         delimiter: delimiter.map(String::from),
                         limit,
+                        ..Default::default()
                     };
                     let got: Vec<String> = d
                         .list("b", q.clone())

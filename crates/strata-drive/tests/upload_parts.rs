@@ -40,6 +40,8 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         tags: Default::default(),
         checksum_algorithm: None,
         checksum_type: None,
+        retention: None,
+        legal_hold: false,
     };
     d.put_upload("b", upload).await.expect("upload");
     let part = part_file(&d, 1).await;
@@ -57,6 +59,8 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         data: DataLocation::Multipart(upload_id),
         parts: vec![part.clone()],
         tags: Default::default(),
+        retention: None,
+        legal_hold: false,
     };
     let op = Uuid::new_v4();
     d.complete_upload("b", "k", upload_id, version, op).await.expect("complete");

@@ -142,6 +142,12 @@ pub struct UploadRecord {
     /// `COMPOSITE` or `FULL_OBJECT`, with `checksum_algorithm`.
     #[serde(default)]
     pub checksum_type: Option<String>,
+    /// Object lock retention the completed object gets.
+    #[serde(default)]
+    pub retention: Option<Retention>,
+    /// Object lock legal hold the completed object gets.
+    #[serde(default)]
+    pub legal_hold: bool,
 }
 
 impl UploadRecord {
@@ -205,6 +211,69 @@ pub struct ObjectVersion {
     /// Object tags (key → value), at most 10.
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
+    /// Object lock retention: the version cannot be removed before `until`.
+    #[serde(default)]
+    pub retention: Option<Retention>,
+    /// Object lock legal hold: the version cannot be removed while it is on.
+    #[serde(default)]
+    pub legal_hold: bool,
+}
+
+/// An object lock retention period of one version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retention {
+    pub mode: RetentionMode,
+    /// Nanoseconds since the Unix epoch.
+    pub until: u64,
+}
+
+/// How strictly a retention period holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RetentionMode {
+    /// Callers allowed `s3:BypassGovernanceRetention` may shorten or remove it (with
+    /// `x-amz-bypass-governance-retention: true`).
+    Governance,
+    /// Nobody may shorten or remove it, the root user included.
+    Compliance,
+}
+
+impl RetentionMode {
+    /// The S3 name (`GOVERNANCE`, `COMPLIANCE`).
+    pub fn name(self) -> &'static str {
+        match self {
+            RetentionMode::Governance => "GOVERNANCE",
+            RetentionMode::Compliance => "COMPLIANCE",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "GOVERNANCE" => Some(RetentionMode::Governance),
+            "COMPLIANCE" => Some(RetentionMode::Compliance),
+            _ => None,
+        }
+    }
+}
+
+impl ObjectVersion {
+    /// Whether object lock keeps this version at `now` (ns): a legal hold, or a retention
+    /// period not yet over.
+    pub fn locked_at(&self, now: u64) -> Option<LockedBy> {
+        if self.legal_hold {
+            return Some(LockedBy::LegalHold);
+        }
+        match self.retention {
+            Some(r) if r.until > now => Some(LockedBy::Retention(r.mode)),
+            _ => None,
+        }
+    }
+}
+
+/// What keeps a version from being removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockedBy {
+    LegalHold,
+    Retention(RetentionMode),
 }
 
 impl ObjectVersion {
@@ -242,7 +311,10 @@ impl ObjectVersion {
     }
 }
 
-/// All versions of one object on one drive, newest first.
+/// Versions of one object on one drive, newest first. A drive's index keeps the current version
+/// alone in the object's record (so listings and GETs of the current version never read older
+/// versions) and each older version in a row of its own; a record read from a drive holds the
+/// version asked for. Records of earlier releases (every version in one record) still decode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectRecord {
     pub versions: Vec<ObjectVersion>,
@@ -289,6 +361,57 @@ pub struct BucketRecord {
     /// The bucket policy document (JSON, as put; checked when put).
     #[serde(default)]
     pub policy: Option<String>,
+    /// S3 versioning: never set (every write replaces the `null` version), enabled, or suspended.
+    #[serde(default)]
+    pub versioning: Versioning,
+    /// Object lock, when the bucket has it (then versioning stays enabled).
+    #[serde(default)]
+    pub object_lock: Option<ObjectLockConfig>,
+}
+
+/// A bucket's object lock configuration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObjectLockConfig {
+    /// The retention new versions get when their write names none.
+    pub default_retention: Option<DefaultRetention>,
+}
+
+/// A bucket's default retention: a mode and a period in days or years.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DefaultRetention {
+    pub mode: RetentionMode,
+    pub days: Option<u32>,
+    pub years: Option<u32>,
+}
+
+impl DefaultRetention {
+    /// The retention of a version written at `now` (ns).
+    pub fn from(&self, now: u64) -> Retention {
+        const DAY: u64 = 86_400 * 1_000_000_000;
+        let days = u64::from(self.days.unwrap_or(0)) + 365 * u64::from(self.years.unwrap_or(0));
+        Retention { mode: self.mode, until: now.saturating_add(days.saturating_mul(DAY)) }
+    }
+}
+
+/// A bucket's versioning state. Once enabled, a bucket can be suspended but never unversioned.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Versioning {
+    /// Never enabled: writes replace the `null` version, deletes remove it.
+    #[default]
+    Unversioned,
+    /// Every write adds a version with a new id; a delete without a version id adds a delete
+    /// marker.
+    Enabled,
+    /// Writes replace the `null` version (older versions stay); a delete without a version id
+    /// replaces the `null` version with a `null` delete marker.
+    Suspended,
+}
+
+impl Versioning {
+    /// Whether new writes get version ids.
+    pub fn enabled(self) -> bool {
+        self == Versioning::Enabled
+    }
 }
 
 /// S3's PublicAccessBlockConfiguration: four switches, each false unless set.
@@ -366,6 +489,8 @@ mod tests {
                 data: DataLocation::Inline(Uuid::from_u128(7)),
                 parts: vec![],
                 tags: BTreeMap::from([("t".into(), "1".into())]),
+                retention: None,
+                legal_hold: false,
             }],
         }
     }
@@ -457,6 +582,8 @@ mod tests {
             tags: BTreeMap::new(),
             checksum_algorithm: None,
             checksum_type: None,
+            retention: None,
+            legal_hold: false,
         };
         assert_eq!(UploadRecord::decode(&upload.encode()), Ok(upload.clone()));
         let mut bad = upload;

@@ -41,6 +41,8 @@ fn record() -> ObjectRecord {
         data,
         parts,
         tags: BTreeMap::from([("t".to_owned(), "1".to_owned())]),
+        retention: None,
+        legal_hold: false,
     };
     ObjectRecord {
         versions: vec![
@@ -83,6 +85,8 @@ fn fuzz_upload_records_and_parts() {
         tags: BTreeMap::new(),
         checksum_algorithm: Some("CRC32C".into()),
         checksum_type: Some("COMPOSITE".into()),
+        retention: None,
+        legal_hold: false,
     }
     .encode();
     strata_types::fuzz::run("upload record", &[&upload], |bytes| {

@@ -33,6 +33,13 @@ pub enum ObjectError {
     BucketNotEmpty,
     #[error("object not found")]
     ObjectNotFound,
+    /// A version id the object does not have (no read quorum holds it).
+    #[error("no such version")]
+    NoSuchVersion,
+    /// The version asked for is a delete marker: the current version (the key reads as absent)
+    /// or one named by its id (which cannot be read).
+    #[error("the version is a delete marker")]
+    DeleteMarker { version_id: Option<uuid::Uuid>, mod_time: u64, current: bool },
     #[error("Content-MD5 does not match the body")]
     BadDigest,
     #[error("object is larger than allowed")]
@@ -53,6 +60,19 @@ pub enum ObjectError {
     EntityTooSmall(u32),
     #[error("{0}")]
     InvalidRequest(String),
+    /// A value of the request is out of its range (`400 InvalidArgument`).
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// Object lock keeps the version (retention or legal hold): refused to everyone, root
+    /// included (a governance retention yields only to a bypass by a caller allowed it).
+    #[error("object lock: {0}")]
+    ObjectLocked(String),
+    /// Object lock settings on a bucket that does not have object lock.
+    #[error("the bucket has no object lock configuration")]
+    NoObjectLockConfig,
+    /// The bucket's state forbids the change (suspending versioning under object lock, ...).
+    #[error("{0}")]
+    InvalidBucketState(String),
     #[error("invalid storage class parity {0}")]
     InvalidParity(usize),
     #[error(transparent)]

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::error::ObjectError;
 use crate::healer::Healer;
 use crate::set::ErasureSet;
-use crate::ObjectInfo;
+use crate::{ObjectInfo, VersionRef};
 
 /// Where each shard of an opened version can be read.
 enum ShardSource {
@@ -81,18 +81,42 @@ impl HealNotice {
 /// The body of a GET: chunks in order; an `Err` ends the stream (the client sees a short body).
 pub type ObjectStream = mpsc::Receiver<Result<Bytes, ObjectError>>;
 
-/// Resolves and opens an object; with `healer`, an object some online drive lacks (or holds
-/// badly) is queued for healing.
+/// Resolves and opens a version of an object; with `healer`, a version some online drive lacks
+/// (or holds badly) is queued for healing. A delete marker is [`ObjectError::DeleteMarker`]; a
+/// version id no read quorum holds is [`ObjectError::NoSuchVersion`].
 pub(crate) async fn open_object(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
     hash: u64,
+    which: VersionRef,
+    for_read: bool,
+    healer: Option<&Arc<Healer>>,
+) -> Result<OpenObject, ObjectError> {
+    let open = open_version(set, bucket, key, hash, which, for_read, healer).await;
+    match open {
+        Ok(o) if o.version.delete_marker => Err(ObjectError::DeleteMarker {
+            version_id: o.version.version_id,
+            mod_time: o.version.mod_time,
+            current: which == VersionRef::Current,
+        }),
+        Err(ObjectError::ObjectNotFound) if which != VersionRef::Current => Err(ObjectError::NoSuchVersion),
+        other => other,
+    }
+}
+
+/// [`open_object`], delete markers included (healing copies them like any version).
+pub(crate) async fn open_version(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    hash: u64,
+    which: VersionRef,
     for_read: bool,
     healer: Option<&Arc<Healer>>,
 ) -> Result<OpenObject, ObjectError> {
     let _guard = set.locks.shared(hash).await?;
-    let reads = set.read_records(bucket, key, for_read).await;
+    let reads = set.read_which(bucket, key, which, for_read).await;
     // Drives that answered (not offline): those without the current version need healing;
     // an offline drive cannot take it, so it does not queue work on every read.
     let answered = reads
@@ -104,7 +128,7 @@ pub(crate) async fn open_object(
             )
         })
         .count();
-    let resolved = set.resolve(reads)?;
+    let resolved = set.resolve_any(reads)?;
     let heal = healer.map(|h| HealNotice {
         healer: h.clone(),
         bucket: bucket.to_owned(),
@@ -125,7 +149,7 @@ pub(crate) async fn open_object(
     let shard_count = data_count + parity_count;
     let dist = &version.erasure.distribution;
     let source = match version.data {
-        _ if !for_read => ShardSource::Inline(vec![None; shard_count]),
+        _ if !for_read || version.delete_marker => ShardSource::Inline(vec![None; shard_count]),
         DataLocation::Inline(_) => {
             let mut frames = vec![None; shard_count];
             for (pos, holder) in resolved.holders.into_iter().enumerate() {

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use md5::Digest;
-use strata_drive::{Drive, DriveError};
+use strata_drive::{version_rank, Drive, DriveError, ListEntry, ListQuery};
 use strata_erasure::{bitrot, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
 use uuid::Uuid;
@@ -27,7 +27,7 @@ use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
 use crate::set::{normalized, same_version, to_completion, ErasureSet};
-use crate::ObjectStream;
+use crate::{ObjectStream, VersionRef};
 
 /// What healing one object did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,6 +94,9 @@ async fn data_ok(
     inline: Option<&Bytes>,
     deep: bool,
 ) -> bool {
+    if version.delete_marker {
+        return true; // a marker has no data
+    }
     let block_size = version.erasure.block_size as usize;
     let data_count = usize::from(version.erasure.data_count);
     match version.data {
@@ -123,10 +126,11 @@ async fn targets(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
+    which: VersionRef,
     version: &ObjectVersion,
     deep: bool,
 ) -> (Vec<usize>, usize) {
-    let reads = set.read_records(bucket, key, true).await;
+    let reads = set.read_which(bucket, key, which, true).await;
     let offline = set.drives.iter().zip(&reads).filter(|(d, r)| d.is_none() || is_offline(r)).count();
     let checks = set.drives.iter().zip(reads).enumerate().map(|(pos, (drive, read))| async move {
         let drive = drive.as_ref()?;
@@ -152,19 +156,100 @@ fn is_offline(read: &crate::set::RecordRead) -> bool {
     )
 }
 
+/// Every version id any drive of the set holds for the object, newest first (by rank).
+async fn version_ids(set: &ErasureSet, bucket: &str, key: &str) -> Vec<Option<Uuid>> {
+    let mut ids: std::collections::BTreeMap<Vec<u8>, Option<Uuid>> = Default::default();
+    for d in set.drives.iter().flatten() {
+        let mut query =
+            ListQuery { prefix: key.to_owned(), versions: true, limit: 1000, ..Default::default() };
+        // The object's versions come first (longer keys with this prefix sort after them).
+        'pages: loop {
+            let Ok(entries) = d.list(bucket, query.clone()).await else { break };
+            let full = entries.len() >= query.limit;
+            for e in entries {
+                let ListEntry::Object { key: k, record } = e else { continue };
+                let Some(v) = record.latest() else { continue };
+                if k != key {
+                    break 'pages;
+                }
+                let rank = version_rank(v).to_vec();
+                query.start_after = k;
+                query.start_rank = Some(rank.clone());
+                ids.insert(rank, v.version_id);
+            }
+            if !full {
+                break;
+            }
+        }
+    }
+    let mut out: Vec<Option<Uuid>> = Vec::new();
+    for id in ids.into_values() {
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    out
+}
+
 impl ObjectLayer {
-    /// Heals one object (see the module documentation); `deep` verifies every frame of every
-    /// drive's data instead of the last one.
+    /// Heals every version of one object (see the module documentation), the current one first;
+    /// `deep` verifies every frame of every drive's data instead of the last one.
     pub async fn heal_object(&self, bucket: &str, key: &str, deep: bool) -> Result<HealResult, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
-        let open = match crate::get::open_object(set, bucket, key, hash, true, None).await {
+        let ids = version_ids(set, bucket, key).await;
+        if ids.is_empty() {
+            return self.heal_version(set, hash, bucket, key, VersionRef::Current, deep).await;
+        }
+        let mut total = HealResult::default();
+        let mut first_error = None;
+        for id in ids {
+            match self.heal_version(set, hash, bucket, key, VersionRef::Id(id), deep).await {
+                Ok(r) => {
+                    total.size += r.size;
+                    for d in r.healed_drives {
+                        if !total.healed_drives.contains(&d) {
+                            total.healed_drives.push(d);
+                        }
+                    }
+                    for d in r.failed_drives {
+                        if !total.failed_drives.contains(&d) {
+                            total.failed_drives.push(d);
+                        }
+                    }
+                    total.dangling_removed += r.dangling_removed;
+                    total.offline_drives = total.offline_drives.max(r.offline_drives);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        match first_error {
+            Some(e) if total.was_healthy() => Err(e),
+            _ => Ok(total),
+        }
+    }
+
+    /// Heals one version of the object (`which`).
+    async fn heal_version(
+        &self,
+        set: &ErasureSet,
+        hash: u64,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        deep: bool,
+    ) -> Result<HealResult, ObjectError> {
+        let open = match crate::get::open_version(set, bucket, key, hash, which, true, None).await {
             Ok(o) => o,
-            Err(ObjectError::ObjectNotFound) => return self.remove_dangling(set, bucket, key, hash).await,
+            Err(ObjectError::ObjectNotFound) => {
+                return self.remove_dangling(set, bucket, key, hash, which).await
+            }
             Err(e) => return Err(e),
         };
         let version = open.version.clone();
-        let (positions, offline_drives) = targets(set, bucket, key, &version, deep).await;
+        let (positions, offline_drives) = targets(set, bucket, key, which, &version, deep).await;
         let mut result = HealResult { size: version.size, offline_drives, ..Default::default() };
         if positions.is_empty() {
             return Ok(result);
@@ -181,6 +266,8 @@ impl ObjectLayer {
         let size = version.size;
         // Rebuild the targets' shards from a verified read of the object.
         let (written, inline): (Vec<bool>, Option<Vec<Bytes>>) = match version.data {
+            // A delete marker is its record alone.
+            _ if version.delete_marker => (drives.iter().map(Option::is_some).collect(), None),
             DataLocation::Inline(_) => {
                 let mut body = StreamBody(open.stream(0, size));
                 let mut reader = BlockReader::new(&mut body, erasure.data_count());
@@ -241,7 +328,7 @@ impl ObjectLayer {
                 return Err(e);
             }
         };
-        let current = set.resolve(set.read_records(bucket, key, false).await);
+        let current = set.resolve_any(set.read_which(bucket, key, which, false).await);
         if !current.is_ok_and(|r| same_version(&r.version, &version)) {
             self.abort_heal(&drives, &version).await;
             return Err(ObjectError::Internal("the object changed while it was healed".into()));
@@ -316,14 +403,15 @@ impl ObjectLayer {
         bucket: &str,
         key: &str,
         hash: u64,
+        which: VersionRef,
     ) -> Result<HealResult, ObjectError> {
         let guard = set.locks.exclusive(hash).await?;
-        let reads = set.read_records(bucket, key, false).await;
+        let reads = set.read_which(bucket, key, which, false).await;
         let mut result = HealResult::default();
         if reads.iter().any(|r| !matches!(r, Ok(_) | Err(DriveError::NotFound))) {
             return Ok(result);
         }
-        if set.resolve(set.read_records(bucket, key, false).await).is_ok() {
+        if set.resolve_any(set.read_which(bucket, key, which, false).await).is_ok() {
             return Ok(result); // written meanwhile
         }
         guard.ensure_held()?;
@@ -331,6 +419,11 @@ impl ObjectLayer {
         for (drive, read) in guard.fenced(&set.drives).iter().zip(&reads) {
             let (Some(d), Ok((record, _))) = (drive, read) else { continue };
             let Some(latest) = record.latest() else { continue };
+            // Healing restores, never removes, a version object lock keeps.
+            if latest.locked_at(strata_types::time::now_nanos()).is_some() {
+                tracing::warn!(drive = d.endpoint(), %bucket, %key, "a locked version no quorum holds is kept");
+                continue;
+            }
             match d.delete_version(bucket, key, latest.version_id, op).await {
                 Ok(()) => {
                     d.finish_op(op, true).await;

@@ -738,6 +738,7 @@ impl ObjectLayer {
                     start_after: after.clone(),
                     delimiter: None,
                     limit: PAGE,
+                    ..Default::default()
                 };
                 d.list(bucket, q)
             }))

@@ -15,7 +15,7 @@ use crate::list::{list_objects, ListPage, ListRequest};
 use crate::lock::{Locker, Locks};
 use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
 use crate::set::{write_quorum, ErasureSet};
-use crate::{BucketInfo, ObjectInfo};
+use crate::{BucketInfo, ObjectInfo, VersionRef};
 
 /// A drive position in the layout: the drive, or `None` when it was offline at start.
 pub type DriveSlot = Option<Arc<dyn Drive>>;
@@ -259,10 +259,24 @@ impl ObjectLayer {
     }
 
     pub async fn make_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
+        self.make_bucket_with(bucket, false).await
+    }
+
+    /// Creates a bucket; with `object_lock`, one with object lock enabled (and so versioning).
+    pub async fn make_bucket_with(&self, bucket: &str, object_lock: bool) -> Result<(), ObjectError> {
         let created = strata_types::time::now_nanos();
-        let record = BucketRecord { created, ..Default::default() }.encode();
+        let record = match object_lock {
+            true => BucketRecord {
+                created,
+                versioning: strata_meta::Versioning::Enabled,
+                object_lock: Some(Default::default()),
+                ..Default::default()
+            },
+            false => BucketRecord { created, ..Default::default() },
+        };
+        let encoded = record.encode();
         let results = join_all(self.all_drives().map(|d| {
-            let record = record.clone();
+            let record = encoded.clone();
             async move {
                 match d {
                     Some(d) => d.make_bucket(bucket, record).await,
@@ -280,7 +294,6 @@ impl ObjectLayer {
         if ok + exists < quorum {
             return Err(ObjectError::WriteQuorum { needed: quorum, online: ok + exists });
         }
-        let record = BucketRecord { created, ..Default::default() };
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
         self.buckets_changed().await;
         Ok(())
@@ -288,8 +301,9 @@ impl ObjectLayer {
 
     pub async fn delete_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
-        let probe = ListRequest { max_keys: 1, ..Default::default() };
-        if !self.list_objects(bucket, &probe).await?.objects.is_empty() {
+        // Older versions and delete markers keep a bucket from being empty, as in S3.
+        let probe = crate::VersionsRequest { max_keys: 1, ..Default::default() };
+        if !self.list_object_versions(bucket, &probe).await?.entries.is_empty() {
             return Err(ObjectError::BucketNotEmpty);
         }
         let results = join_all(self.all_drives().map(|d| async move {
@@ -410,26 +424,45 @@ impl ObjectLayer {
         body: &mut dyn BodyReader,
         opts: PutOptions,
     ) -> Result<ObjectInfo, ObjectError> {
-        self.bucket_info(bucket)?;
+        let version_id = self.new_version_id(bucket)?;
+        let opts = self.with_lock_defaults(bucket, opts)?;
         let (set, hash) = self.locate(bucket, key);
-        put_object(PutTarget { set, bucket, key, hash, healer: &self.healer }, body, opts).await
+        let target = PutTarget { set, bucket, key, hash, healer: &self.healer, version_id };
+        put_object(target, body, opts).await
     }
 
-    /// Resolves an object; with `for_read`, also opens its data for [`OpenObject::stream`].
+    /// Resolves an object's current version; with `for_read`, also opens its data for
+    /// [`OpenObject::stream`]. A current delete marker is [`ObjectError::DeleteMarker`].
     pub async fn open_object(
         &self,
         bucket: &str,
         key: &str,
         for_read: bool,
     ) -> Result<OpenObject, ObjectError> {
-        self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
-        open_object(set, bucket, key, hash, for_read, Some(&self.healer)).await
+        self.open_object_version(bucket, key, VersionRef::Current, for_read).await
     }
 
-    /// Deletes an object; deleting a missing object succeeds (S3 semantics).
-    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
+    /// [`Self::open_object`] for the version `which` names.
+    pub async fn open_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        for_read: bool,
+    ) -> Result<OpenObject, ObjectError> {
         self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        open_object(set, bucket, key, hash, which, for_read, Some(&self.healer)).await
+    }
+
+    /// Deletes an object's current version as the bucket's versioning says (see
+    /// [`Self::delete_object_version`]); deleting a missing object succeeds (S3 semantics).
+    pub async fn delete_object(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
+        self.delete_object_version(bucket, key, VersionRef::Current, false).await.map(drop)
+    }
+
+    /// Removes the object's `null` version (an unversioned bucket's DELETE).
+    pub(crate) async fn delete_null_version(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let op = Uuid::new_v4();
         let guard = set.locks.exclusive(hash).await?;

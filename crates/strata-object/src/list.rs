@@ -53,6 +53,7 @@ async fn list_set(
         start_after: after.to_owned(),
         delimiter: req.delimiter.clone(),
         limit,
+        ..Default::default()
     };
     let answers = join_all(set.drives.iter().flatten().map(|d| d.list(bucket, query.clone()))).await;
     let mut lists = Vec::new();
@@ -105,7 +106,7 @@ async fn list_set(
     Ok(SetRound { entries, horizon })
 }
 
-fn newest_with_quorum(versions: Vec<ObjectVersion>) -> Option<ObjectVersion> {
+pub(crate) fn newest_with_quorum(versions: Vec<ObjectVersion>) -> Option<ObjectVersion> {
     let mut groups: Vec<(ObjectVersion, usize)> = Vec::new();
     for v in versions {
         match groups.iter_mut().find(|(g, _)| crate::set::same_version(g, &v)) {

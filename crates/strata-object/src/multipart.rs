@@ -111,7 +111,7 @@ impl ObjectLayer {
         key: &str,
         opts: PutOptions,
     ) -> Result<Uuid, ObjectError> {
-        self.bucket_info(bucket)?;
+        let opts = self.with_lock_defaults(bucket, opts)?;
         let (set, hash) = self.locate(bucket, key);
         let n = set.drives.len();
         let parity = opts.parity_count.unwrap_or(set.parity_count);
@@ -137,6 +137,8 @@ impl ObjectLayer {
             tags: opts.tags,
             checksum_algorithm: opts.checksum.map(|(a, _)| a.name().to_owned()),
             checksum_type: opts.checksum.map(|(_, t)| t.name().to_owned()),
+            retention: opts.retention,
+            legal_hold: opts.legal_hold,
         };
         let results = on_drives(set, |i, d| {
             let mut r = record.clone();
@@ -334,7 +336,7 @@ impl ObjectLayer {
             md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);
         }
         let version = ObjectVersion {
-            version_id: None,
+            version_id: self.new_version_id(bucket)?,
             mod_time: strata_types::time::now_nanos(),
             delete_marker: false,
             size: chosen.iter().map(|p| p.size).sum(),
@@ -346,6 +348,8 @@ impl ObjectLayer {
             data: DataLocation::Multipart(upload_id),
             parts: chosen,
             tags: upload.tags.clone(),
+            retention: upload.retention,
+            legal_hold: upload.legal_hold,
         };
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));

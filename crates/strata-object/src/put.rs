@@ -46,6 +46,10 @@ pub struct PutOptions {
     pub condition: Option<WriteCondition>,
     /// Multipart uploads only: the checksum every part carries and how they combine.
     pub checksum: Option<(crate::checksum::Algorithm, crate::checksum::ChecksumType)>,
+    /// Object lock retention of the new version (the bucket's default applies without one).
+    pub retention: Option<strata_meta::Retention>,
+    /// Object lock legal hold of the new version.
+    pub legal_hold: bool,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.
@@ -185,6 +189,9 @@ pub(crate) struct PutTarget<'a> {
     pub hash: u64,
     /// Told when the write met its quorum but missed drives.
     pub healer: &'a crate::healer::Healer,
+    /// The new version's id: a new one in a versioning-enabled bucket, else `None` (the write
+    /// replaces the `null` version).
+    pub version_id: Option<Uuid>,
 }
 
 pub(crate) async fn put_object(
@@ -230,7 +237,7 @@ pub(crate) async fn put_object(
         return Err(ObjectError::BadDigest);
     }
     let version = ObjectVersion {
-        version_id: None,
+        version_id: t.version_id,
         mod_time: strata_types::time::now_nanos(),
         delete_marker: false,
         size,
@@ -248,6 +255,8 @@ pub(crate) async fn put_object(
         data,
         parts: vec![],
         tags: opts.tags,
+        retention: opts.retention,
+        legal_hold: opts.legal_hold,
     };
     let op = Uuid::new_v4();
     let guard = match set.locks.exclusive(t.hash).await {

@@ -92,9 +92,38 @@ impl ErasureSet {
         .await
     }
 
-    /// Picks the newest latest-version that at least its data count of drives hold; of its
-    /// copies, the metadata most drives agree on (a drive may have missed a tag update).
+    /// Reads one version of the object (`which`) from every drive in parallel: each answer a
+    /// record of that version alone.
+    pub async fn read_which(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: crate::VersionRef,
+        inline: bool,
+    ) -> Vec<RecordRead> {
+        let crate::VersionRef::Id(id) = which else { return self.read_records(bucket, key, inline).await };
+        join_all(self.drives.iter().map(|d| async move {
+            match d {
+                Some(d) => d.read_version(bucket, key, id, inline).await,
+                None => Err(DriveError::Offline("offline at start".into())),
+            }
+        }))
+        .await
+    }
+
+    /// [`Self::resolve_any`] where a delete marker is `ObjectNotFound` (the key does not exist).
     pub fn resolve(&self, reads: Vec<RecordRead>) -> Result<Resolved, ObjectError> {
+        let resolved = self.resolve_any(reads)?;
+        if resolved.version.delete_marker {
+            return Err(ObjectError::ObjectNotFound);
+        }
+        Ok(resolved)
+    }
+
+    /// Picks the newest latest-version that at least its data count of drives hold (a delete
+    /// marker too); of its copies, the metadata most drives agree on (a drive may have missed a
+    /// tag update).
+    pub fn resolve_any(&self, reads: Vec<RecordRead>) -> Result<Resolved, ObjectError> {
         // Per write (same_version): how many drives hold it, and each metadata variant's count.
         let mut groups: Vec<(usize, Vec<(ObjectVersion, usize)>)> = Vec::new();
         let mut not_found = 0;
@@ -146,9 +175,6 @@ impl ErasureSet {
                 Err(_) => None,
             })
             .collect();
-        if version.delete_marker {
-            return Err(ObjectError::ObjectNotFound);
-        }
         Ok(Resolved { version, holders })
     }
 }

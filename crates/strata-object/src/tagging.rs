@@ -1,5 +1,5 @@
-//! Object tags: a metadata-only change of the current version, under the object's lock and with
-//! the same quorum and undo rules as a write.
+//! Object tags, and every metadata-only change of one version (tags, retention, legal hold):
+//! under the object's lock and with the same quorum and undo rules as a write.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
 use crate::set::{commit_on_quorum, write_quorum, CommitFn};
+use crate::VersionRef;
 
 impl ObjectLayer {
     /// Replaces the tags of the object's current version (`tags` empty = remove them all).
@@ -18,12 +19,53 @@ impl ObjectLayer {
         key: &str,
         tags: BTreeMap<String, String>,
     ) -> Result<(), ObjectError> {
+        self.put_object_tags_version(bucket, key, VersionRef::Current, tags).await.map(drop)
+    }
+
+    /// Replaces the tags of the version `which` names; answers its id. A delete marker has no
+    /// tags ([`ObjectError::DeleteMarker`]).
+    pub async fn put_object_tags_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        tags: BTreeMap<String, String>,
+    ) -> Result<Option<Uuid>, ObjectError> {
+        self.update_version_meta(bucket, key, which, move |v| {
+            v.tags = tags;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Changes the metadata of the version `which` names with `change` (which may refuse),
+    /// under the object's lock; answers the version's id.
+    pub(crate) async fn update_version_meta(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        change: impl FnOnce(&mut strata_meta::ObjectVersion) -> Result<(), ObjectError>,
+    ) -> Result<Option<Uuid>, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
-        let resolved = set.resolve(set.read_records(bucket, key, false).await)?;
+        let resolved = match set.resolve_any(set.read_which(bucket, key, which, false).await) {
+            Err(ObjectError::ObjectNotFound) if which != VersionRef::Current => {
+                Err(ObjectError::NoSuchVersion)
+            }
+            other => other,
+        }?;
+        if resolved.version.delete_marker {
+            return Err(ObjectError::DeleteMarker {
+                version_id: resolved.version.version_id,
+                mod_time: resolved.version.mod_time,
+                current: which == VersionRef::Current,
+            });
+        }
         let mut version = resolved.version;
-        version.tags = tags;
+        let version_id = version.version_id;
+        change(&mut version)?;
         let e = &version.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
@@ -45,6 +87,6 @@ impl ObjectLayer {
         if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        outcome
+        outcome.map(|()| version_id)
     }
 }

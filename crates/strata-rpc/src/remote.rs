@@ -154,6 +154,20 @@ impl Drive for RemoteDrive {
         }
     }
 
+    async fn read_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        inline: bool,
+    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        match self.call(DriveCall::ReadVersion { bucket, key, version_id, inline }).await? {
+            DriveReply::Record(r, b) => Ok((r, b)),
+            r => Err(unexpected(r)),
+        }
+    }
+
     async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         self.bytes(DriveCall::ReadInline(data_id)).await?.ok_or(DriveError::NotFound)
     }

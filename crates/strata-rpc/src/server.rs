@@ -525,6 +525,10 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             R::Record(r, b)
         }
         C::ReadInline(id) => R::Bytes(Some(d.read_inline(id).await?)),
+        C::ReadVersion { bucket, key, version_id, inline } => {
+            let (r, b) = d.read_version(&bucket, &key, version_id, inline).await?;
+            R::Record(r, b)
+        }
         // Answered by `RpcServer::open_shard`, which keeps the file open under a handle.
         C::OpenShard(_) => return Err(DriveError::Offline("OpenShard reached the plain dispatcher".into())),
         C::AbortShard(id) => {

@@ -26,6 +26,12 @@ pub enum DriveCall {
         inline: bool,
     },
     ReadInline(Uuid),
+    ReadVersion {
+        bucket: String,
+        key: String,
+        version_id: Option<Uuid>,
+        inline: bool,
+    },
     /// Opens a shard file and keeps it open under a handle (so a version replaced while it is
     /// read stays readable, as with a local drive) until a [`Batch`] closes it or it sits idle
     /// for a minute.

@@ -234,10 +234,26 @@ impl Access {
         e
     }
 
-    /// May the caller delete `key` of `bucket` (one key of DeleteObjects)?
-    pub fn may_delete(&self, node: &Node, bucket: &str, key: &str, checked: &Checked) -> bool {
+    /// May the caller lift a GOVERNANCE retention of `key` (`s3:BypassGovernanceRetention`)?
+    /// Asked only when the request says `x-amz-bypass-governance-retention: true`.
+    pub fn may_bypass_governance(&self, node: &Node, bucket: &str, key: &str, checked: &Checked) -> bool {
+        let check =
+            Check { action: "s3:BypassGovernanceRetention", resource: Some(authz::object_arn(bucket, key)) };
+        self.is_root() || self.allows_check(node, &check, &checked.values)
+    }
+
+    /// May the caller delete `key` of `bucket` (one key of DeleteObjects, with the version it
+    /// names)?
+    pub fn may_delete(
+        &self,
+        node: &Node,
+        bucket: &str,
+        key: &str,
+        version: Option<&str>,
+        checked: &Checked,
+    ) -> bool {
         self.is_root()
-            || self.allows_check(node, &authz::delete_objects_entry(bucket, key, None), &checked.values)
+            || self.allows_check(node, &authz::delete_objects_entry(bucket, key, version), &checked.values)
     }
 }
 

@@ -107,6 +107,7 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::HeadBucket => vec![on_bucket("s3:ListBucket")],
         O::GetBucketLocation => vec![on_bucket("s3:GetBucketLocation")],
         O::GetBucketVersioning => vec![on_bucket("s3:GetBucketVersioning")],
+        O::PutBucketVersioning => vec![on_bucket("s3:PutBucketVersioning")],
         O::ListObjects | O::ListObjectsV2 => {
             list_values(route, &mut values);
             vec![on_bucket("s3:ListBucket")]
@@ -171,6 +172,12 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::PutBucketPolicy => vec![on_bucket("s3:PutBucketPolicy")],
         O::DeleteBucketPolicy => vec![on_bucket("s3:DeleteBucketPolicy")],
         O::GetBucketPolicyStatus => vec![on_bucket("s3:GetBucketPolicyStatus")],
+        O::GetObjectLockConfiguration => vec![on_bucket("s3:GetBucketObjectLockConfiguration")],
+        O::PutObjectLockConfiguration => vec![on_bucket("s3:PutBucketObjectLockConfiguration")],
+        O::GetObjectRetention => vec![on_object("s3:GetObjectRetention")],
+        O::PutObjectRetention => vec![on_object("s3:PutObjectRetention")],
+        O::GetObjectLegalHold => vec![on_object("s3:GetObjectLegalHold")],
+        O::PutObjectLegalHold => vec![on_object("s3:PutObjectLegalHold")],
     };
     Ok(Authorization { checks, values, deferred })
 }

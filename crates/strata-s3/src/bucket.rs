@@ -94,7 +94,12 @@ pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -
         // Any location is accepted: this deployment is one region, whatever the client calls it.
         xml::first_text(&doc, "LocationConstraint").map_err(|_| xml::malformed())?;
     }
-    req.node.layer.make_bucket(name.as_str()).await?;
+    let object_lock = req
+        .headers
+        .get("x-amz-bucket-object-lock-enabled")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+    req.node.layer.make_bucket_with(name.as_str(), object_lock).await?;
     Ok(Reply::empty(http::StatusCode::OK).header("location", &format!("/{bucket}")))
 }
 
@@ -116,14 +121,6 @@ pub async fn get_bucket_location(req: &Request<'_>, bucket: &str) -> Result<Repl
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<LocationConstraint xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">{}</LocationConstraint>",
         xml::escape(region)
     )))
-}
-
-pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let mut x = xml::Writer::new();
-    x.root("VersioningConfiguration");
-    x.close("VersioningConfiguration");
-    Ok(Reply::xml(x.finish()))
 }
 
 fn max_keys(route: &Route) -> Result<usize, S3Error> {
@@ -254,50 +251,5 @@ pub async fn list_objects_v1(req: &Request<'_>, bucket: &str, route: &Route) -> 
     }
     write_entries(&mut x, &page, url, Some(req));
     x.close("ListBucketResult");
-    Ok(Reply::xml(x.finish()))
-}
-
-pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
-    // Versioning is not yet enabled on any bucket: every object is its single "null" version.
-    let url = url_encoding(route)?;
-    let key_marker = route.param("key-marker").unwrap_or("").to_owned();
-    let request = list_request(route, key_marker.clone())?;
-    let page = req.node.layer.list_objects(bucket, &request).await?;
-    let mut x = xml::Writer::new();
-    x.root("ListVersionsResult");
-    x.elem("Name", bucket);
-    x.elem("Prefix", &encode_name(&request.prefix, url));
-    x.elem("KeyMarker", &encode_name(&key_marker, url));
-    x.elem("VersionIdMarker", "");
-    x.elem("MaxKeys", &request.max_keys.to_string());
-    if let Some(d) = &request.delimiter {
-        x.elem("Delimiter", &encode_name(d, url));
-    }
-    x.elem("IsTruncated", if page.truncated { "true" } else { "false" });
-    if let Some(next) = &page.next_marker {
-        x.elem("NextKeyMarker", &encode_name(next, url));
-        x.elem("NextVersionIdMarker", "null");
-    }
-    if url {
-        x.elem("EncodingType", "url");
-    }
-    for o in &page.objects {
-        x.open("Version");
-        x.elem("Key", &encode_name(&o.key, url));
-        x.elem("VersionId", "null");
-        x.elem("IsLatest", "true");
-        x.elem("LastModified", &strata_types::time::iso8601(o.mod_time));
-        x.elem("ETag", &format!("\"{}\"", o.etag));
-        x.elem("Size", &o.size.to_string());
-        owner(&mut x, req);
-        x.elem("StorageClass", "STANDARD");
-        x.close("Version");
-    }
-    for p in &page.prefixes {
-        x.open("CommonPrefixes");
-        x.elem("Prefix", &encode_name(p, url));
-        x.close("CommonPrefixes");
-    }
-    x.close("ListVersionsResult");
     Ok(Reply::xml(x.finish()))
 }

@@ -2,7 +2,7 @@
 
 use http::HeaderMap;
 use percent_encoding::percent_decode_str;
-use strata_object::{ObjectInfo, OpenObject, PutOptions, StreamBody};
+use strata_object::{ObjectError, ObjectInfo, OpenObject, PutOptions, StreamBody, VersionRef};
 use strata_types::ObjectKey;
 
 use crate::error::{S3Error, S3ErrorCode};
@@ -10,8 +10,13 @@ use crate::object::{check_conditions_with, put_options};
 use crate::server::{Reply, Request};
 use crate::xml;
 
-/// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=null`.
+/// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=...`.
 pub(crate) fn parse_source(value: &str) -> Result<(String, String), S3Error> {
+    parse_source_version(value).map(|(b, k, _)| (b, k))
+}
+
+/// [`parse_source`] with the version it names.
+pub(crate) fn parse_source_version(value: &str) -> Result<(String, String, VersionRef), S3Error> {
     let invalid = || {
         S3Error::new(
             S3ErrorCode::InvalidArgument,
@@ -19,18 +24,17 @@ pub(crate) fn parse_source(value: &str) -> Result<(String, String), S3Error> {
         )
     };
     let (path, query) = value.split_once('?').unwrap_or((value, ""));
-    if !query.is_empty() && query != "versionId=null" {
-        return Err(S3Error::new(
-            S3ErrorCode::NotImplemented,
-            "copying a specific version is not implemented yet",
-        ));
-    }
+    let which = match query.strip_prefix("versionId=") {
+        _ if query.is_empty() => VersionRef::Current,
+        Some(id) => VersionRef::Id(crate::versioning::parse_version_id(id)?),
+        None => return Err(invalid()),
+    };
     let decoded = percent_decode_str(path.trim_start_matches('/')).decode_utf8().map_err(|_| invalid())?;
     let (bucket, key) = decoded.split_once('/').ok_or_else(invalid)?;
     if bucket.is_empty() || key.is_empty() {
         return Err(invalid());
     }
-    Ok((bucket.to_owned(), key.to_owned()))
+    Ok((bucket.to_owned(), key.to_owned(), which))
 }
 
 /// The `x-amz-copy-source-if-*` headers, checked as GET's conditionals are.
@@ -49,37 +53,61 @@ fn copy_conditions(headers: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// Opens the copy source for reading and checks its `x-amz-copy-source-if-*` conditions.
-async fn open_source(req: &Request<'_>, bucket: &str, key: &str) -> Result<OpenObject, S3Error> {
-    let open = req
-        .node
-        .layer
-        .open_object(bucket, key, true)
-        .await
-        .map_err(|e| S3Error::from(e).with_resource(Some(bucket), Some(key)))?;
+/// Opens the copy source for reading and checks its `x-amz-copy-source-if-*` conditions. A
+/// delete marker cannot be copied: the current one is `NoSuchKey`, one named by its id
+/// `InvalidRequest`, as AWS answers.
+async fn open_source(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    which: VersionRef,
+) -> Result<OpenObject, S3Error> {
+    let open = match req.node.layer.open_object_version(bucket, key, which, true).await {
+        Err(ObjectError::DeleteMarker { current: false, .. }) => Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "The source of a copy request may not specifically refer to a delete marker by version id.",
+        )),
+        other => other.map_err(S3Error::from),
+    }
+    .map_err(|e| e.with_resource(Some(bucket), Some(key)))?;
     check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
     Ok(open)
+}
+
+/// `x-amz-copy-source-version-id` naming the version copied, when its bucket names versions.
+fn source_version(
+    req: &Request<'_>,
+    reply: Reply,
+    bucket: &str,
+    which: VersionRef,
+    id: Option<uuid::Uuid>,
+) -> Result<Reply, S3Error> {
+    if which == VersionRef::Current && !crate::versioning::shows_versions(req, bucket)? {
+        return Ok(reply);
+    }
+    Ok(reply.header("x-amz-copy-source-version-id", &crate::versioning::version_string(id)))
 }
 
 pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let (src_bucket, src_key) = parse_source(source)?;
+    let (src_bucket, src_key, which) = parse_source_version(source)?;
     let replace = match req.headers.get("x-amz-metadata-directive").and_then(|v| v.to_str().ok()) {
         None | Some("COPY") => false,
         Some("REPLACE") => true,
         Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown metadata directive.")),
     };
-    if src_bucket == bucket && src_key == key && !replace {
+    if src_bucket == bucket && src_key == key && !replace && which == VersionRef::Current {
         return Err(S3Error::new(
             S3ErrorCode::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
         ));
     }
     let layer = &req.node.layer;
-    let open = open_source(req, &src_bucket, &src_key).await?;
+    let open = open_source(req, &src_bucket, &src_key, which).await?;
     let source_info: ObjectInfo = open.info.clone();
     let mut opts = put_options(req)?;
+    crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.content_md5 = None;
     // If-Match/If-None-Match on a copy concern the destination, as on a PUT.
     if !replace {
@@ -101,7 +129,8 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     x.elem("LastModified", &strata_types::time::iso8601(info.mod_time));
     x.elem("ETag", &format!("\"{}\"", info.etag));
     x.close("CopyObjectResult");
-    Ok(Reply::xml(x.finish()))
+    let reply = crate::object::version_header(Reply::xml(x.finish()), &info);
+    source_version(req, reply, &src_bucket, which, source_info.version_id)
 }
 
 /// `bytes=first-last` of `x-amz-copy-source-range`, checked against the source size.
@@ -131,10 +160,10 @@ pub async fn upload_part_copy(
     let number = crate::multipart::part_number(route)?;
     let upload_id = crate::multipart::upload_id(route)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let (src_bucket, src_key) = parse_source(source)?;
+    let (src_bucket, src_key, which) = parse_source_version(source)?;
     let layer = &req.node.layer;
-    let open = open_source(req, &src_bucket, &src_key).await?;
-    let size = open.info.size;
+    let open = open_source(req, &src_bucket, &src_key, which).await?;
+    let (size, source_id) = (open.info.size, open.info.version_id);
     let (offset, len) = match req.headers.get("x-amz-copy-source-range").and_then(|v| v.to_str().ok()) {
         Some(r) => copy_range(r, size)?,
         None => (0, size),
@@ -146,7 +175,7 @@ pub async fn upload_part_copy(
     x.elem("LastModified", &strata_types::time::iso8601(part.mod_time));
     x.elem("ETag", &format!("\"{}\"", part.etag));
     x.close("CopyPartResult");
-    Ok(Reply::xml(x.finish()))
+    source_version(req, Reply::xml(x.finish()), &src_bucket, which, source_id)
 }
 
 #[cfg(test)]
@@ -170,7 +199,14 @@ mod tests {
         assert!(parse_source("/b/").is_err());
         assert_eq!(
             parse_source("b/k?versionId=abc").map_err(|e| e.code).err(),
-            Some(S3ErrorCode::NotImplemented)
+            Some(S3ErrorCode::InvalidArgument)
+        );
+        let id = uuid::Uuid::now_v7();
+        let with_id = format!("b/k?versionId={}", id.simple());
+        assert_eq!(parse_source_version(&with_id).ok().map(|s| s.2), Some(VersionRef::Id(Some(id))));
+        assert_eq!(
+            parse_source_version("b/k?other=1").map_err(|e| e.code).err(),
+            Some(S3ErrorCode::InvalidArgument)
         );
     }
 }

@@ -11,15 +11,20 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::server::{Reply, Request};
 use crate::xml;
 use crate::xml::malformed;
+use strata_object::{DeleteOutcome, VersionRef};
 
-/// The keys of a `<Delete>` document and its `<Quiet>` flag.
-pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
+/// One `<Object>` of a `<Delete>` document: its key and the version named, if any.
+pub(crate) type DeleteEntry = (String, Option<String>);
+
+/// The objects of a `<Delete>` document and its `<Quiet>` flag.
+pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Error> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
-    let (mut keys, mut quiet, mut saw_root) = (Vec::new(), false, false);
+    let (mut entries, mut quiet, mut saw_root) = (Vec::new(), false, false);
     let mut field: Option<&'static str> = None;
     let mut text = String::new();
+    let mut object: Option<(Option<String>, Option<String>)> = None;
     loop {
         match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
             Event::Start(e) => {
@@ -29,7 +34,12 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
                         saw_root = true;
                         None
                     }
+                    b"Object" => {
+                        object = Some((None, None));
+                        None
+                    }
                     b"Key" => Some("key"),
+                    b"VersionId" => Some("version"),
                     b"Quiet" => Some("quiet"),
                     _ => None,
                 };
@@ -37,11 +47,18 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
             ev @ (Event::Text(_) | Event::GeneralRef(_)) if field.is_some() => {
                 xml::append_text(&ev, &mut text)?
             }
-            Event::End(_) => {
-                match field.take() {
-                    Some("key") => keys.push(std::mem::take(&mut text)),
-                    Some("quiet") => quiet = text.trim().eq_ignore_ascii_case("true"),
+            Event::End(e) => {
+                match (field.take(), object.as_mut()) {
+                    (Some("key"), Some(o)) => o.0 = Some(std::mem::take(&mut text)),
+                    (Some("version"), Some(o)) => o.1 = Some(std::mem::take(&mut text)),
+                    (Some("quiet"), _) => quiet = text.trim().eq_ignore_ascii_case("true"),
                     _ => {}
+                }
+                if e.local_name().as_ref() == b"Object" {
+                    match object.take() {
+                        Some((Some(key), version)) => entries.push((key, version)),
+                        _ => return Err(malformed()),
+                    }
                 }
                 text.clear();
             }
@@ -50,19 +67,27 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<String>, bool), S3Error> {
         }
         buf.clear();
     }
-    if !saw_root || keys.is_empty() || keys.len() > DELETE_OBJECTS_KEYS_MAX {
+    if !saw_root || entries.is_empty() || entries.len() > DELETE_OBJECTS_KEYS_MAX {
         return Err(malformed());
     }
-    Ok((keys, quiet))
+    Ok((entries, quiet))
 }
 
-/// DeleteObjects; `allowed(key)` says whether the caller may delete each key (a refused key is
-/// that key's `AccessDenied`, the others are deleted).
+/// What the caller may do to each key of a DeleteObjects.
+pub struct Rights<'a> {
+    /// May the caller delete this key (and version)? A refused key is that key's
+    /// `AccessDenied`, the others are deleted.
+    pub allowed: &'a (dyn Fn(&str, Option<&str>) -> bool + Sync),
+    /// Did the caller ask to lift GOVERNANCE retention on this key, and may it?
+    pub bypass: &'a (dyn Fn(&str) -> bool + Sync),
+}
+
+/// DeleteObjects, key by key, within the caller's `rights`.
 pub async fn delete_objects(
     req: &Request<'_>,
     bucket: &str,
     body: RequestBody,
-    allowed: &(dyn Fn(&str) -> bool + Sync),
+    rights: &Rights<'_>,
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
@@ -75,33 +100,52 @@ pub async fn delete_objects(
             ));
         }
     }
-    let (keys, quiet) = parse_delete(&doc)?;
+    let (entries, quiet) = parse_delete(&doc)?;
     let layer = &req.node.layer;
-    let results: Vec<(String, Result<(), S3Error>)> = stream::iter(keys)
-        .map(|key| async move {
-            let outcome = match ObjectKey::parse(&key) {
-                Ok(_) if !allowed(&key) => Err(crate::access::denied()),
-                Ok(_) => layer.delete_object(bucket, &key).await.map_err(S3Error::from),
-                Err(e) => Err(S3Error::from(e)),
-            };
-            (key, outcome)
+    let results: Vec<(DeleteEntry, Result<DeleteOutcome, S3Error>)> = stream::iter(entries)
+        .map(|(key, version)| async move {
+            let outcome: Result<DeleteOutcome, S3Error> = async {
+                ObjectKey::parse(&key)?;
+                let which = match version.as_deref() {
+                    None => VersionRef::Current,
+                    Some(v) => VersionRef::Id(crate::versioning::parse_version_id(v)?),
+                };
+                if !(rights.allowed)(&key, version.as_deref()) {
+                    return Err(crate::access::denied());
+                }
+                Ok(layer.delete_object_version(bucket, &key, which, (rights.bypass)(&key)).await?)
+            }
+            .await;
+            ((key, version), outcome)
         })
         .buffered(16)
         .collect()
         .await;
     let mut x = xml::Writer::new();
     x.root("DeleteResult");
-    for (key, outcome) in &results {
+    for ((key, version), outcome) in &results {
         match outcome {
-            Ok(()) if !quiet => {
+            Ok(done) if !quiet => {
                 x.open("Deleted");
                 x.elem("Key", key);
+                if let Some(v) = version {
+                    x.elem("VersionId", v);
+                }
+                if done.delete_marker {
+                    x.elem("DeleteMarker", "true");
+                    if version.is_none() {
+                        x.elem("DeleteMarkerVersionId", &crate::versioning::version_string(done.version_id));
+                    }
+                }
                 x.close("Deleted");
             }
-            Ok(()) => {}
+            Ok(_) => {}
             Err(e) => {
                 x.open("Error");
                 x.elem("Key", key);
+                if let Some(v) = version {
+                    x.elem("VersionId", v);
+                }
                 x.elem("Code", e.code.as_str());
                 x.elem("Message", &e.message);
                 x.close("Error");
@@ -119,7 +163,11 @@ mod tests {
     #[test]
     fn parses_delete_documents() {
         let doc = br#"<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet><Object><Key>a&amp;b</Key></Object><Object><Key>c/d</Key><VersionId>null</VersionId></Object></Delete>"#;
-        assert_eq!(parse_delete(doc).expect("parses"), (vec!["a&b".to_owned(), "c/d".to_owned()], true));
+        assert_eq!(
+            parse_delete(doc).expect("parses"),
+            (vec![("a&b".to_owned(), None), ("c/d".to_owned(), Some("null".to_owned()))], true)
+        );
+        assert!(parse_delete(b"<Delete><Object><VersionId>null</VersionId></Object></Delete>").is_err());
         assert!(parse_delete(b"<Delete></Delete>").is_err());
         let many: String = (0..1001).map(|i| format!("<Object><Key>k{i}</Key></Object>")).collect();
         assert!(parse_delete(format!("<Delete>{many}</Delete>").as_bytes()).is_err());

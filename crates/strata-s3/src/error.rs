@@ -51,6 +51,7 @@ codes! {
     InvalidAccessKeyId => StatusCode::FORBIDDEN,
     InvalidAction => StatusCode::BAD_REQUEST,
     InvalidArgument => StatusCode::BAD_REQUEST,
+    InvalidBucketState => StatusCode::CONFLICT,
     InvalidBucketAclWithObjectOwnership => StatusCode::BAD_REQUEST,
     InvalidBucketName => StatusCode::BAD_REQUEST,
     InvalidDigest => StatusCode::BAD_REQUEST,
@@ -80,11 +81,14 @@ codes! {
     NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
     NoSuchEntity => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
+    NoSuchObjectLockConfiguration => StatusCode::NOT_FOUND,
     NoSuchPublicAccessBlockConfiguration => StatusCode::NOT_FOUND,
     NoSuchTagSet => StatusCode::NOT_FOUND,
     NoSuchUpload => StatusCode::NOT_FOUND,
+    NoSuchVersion => StatusCode::NOT_FOUND,
     NotImplemented => StatusCode::NOT_IMPLEMENTED,
     NotModified => StatusCode::NOT_MODIFIED,
+    ObjectLockConfigurationNotFoundError => StatusCode::NOT_FOUND,
     OperationAborted => StatusCode::CONFLICT,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
     RequestTimeout => StatusCode::BAD_REQUEST,
@@ -104,11 +108,29 @@ pub struct S3Error {
     pub key: Option<String>,
     /// Further elements AWS adds for some codes (`Region`, `HeadersNotSigned`), in order.
     pub details: Vec<(&'static str, String)>,
+    /// Response headers AWS sends with this error (`x-amz-delete-marker`, ...); boxed, so an
+    /// error stays small enough to return by value everywhere.
+    pub headers: Box<[(&'static str, String)]>,
 }
 
 impl S3Error {
     pub fn new(code: S3ErrorCode, message: &str) -> Self {
-        Self { code, message: message.to_owned(), bucket: None, key: None, details: Vec::new() }
+        Self {
+            code,
+            message: message.to_owned(),
+            bucket: None,
+            key: None,
+            details: Vec::new(),
+            headers: Box::default(),
+        }
+    }
+
+    /// Adds a response header (sent with the error document, and alone for HEAD).
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Self {
+        let mut headers = std::mem::take(&mut self.headers).into_vec();
+        headers.push((name, value.to_owned()));
+        self.headers = headers.into_boxed_slice();
+        self
     }
 
     /// Adds an element to the error document (e.g. `Region` with the region expected).
@@ -155,6 +177,23 @@ impl From<ObjectError> for S3Error {
             ),
             ObjectError::BucketNotEmpty => (C::BucketNotEmpty, "The bucket you tried to delete is not empty"),
             ObjectError::ObjectNotFound => (C::NoSuchKey, "The specified key does not exist."),
+            ObjectError::NoSuchVersion => {
+                (C::NoSuchVersion, "The specified version does not exist.")
+            }
+            ObjectError::DeleteMarker { version_id, mod_time, current } => {
+                let (code, msg) = match current {
+                    true => (C::NoSuchKey, "The specified key does not exist."),
+                    false => (C::MethodNotAllowed, "The specified method is not allowed against this resource."),
+                };
+                let mut e = S3Error::new(code, msg)
+                    .with_header("x-amz-delete-marker", "true")
+                    .with_header("x-amz-version-id", &crate::versioning::version_string(*version_id))
+                    .with_header("last-modified", &crate::versioning::http_date(*mod_time));
+                if !current {
+                    e = e.with_header("allow", "DELETE");
+                }
+                return e;
+            }
             ObjectError::BadDigest => {
                 (C::BadDigest, "The Content-MD5 you specified did not match what we received.")
             }
@@ -189,6 +228,14 @@ impl From<ObjectError> for S3Error {
                 (C::EntityTooSmall, "Your proposed upload is smaller than the minimum allowed object size.")
             }
             ObjectError::InvalidRequest(m) => return S3Error::new(C::InvalidRequest, m),
+            ObjectError::InvalidArgument(m) => return S3Error::new(C::InvalidArgument, m),
+            ObjectError::ObjectLocked(why) => {
+                return S3Error::new(C::AccessDenied, &format!("Access Denied because object protected by object lock: {why}."))
+            }
+            ObjectError::NoObjectLockConfig => {
+                (C::InvalidRequest, "Bucket is missing Object Lock Configuration")
+            }
+            ObjectError::InvalidBucketState(m) => return S3Error::new(C::InvalidBucketState, m),
             ObjectError::InvalidParity(_) => {
                 (C::InvalidStorageClass, "The storage class you specified is not valid")
             }

@@ -82,13 +82,16 @@ const SSE_NOT_APPLICABLE: Outcome = Outcome::Refused(
     S3ErrorCode::InvalidRequest,
     "The encryption parameters are not applicable to this object.",
 );
-/// No bucket can have object lock enabled, and AWS answers this for a bucket without it.
-const NO_LOCK: Outcome =
-    Outcome::Refused(S3ErrorCode::InvalidRequest, "Bucket is missing Object Lock Configuration");
-const LOCK_BUCKET: Outcome = Outcome::Refused(
-    S3ErrorCode::NotImplemented,
-    "Object lock is not implemented yet; a bucket with object lock enabled cannot be created.",
+/// POST forms do not carry object lock settings (the bucket's default retention applies): `400
+/// InvalidRequest`, which is also AWS's answer on a bucket without object lock.
+const NO_LOCK_FORM: Outcome = Outcome::Refused(
+    S3ErrorCode::InvalidRequest,
+    "Object lock fields in a POST form are not supported; use PutObject, or the bucket's default retention.",
 );
+/// Writes that take object lock settings (refused by the handler on a bucket without object
+/// lock, as AWS: `400 InvalidRequest`).
+const LOCKED_WRITES: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
+const BYPASS: &[Operation] = &[O::DeleteObject, O::DeleteObjects, O::PutObjectRetention];
 const ACL_OBJECT: Outcome =
     Outcome::Refused(S3ErrorCode::AccessControlListNotSupported, "The bucket does not allow ACLs");
 const ACL_BUCKET: Outcome = Outcome::Refused(
@@ -187,11 +190,14 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-copy-source-server-side-encryption-customer-key", COPY, SSE_NOT_APPLICABLE),
     rule("x-amz-copy-source-server-side-encryption-customer-key-md5", COPY, SSE_NOT_APPLICABLE),
     // Object lock, retention and legal hold (issue #13).
-    unless("x-amz-bucket-object-lock-enabled", &[O::CreateBucket], &["false"], LOCK_BUCKET),
-    rule("x-amz-object-lock-mode", NEW_OBJECT, NO_LOCK),
-    rule("x-amz-object-lock-retain-until-date", NEW_OBJECT, NO_LOCK),
-    rule("x-amz-object-lock-legal-hold", NEW_OBJECT, NO_LOCK),
-    rule("x-amz-bypass-governance-retention", DELETES, IGNORED),
+    rule("x-amz-bucket-object-lock-enabled", &[O::CreateBucket], SUPPORTED),
+    rule("x-amz-object-lock-mode", LOCKED_WRITES, SUPPORTED),
+    rule("x-amz-object-lock-retain-until-date", LOCKED_WRITES, SUPPORTED),
+    rule("x-amz-object-lock-legal-hold", LOCKED_WRITES, SUPPORTED),
+    rule("x-amz-object-lock-mode", &[O::PostObject], NO_LOCK_FORM),
+    rule("x-amz-object-lock-retain-until-date", &[O::PostObject], NO_LOCK_FORM),
+    rule("x-amz-object-lock-legal-hold", &[O::PostObject], NO_LOCK_FORM),
+    rule("x-amz-bypass-governance-retention", BYPASS, SUPPORTED),
     rule("x-amz-mfa", DELETES, IGNORED),
     // Conditional deletes.
     rule("x-amz-if-match-last-modified-time", &[O::DeleteObject], Outcome::Refused(
@@ -268,6 +274,9 @@ mod tests {
         "x-amz-mp-parts-count",
         "x-amz-tagging-count",
         "x-amz-trailer-signature",
+        "x-amz-version-id",
+        "x-amz-delete-marker",
+        "x-amz-copy-source-version-id",
     ];
 
     fn literals(source: &str) -> Vec<String> {
@@ -324,8 +333,7 @@ mod tests {
         use S3ErrorCode as C;
         for op in NEW_OBJECT {
             assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), Err(C::NotImplemented));
-            assert_eq!(outcome(*op, "X-Amz-Object-Lock-Mode", "COMPLIANCE"), Err(C::InvalidRequest));
-            assert_eq!(outcome(*op, "x-amz-object-lock-legal-hold", "ON"), Err(C::InvalidRequest));
+
             assert_eq!(
                 outcome(*op, "x-amz-server-side-encryption-customer-key", "k"),
                 Err(C::NotImplemented)
@@ -335,8 +343,9 @@ mod tests {
             assert_eq!(outcome(*op, "x-amz-meta-a", "b"), Ok(()));
         }
         let lock = "x-amz-bucket-object-lock-enabled";
-        assert_eq!(outcome(O::CreateBucket, lock, "true"), Err(C::NotImplemented));
-        assert_eq!(outcome(O::CreateBucket, lock, "False"), Ok(()));
+        assert_eq!(outcome(O::CreateBucket, lock, "true"), Ok(()));
+        assert_eq!(outcome(O::PutObject, "X-Amz-Object-Lock-Mode", "COMPLIANCE"), Ok(()));
+        assert_eq!(outcome(O::PostObject, "x-amz-object-lock-legal-hold", "ON"), Err(C::InvalidRequest));
         assert_eq!(
             outcome(O::CreateBucket, "x-amz-grant-read", "id=x"),
             Err(C::InvalidBucketAclWithObjectOwnership)

@@ -11,7 +11,9 @@
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
 //! - [`body`]: request bodies verified in one pass (length, payload hash, chunk signatures,
 //!   [`checksum`]s) as they stream into the object layer; response bodies.
-//! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations.
+//! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations;
+//!   [`versioning`] (`versionId`, delete markers, ListObjectVersions) and [`object_lock`]
+//!   (retention, legal hold, the bucket's lock configuration).
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
@@ -43,6 +45,7 @@ pub mod headers;
 pub mod iam;
 pub mod multipart;
 pub mod object;
+pub mod object_lock;
 pub mod observe;
 pub mod oidc;
 pub mod post;
@@ -53,6 +56,7 @@ pub mod sigv4;
 pub mod sts;
 pub mod tagging;
 pub mod tls;
+pub mod versioning;
 pub mod xml;
 
 #[cfg(test)]

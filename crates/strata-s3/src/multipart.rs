@@ -67,6 +67,7 @@ fn upload_checksum(headers: &http::HeaderMap) -> Result<Option<(Algorithm, Check
 pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let mut opts = put_options(req)?;
+    crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.checksum = upload_checksum(req.headers)?;
     let checksum = opts.checksum;
     let id = req.node.layer.create_multipart_upload(bucket, key, opts).await?;
@@ -214,7 +215,7 @@ pub async fn complete(
         x.elem("ChecksumType", ChecksumType::of_value(v).name());
     }
     x.close("CompleteMultipartUploadResult");
-    Ok(Reply::xml(x.finish()))
+    Ok(crate::object::version_header(Reply::xml(x.finish()), &info))
 }
 
 pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
@@ -448,6 +449,8 @@ mod tests {
             tags: Default::default(),
             checksum_algorithm: None,
             checksum_type: None,
+            retention: None,
+            legal_hold: false,
         }
     }
 

@@ -5,7 +5,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use base64::Engine;
 use http::{HeaderMap, StatusCode};
-use strata_object::{ObjectInfo, PutOptions, WriteCondition};
+use strata_object::{ObjectInfo, PutOptions, VersionRef, WriteCondition};
 use strata_types::limits::{
     BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX, REQUEST_MEMORY_STREAM, USER_METADATA_SIZE_MAX,
 };
@@ -220,9 +220,17 @@ pub async fn put_object(
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     check_declared_length(req.headers)?;
-    let opts = put_options(req)?;
+    let mut opts = put_options(req)?;
+    crate::object_lock::lock_options(req.headers, &mut opts)?;
+    crate::object_lock::check_integrity_header(req.headers)?;
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
-    Ok(stored_reply(&info.etag, &info.checksums))
+    Ok(version_header(stored_reply(&info.etag, &info.checksums), &info))
+}
+
+/// `x-amz-version-id` of a version just written: its id in a versioning-enabled bucket; a
+/// `null` version (unversioned or suspended bucket) is not named, as AWS does not.
+pub(crate) fn version_header(reply: Reply, info: &ObjectInfo) -> Reply {
+    crate::versioning::with_version(reply, info.version_id.is_some(), info.version_id)
 }
 
 /// The byte range of part `number` (`partNumber`): a part of a multipart object, or the whole
@@ -363,6 +371,14 @@ fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_m
     if !info.tags.is_empty() {
         reply = reply.header("x-amz-tagging-count", &info.tags.len().to_string());
     }
+    if let Some(r) = info.retention {
+        reply = reply
+            .header("x-amz-object-lock-mode", r.mode.name())
+            .header("x-amz-object-lock-retain-until-date", &strata_types::time::iso8601(r.until));
+    }
+    if info.legal_hold {
+        reply = reply.header("x-amz-object-lock-legal-hold", "ON");
+    }
     if checksum_mode {
         reply = with_checksums(reply, &info.checksums);
     }
@@ -378,8 +394,10 @@ pub async fn get_object(
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let part_number = route.param("partNumber").map(|_| crate::multipart::part_number(route)).transpose()?;
-    let open = req.node.layer.open_object(bucket, key, !head).await?;
+    let which = crate::versioning::version_ref(route)?;
+    let open = req.node.layer.open_object_version(bucket, key, which, !head).await?;
     let info = open.info.clone();
+    let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
     if let Err(e) = check_conditions(req.headers, &info) {
         if e.code == S3ErrorCode::NotModified {
             let reply = Reply::empty(StatusCode::NOT_MODIFIED)
@@ -420,6 +438,7 @@ pub async fn get_object(
         reply = with_checksums(reply, c);
     }
     reply = reply.header("content-length", &len.to_string());
+    reply = crate::versioning::with_version(reply, shown, info.version_id);
     if part.is_some() && !info.parts.is_empty() {
         reply = reply.header("x-amz-mp-parts-count", &info.parts.len().to_string());
     }
@@ -471,7 +490,12 @@ fn object_parts(x: &mut crate::xml::Writer, info: &ObjectInfo, req: &Request<'_>
 }
 
 /// GetObjectAttributes: the attributes named in `x-amz-object-attributes`.
-pub async fn get_object_attributes(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+pub async fn get_object_attributes(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let wanted: Vec<String> = header(req.headers, "x-amz-object-attributes")
         .unwrap_or("")
@@ -485,7 +509,9 @@ pub async fn get_object_attributes(req: &Request<'_>, bucket: &str, key: &str) -
             "x-amz-object-attributes must name at least one attribute",
         ));
     }
-    let info = req.node.layer.open_object(bucket, key, false).await?.info;
+    let which = crate::versioning::version_ref(route)?;
+    let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
+    let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
     let mut x = crate::xml::Writer::new();
     x.root("GetObjectAttributesResponse");
     for attribute in &wanted {
@@ -512,7 +538,8 @@ pub async fn get_object_attributes(req: &Request<'_>, bucket: &str, key: &str) -
         }
     }
     x.close("GetObjectAttributesResponse");
-    Ok(Reply::xml(x.finish()).header("last-modified", &http_date(info.mod_time)))
+    let reply = Reply::xml(x.finish()).header("last-modified", &http_date(info.mod_time));
+    Ok(crate::versioning::with_version(reply, shown, info.version_id))
 }
 
 /// GetObjectTorrent: Strata serves no torrents. AWS stopped serving them too, and answers
@@ -526,10 +553,23 @@ pub async fn get_object_torrent(req: &Request<'_>, bucket: &str, key: &str) -> R
     ))
 }
 
-pub async fn delete_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+/// DeleteObject: the `null` version, a new delete marker, or (`versionId`) one version.
+/// `bypass`: the caller asked to lift GOVERNANCE retention and may.
+pub async fn delete_object(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+    bypass: bool,
+) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    req.node.layer.delete_object(bucket, key).await?;
-    Ok(Reply::empty(StatusCode::NO_CONTENT))
+    let which = crate::versioning::version_ref(route)?;
+    let done = req.node.layer.delete_object_version(bucket, key, which, bypass).await?;
+    let mut reply = Reply::empty(StatusCode::NO_CONTENT);
+    if done.delete_marker {
+        reply = reply.header("x-amz-delete-marker", "true");
+    }
+    Ok(crate::versioning::with_version(reply, done.versioned, done.version_id))
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ operations! {
     HeadBucket,
     GetBucketLocation,
     GetBucketVersioning,
+    PutBucketVersioning,
     ListObjects,
     ListObjectsV2,
     PutObject,
@@ -72,6 +73,12 @@ operations! {
     PutBucketPolicy,
     DeleteBucketPolicy,
     GetBucketPolicyStatus,
+    GetObjectLockConfiguration,
+    PutObjectLockConfiguration,
+    GetObjectRetention,
+    PutObjectRetention,
+    GetObjectLegalHold,
+    PutObjectLegalHold,
 }
 
 #[derive(Debug, Clone)]
@@ -204,6 +211,7 @@ pub fn route(
         (Some(_), None, m) => match (m, sub) {
             (&Method::GET, Some("location")) => O::GetBucketLocation,
             (&Method::GET, Some("versioning")) => O::GetBucketVersioning,
+            (&Method::PUT, Some("versioning")) => O::PutBucketVersioning,
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (&Method::POST, Some("delete")) => O::DeleteObjects,
             (&Method::GET, Some("versions")) => O::ListObjectVersions,
@@ -224,6 +232,8 @@ pub fn route(
             (&Method::PUT, Some("policy")) => O::PutBucketPolicy,
             (&Method::DELETE, Some("policy")) => O::DeleteBucketPolicy,
             (&Method::GET, Some("policyStatus")) => O::GetBucketPolicyStatus,
+            (&Method::GET, Some("object-lock")) => O::GetObjectLockConfiguration,
+            (&Method::PUT, Some("object-lock")) => O::PutObjectLockConfiguration,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -244,10 +254,9 @@ pub fn route(
             }
         },
         (Some(_), Some(_), m) => {
-            // `versionId=null` names the only version an unversioned object has.
-            let sub = sub.filter(|s| {
-                !(*s == "versionId" && query.iter().any(|(k, v)| k == "versionId" && v == "null"))
-            });
+            // `versionId` names the version an object operation acts on, not another operation.
+            let sub =
+                query.iter().map(|(k, _)| k.as_str()).find(|k| *k != "versionId" && SUBRESOURCES.contains(k));
             let multipart = if has("uploadId") {
                 match *m {
                     Method::PUT if has("partNumber") => Some(O::UploadPart),
@@ -272,6 +281,10 @@ pub fn route(
                 (&Method::DELETE, Some("tagging"), None) => O::DeleteObjectTagging,
                 (&Method::GET, Some("acl"), None) => O::GetObjectAcl,
                 (&Method::PUT, Some("acl"), None) => O::PutObjectAcl,
+                (&Method::GET, Some("retention"), None) => O::GetObjectRetention,
+                (&Method::PUT, Some("retention"), None) => O::PutObjectRetention,
+                (&Method::GET, Some("legal-hold"), None) => O::GetObjectLegalHold,
+                (&Method::PUT, Some("legal-hold"), None) => O::PutObjectLegalHold,
                 (_, Some(_), None) => return Err(not_implemented()),
                 (&Method::PUT, None, None) => O::PutObject,
                 (&Method::GET, None, None) => O::GetObject,
@@ -324,11 +337,17 @@ mod tests {
         assert_eq!(op(Method::PUT, "/b/", ""), Ok(Operation::CreateBucket));
         assert_eq!(op(Method::GET, "/b", "list-type=2&prefix=a"), Ok(Operation::ListObjectsV2));
         assert_eq!(op(Method::GET, "/b", "location"), Ok(Operation::GetBucketLocation));
-        assert_eq!(op(Method::PUT, "/b", "versioning"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "versioning"), Ok(Operation::PutBucketVersioning));
+        assert_eq!(op(Method::GET, "/b/k", "versionId=0192"), Ok(Operation::GetObject));
+        assert_eq!(op(Method::DELETE, "/b/k", "versionId=0192"), Ok(Operation::DeleteObject));
+        assert_eq!(op(Method::GET, "/b/k", "versionId=0192&tagging"), Ok(Operation::GetObjectTagging));
         assert_eq!(op(Method::PUT, "/b/k", "tagging"), Ok(Operation::PutObjectTagging));
         assert_eq!(op(Method::PUT, "/b", "tagging"), Ok(Operation::PutBucketTagging));
         assert_eq!(op(Method::PUT, "/b", "cors"), Ok(Operation::PutBucketCors));
         assert_eq!(op(Method::PUT, "/b", "lifecycle"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "object-lock"), Ok(Operation::PutObjectLockConfiguration));
+        assert_eq!(op(Method::PUT, "/b/k", "retention&versionId=null"), Ok(Operation::PutObjectRetention));
+        assert_eq!(op(Method::GET, "/b/k", "legal-hold"), Ok(Operation::GetObjectLegalHold));
         assert_eq!(op(Method::PUT, "/b", "policy"), Ok(Operation::PutBucketPolicy));
         assert_eq!(op(Method::GET, "/b", "policy"), Ok(Operation::GetBucketPolicy));
         assert_eq!(op(Method::DELETE, "/b", "policy"), Ok(Operation::DeleteBucketPolicy));

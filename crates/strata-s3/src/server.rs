@@ -29,7 +29,8 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
 use crate::{
-    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, object, observe, post, tagging,
+    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, object, object_lock, observe, post,
+    tagging, versioning,
 };
 
 /// Settings of the S3 surface.
@@ -436,11 +437,16 @@ fn answered_before_body(headers: &HeaderMap, status: StatusCode) -> bool {
 }
 
 fn error_reply(e: &S3Error, request_id: &str, is_head: bool) -> Reply {
-    if is_head || e.code == S3ErrorCode::NotModified {
-        return Reply::empty(e.code.status());
+    let mut r = if is_head || e.code == S3ErrorCode::NotModified {
+        Reply::empty(e.code.status())
+    } else {
+        let mut r = Reply::xml(e.to_xml(request_id));
+        r.status = e.code.status();
+        r
+    };
+    for (name, value) in &e.headers {
+        r = r.header(name, value);
     }
-    let mut r = Reply::xml(e.to_xml(request_id));
-    r.status = e.code.status();
     r
 }
 
@@ -504,6 +510,15 @@ fn touches_system_bucket(route: &crate::router::Route, headers: &HeaderMap) -> b
     route.bucket.as_deref().is_some_and(hidden) || source_bucket.as_deref().is_some_and(hidden)
 }
 
+/// `x-amz-bypass-governance-retention: true`: the caller asks to lift GOVERNANCE retention
+/// (granted only with `s3:BypassGovernanceRetention`).
+fn bypass_asked(headers: &HeaderMap) -> bool {
+    headers
+        .get("x-amz-bypass-governance-retention")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 async fn serve_route(
     node: &Node,
     parts: &http::request::Parts,
@@ -545,13 +560,20 @@ async fn serve_route(
         O::DeleteBucket => bucket::delete_bucket(&req, bucket).await,
         O::HeadBucket => bucket::head_bucket(&req, bucket).await,
         O::GetBucketLocation => bucket::get_bucket_location(&req, bucket).await,
-        O::GetBucketVersioning => bucket::get_bucket_versioning(&req, bucket).await,
+        O::GetBucketVersioning => versioning::get_bucket_versioning(&req, bucket).await,
+        O::PutBucketVersioning => {
+            versioning::put_bucket_versioning(&req, bucket, object::request_body(&req, body)?).await
+        }
         O::ListObjectsV2 => bucket::list_objects_v2(&req, bucket, &route).await,
         O::ListObjects => bucket::list_objects_v1(&req, bucket, &route).await,
         O::PutObject => object::put_object(&req, bucket, key, object::request_body(&req, body)?).await,
         O::GetObject => object::get_object(&req, bucket, key, &route, false).await,
         O::HeadObject => object::get_object(&req, bucket, key, &route, true).await,
-        O::DeleteObject => object::delete_object(&req, bucket, key).await,
+        O::DeleteObject => {
+            let bypass =
+                bypass_asked(&parts.headers) && access.may_bypass_governance(node, bucket, key, &checked);
+            object::delete_object(&req, bucket, key, &route, bypass).await
+        }
         O::CreateMultipartUpload => multipart::create(&req, bucket, key).await,
         O::UploadPart => {
             multipart::upload_part(&req, bucket, key, &route, object::request_body(&req, body)?).await
@@ -567,8 +589,8 @@ async fn serve_route(
         O::PostObject => {
             Err(S3Error::new(S3ErrorCode::InternalError, "PostObject is served before authentication"))
         }
-        O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key).await,
-        O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key).await,
+        O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key, &route).await,
+        O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key, &route).await,
         O::GetObjectTorrent => object::get_object_torrent(&req, bucket, key).await,
         O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
         O::PutBucketCors => cors::put_bucket_cors(&req, bucket, object::request_body(&req, body)?).await,
@@ -579,10 +601,10 @@ async fn serve_route(
         }
         O::DeleteBucketTagging => tagging::delete_bucket_tagging(&req, bucket).await,
         O::PutObjectTagging => {
-            tagging::put_object_tagging(&req, bucket, key, object::request_body(&req, body)?).await
+            tagging::put_object_tagging(&req, bucket, key, &route, object::request_body(&req, body)?).await
         }
-        O::DeleteObjectTagging => tagging::delete_object_tagging(&req, bucket, key).await,
-        O::ListObjectVersions => bucket::list_object_versions(&req, bucket, &route).await,
+        O::DeleteObjectTagging => tagging::delete_object_tagging(&req, bucket, key, &route).await,
+        O::ListObjectVersions => versioning::list_object_versions(&req, bucket, &route).await,
         O::GetBucketAcl => acl::get_bucket_acl(&req, bucket).await,
         O::PutBucketAcl => acl::put_bucket_acl(&req, bucket).await,
         O::GetObjectAcl => acl::get_object_acl(&req, bucket, key).await,
@@ -602,9 +624,28 @@ async fn serve_route(
         }
         O::DeleteBucketPolicy => bucket_policy::delete_bucket_policy(&req, bucket).await,
         O::GetBucketPolicyStatus => bucket_policy::get_bucket_policy_status(&req, bucket).await,
+        O::GetObjectLockConfiguration => object_lock::get_object_lock_configuration(&req, bucket).await,
+        O::PutObjectLockConfiguration => {
+            object_lock::put_object_lock_configuration(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::GetObjectRetention => object_lock::get_object_retention(&req, bucket, key, &route).await,
+        O::PutObjectRetention => {
+            let bypass =
+                bypass_asked(&parts.headers) && access.may_bypass_governance(node, bucket, key, &checked);
+            let body = object::request_body(&req, body)?;
+            object_lock::put_object_retention(&req, bucket, key, &route, body, bypass).await
+        }
+        O::GetObjectLegalHold => object_lock::get_object_legal_hold(&req, bucket, key, &route).await,
+        O::PutObjectLegalHold => {
+            object_lock::put_object_legal_hold(&req, bucket, key, &route, object::request_body(&req, body)?)
+                .await
+        }
         O::DeleteObjects => {
-            let allowed = |k: &str| access.may_delete(node, bucket, k, &checked);
-            delete::delete_objects(&req, bucket, object::request_body(&req, body)?, &allowed).await
+            let allowed = |k: &str, v: Option<&str>| access.may_delete(node, bucket, k, v, &checked);
+            let asked = bypass_asked(&parts.headers);
+            let bypass = |k: &str| asked && access.may_bypass_governance(node, bucket, k, &checked);
+            let rights = delete::Rights { allowed: &allowed, bypass: &bypass };
+            delete::delete_objects(&req, bucket, object::request_body(&req, body)?, &rights).await
         }
     };
     let result = result.map_err(|e| access.hide_missing(node, bucket, &checked, e));

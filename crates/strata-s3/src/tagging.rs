@@ -10,8 +10,11 @@ use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
+use crate::router::Route;
 use crate::server::{Reply, Request};
+use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
+use strata_object::VersionRef;
 
 fn invalid(msg: &str) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidTag, msg)
@@ -122,10 +125,17 @@ fn tag_document(tags: &BTreeMap<String, String>) -> Reply {
     Reply::xml(x.finish())
 }
 
-pub async fn get_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+pub async fn get_object_tagging(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let open = req.node.layer.open_object(bucket, key, false).await?;
-    Ok(tag_document(&open.info.tags))
+    let which = version_ref(route)?;
+    let open = req.node.layer.open_object_version(bucket, key, which, false).await?;
+    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    Ok(with_version(tag_document(&open.info.tags), shown, open.info.version_id))
 }
 
 pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
@@ -157,19 +167,29 @@ pub async fn put_object_tagging(
     req: &Request<'_>,
     bucket: &str,
     key: &str,
+    route: &Route,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
+    let which = version_ref(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let tags = validate(parse_tagging(&doc)?)?;
-    req.node.layer.put_object_tags(bucket, key, tags).await?;
-    Ok(Reply::empty(StatusCode::OK))
+    let id = req.node.layer.put_object_tags_version(bucket, key, which, tags).await?;
+    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
 }
 
-pub async fn delete_object_tagging(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+pub async fn delete_object_tagging(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    req.node.layer.put_object_tags(bucket, key, BTreeMap::new()).await?;
-    Ok(Reply::empty(StatusCode::NO_CONTENT))
+    let which = version_ref(route)?;
+    let id = req.node.layer.put_object_tags_version(bucket, key, which, BTreeMap::new()).await?;
+    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    Ok(with_version(Reply::empty(StatusCode::NO_CONTENT), shown, id))
 }
 
 #[cfg(test)]

@@ -49,6 +49,13 @@ pub const LIST_KEYS_MAX: usize = 1000;
 /// per drive).
 pub const UPLOADS_ROUND: usize = 1000;
 
+/// Longest default retention of a bucket's object lock configuration, in days (100 years) or
+/// in years; longer is `400 InvalidArgument`. It bounds how far a misconfigured default can put
+/// versions out of anyone's reach (COMPLIANCE cannot be shortened afterwards).
+pub const OBJECT_LOCK_DAYS_MAX: u32 = 36_500;
+/// See [`OBJECT_LOCK_DAYS_MAX`].
+pub const OBJECT_LOCK_YEARS_MAX: u32 = 100;
+
 /// Keys one DeleteObjects request may name (AWS: 1,000). Past it: `MalformedXML`.
 pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
 

@@ -1,0 +1,356 @@
+//! Versioning: the bucket's state, deletes that add delete markers or remove one version, tags
+//! of one version, and ListObjectVersions.
+//!
+//! ListObjectVersions merges like LIST ([`crate::list`]), over positions (key, then
+//! [`version_rank`]: newest first) instead of names: each drive lists the versions past a
+//! position, a version counts when a read quorum of its set's drives holds it, and a round keeps
+//! only positions up to the smallest horizon (the last position of a drive that filled its
+//! page). The cost follows the page, not the number of versions in the bucket.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::join_all;
+use strata_drive::{version_rank, DriveError, ListEntry, ListQuery, RANK_LEN};
+use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, Versioning};
+use strata_types::limits::BLOCK_SIZE;
+use uuid::Uuid;
+
+use crate::error::ObjectError;
+use crate::layer::ObjectLayer;
+use crate::set::{commit_on_quorum, write_quorum, CommitFn, ErasureSet};
+use crate::{ObjectInfo, VersionRef};
+
+/// What a DELETE did, for its response headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeleteOutcome {
+    /// The version removed or the delete marker added (`None`: the `null` version).
+    pub version_id: Option<Uuid>,
+    /// A delete marker was added, or the version removed was one.
+    pub delete_marker: bool,
+    /// Whether the response names a version (`x-amz-version-id`): a bucket that has had
+    /// versioning, or a request naming a version.
+    pub versioned: bool,
+}
+
+/// A ListObjectVersions request.
+#[derive(Debug, Clone, Default)]
+pub struct VersionsRequest {
+    pub prefix: String,
+    pub delimiter: Option<String>,
+    /// List keys after this one (or, with `version_marker`, this key's versions after it).
+    pub key_marker: String,
+    /// `Some(None)` is the `null` version.
+    pub version_marker: Option<Option<Uuid>>,
+    pub max_keys: usize,
+}
+
+/// One version in a listing.
+#[derive(Debug, Clone)]
+pub struct VersionEntry {
+    pub info: ObjectInfo,
+    /// The key's current version.
+    pub is_latest: bool,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct VersionsPage {
+    /// Key ascending, then newest first.
+    pub entries: Vec<VersionEntry>,
+    pub prefixes: Vec<String>,
+    pub truncated: bool,
+    pub next_key_marker: Option<String>,
+    /// With `next_key_marker` when the page ended on a version.
+    pub next_version_marker: Option<Option<Uuid>>,
+}
+
+/// A place in a versions listing: the name, then the version's rank; past all of a name's
+/// versions (a common prefix, or a key marker alone) is a rank longer than any.
+type Position = (String, Vec<u8>);
+
+fn past_name(name: &str) -> Position {
+    (name.to_owned(), vec![0xff; RANK_LEN + 1])
+}
+
+/// One set's versions in one round: position → the version (`None`: a common prefix).
+struct SetVersions {
+    entries: BTreeMap<Position, Option<ObjectVersion>>,
+    horizon: Option<Position>,
+}
+
+async fn list_set_versions(
+    set: &ErasureSet,
+    bucket: &str,
+    req: &VersionsRequest,
+    after: &Position,
+    limit: usize,
+) -> Result<SetVersions, ObjectError> {
+    let inside = after.1.len() == RANK_LEN;
+    let query = ListQuery {
+        prefix: req.prefix.clone(),
+        start_after: after.0.clone(),
+        delimiter: req.delimiter.clone(),
+        limit,
+        versions: true,
+        start_rank: inside.then(|| after.1.clone()),
+    };
+    let answers = join_all(set.drives.iter().flatten().map(|d| d.list(bucket, query.clone()))).await;
+    let quorum = set.data_count();
+    let lists: Vec<Vec<ListEntry>> = answers.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
+    if lists.len() < quorum {
+        let missing = answers.iter().filter(|a| matches!(a, Err(DriveError::BucketNotFound))).count();
+        if missing >= quorum {
+            return Err(ObjectError::BucketNotFound);
+        }
+        return Err(crate::set::exhausted(&answers)
+            .unwrap_or(ObjectError::ReadQuorum { needed: quorum, online: lists.len() }));
+    }
+    let position = |e: &ListEntry| match e {
+        ListEntry::Prefix(p) => past_name(p),
+        ListEntry::Object { key, record } => {
+            (key.clone(), record.latest().map_or(vec![0xff; RANK_LEN], |v| version_rank(v).to_vec()))
+        }
+    };
+    let horizon = lists.iter().filter(|l| l.len() >= limit).filter_map(|l| l.last().map(position)).min();
+    let mut counted: BTreeMap<Position, (usize, Vec<ObjectVersion>)> = BTreeMap::new();
+    for entry in lists.into_iter().flatten() {
+        let at = position(&entry);
+        if horizon.as_ref().is_some_and(|h| at > *h) {
+            continue;
+        }
+        let slot = counted.entry(at).or_default();
+        slot.0 += 1;
+        if let ListEntry::Object { record, .. } = entry {
+            slot.1.extend(record.versions.into_iter().next());
+        }
+    }
+    let mut entries = BTreeMap::new();
+    for (at, (n, versions)) in counted {
+        if versions.is_empty() {
+            if n >= quorum {
+                entries.insert(at, None);
+            }
+        } else if let Some(v) = crate::list::newest_with_quorum(versions) {
+            entries.insert(at, Some(v));
+        }
+    }
+    Ok(SetVersions { entries, horizon })
+}
+
+impl ObjectLayer {
+    /// The bucket's versioning state.
+    pub fn versioning(&self, bucket: &str) -> Result<Versioning, ObjectError> {
+        self.with_bucket_record(bucket, |r| r.versioning)
+    }
+
+    /// The id a new write in `bucket` gets: new in a versioning-enabled bucket, else the `null`
+    /// version's.
+    pub(crate) fn new_version_id(&self, bucket: &str) -> Result<Option<Uuid>, ObjectError> {
+        Ok(self.versioning(bucket)?.enabled().then(Uuid::now_v7))
+    }
+
+    /// PutBucketVersioning: `Enabled` or `Suspended` (a bucket never goes back to unversioned).
+    pub async fn put_bucket_versioning(&self, bucket: &str, state: Versioning) -> Result<(), ObjectError> {
+        if state == Versioning::Unversioned {
+            return Err(ObjectError::InvalidRequest("versioning can only be enabled or suspended".into()));
+        }
+        if state == Versioning::Suspended && self.object_lock_config(bucket)?.is_some() {
+            return Err(ObjectError::InvalidBucketState(
+                "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
+                    .into(),
+            ));
+        }
+        self.update_bucket(bucket, |r| r.versioning = state).await
+    }
+
+    /// DeleteObject. Without a version id: in an unversioned bucket the `null` version goes; in
+    /// a versioning-enabled one a delete marker with a new id becomes the current version; in a
+    /// suspended one a `null` delete marker replaces the `null` version. With a version id, that
+    /// version goes (deleting one that does not exist succeeds, as in S3) unless object lock keeps
+    /// it ([`ObjectError::ObjectLocked`]; `bypass_governance` lets a governance retention yield).
+    pub async fn delete_object_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        bypass_governance: bool,
+    ) -> Result<DeleteOutcome, ObjectError> {
+        let versioning = self.versioning(bucket)?;
+        let versioned = versioning != Versioning::Unversioned;
+        match which {
+            VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance).await,
+            VersionRef::Current if !versioned => {
+                self.delete_null_version(bucket, key).await?;
+                Ok(DeleteOutcome::default())
+            }
+            VersionRef::Current => {
+                let id = versioning.enabled().then(Uuid::now_v7);
+                self.add_delete_marker(bucket, key, id).await?;
+                Ok(DeleteOutcome { version_id: id, delete_marker: true, versioned })
+            }
+        }
+    }
+
+    async fn add_delete_marker(&self, bucket: &str, key: &str, id: Option<Uuid>) -> Result<(), ObjectError> {
+        let (set, hash) = self.locate(bucket, key);
+        let n = set.drives.len();
+        let distribution = strata_cluster::placement::distribution(hash, n);
+        let marker = ObjectVersion {
+            version_id: id,
+            mod_time: strata_types::time::now_nanos(),
+            delete_marker: true,
+            size: 0,
+            etag: String::new(),
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            checksums: BTreeMap::new(),
+            erasure: ErasureInfo {
+                data_count: set.data_count() as u8,
+                parity_count: set.parity_count as u8,
+                block_size: BLOCK_SIZE as u32,
+                shard_index: 0,
+                distribution: distribution.clone(),
+            },
+            // A marker has no data; the id only keeps every version's data id distinct.
+            data: DataLocation::Inline(Uuid::new_v4()),
+            parts: vec![],
+            tags: BTreeMap::new(),
+            retention: None,
+            legal_hold: false,
+        };
+        let quorum = write_quorum(set.data_count(), set.parity_count);
+        let op = Uuid::new_v4();
+        let guard = set.locks.exclusive(hash).await?;
+        guard.ensure_held()?;
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let commit: CommitFn = Box::new(move |pos, d| {
+            let mut v = marker.clone();
+            v.erasure.shard_index = distribution.get(pos).copied().unwrap_or(0);
+            let (b, k) = (b.clone(), k.clone());
+            Box::pin(async move { d.commit_version(&b, &k, v, None, op).await })
+        });
+        let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
+        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
+            self.healer.notify(bucket, key);
+        }
+        outcome
+    }
+
+    /// Removes one version from every drive of the set (a drive without it counts as done).
+    async fn remove_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: Option<Uuid>,
+        bypass: bool,
+    ) -> Result<DeleteOutcome, ObjectError> {
+        let (set, hash) = self.locate(bucket, key);
+        let op = Uuid::new_v4();
+        let guard = set.locks.exclusive(hash).await?;
+        // Checked under the lock: a retention or hold put meanwhile is seen.
+        let delete_marker =
+            match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await) {
+                Ok(r) => {
+                    crate::retention::check_removable(&r.version, bypass)?;
+                    r.version.delete_marker
+                }
+                Err(ObjectError::ObjectNotFound) => false,
+                Err(e) => return Err(e),
+            };
+        guard.ensure_held()?;
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let commit: CommitFn = Box::new(move |_, d| {
+            let (b, k) = (b.clone(), k.clone());
+            Box::pin(async move {
+                match d.delete_version(&b, &k, id, op).await {
+                    Err(DriveError::NotFound) => Ok(()),
+                    other => other,
+                }
+            })
+        });
+        let quorum = write_quorum(set.data_count(), set.parity_count);
+        let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
+        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
+            self.healer.notify(bucket, key);
+        }
+        outcome?;
+        Ok(DeleteOutcome { version_id: id, delete_marker, versioned: true })
+    }
+
+    /// ListObjectVersions: versions and delete markers, key ascending then newest first, and
+    /// common prefixes, up to `max_keys` in all.
+    pub async fn list_object_versions(
+        &self,
+        bucket: &str,
+        req: &VersionsRequest,
+    ) -> Result<VersionsPage, ObjectError> {
+        self.bucket_info(bucket)?;
+        let mut page = VersionsPage::default();
+        if req.max_keys == 0 {
+            return Ok(page);
+        }
+        let mut after = self.start_position(bucket, req).await?;
+        // A listing that resumes inside a key does not show that key's current version again.
+        let resumed_key = (after.1.len() == RANK_LEN).then(|| after.0.clone());
+        let sets: Vec<&ErasureSet> = self.all_sets().collect();
+        let want = req.max_keys + 1;
+        let mut found: Vec<(Position, Option<ObjectVersion>)> = Vec::new();
+        loop {
+            let limit = want - found.len();
+            let rounds =
+                join_all(sets.iter().map(|s| list_set_versions(s, bucket, req, &after, limit))).await;
+            let mut merged = BTreeMap::new();
+            let mut horizon: Option<Position> = None;
+            for round in rounds {
+                let round = round?;
+                if let Some(h) = round.horizon {
+                    horizon = Some(horizon.map_or(h.clone(), |old| old.min(h)));
+                }
+                merged.extend(round.entries);
+            }
+            for (at, v) in merged {
+                if horizon.as_ref().is_some_and(|h| at > *h) || found.len() >= want {
+                    break;
+                }
+                found.push((at, v));
+            }
+            match horizon {
+                Some(h) if found.len() < want => after = h,
+                _ => break,
+            }
+        }
+        page.truncated = found.len() > req.max_keys;
+        found.truncate(req.max_keys);
+        if page.truncated {
+            if let Some(((name, _), v)) = found.last() {
+                page.next_key_marker = Some(name.clone());
+                page.next_version_marker = v.as_ref().map(|v| v.version_id);
+            }
+        }
+        let mut last_key: Option<String> = resumed_key;
+        for ((name, _), v) in found {
+            match v {
+                Some(v) => {
+                    let is_latest = last_key.as_deref() != Some(name.as_str());
+                    last_key = Some(name.clone());
+                    page.entries
+                        .push(VersionEntry { info: ObjectInfo::from_version(bucket, &name, &v), is_latest });
+                }
+                None => page.prefixes.push(name),
+            }
+        }
+        Ok(page)
+    }
+
+    /// Where a versions listing starts: after the key marker, or inside it after the version
+    /// marker (found by its rank; a version that is gone resumes after the whole key).
+    async fn start_position(&self, bucket: &str, req: &VersionsRequest) -> Result<Position, ObjectError> {
+        let Some(marker) = req.version_marker else { return Ok(past_name(&req.key_marker)) };
+        let (set, _) = self.locate(bucket, &req.key_marker);
+        let reads = set.read_which(bucket, &req.key_marker, VersionRef::Id(marker), false).await;
+        match set.resolve_any(reads) {
+            Ok(r) => Ok((req.key_marker.clone(), version_rank(&r.version).to_vec())),
+            Err(ObjectError::ObjectNotFound) => Ok(past_name(&req.key_marker)),
+            Err(e) => Err(e),
+        }
+    }
+}

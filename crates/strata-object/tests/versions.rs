@@ -1,0 +1,191 @@
+//! Versioning and object lock in the object layer over four real drives: versions by id, delete
+//! markers, ListObjectVersions, healing every version of a key, and locked versions that no
+//! delete and no heal removes.
+
+mod common;
+
+use bytes::Bytes;
+use common::{body, pattern, Rig};
+use strata_drive::faulty::{Fault, Op, Rule};
+use strata_drive::Drive;
+use strata_object::{
+    ObjectError, ObjectLayer, PutOptions, Retention, RetentionMode, VersionRef, Versioning, VersionsRequest,
+};
+use uuid::Uuid;
+
+async fn put(l: &ObjectLayer, bucket: &str, key: &str, data: &Bytes, opts: PutOptions) -> Option<Uuid> {
+    l.put_object(bucket, key, &mut body(data), opts).await.expect("put").version_id
+}
+
+async fn read(l: &ObjectLayer, bucket: &str, key: &str, which: VersionRef) -> Result<Vec<u8>, ObjectError> {
+    let open = l.open_object_version(bucket, key, which, true).await?;
+    let size = open.info.size;
+    let mut rx = open.stream(0, size);
+    let mut out = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versions_markers_and_listing() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    let null = pattern(10, 0);
+    assert_eq!(put(l, "b", "k", &null, PutOptions::default()).await, None);
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    let datas = [pattern(10, 1), pattern(300_000, 2), pattern(20, 3)];
+    let mut ids = Vec::new();
+    for d in &datas {
+        ids.push(put(l, "b", "k", d, PutOptions::default()).await.expect("an id"));
+    }
+    for (id, d) in ids.iter().zip(&datas) {
+        assert_eq!(read(l, "b", "k", VersionRef::Id(Some(*id))).await.expect("read"), d.to_vec());
+    }
+    assert_eq!(read(l, "b", "k", VersionRef::Id(None)).await.expect("null"), null.to_vec());
+    let missing = VersionRef::Id(Some(Uuid::now_v7()));
+    assert!(matches!(read(l, "b", "k", missing).await, Err(ObjectError::NoSuchVersion)));
+
+    let marker = l.delete_object_version("b", "k", VersionRef::Current, false).await.expect("delete");
+    assert!(marker.delete_marker && marker.version_id.is_some());
+    assert!(matches!(
+        l.open_object("b", "k", false).await,
+        Err(ObjectError::DeleteMarker { current: true, version_id, .. }) if version_id == marker.version_id
+    ));
+    assert!(matches!(
+        read(l, "b", "k", VersionRef::Id(marker.version_id)).await,
+        Err(ObjectError::DeleteMarker { current: false, .. })
+    ));
+    let current =
+        l.list_objects("b", &strata_object::ListRequest { max_keys: 10, ..Default::default() }).await;
+    assert!(current.expect("list").objects.is_empty());
+
+    let page = l.list_object_versions("b", &VersionsRequest { max_keys: 100, ..Default::default() }).await;
+    let page = page.expect("versions");
+    let listed: Vec<(Option<Uuid>, bool, bool)> =
+        page.entries.iter().map(|e| (e.info.version_id, e.info.delete_marker, e.is_latest)).collect();
+    let mut want = vec![(marker.version_id, true, true)];
+    want.extend(ids.iter().rev().map(|id| (Some(*id), false, false)));
+    want.push((None, false, false));
+    assert_eq!(listed, want);
+    // Paged two at a time, through the markers, the same entries.
+    let mut seen = Vec::new();
+    let mut req = VersionsRequest { max_keys: 2, ..Default::default() };
+    loop {
+        let page = l.list_object_versions("b", &req).await.expect("page");
+        seen.extend(page.entries.iter().map(|e| e.info.version_id));
+        if !page.truncated {
+            break;
+        }
+        req.key_marker = page.next_key_marker.expect("key marker");
+        req.version_marker = page.next_version_marker;
+    }
+    assert_eq!(seen, want.iter().map(|w| w.0).collect::<Vec<_>>());
+
+    // Removing the marker makes the newest version current again; a bucket with history is
+    // not empty.
+    l.delete_object_version("b", "k", VersionRef::Id(marker.version_id), false).await.expect("unmark");
+    assert_eq!(read(l, "b", "k", VersionRef::Current).await.expect("current"), datas[2].to_vec());
+    assert!(matches!(l.delete_bucket("b").await, Err(ObjectError::BucketNotEmpty)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_restores_every_version() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    // Drive 0 misses every write: its commits fail.
+    for op in Op::COMMITS {
+        rig.faulty[0].add_rule(Rule::new(op, Fault::Fail));
+    }
+    let datas = [pattern(10, 1), pattern(300_000, 2)];
+    let mut ids = Vec::new();
+    for d in &datas {
+        ids.push(put(l, "b", "k", d, PutOptions::default()).await);
+    }
+    let marker = l.delete_object_version("b", "k", VersionRef::Current, false).await.expect("marker");
+    rig.faulty[0].clear();
+    for id in &ids {
+        assert!(rig.local[0].read_version("b", "k", *id, false).await.is_err());
+    }
+    let healed = l.heal_object("b", "k", false).await.expect("heal");
+    assert!(!healed.healed_drives.is_empty());
+    // Drive 0 now holds every version, the marker current.
+    for id in ids.iter().chain([&marker.version_id]) {
+        rig.local[0].read_version("b", "k", *id, false).await.expect("healed version");
+    }
+    let (head, _) = rig.local[0].read_record("b", "k", false).await.expect("head");
+    assert_eq!(head.latest().map(|v| (v.version_id, v.delete_marker)), Some((marker.version_id, true)));
+    // And the versions read back with drives 1 and 2 gone (parity 2 of 4: drive 0 is needed).
+    for op in [Op::ReadRecord, Op::OpenShardFile, Op::ReadShard] {
+        rig.faulty[1].add_rule(Rule::new(op, Fault::Fail));
+        rig.faulty[2].add_rule(Rule::new(op, Fault::Fail));
+    }
+    for (id, d) in ids.iter().zip(&datas) {
+        assert_eq!(read(l, "b", "k", VersionRef::Id(*id)).await.expect("read"), d.to_vec());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locked_versions_are_never_removed() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.make_bucket_with("lock", true).await.expect("lock bucket");
+    assert_eq!(l.versioning("lock").expect("state"), Versioning::Enabled);
+    assert!(matches!(
+        l.put_bucket_versioning("lock", Versioning::Suspended).await,
+        Err(ObjectError::InvalidBucketState(_))
+    ));
+    let until = strata_types::time::now_nanos() + 3_600_000_000_000;
+    let lock = |mode| PutOptions { retention: Some(Retention { mode, until }), ..Default::default() };
+    let data = pattern(10, 1);
+    let compliance = put(l, "lock", "c", &data, lock(RetentionMode::Compliance)).await;
+    let governance = put(l, "lock", "g", &data, lock(RetentionMode::Governance)).await;
+    let held = put(l, "lock", "h", &data, PutOptions { legal_hold: true, ..Default::default() }).await;
+    for bypass in [false, true] {
+        let refused = l.delete_object_version("lock", "c", VersionRef::Id(compliance), bypass).await;
+        assert!(matches!(refused, Err(ObjectError::ObjectLocked(_))));
+        let refused = l.delete_object_version("lock", "h", VersionRef::Id(held), bypass).await;
+        assert!(matches!(refused, Err(ObjectError::ObjectLocked(_))));
+    }
+    let refused = l.put_object_retention("lock", "c", VersionRef::Id(compliance), None, true).await;
+    assert!(matches!(refused, Err(ObjectError::ObjectLocked(_))));
+    let refused = l.delete_object_version("lock", "g", VersionRef::Id(governance), false).await;
+    assert!(matches!(refused, Err(ObjectError::ObjectLocked(_))));
+    l.delete_object_version("lock", "g", VersionRef::Id(governance), true).await.expect("bypassed");
+    assert_eq!(read(l, "lock", "c", VersionRef::Id(compliance)).await.expect("kept"), data.to_vec());
+
+    // A locked version that only one drive holds (no quorum) is kept by healing; an unlocked one
+    // in the same state is removed.
+    let mut stray = l.open_object_version("lock", "h", VersionRef::Id(held), false).await.expect("h").info;
+    stray.version_id = Some(Uuid::now_v7());
+    for (key, legal_hold) in [("stray-locked", true), ("stray", false)] {
+        let v = strata_meta::ObjectVersion {
+            version_id: stray.version_id,
+            mod_time: strata_types::time::now_nanos(),
+            delete_marker: true,
+            size: 0,
+            etag: String::new(),
+            headers: Default::default(),
+            user_metadata: Default::default(),
+            checksums: Default::default(),
+            erasure: strata_meta::ErasureInfo {
+                data_count: 2,
+                parity_count: 2,
+                block_size: 1 << 20,
+                shard_index: 0,
+                distribution: vec![0, 1, 2, 3],
+            },
+            data: strata_meta::DataLocation::Inline(Uuid::new_v4()),
+            parts: vec![],
+            tags: Default::default(),
+            retention: None,
+            legal_hold,
+        };
+        rig.local[0].commit_version("lock", key, v, None, Uuid::new_v4()).await.expect("stray");
+        l.heal_object("lock", key, false).await.expect("heal");
+        let left = rig.local[0].read_version("lock", key, stray.version_id, false).await;
+        assert_eq!(left.is_ok(), legal_hold, "{key}");
+    }
+}
