@@ -1,5 +1,5 @@
 """Headers and configurations that ask for a guarantee Strata does not give yet (encryption,
-object lock, retention, legal hold, versioning) are refused with AWS's error, and nothing is
+MFA delete; object lock settings on buckets without object lock) are refused with AWS's error, and nothing is
 stored; they are never accepted and dropped. See "Request headers" in docs/s3-compat.md."""
 
 import base64
@@ -82,8 +82,8 @@ def test_harmless_values_are_accepted(server, s3):
     absent(s3, "plain", "k")
 
 
-def test_create_bucket_refuses_lock_and_acls(server, s3):
-    refused(s3.create_bucket, NOT_IMPLEMENTED, Bucket="locked", ObjectLockEnabledForBucket=True)
+def test_create_bucket_refuses_acls(server, s3):
+    # Object lock on a new bucket is served now: test_object_lock.py.
     refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="public", ACL="public-read")
     refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="granted",
             GrantRead="id=someone")
@@ -121,15 +121,19 @@ def test_configurations_that_ask_for_guarantees_are_refused(server, s3, bucket):
     s3.put_object(Bucket=bucket, Key="k", Body=b"v")
     refused(s3.put_bucket_encryption, NOT_IMPLEMENTED, Bucket=bucket, ServerSideEncryptionConfiguration={
         "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
-    refused(s3.put_object_lock_configuration, NOT_IMPLEMENTED, Bucket=bucket, ObjectLockConfiguration={
+    # Object lock is served (test_object_lock.py), on buckets that have it: this one has not, and
+    # without versioning cannot take it.
+    refused(s3.put_object_lock_configuration, (409, "InvalidBucketState"), Bucket=bucket, ObjectLockConfiguration={
         "ObjectLockEnabled": "Enabled",
         "Rule": {"DefaultRetention": {"Mode": "COMPLIANCE", "Days": 1}}})
+    # MFA delete would need an MFA device on every versioned delete: refused, not dropped.
     refused(s3.put_bucket_versioning, NOT_IMPLEMENTED, Bucket=bucket,
-            VersioningConfiguration={"Status": "Enabled"})
-    refused(s3.put_object_retention, NOT_IMPLEMENTED, Bucket=bucket, Key="k",
+            VersioningConfiguration={"Status": "Enabled", "MFADelete": "Enabled"})
+    refused(s3.put_object_retention, NO_LOCK, Bucket=bucket, Key="k",
             Retention={"Mode": "COMPLIANCE", "RetainUntilDate": RETAIN})
-    refused(s3.put_object_legal_hold, NOT_IMPLEMENTED, Bucket=bucket, Key="k", LegalHold={"Status": "ON"})
-    # Nothing took: versioning is still off and the object deletes as any other.
+    refused(s3.put_object_legal_hold, NO_LOCK, Bucket=bucket, Key="k", LegalHold={"Status": "ON"})
+    # Nothing took: versioning is still off (versioning itself is served: test_versioning.py) and
+    # the object deletes as any other.
     assert "Status" not in s3.get_bucket_versioning(Bucket=bucket)
     s3.delete_object(Bucket=bucket, Key="k")
     absent(s3, bucket, "k")
