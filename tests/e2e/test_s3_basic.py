@@ -341,7 +341,8 @@ def test_health(server):
 def test_unimplemented_subresources_do_not_touch_data(s3, bucket):
     s3.put_object(Bucket=bucket, Key="keep", Body=b"keep")
     with pytest.raises(ClientError) as e:
-        s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+        s3.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [
+            {"ID": "x", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 1}}]})
     assert status(e) == 501
     assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"keep"
 
