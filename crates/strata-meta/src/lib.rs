@@ -367,6 +367,34 @@ pub struct BucketRecord {
     /// Object lock, when the bucket has it (then versioning stays enabled).
     #[serde(default)]
     pub object_lock: Option<ObjectLockConfig>,
+    /// Event notification configurations, in the order they were put.
+    #[serde(default)]
+    pub notifications: Vec<NotificationRule>,
+}
+
+/// The three kinds of entries of S3's NotificationConfiguration; they differ only in the
+/// element names (`Queue`, `Topic`, `CloudFunction`) the target ARN is given under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NotificationKind {
+    Queue,
+    Topic,
+    CloudFunction,
+}
+
+/// One notification configuration of a bucket: which events, of which keys, go to which target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotificationRule {
+    pub id: String,
+    pub kind: NotificationKind,
+    /// The target's ARN, as given (`arn:minio:sqs::ID:webhook`).
+    pub target_arn: String,
+    /// Event names or patterns (`s3:ObjectCreated:*`), validated when put.
+    pub events: Vec<String>,
+    /// Key filters; empty matches every key.
+    #[serde(default)]
+    pub prefix: String,
+    #[serde(default)]
+    pub suffix: String,
 }
 
 /// A bucket's object lock configuration.

@@ -43,6 +43,12 @@ pub struct SetLabels {
     pub set: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabels {
+    /// The notification target's ARN (`arn:minio:sqs::1:webhook`).
+    pub target: String,
+}
+
 pub struct Metrics {
     registry: Registry,
     pub requests: Family<RequestLabels, Counter>,
@@ -66,6 +72,10 @@ pub struct Metrics {
     pub heal_dangling_removed: Counter,
     pub heal_queue_length: Gauge,
     pub heal_scan_objects_remaining: Gauge,
+    pub notify_queue_depth: Family<TargetLabels, Gauge>,
+    pub notify_deliveries: Family<TargetLabels, Counter>,
+    pub notify_failures: Family<TargetLabels, Counter>,
+    pub notify_dropped: Family<TargetLabels, Counter>,
     pub set_online_drives: Family<SetLabels, Gauge>,
     pub set_read_quorum_ok: Family<SetLabels, Gauge>,
     pub set_write_quorum_ok: Family<SetLabels, Gauge>,
@@ -187,6 +197,30 @@ impl Metrics {
             "Objects the running heal scan has still to check (0 when idle)",
             heal_scan_objects_remaining.clone(),
         );
+        let notify_queue_depth = Family::<TargetLabels, Gauge>::default();
+        r.register(
+            "strata_notify_queue_depth",
+            "Events queued for a notification target and not yet delivered",
+            notify_queue_depth.clone(),
+        );
+        let notify_deliveries = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_notify_deliveries",
+            "Events a notification target accepted",
+            notify_deliveries.clone(),
+        );
+        let notify_failures = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_notify_failures",
+            "Delivery attempts a notification target refused or did not answer (each is retried)",
+            notify_failures.clone(),
+        );
+        let notify_dropped = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_notify_events_dropped",
+            "Events not queued: the target's queue was full or its drive failed",
+            notify_dropped.clone(),
+        );
         let process_cpu_seconds = Counter::<f64, AtomicU64>::default();
         r.register(
             "strata_process_cpu_seconds",
@@ -228,6 +262,10 @@ impl Metrics {
             heal_dangling_removed,
             heal_queue_length,
             heal_scan_objects_remaining,
+            notify_queue_depth,
+            notify_deliveries,
+            notify_failures,
+            notify_dropped,
             set_online_drives,
             set_read_quorum_ok,
             set_write_quorum_ok,

@@ -305,3 +305,33 @@ pub const STS_DURATION_MIN_SECS: u64 = 15 * 60;
 pub const STS_DURATION_MAX_SECS: u64 = 12 * 3600;
 /// See [`STS_DURATION_MIN_SECS`].
 pub const STS_DURATION_DEFAULT_SECS: u64 = 3600;
+
+/// Notification configurations (Queue, Topic and CloudFunction entries together) one bucket may
+/// hold. Past it: `InvalidArgument`.
+pub const NOTIFICATION_RULES_MAX: usize = 100;
+
+/// Undelivered events each notification target's queue holds. Past it new events for that
+/// target are dropped (counted in `strata_notify_events_dropped_total`, logged) and the request
+/// that caused them still succeeds, as AWS keeps serving writes when it cannot notify.
+pub const NOTIFY_QUEUE_EVENTS_MAX: u64 = 100_000;
+
+/// A queue segment file is closed and a new one started past this size; a segment is removed
+/// once every event in it was delivered.
+pub const NOTIFY_SEGMENT_SIZE_MAX: u64 = 4 * 1024 * 1024;
+
+/// Largest event record stored (a key is at most 1 KiB; the record is about 1.5 KiB). A larger
+/// one in a queue file is read as corruption and ends the readable part of that segment.
+pub const NOTIFY_RECORD_SIZE_MAX: usize = 64 * 1024;
+
+/// Retry delays of a delivery that failed: the first, doubled after each failure up to the
+/// last.
+pub const NOTIFY_RETRY_DELAY_MIN: std::time::Duration = std::time::Duration::from_millis(200);
+/// See [`NOTIFY_RETRY_DELAY_MIN`].
+pub const NOTIFY_RETRY_DELAY_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Longest one delivery attempt (connect, send, answer) may take before it counts as failed.
+pub const NOTIFY_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Events waiting for the queue writer's next durable append, per target. Past it the request
+/// waits (back-pressure), it does not grow memory.
+pub const NOTIFY_APPEND_PENDING_MAX: usize = 1024;

@@ -1,0 +1,94 @@
+//! Bucket event notifications: what happened to an object, sent to targets the operator
+//! configured, through a persistent queue.
+//!
+//! - [`event`]: AWS's event names and patterns, prefix/suffix filters, the overlap check
+//!   configurations must pass, and the event record JSON (`Records[]`).
+//! - [`target`]: targets from the environment (`MINIO_NOTIFY_WEBHOOK_*`, `MINIO_NOTIFY_NATS_*`,
+//!   or `STRATA_NOTIFY_*`), their ARNs (`arn:minio:sqs::<ID>:webhook`), and sending one record
+//!   (HTTP POST, or a NATS publish through [`nats`]).
+//! - [`queue`]: one append-only log per target on a local drive; appends made durable in groups
+//!   (one `fdatasync` per batch of concurrent events), delivered in order, at least once, with
+//!   exponential backoff.
+//!
+//! Data enters through [`Notifier::emit`], called by the S3 handlers after an operation
+//! succeeded, and leaves through the delivery tasks. Invariants: an event `emit` returned for is
+//! on the drive (or counted as dropped); records of one target leave in the order they were
+//! appended; a record is removed from the log only after its target accepted it.
+
+pub mod event;
+pub mod nats;
+pub mod queue;
+pub mod target;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use strata_meta::NotificationRule;
+use strata_metrics::Metrics;
+
+pub use event::{Event, EventName, RecordContext};
+pub use target::{ConfigError, TargetConfig, TargetSpec};
+
+/// The node's notification targets and their queues.
+pub struct Notifier {
+    ctx: RecordContext,
+    queues: Vec<Arc<queue::Queue>>,
+    sequence: AtomicU64,
+}
+
+impl Notifier {
+    /// Opens a queue per target under `dir` (`<dir>/<kind>-<id>/`) and starts delivering what
+    /// earlier runs left undelivered. Must run inside the tokio runtime.
+    pub fn open(
+        dir: &Path,
+        targets: Vec<TargetConfig>,
+        tls: rustls::ClientConfig,
+        ctx: RecordContext,
+        metrics: Arc<Metrics>,
+    ) -> std::io::Result<Self> {
+        let mut queues = Vec::new();
+        for config in targets {
+            let folder = dir.join(config.folder_name());
+            let target = target::Target::new(config, tls.clone());
+            queues.push(queue::Queue::open(&folder, target, metrics.clone())?);
+        }
+        Ok(Self { ctx, queues, sequence: AtomicU64::new(0) })
+    }
+
+    /// The ARNs of the configured targets.
+    pub fn arns(&self) -> Vec<String> {
+        self.queues.iter().map(|q| q.target.config.arn()).collect()
+    }
+
+    /// The queue of the target `arn` names, if this server has it.
+    pub fn queue(&self, arn: &str) -> Option<&Arc<queue::Queue>> {
+        let (id, kind) = target::parse_arn(arn, &self.ctx.region)?;
+        self.queues.iter().find(|q| q.target.config.id == id && q.target.config.kind() == kind)
+    }
+
+    /// A value greater than every one given before (event time in nanoseconds when the clock
+    /// allows), ordering the events of one key.
+    pub fn next_sequencer(&self) -> u64 {
+        let now = strata_types::time::now_nanos();
+        let prev = self.sequence.fetch_max(now, Ordering::Relaxed);
+        if prev >= now {
+            self.sequence.fetch_add(1, Ordering::Relaxed) + 1
+        } else {
+            now
+        }
+    }
+
+    /// Queues `event` for every rule of the bucket that wants it; returns once each record is
+    /// durable in its queue (or dropped and counted).
+    pub async fn emit(&self, rules: &[NotificationRule], event: &Event) {
+        for rule in rules.iter().filter(|r| event::rule_matches(r, event.name, &event.key)) {
+            match self.queue(&rule.target_arn) {
+                Some(q) => {
+                    q.enqueue(event::record_json(&self.ctx, &rule.id, event)).await;
+                }
+                None => tracing::warn!(arn = %rule.target_arn, "notification target no longer configured"),
+            }
+        }
+    }
+}

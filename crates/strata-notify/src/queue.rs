@@ -1,0 +1,433 @@
+//! The persistent queue of one target: an append-only log of segment files in a folder on one
+//! of this node's drives, and the task delivering it.
+//!
+//! Layout: `<folder>/<segment number, 20 digits>.log` holds frames `[len u32 LE][crc32 u32 LE]
+//! [record]`; `<folder>/cursor` holds the position (segment, offset) of the first record not yet
+//! delivered, as two u64 LE. One writer task appends: it takes every append waiting, writes them
+//! in one `write` and makes them durable with one `fdatasync`, then answers each waiting request
+//! (group commit: concurrent PUTs share a sync). One delivery task reads from the cursor up to the
+//! last durable position, sends each record until the target accepts it (retrying with
+//! exponential backoff), advances the cursor, and removes a segment once it is delivered. The
+//! cursor is written (without a sync) after each delivery: after a crash a few records may be
+//! delivered again, never lost (at least once). Records leave in the order they were appended,
+//! so the events of one object arrive in order.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use strata_metrics::{Metrics, TargetLabels};
+use strata_types::limits::{
+    NOTIFY_APPEND_PENDING_MAX, NOTIFY_QUEUE_EVENTS_MAX, NOTIFY_RECORD_SIZE_MAX, NOTIFY_RETRY_DELAY_MAX,
+    NOTIFY_RETRY_DELAY_MIN, NOTIFY_SEGMENT_SIZE_MAX,
+};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::target::Target;
+
+/// A place in the log: a segment and a byte offset in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    pub segment: u64,
+    pub offset: u64,
+}
+
+const FRAME_HEADER_SIZE: u64 = 8;
+
+fn crc(record: &[u8]) -> u32 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, record) as u32
+}
+
+fn segment_path(dir: &Path, segment: u64) -> PathBuf {
+    dir.join(format!("{segment:020}.log"))
+}
+
+/// The segment numbers in `dir`, in order.
+fn segments(dir: &Path) -> io::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        let name = name.to_string_lossy();
+        if let Some(n) = name.strip_suffix(".log").and_then(|n| n.parse().ok()) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Reads the frame at the reader's position: `Ok(None)` at a clean end, or where the bytes do
+/// not make a whole, intact frame (a torn append, or corruption).
+fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
+    let mut header = [0u8; FRAME_HEADER_SIZE as usize];
+    if let Err(e) = r.read_exact(&mut header) {
+        return if e.kind() == io::ErrorKind::UnexpectedEof { Ok(None) } else { Err(e) };
+    }
+    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
+    let sum = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
+    if len > NOTIFY_RECORD_SIZE_MAX {
+        return Ok(None);
+    }
+    let mut record = vec![0u8; len];
+    if let Err(e) = r.read_exact(&mut record) {
+        return if e.kind() == io::ErrorKind::UnexpectedEof { Ok(None) } else { Err(e) };
+    }
+    Ok((crc(&record) == sum).then_some(record))
+}
+
+/// Frames from `from` in `segment`, up to `limit` bytes into it (`None`: to its end), at most
+/// `count_max`: each record with the position after it.
+fn read_frames(
+    dir: &Path,
+    segment: u64,
+    from: u64,
+    limit: Option<u64>,
+    count_max: usize,
+) -> io::Result<Vec<(Vec<u8>, Position)>> {
+    let mut file = match File::open(segment_path(dir, segment)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    file.seek(SeekFrom::Start(from))?;
+    let mut reader = io::BufReader::new(file);
+    let (mut offset, mut out) = (from, Vec::new());
+    while out.len() < count_max && limit.is_none_or(|l| offset < l) {
+        let Some(record) = read_frame(&mut reader)? else { break };
+        offset += FRAME_HEADER_SIZE + record.len() as u64;
+        out.push((record, Position { segment, offset }));
+    }
+    Ok(out)
+}
+
+fn read_cursor(dir: &Path) -> Option<Position> {
+    let bytes = fs::read(dir.join("cursor")).ok()?;
+    let segment = u64::from_le_bytes(bytes.get(0..8)?.try_into().ok()?);
+    let offset = u64::from_le_bytes(bytes.get(8..16)?.try_into().ok()?);
+    Some(Position { segment, offset })
+}
+
+/// Written without a sync: losing it re-delivers, which at-least-once allows.
+fn write_cursor(dir: &Path, p: Position) -> io::Result<()> {
+    let mut bytes = p.segment.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&p.offset.to_le_bytes());
+    let tmp = dir.join("cursor.tmp");
+    fs::write(&tmp, bytes)?;
+    fs::rename(tmp, dir.join("cursor"))
+}
+
+/// The appending end of the log (owned by the writer task).
+struct Writer {
+    dir: PathBuf,
+    file: File,
+    end: Position,
+}
+
+impl Writer {
+    /// Opens the last segment, cutting off a torn tail.
+    fn open(dir: &Path) -> io::Result<Self> {
+        fs::create_dir_all(dir)?;
+        let segment = segments(dir)?.last().copied().unwrap_or(1);
+        let frames = read_frames(dir, segment, 0, None, usize::MAX)?;
+        let offset = frames.last().map_or(0, |(_, p)| p.offset);
+        let file =
+            OpenOptions::new().create(true).truncate(false).write(true).open(segment_path(dir, segment))?;
+        file.set_len(offset)?;
+        Ok(Self { dir: dir.to_owned(), file, end: Position { segment, offset } })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        let segment = self.end.segment + 1;
+        self.file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .open(segment_path(&self.dir, segment))?;
+        File::open(&self.dir)?.sync_all()?;
+        self.end = Position { segment, offset: 0 };
+        Ok(())
+    }
+
+    /// Appends `records` durably: one write and one data sync (two when a segment fills).
+    fn append(&mut self, records: &[Vec<u8>]) -> io::Result<Position> {
+        let mut buf = Vec::new();
+        for r in records {
+            if self.end.offset + buf.len() as u64 >= NOTIFY_SEGMENT_SIZE_MAX {
+                self.write_all_at_end(&buf)?;
+                self.file.sync_data()?;
+                buf.clear();
+                self.rotate()?;
+            }
+            buf.extend_from_slice(&(r.len() as u32).to_le_bytes());
+            buf.extend_from_slice(&crc(r).to_le_bytes());
+            buf.extend_from_slice(r);
+        }
+        self.write_all_at_end(&buf)?;
+        self.file.sync_data()?;
+        Ok(self.end)
+    }
+
+    fn write_all_at_end(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.file.seek(SeekFrom::Start(self.end.offset))?;
+        if let Err(e) = self.file.write_all(buf) {
+            // Leave no partial frame behind for the next append to follow.
+            let _ = self.file.set_len(self.end.offset);
+            return Err(e);
+        }
+        self.end.offset += buf.len() as u64;
+        Ok(())
+    }
+}
+
+struct Append {
+    record: Vec<u8>,
+    done: oneshot::Sender<bool>,
+}
+
+/// One target's queue.
+pub struct Queue {
+    pub target: Arc<Target>,
+    appends: mpsc::Sender<Append>,
+    depth: Arc<AtomicU64>,
+    metrics: Arc<Metrics>,
+    labels: TargetLabels,
+}
+
+impl Queue {
+    /// Opens (or creates) the queue in `dir` and starts its writer and delivery tasks.
+    pub fn open(dir: &Path, target: Arc<Target>, metrics: Arc<Metrics>) -> io::Result<Arc<Self>> {
+        let writer = Writer::open(dir)?;
+        let first = segments(dir)?.first().copied().unwrap_or(writer.end.segment);
+        let start = Position { segment: first, offset: 0 };
+        let cursor = read_cursor(dir).filter(|c| *c >= start && *c <= writer.end).unwrap_or(start);
+        let mut pending = 0u64;
+        for segment in segments(dir)?.into_iter().filter(|s| *s >= cursor.segment) {
+            let from = if segment == cursor.segment { cursor.offset } else { 0 };
+            pending += read_frames(dir, segment, from, None, usize::MAX)?.len() as u64;
+        }
+        let labels = TargetLabels { target: target.config.arn() };
+        let depth = Arc::new(AtomicU64::new(pending));
+        metrics.notify_queue_depth.get_or_create(&labels).set(pending as i64);
+        let (committed_tx, committed) = watch::channel(writer.end);
+        let (appends, rx) = mpsc::channel(NOTIFY_APPEND_PENDING_MAX);
+        tokio::spawn(write_loop(writer, rx, committed_tx));
+        let queue = Arc::new(Self { target, appends, depth, metrics, labels });
+        tokio::spawn(deliver_loop(queue.clone(), dir.to_owned(), cursor, committed));
+        Ok(queue)
+    }
+
+    /// Undelivered records (appended or being appended).
+    pub fn depth(&self) -> u64 {
+        self.depth.load(Ordering::Relaxed)
+    }
+
+    fn set_depth_gauge(&self) {
+        self.metrics.notify_queue_depth.get_or_create(&self.labels).set(self.depth() as i64);
+    }
+
+    /// Appends `record` and returns once it is durable (`false`: dropped, the queue being full,
+    /// or not stored, the drive failing; both counted and logged).
+    pub async fn enqueue(&self, record: Vec<u8>) -> bool {
+        let admitted = self
+            .depth
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
+                (d < NOTIFY_QUEUE_EVENTS_MAX).then_some(d + 1)
+            })
+            .is_ok();
+        if !admitted {
+            self.metrics.notify_dropped.get_or_create(&self.labels).inc();
+            tracing::warn!(target = %self.labels.target, "notification queue full: event dropped");
+            return false;
+        }
+        self.set_depth_gauge();
+        let (done, answer) = oneshot::channel();
+        let stored =
+            self.appends.send(Append { record, done }).await.is_ok() && answer.await.unwrap_or(false);
+        if !stored {
+            self.depth.fetch_sub(1, Ordering::Relaxed);
+            self.set_depth_gauge();
+            self.metrics.notify_dropped.get_or_create(&self.labels).inc();
+        }
+        stored
+    }
+}
+
+async fn write_loop(mut writer: Writer, mut rx: mpsc::Receiver<Append>, committed: watch::Sender<Position>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while let Ok(next) = rx.try_recv() {
+            batch.push(next);
+        }
+        let records: Vec<Vec<u8>> = batch.iter_mut().map(|a| std::mem::take(&mut a.record)).collect();
+        let Ok((w, result)) = tokio::task::spawn_blocking(move || {
+            let r = writer.append(&records);
+            (writer, r)
+        })
+        .await
+        else {
+            tracing::error!("notification queue writer stopped");
+            return;
+        };
+        writer = w;
+        let ok = match result {
+            Ok(end) => {
+                committed.send_replace(end);
+                true
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "notification queue: append failed");
+                false
+            }
+        };
+        for a in batch {
+            let _ = a.done.send(ok);
+        }
+    }
+}
+
+/// What the delivery task does next.
+enum Step {
+    Deliver(Vec<(Vec<u8>, Position)>),
+    /// Everything before `Position` is gone or unreadable: continue there.
+    Skip(Position),
+    Wait,
+}
+
+fn next_step(dir: &Path, cursor: Position, end: Position) -> io::Result<Step> {
+    if cursor >= end {
+        return Ok(Step::Wait);
+    }
+    let live = cursor.segment == end.segment;
+    let frames = read_frames(dir, cursor.segment, cursor.offset, live.then_some(end.offset), 64)?;
+    if !frames.is_empty() {
+        return Ok(Step::Deliver(frames));
+    }
+    if live {
+        tracing::error!(
+            segment = cursor.segment,
+            offset = cursor.offset,
+            "notification queue: unreadable records skipped"
+        );
+        return Ok(Step::Skip(end));
+    }
+    // The end of an older segment: remove it and go on with the next.
+    match fs::remove_file(segment_path(dir, cursor.segment)) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    Ok(Step::Skip(Position { segment: cursor.segment + 1, offset: 0 }))
+}
+
+async fn deliver_loop(
+    queue: Arc<Queue>,
+    dir: PathBuf,
+    mut cursor: Position,
+    mut committed: watch::Receiver<Position>,
+) {
+    loop {
+        let end = *committed.borrow_and_update();
+        let d = dir.clone();
+        let step = tokio::task::spawn_blocking(move || next_step(&d, cursor, end)).await;
+        let frames = match step {
+            Ok(Ok(Step::Deliver(frames))) => frames,
+            Ok(Ok(Step::Skip(p))) => {
+                cursor = p;
+                continue;
+            }
+            Ok(Ok(Step::Wait)) => {
+                if committed.changed().await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "notification queue: read failed");
+                tokio::time::sleep(NOTIFY_RETRY_DELAY_MAX).await;
+                continue;
+            }
+            Err(_) => return,
+        };
+        for (record, after) in frames {
+            deliver(&queue, &record).await;
+            cursor = after;
+            queue.depth.fetch_sub(1, Ordering::Relaxed);
+            queue.set_depth_gauge();
+            let d = dir.clone();
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || write_cursor(&d, after)).await {
+                tracing::warn!(error = %e, "notification queue: cursor not saved");
+            }
+        }
+    }
+}
+
+/// Sends `record` until the target accepts it, waiting longer after each failure.
+async fn deliver(queue: &Queue, record: &[u8]) {
+    let mut delay = NOTIFY_RETRY_DELAY_MIN;
+    loop {
+        match queue.target.send(record).await {
+            Ok(()) => {
+                queue.metrics.notify_deliveries.get_or_create(&queue.labels).inc();
+                return;
+            }
+            Err(e) => {
+                queue.metrics.notify_failures.get_or_create(&queue.labels).inc();
+                tracing::warn!(target = %queue.labels.target, error = %e, retry_in = ?delay, "notification not delivered");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(NOTIFY_RETRY_DELAY_MAX);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn appends_survive_reopen_and_torn_tails_are_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut w = Writer::open(dir.path()).expect("open");
+        let end = w.append(&[b"one".to_vec(), b"two".to_vec()]).expect("append");
+        assert_eq!(end, Position { segment: 1, offset: 2 * (FRAME_HEADER_SIZE + 3) });
+        // A torn append: a header promising more bytes than were written.
+        let mut f = OpenOptions::new().append(true).open(segment_path(dir.path(), 1)).expect("file");
+        f.write_all(&[50, 0, 0, 0, 1, 2, 3, 4, b'x']).expect("write");
+        drop((w, f));
+        let mut w = Writer::open(dir.path()).expect("reopen");
+        assert_eq!(w.end, end);
+        w.append(&[b"three".to_vec()]).expect("append");
+        let frames = read_frames(dir.path(), 1, 0, None, 10).expect("read");
+        let records: Vec<&[u8]> = frames.iter().map(|(r, _)| r.as_slice()).collect();
+        assert_eq!(records, [b"one".as_slice(), b"two", b"three"]);
+        // A flipped byte ends the readable part.
+        let path = segment_path(dir.path(), 1);
+        let mut bytes = fs::read(&path).expect("read");
+        bytes[FRAME_HEADER_SIZE as usize] ^= 1;
+        fs::write(&path, bytes).expect("write");
+        assert!(read_frames(dir.path(), 1, 0, None, 10).expect("read").is_empty());
+    }
+
+    #[test]
+    fn segments_rotate_and_delivered_ones_are_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut w = Writer::open(dir.path()).expect("open");
+        let big = vec![7u8; NOTIFY_RECORD_SIZE_MAX - 16];
+        let count = (NOTIFY_SEGMENT_SIZE_MAX as usize / big.len()) + 2;
+        let end = w.append(&vec![big.clone(); count]).expect("append");
+        assert_eq!(end.segment, 2);
+        assert_eq!(segments(dir.path()).expect("list"), [1, 2]);
+        // The end of segment 1 (not the live one) moves the cursor on and removes it.
+        let at_end =
+            Position { segment: 1, offset: fs::metadata(segment_path(dir.path(), 1)).expect("stat").len() };
+        match next_step(dir.path(), at_end, end).expect("step") {
+            Step::Skip(p) => assert_eq!(p, Position { segment: 2, offset: 0 }),
+            _ => panic!("expected a skip"),
+        }
+        assert_eq!(segments(dir.path()).expect("list"), [2]);
+        write_cursor(dir.path(), end).expect("cursor");
+        assert_eq!(read_cursor(dir.path()), Some(end));
+        assert!(matches!(next_step(dir.path(), end, end).expect("step"), Step::Wait));
+    }
+}
