@@ -153,8 +153,12 @@ pub fn record_json(ctx: &RecordContext, rule_id: &str, event: &Event) -> Vec<u8>
     let mut object = Map::new();
     object.insert("key".into(), Value::String(encode_key(&event.key)));
     if !event.name.is_removal() {
-        object.insert("size".into(), json!(event.size.unwrap_or(0)));
-        object.insert("eTag".into(), json!(event.etag.clone().unwrap_or_default()));
+        if let Some(size) = event.size {
+            object.insert("size".into(), json!(size));
+        }
+        if let Some(etag) = &event.etag {
+            object.insert("eTag".into(), json!(etag));
+        }
     }
     if let Some(v) = &event.version_id {
         object.insert("versionId".into(), json!(v));

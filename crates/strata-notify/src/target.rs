@@ -255,7 +255,10 @@ mod tests {
     #[test]
     fn bad_settings_are_refused_by_name() {
         let missing = env(&[("MINIO_NOTIFY_WEBHOOK_ENABLE_A", "on")]);
-        assert!(targets_from_env(&missing).expect_err("no endpoint").0.contains("MINIO_NOTIFY_WEBHOOK_ENDPOINT_A"));
+        assert!(targets_from_env(&missing)
+            .expect_err("no endpoint")
+            .0
+            .contains("MINIO_NOTIFY_WEBHOOK_ENDPOINT_A"));
         let bad =
             env(&[("MINIO_NOTIFY_WEBHOOK_ENABLE_A", "on"), ("MINIO_NOTIFY_WEBHOOK_ENDPOINT_A", "ftp://x")]);
         assert!(targets_from_env(&bad).is_err());

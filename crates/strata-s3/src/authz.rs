@@ -178,6 +178,8 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::PutObjectRetention => vec![on_object("s3:PutObjectRetention")],
         O::GetObjectLegalHold => vec![on_object("s3:GetObjectLegalHold")],
         O::PutObjectLegalHold => vec![on_object("s3:PutObjectLegalHold")],
+        O::GetBucketNotificationConfiguration => vec![on_bucket("s3:GetBucketNotification")],
+        O::PutBucketNotificationConfiguration => vec![on_bucket("s3:PutBucketNotification")],
     };
     Ok(Authorization { checks, values, deferred })
 }

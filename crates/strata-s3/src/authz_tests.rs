@@ -139,6 +139,22 @@ fn cases() -> Vec<Case> {
             &[("s3:GetBucketPolicyStatus", BKT)],
         ),
         (
+            O::GetBucketNotificationConfiguration,
+            Method::GET,
+            "/b",
+            "notification",
+            &[],
+            &[("s3:GetBucketNotification", BKT)],
+        ),
+        (
+            O::PutBucketNotificationConfiguration,
+            Method::PUT,
+            "/b",
+            "notification",
+            &[],
+            &[("s3:PutBucketNotification", BKT)],
+        ),
+        (
             O::GetPublicAccessBlock,
             Method::GET,
             "/b",

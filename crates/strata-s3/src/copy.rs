@@ -124,6 +124,7 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     }
     let mut body = StreamBody(open.stream(0, source_info.size));
     let info = layer.put_object(bucket, key, &mut body, opts).await?;
+    req.notify(strata_notify::EventName::ObjectCreatedCopy, bucket, key, Some(&info)).await;
     let mut x = xml::Writer::new();
     x.root("CopyObjectResult");
     x.elem("LastModified", &strata_types::time::iso8601(info.mod_time));

@@ -113,7 +113,9 @@ pub async fn delete_objects(
                 if !(rights.allowed)(&key, version.as_deref()) {
                     return Err(crate::access::denied());
                 }
-                Ok(layer.delete_object_version(bucket, &key, which, (rights.bypass)(&key)).await?)
+                let done = layer.delete_object_version(bucket, &key, which, (rights.bypass)(&key)).await?;
+                req.notify_removed(bucket, &key, &done).await;
+                Ok(done)
             }
             .await;
             ((key, version), outcome)

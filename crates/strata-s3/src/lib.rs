@@ -14,6 +14,8 @@
 //! - [`bucket`], [`object`] and [`multipart`]: the handlers, named after the AWS operations;
 //!   [`versioning`] (`versionId`, delete markers, ListObjectVersions) and [`object_lock`]
 //!   (retention, legal hold, the bucket's lock configuration).
+//! - [`notification`]: the bucket notification configuration calls, and `Request::notify`, the
+//!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s).
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
@@ -44,6 +46,7 @@ pub mod error;
 pub mod headers;
 pub mod iam;
 pub mod multipart;
+pub mod notification;
 pub mod object;
 pub mod object_lock;
 pub mod observe;

@@ -204,6 +204,8 @@ pub async fn complete(
     });
     let opts = CompleteOptions { condition: crate::object::write_condition(req.headers)?, checksum };
     let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, opts).await?;
+    req.notify(strata_notify::EventName::ObjectCreatedCompleteMultipartUpload, bucket, key, Some(&info))
+        .await;
     let mut x = xml::Writer::new();
     x.root("CompleteMultipartUploadResult");
     x.elem("Location", &format!("/{bucket}/{key}"));

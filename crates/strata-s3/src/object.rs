@@ -224,6 +224,7 @@ pub async fn put_object(
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     crate::object_lock::check_integrity_header(req.headers)?;
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
+    req.notify(strata_notify::EventName::ObjectCreatedPut, bucket, key, Some(&info)).await;
     Ok(version_header(stored_reply(&info.etag, &info.checksums), &info))
 }
 
@@ -565,6 +566,7 @@ pub async fn delete_object(
     ObjectKey::parse(key)?;
     let which = crate::versioning::version_ref(route)?;
     let done = req.node.layer.delete_object_version(bucket, key, which, bypass).await?;
+    req.notify_removed(bucket, key, &done).await;
     let mut reply = Reply::empty(StatusCode::NO_CONTENT);
     if done.delete_marker {
         reply = reply.header("x-amz-delete-marker", "true");

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
+use strata_notify::EventName;
 use strata_object::{BodyError, BodyReader};
 use strata_types::limits::PUT_OBJECT_SIZE_MAX;
 use strata_types::ObjectKey;
@@ -449,13 +450,15 @@ pub async fn post_object(
     }
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };
-    let req = Request { node, headers: &headers, auth: &auth, admission };
+    let origin = crate::notification::Origin::of(parts);
+    let req = Request { node, headers: &headers, auth: &auth, admission, origin };
     let mut opts = crate::object::put_options(&req)?;
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;
     }
     let mut file_body = FileBody { field, received: 0, range };
     let info = node.layer.put_object(bucket, &key, &mut file_body, opts).await?;
+    req.notify(EventName::ObjectCreatedPost, bucket, &key, Some(&info)).await;
     let host = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
     let location = format!("http://{host}/{bucket}/{}", crate::bucket::encode_name(&key, true));
     let redirect = form.get("success_action_redirect").or(form.get("redirect")).filter(|u| !u.is_empty());

@@ -79,6 +79,8 @@ operations! {
     PutObjectRetention,
     GetObjectLegalHold,
     PutObjectLegalHold,
+    GetBucketNotificationConfiguration,
+    PutBucketNotificationConfiguration,
 }
 
 #[derive(Debug, Clone)]
@@ -234,6 +236,8 @@ pub fn route(
             (&Method::GET, Some("policyStatus")) => O::GetBucketPolicyStatus,
             (&Method::GET, Some("object-lock")) => O::GetObjectLockConfiguration,
             (&Method::PUT, Some("object-lock")) => O::PutObjectLockConfiguration,
+            (&Method::GET, Some("notification")) => O::GetBucketNotificationConfiguration,
+            (&Method::PUT, Some("notification")) => O::PutBucketNotificationConfiguration,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,

@@ -29,8 +29,8 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
 use crate::{
-    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, object, object_lock, observe, post,
-    tagging, versioning,
+    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, notification, object, object_lock,
+    observe, post, tagging, versioning,
 };
 
 /// Settings of the S3 surface.
@@ -67,6 +67,8 @@ pub struct Node {
     pub iam: crate::iam::Iam,
     /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
     pub openid: Option<crate::oidc::OpenId>,
+    /// Event notification targets and their queues, when the operator configured any.
+    pub notify: Option<Arc<strata_notify::Notifier>>,
     bucket_policies: crate::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -79,6 +81,7 @@ impl Node {
             layer,
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
             openid: None,
+            notify: None,
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,
@@ -110,6 +113,8 @@ pub struct Request<'a> {
     pub auth: &'a Verified,
     /// What the request holds; handlers reserve more buffer memory from it when they stream.
     pub admission: &'a Admission,
+    /// The request id and client address, for event records.
+    pub origin: crate::notification::Origin,
 }
 
 /// What a handler answers.
@@ -369,7 +374,8 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
             return resp;
         }
     };
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
+    parts.extensions.insert(crate::notification::RequestId(request_id.clone()));
     let declared: u64 = parts
         .headers
         .get(http::header::CONTENT_LENGTH)
@@ -549,7 +555,8 @@ async fn serve_route(
         }
         return Err(refused.with_resource(route.bucket.as_deref(), route.key.as_deref()));
     }
-    let req = Request { node, headers: &parts.headers, auth: &auth, admission };
+    let origin = crate::notification::Origin::of(parts);
+    let req = Request { node, headers: &parts.headers, auth: &auth, admission, origin };
     let bucket = route.bucket.as_deref().unwrap_or("");
     let key = route.key.as_deref().unwrap_or("");
     let resource = (route.bucket.clone(), route.key.clone());
@@ -639,6 +646,13 @@ async fn serve_route(
         O::PutObjectLegalHold => {
             object_lock::put_object_legal_hold(&req, bucket, key, &route, object::request_body(&req, body)?)
                 .await
+        }
+        O::GetBucketNotificationConfiguration => {
+            notification::get_bucket_notification_configuration(&req, bucket).await
+        }
+        O::PutBucketNotificationConfiguration => {
+            let body = object::request_body(&req, body)?;
+            notification::put_bucket_notification_configuration(&req, bucket, body).await
         }
         O::DeleteObjects => {
             let allowed = |k: &str, v: Option<&str>| access.may_delete(node, bucket, k, v, &checked);

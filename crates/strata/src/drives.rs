@@ -55,6 +55,15 @@ pub struct Prepared {
     pub distributed: Option<Distributed>,
 }
 
+impl Prepared {
+    /// The folder of this node's first local drive that opened: node-local state (the
+    /// notification queues) lives in its system folder.
+    pub fn first_local_folder(&self) -> Option<PathBuf> {
+        let endpoints = self.pools.iter().flatten();
+        endpoints.zip(&self.locals).find(|(_, l)| l.is_some()).map(|(e, _)| PathBuf::from(&e.path))
+    }
+}
+
 /// Why a local drive's path cannot be a drive, said plainly (the open error of a file given as
 /// a drive is an OS error code far from its cause).
 fn path_problem(path: &std::path::Path) -> Option<&'static str> {

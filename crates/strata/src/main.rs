@@ -226,6 +226,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         }
         None => None,
     };
+    let notify_folder = prepared.first_local_folder();
     let mut deployment = drives::open_deployment(&mut prepared, parity).await?;
     let metrics = Arc::new(strata_metrics::Metrics::new());
     let drive_trouble = Arc::new(tokio::sync::Notify::new());
@@ -366,6 +367,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     }
     node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_s3::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
+    node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
     }
@@ -465,6 +467,35 @@ fn previous_credentials(current_user: &str) -> Result<Option<(String, String)>> 
 /// provider's discovery document), or `..._JWKS_URL` with `..._ISSUER`; `..._CLIENT_ID` (checked
 /// against the token's audience when set), `..._CLAIM_NAME` (the policy claim, `policy`).
 /// `https://` providers are trusted by the system's roots and the certificate folder's `CAs/`.
+/// The notification targets the environment configures (`MINIO_NOTIFY_*`, `STRATA_NOTIFY_*`),
+/// with their queues in the system folder of this node's first local drive.
+fn notifier_from_env(
+    folder: Option<std::path::PathBuf>,
+    node: &Node,
+    certs_dir: Option<&std::path::Path>,
+) -> Result<Option<Arc<strata_notify::Notifier>>> {
+    let vars: Vec<(String, String)> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let targets = strata_notify::target::targets_from_env(&vars).map_err(|e| anyhow::anyhow!(e.0))?;
+    if targets.is_empty() {
+        return Ok(None);
+    }
+    let folder = folder.context("notification targets need a local drive on this node for their queues")?;
+    let ctx = strata_notify::RecordContext {
+        region: node.config.region.clone(),
+        owner_id: node.config.owner_id.clone(),
+    };
+    let dir = folder.join(".strata.sys").join("notify");
+    let notifier =
+        strata_notify::Notifier::open(&dir, targets, outbound_tls(certs_dir)?, ctx, node.metrics.clone())
+            .with_context(|| format!("opening the notification queues in {}", dir.display()))?;
+    for arn in notifier.arns() {
+        println!("   Notification target: {arn}");
+    }
+    Ok(Some(Arc::new(notifier)))
+}
+
 fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_s3::oidc::OpenIdConfig>> {
     use strata_s3::oidc::Provider;
     let var = |name: &str| {
