@@ -9,6 +9,10 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
+# A real NATS server for the notification tests (Debian's package).
+if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
+    apt-get update -qq && apt-get install -y -qq nats-server
+fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
