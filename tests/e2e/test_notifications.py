@@ -361,3 +361,22 @@ def test_target_down_then_up_and_across_restart(hook):
         assert metric_value(scrape(server), "strata_notify_deliveries_total") == 21
     finally:
         server.cleanup()
+
+
+def test_versioned_bucket_events_carry_version_ids(notified, hook):
+    hook.start()
+    s3 = notified.client()
+    s3.create_bucket(Bucket="versioned")
+    s3.put_bucket_versioning(Bucket="versioned", VersioningConfiguration={"Status": "Enabled"})
+    s3.put_bucket_notification_configuration(Bucket="versioned", NotificationConfiguration={"QueueConfigurations": [
+        queue_config(WEBHOOK_ARN, ["s3:ObjectCreated:Put", "s3:ObjectRemoved:*"])]})
+    put = s3.put_object(Bucket="versioned", Key="doc", Body=b"v1")
+    marker = s3.delete_object(Bucket="versioned", Key="doc")
+    s3.delete_object(Bucket="versioned", Key="doc", VersionId=put["VersionId"])
+    wait_for(lambda: len(hook.events) >= 3, timeout=30, what="3 events")
+    records = hook.records()
+    assert [(r["eventName"], r["s3"]["object"].get("versionId")) for r in records] == [
+        ("ObjectCreated:Put", put["VersionId"]),
+        ("ObjectRemoved:DeleteMarkerCreated", marker["VersionId"]),
+        ("ObjectRemoved:Delete", put["VersionId"]),
+    ]
