@@ -1,0 +1,445 @@
+//! The sealed package format of object data.
+//!
+//! A segment (a whole object, or one part of a multipart object) of `n` plaintext bytes is cut
+//! into packages of [`PACKAGE_SIZE`] bytes (the last one shorter, possibly empty: an empty
+//! segment is one empty package), and each package is stored as its AES-256-GCM ciphertext
+//! followed by its 16-byte tag. Package `i` of segment `s` of the object with id `o`:
+//!
+//! ```text
+//! nonce (12 bytes) = s as u32 LE || i as u64 LE
+//! aad   (30 bytes) = FORMAT (0x01) || o (16 bytes) || s as u32 LE || i as u64 LE || last (0 or 1)
+//! ```
+//!
+//! A data key belongs to one object (or one upload) only, so (segment, package) never repeats a
+//! nonce under a key. Opening checks all of it: a package moved elsewhere in the segment, to
+//! another segment or another object, a segment cut after any package (the new last package was
+//! sealed as not last), or one grown past its last, each fails as [`CryptoError`].
+
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+
+use crate::{CryptoError, DataKey};
+
+/// Plaintext bytes per package. 64 KiB keeps the tag overhead at 0.02 % and a small range read
+/// decrypts at most two packages it does not return.
+pub const PACKAGE_SIZE: usize = 64 * 1024;
+/// The AES-GCM tag after each package's ciphertext.
+pub const TAG_SIZE: usize = 16;
+/// A full package as stored.
+pub const SEALED_PACKAGE_SIZE: usize = PACKAGE_SIZE + TAG_SIZE;
+/// The format byte that opens every package's associated data.
+const FORMAT: u8 = 1;
+
+/// The number of packages a segment of `plain_size` bytes is sealed in (at least one).
+pub fn package_count(plain_size: u64) -> u64 {
+    plain_size.div_ceil(PACKAGE_SIZE as u64).max(1)
+}
+
+/// The stored size of a segment of `plain_size` bytes.
+pub fn sealed_size(plain_size: u64) -> u64 {
+    plain_size + TAG_SIZE as u64 * package_count(plain_size)
+}
+
+/// The plaintext size of a stored segment of `sealed_size` bytes, or `None` when no plaintext
+/// seals to exactly that size (a damaged record).
+pub fn plain_size(sealed_size: u64) -> Option<u64> {
+    let packages = sealed_size.div_ceil(SEALED_PACKAGE_SIZE as u64).max(1);
+    let plain = sealed_size.checked_sub(TAG_SIZE as u64 * packages)?;
+    (self::sealed_size(plain) == sealed_size).then_some(plain)
+}
+
+/// What to read of a stored segment to return plaintext bytes `[offset, offset + len)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealedRange {
+    /// The first package to open.
+    pub first_package: u64,
+    /// Stored bytes to read: from `sealed_offset`, `sealed_len` bytes (whole packages).
+    pub sealed_offset: u64,
+    pub sealed_len: u64,
+    /// Plaintext bytes of the first package before `offset` (to drop).
+    pub skip: u64,
+}
+
+/// The packages a plaintext range of a segment of `plain_size` bytes needs. The range must lie
+/// within the segment (`offset + len <= plain_size`); an empty range reads nothing.
+pub fn sealed_range(plain_size: u64, offset: u64, len: u64) -> SealedRange {
+    let p = PACKAGE_SIZE as u64;
+    assert!(offset.saturating_add(len) <= plain_size, "range within the segment");
+    if len == 0 {
+        return SealedRange { first_package: offset / p, sealed_offset: 0, sealed_len: 0, skip: 0 };
+    }
+    let first = offset / p;
+    let last = (offset + len - 1) / p;
+    let sealed_offset = first * SEALED_PACKAGE_SIZE as u64;
+    let sealed_end = ((last + 1) * SEALED_PACKAGE_SIZE as u64).min(sealed_size(plain_size));
+    SealedRange {
+        first_package: first,
+        sealed_offset,
+        sealed_len: sealed_end - sealed_offset,
+        skip: offset - first * p,
+    }
+}
+
+/// The AES-256-GCM key of one object's packages, with the object's id. Cheap to clone (the key
+/// schedule is shared).
+#[derive(Clone)]
+pub struct ObjectCipher {
+    key: std::sync::Arc<LessSafeKey>,
+    object_id: [u8; 16],
+}
+
+impl std::fmt::Debug for ObjectCipher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ObjectCipher(..)")
+    }
+}
+
+impl ObjectCipher {
+    pub fn new(key: &DataKey, object_id: [u8; 16]) -> Self {
+        // A 32-byte key is always a valid AES-256 key.
+        let unbound = UnboundKey::new(&AES_256_GCM, key.as_bytes()).expect("AES-256 takes 32-byte keys");
+        Self { key: std::sync::Arc::new(LessSafeKey::new(unbound)), object_id }
+    }
+
+    fn nonce_aad(&self, segment: u32, index: u64, last: bool) -> (Nonce, [u8; 30]) {
+        let mut nonce = [0u8; 12];
+        nonce[..4].copy_from_slice(&segment.to_le_bytes());
+        nonce[4..].copy_from_slice(&index.to_le_bytes());
+        let mut aad = [0u8; 30];
+        aad[0] = FORMAT;
+        aad[1..17].copy_from_slice(&self.object_id);
+        aad[17..29].copy_from_slice(&nonce);
+        aad[29] = u8::from(last);
+        (Nonce::assume_unique_for_key(nonce), aad)
+    }
+
+    /// Appends package `index` of `segment` (plaintext `plain`, at most a package) to `out`.
+    pub fn seal_package(&self, segment: u32, index: u64, last: bool, plain: &[u8], out: &mut Vec<u8>) {
+        assert!(plain.len() <= PACKAGE_SIZE, "a package holds at most PACKAGE_SIZE bytes");
+        let (nonce, aad) = self.nonce_aad(segment, index, last);
+        let start = out.len();
+        out.extend_from_slice(plain);
+        // Sealing fails only for inputs past GCM's size limit, far above a package.
+        let tag = self
+            .key
+            .seal_in_place_separate_tag(nonce, Aad::from(aad), &mut out[start..])
+            .expect("a package is within AES-GCM's limits");
+        out.extend_from_slice(tag.as_ref());
+    }
+
+    /// Opens package `index` of `segment` in place; returns its plaintext (`sealed` minus its
+    /// tag).
+    pub fn open_package<'a>(
+        &self,
+        segment: u32,
+        index: u64,
+        last: bool,
+        sealed: &'a mut [u8],
+    ) -> Result<&'a mut [u8], CryptoError> {
+        if sealed.len() < TAG_SIZE || sealed.len() > SEALED_PACKAGE_SIZE {
+            return Err(CryptoError::Malformed("package length"));
+        }
+        let (nonce, aad) = self.nonce_aad(segment, index, last);
+        self.key.open_in_place(nonce, Aad::from(aad), sealed).map_err(|_| CryptoError::Authentication)
+    }
+
+    /// A streaming sealer for `segment`.
+    pub fn sealer(&self, segment: u32) -> Sealer {
+        Sealer { cipher: self.clone(), segment, index: 0, pending: Vec::with_capacity(PACKAGE_SIZE) }
+    }
+
+    /// A streaming opener for packages `first_package..` of `segment`, which has
+    /// `package_count` packages in all.
+    pub fn opener(&self, segment: u32, first_package: u64, package_count: u64) -> Opener {
+        Opener {
+            cipher: self.clone(),
+            segment,
+            index: first_package,
+            package_count,
+            buf: Vec::with_capacity(SEALED_PACKAGE_SIZE),
+        }
+    }
+}
+
+/// Seals a plaintext stream into packages. A full package is sealed only once more bytes follow
+/// it, so [`Sealer::finish`] can mark the true last one.
+pub struct Sealer {
+    cipher: ObjectCipher,
+    segment: u32,
+    index: u64,
+    /// Plaintext of the package being filled (at most a package).
+    pending: Vec<u8>,
+}
+
+impl Sealer {
+    /// Takes more plaintext; appends the packages now known not to be the last to `out`.
+    pub fn update(&mut self, mut plain: &[u8], out: &mut Vec<u8>) {
+        while !plain.is_empty() {
+            if self.pending.len() == PACKAGE_SIZE {
+                self.cipher.seal_package(self.segment, self.index, false, &self.pending, out);
+                self.index += 1;
+                self.pending.clear();
+            }
+            if self.pending.is_empty() && plain.len() > PACKAGE_SIZE {
+                // Whole packages straight from the input, without going through `pending`.
+                self.cipher.seal_package(self.segment, self.index, false, &plain[..PACKAGE_SIZE], out);
+                self.index += 1;
+                plain = &plain[PACKAGE_SIZE..];
+                continue;
+            }
+            let take = (PACKAGE_SIZE - self.pending.len()).min(plain.len());
+            self.pending.extend_from_slice(&plain[..take]);
+            plain = &plain[take..];
+        }
+    }
+
+    /// Seals the last package (possibly empty) into `out`.
+    pub fn finish(self, out: &mut Vec<u8>) {
+        self.cipher.seal_package(self.segment, self.index, true, &self.pending, out);
+    }
+}
+
+/// Opens a stream of sealed packages, in order from a given package to the segment's end or to
+/// wherever the caller stops.
+pub struct Opener {
+    cipher: ObjectCipher,
+    segment: u32,
+    /// The next package to open.
+    index: u64,
+    package_count: u64,
+    /// Sealed bytes of the package being gathered.
+    buf: Vec<u8>,
+}
+
+impl Opener {
+    /// Takes more sealed bytes; appends the plaintext of every package completed to `out`.
+    pub fn update(&mut self, mut sealed: &[u8], out: &mut Vec<u8>) -> Result<(), CryptoError> {
+        while !sealed.is_empty() {
+            if self.index >= self.package_count {
+                return Err(CryptoError::Truncated);
+            }
+            let take = (SEALED_PACKAGE_SIZE - self.buf.len()).min(sealed.len());
+            self.buf.extend_from_slice(&sealed[..take]);
+            sealed = &sealed[take..];
+            if self.buf.len() == SEALED_PACKAGE_SIZE {
+                self.open_buffered(out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn open_buffered(&mut self, out: &mut Vec<u8>) -> Result<(), CryptoError> {
+        let last = self.index + 1 == self.package_count;
+        let plain = self.cipher.open_package(self.segment, self.index, last, &mut self.buf)?;
+        out.extend_from_slice(plain);
+        self.buf.clear();
+        self.index += 1;
+        Ok(())
+    }
+
+    /// Ends the stream: a partly gathered package must be the segment's last (a short final
+    /// package); `end_package` is the package the stream was meant to stop before.
+    pub fn finish(mut self, end_package: u64, out: &mut Vec<u8>) -> Result<(), CryptoError> {
+        if !self.buf.is_empty() {
+            if self.index + 1 != self.package_count {
+                return Err(CryptoError::Truncated);
+            }
+            self.open_buffered(out)?;
+        }
+        if self.index != end_package {
+            return Err(CryptoError::Truncated);
+        }
+        Ok(())
+    }
+
+    /// The next package this opener expects.
+    pub fn next_package(&self) -> u64 {
+        self.index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cipher(seed: u8, id: u8) -> ObjectCipher {
+        ObjectCipher::new(&DataKey::from_bytes([seed; 32]), [id; 16])
+    }
+
+    fn plaintext(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 + i / 7) as u8).collect()
+    }
+
+    /// Seals `plain` in chunks of `step` bytes.
+    fn seal(c: &ObjectCipher, segment: u32, plain: &[u8], step: usize) -> Vec<u8> {
+        let mut s = c.sealer(segment);
+        let mut out = Vec::new();
+        for chunk in plain.chunks(step.max(1)) {
+            s.update(chunk, &mut out);
+        }
+        s.finish(&mut out);
+        out
+    }
+
+    fn open_all(
+        c: &ObjectCipher,
+        segment: u32,
+        sealed: &[u8],
+        plain_size: u64,
+    ) -> Result<Vec<u8>, CryptoError> {
+        let count = package_count(plain_size);
+        let mut o = c.opener(segment, 0, count);
+        let mut out = Vec::new();
+        for chunk in sealed.chunks(7919) {
+            o.update(chunk, &mut out)?;
+        }
+        o.finish(count, &mut out)?;
+        Ok(out)
+    }
+
+    const P: usize = PACKAGE_SIZE;
+    const SIZES: [usize; 10] = [0, 1, P - 1, P, P + 1, 2 * P - 1, 2 * P, 2 * P + 1, 3 * P, 5 * P + 17];
+
+    #[test]
+    fn every_package_boundary_round_trips() {
+        let c = cipher(1, 2);
+        for n in SIZES {
+            let plain = plaintext(n);
+            for step in [1usize, 1000, P - 1, P, P + 1, 3 * P, usize::MAX] {
+                if step == 1 && n > 2 * P + 1 {
+                    continue; // byte-by-byte over many packages proves nothing new and is slow
+                }
+                let sealed = seal(&c, 0, &plain, step.min(n.max(1)));
+                assert_eq!(sealed.len() as u64, sealed_size(n as u64), "size {n} step {step}");
+                assert_eq!(plain_size(sealed.len() as u64), Some(n as u64));
+                assert_eq!(open_all(&c, 0, &sealed, n as u64).expect("opens"), plain, "size {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn size_math() {
+        assert_eq!(sealed_size(0), 16);
+        assert_eq!(sealed_size(P as u64), (P + 16) as u64);
+        assert_eq!(sealed_size(P as u64 + 1), (P + 1 + 32) as u64);
+        for bad in [0, 15, SEALED_PACKAGE_SIZE as u64 + 1, SEALED_PACKAGE_SIZE as u64 + 16] {
+            assert_eq!(plain_size(bad), None, "{bad}");
+        }
+        for n in 0..(3 * P as u64 + 40) {
+            if n % 997 == 0 || (n % P as u64) < 3 || (n % P as u64) > P as u64 - 3 {
+                assert_eq!(plain_size(sealed_size(n)), Some(n));
+            }
+        }
+    }
+
+    /// Every range over several sizes decrypts exactly its bytes from only its packages.
+    #[test]
+    fn ranges_open_only_their_packages() {
+        let c = cipher(3, 4);
+        for n in SIZES {
+            let plain = plaintext(n);
+            let sealed = seal(&c, 9, &plain, usize::MAX);
+            let points = [0, 1, P - 1, P, P + 1, 2 * P, n.saturating_sub(1), n];
+            for &from in &points {
+                for &to in &points {
+                    if from >= to || to > n {
+                        continue;
+                    }
+                    let r = sealed_range(n as u64, from as u64, (to - from) as u64);
+                    assert_eq!(r.sealed_offset % SEALED_PACKAGE_SIZE as u64, 0);
+                    let bytes = &sealed[r.sealed_offset as usize..(r.sealed_offset + r.sealed_len) as usize];
+                    let end_package = r.first_package + r.sealed_len.div_ceil(SEALED_PACKAGE_SIZE as u64);
+                    assert_eq!(end_package - r.first_package, ((to - 1) / P - from / P + 1) as u64);
+                    let mut o = c.opener(9, r.first_package, package_count(n as u64));
+                    let mut out = Vec::new();
+                    o.update(bytes, &mut out).expect("opens");
+                    o.finish(end_package, &mut out).expect("ends");
+                    let got = &out[r.skip as usize..r.skip as usize + (to - from)];
+                    assert_eq!(got, &plain[from..to], "size {n} range {from}..{to}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn truncation_is_detected() {
+        let c = cipher(5, 6);
+        for n in [0, 1, P, P + 1, 2 * P, 3 * P + 5] {
+            let sealed = seal(&c, 0, &plaintext(n), usize::MAX);
+            // Cut at each package boundary and inside packages; each claimed size is what a
+            // damaged record would say.
+            let mut cuts: Vec<usize> = (0..=sealed.len()).step_by(SEALED_PACKAGE_SIZE).collect();
+            cuts.extend([1, 15, 16, 17, sealed.len() - 1]);
+            for cut in cuts {
+                if cut >= sealed.len() {
+                    continue;
+                }
+                let short = &sealed[..cut];
+                let claimed = plain_size(cut as u64).unwrap_or(0);
+                assert!(open_all(&c, 0, short, claimed).is_err(), "size {n} cut {cut}");
+                assert!(open_all(&c, 0, short, n as u64).is_err(), "size {n} cut {cut} as whole");
+            }
+            let mut long = sealed.clone();
+            long.extend_from_slice(&sealed[..16]);
+            assert!(open_all(&c, 0, &long, n as u64).is_err(), "size {n} with trailing bytes");
+        }
+    }
+
+    #[test]
+    fn reordered_and_duplicated_packages_fail() {
+        let c = cipher(7, 8);
+        let n = 3 * P + 100;
+        let sealed = seal(&c, 0, &plaintext(n), usize::MAX);
+        let pk =
+            |i: usize| &sealed[i * SEALED_PACKAGE_SIZE..((i + 1) * SEALED_PACKAGE_SIZE).min(sealed.len())];
+        let swapped = [pk(1), pk(0), pk(2), pk(3)].concat();
+        assert_eq!(open_all(&c, 0, &swapped, n as u64), Err(CryptoError::Authentication));
+        let repeated = [pk(0), pk(0), pk(2), pk(3)].concat();
+        assert_eq!(open_all(&c, 0, &repeated, n as u64), Err(CryptoError::Authentication));
+        // The last full package dropped and the short last one moved up: fails on its number.
+        let dropped = [pk(0), pk(1), pk(3)].concat();
+        assert!(open_all(&c, 0, &dropped, plain_size(dropped.len() as u64).unwrap_or(0)).is_err());
+    }
+
+    #[test]
+    fn packages_do_not_move_between_segments_or_objects() {
+        let (a, b) = (cipher(9, 1), cipher(9, 2));
+        let plain = plaintext(P + 10);
+        let sealed = seal(&a, 1, &plain, usize::MAX);
+        assert!(open_all(&a, 1, &sealed, plain.len() as u64).is_ok());
+        assert_eq!(open_all(&a, 2, &sealed, plain.len() as u64), Err(CryptoError::Authentication));
+        // Same key, another object id (as two parts of one upload would share a key).
+        assert_eq!(open_all(&b, 1, &sealed, plain.len() as u64), Err(CryptoError::Authentication));
+        // A package from another object at the same place.
+        let other = seal(&b, 1, &plain, usize::MAX);
+        let mixed = [&sealed[..SEALED_PACKAGE_SIZE], &other[SEALED_PACKAGE_SIZE..]].concat();
+        assert_eq!(open_all(&a, 1, &mixed, plain.len() as u64), Err(CryptoError::Authentication));
+    }
+
+    #[test]
+    fn wrong_key_and_flipped_bits_fail() {
+        let plain = plaintext(2 * P + 3);
+        let sealed = seal(&cipher(1, 1), 0, &plain, usize::MAX);
+        assert_eq!(open_all(&cipher(2, 1), 0, &sealed, plain.len() as u64), Err(CryptoError::Authentication));
+        for i in [0, 100, P, P + 15, P + 16, sealed.len() - 1] {
+            let mut bad = sealed.clone();
+            bad[i] ^= 0x40;
+            assert_eq!(
+                open_all(&cipher(1, 1), 0, &bad, plain.len() as u64),
+                Err(CryptoError::Authentication),
+                "bit at {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_package_sealed_as_not_last_cannot_end_a_segment() {
+        let c = cipher(4, 4);
+        let mut out = Vec::new();
+        c.seal_package(0, 0, false, &plaintext(10), &mut out);
+        assert_eq!(open_all(&c, 0, &out, 10), Err(CryptoError::Authentication));
+        let mut bad = out.clone();
+        assert!(c.open_package(0, 0, false, &mut bad).is_ok());
+        let mut tiny = vec![0u8; 5];
+        assert_eq!(c.open_package(0, 0, true, &mut tiny), Err(CryptoError::Malformed("package length")));
+    }
+}
