@@ -26,6 +26,9 @@ pub enum AdminCommand {
     /// Service accounts: add, remove, list, info.
     #[command(subcommand)]
     Svcacct(crate::admin_iam::SvcacctCommand),
+    /// The KMS: keys (create, list, rotate) and status.
+    #[command(subcommand)]
+    Kms(crate::admin_kms::KmsCommand),
 }
 
 /// Where the admin API is and who calls it.
@@ -69,6 +72,7 @@ impl AdminConn {
             region: self.region.clone(),
             tls: self.tls,
             insecure: self.insecure,
+            object_headers: Vec::new(),
         };
         let client = Client::new(endpoint, 1)?;
         let o = client
@@ -161,6 +165,7 @@ pub async fn main(cmd: AdminCommand) -> Result<()> {
         AdminCommand::Group(c) => crate::admin_iam::group(c).await,
         AdminCommand::Policy(c) => crate::admin_iam::policy(c).await,
         AdminCommand::Svcacct(c) => crate::admin_iam::svcacct(c).await,
+        AdminCommand::Kms(c) => crate::admin_kms::main(c).await,
         AdminCommand::Speedtest(a) => speedtest(a).await,
         AdminCommand::Heal(HealCommand::Status { conn, json }) => {
             let status = conn.call(Method::GET, "heal/status", "").await?;

@@ -26,6 +26,31 @@ pub struct Endpoint {
     pub tls: bool,
     /// With `tls`: accept any server certificate (self-signed test deployments).
     pub insecure: bool,
+    /// Headers every object request carries (server-side encryption), lower-case names; signed.
+    pub object_headers: Vec<(String, String)>,
+}
+
+/// The request headers of `--sse`: `s3` (SSE-S3), `kms` (SSE-KMS with the default key) or `c`
+/// (SSE-C with a key made for the run).
+pub fn sse_headers(kind: Option<&str>) -> Result<Vec<(String, String)>> {
+    use base64::Engine;
+    let h = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    Ok(match kind {
+        None => Vec::new(),
+        Some("s3") => vec![h("x-amz-server-side-encryption", "AES256")],
+        Some("kms") => vec![h("x-amz-server-side-encryption", "aws:kms")],
+        Some("c") => {
+            let seed = strata_types::time::now_nanos().to_le_bytes();
+            let key: [u8; 32] = sha2::Sha256::digest(seed).into();
+            let b64 = base64::engine::general_purpose::STANDARD;
+            vec![
+                h("x-amz-server-side-encryption-customer-algorithm", "AES256"),
+                h("x-amz-server-side-encryption-customer-key", &b64.encode(key)),
+                h("x-amz-server-side-encryption-customer-key-md5", &b64.encode(Md5::digest(key))),
+            ]
+        }
+        Some(other) => anyhow::bail!("--sse {other}: use s3, kms or c"),
+    })
 }
 
 pub struct Client {
@@ -132,6 +157,9 @@ impl Client {
         &self.ep.hosts[i]
     }
 
+    /// Signs the request with `extra` headers (lower-case names, sorted after `x-amz-date`)
+    /// added and signed too.
+    #[allow(clippy::too_many_arguments)]
     fn sign(
         &self,
         method: &Method,
@@ -139,13 +167,28 @@ impl Client {
         path: &str,
         query: &str,
         payload: &str,
+        extra: &[(String, String)],
         headers: &mut HeaderMap,
     ) {
         let now = strata_types::time::now_nanos() / 1_000_000_000;
         let amz_date = strata_types::time::amz_date(now);
         let date = &amz_date[..8];
+        let mut names = "host;x-amz-content-sha256;x-amz-date".to_owned();
+        let mut canonical_headers =
+            format!("host:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n");
+        let mut sorted: Vec<&(String, String)> = extra.iter().collect();
+        sorted.sort();
+        for (k, v) in sorted {
+            names.push(';');
+            names.push_str(k);
+            canonical_headers.push_str(&format!("{k}:{v}\n"));
+            if let (Ok(name), Ok(value)) = (http::HeaderName::try_from(k.as_str()), HeaderValue::from_str(v))
+            {
+                headers.insert(name, value);
+            }
+        }
         let canonical = format!(
-            "{}\n{}\n{}\nhost:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n\nhost;x-amz-content-sha256;x-amz-date\n{payload}",
+            "{}\n{}\n{}\n{canonical_headers}\n{names}\n{payload}",
             method.as_str(),
             sigv4::canonical_uri(path),
             sigv4::canonical_query(query),
@@ -156,7 +199,7 @@ impl Client {
         let key = sigv4::signing_key(&self.ep.secret_key, date, &self.ep.region, "s3");
         let signature = hex::encode(sigv4::hmac(&key, sts.as_bytes()));
         let auth = format!(
-            "{} Credential={}/{scope}, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature={signature}",
+            "{} Credential={}/{scope}, SignedHeaders={names}, Signature={signature}",
             sigv4::ALGORITHM,
             self.ep.access_key
         );
@@ -210,7 +253,8 @@ impl Client {
         };
         let mut headers = HeaderMap::new();
         let payload = if hash_body { sigv4::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
-        self.sign(&method, &host, &path, query, &payload, &mut headers);
+        let extra = if key.is_empty() { &[][..] } else { &self.ep.object_headers[..] };
+        self.sign(&method, &host, &path, query, &payload, extra, &mut headers);
         let mut req =
             Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
         *req.headers_mut() = headers;

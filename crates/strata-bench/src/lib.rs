@@ -13,6 +13,7 @@
 
 pub mod admin;
 pub mod admin_iam;
+pub mod admin_kms;
 pub mod agent;
 pub mod chart;
 pub mod client;

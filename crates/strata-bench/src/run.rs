@@ -102,6 +102,11 @@ pub struct BenchArgs {
     /// With --tls, accept any server certificate (self-signed test deployments).
     #[arg(long, env = "STRATA_BENCH_INSECURE")]
     pub insecure: bool,
+    /// Server-side encryption of the objects: s3 (SSE-S3), kms (SSE-KMS, the default key) or c
+    /// (SSE-C with a key made for the run; the server must allow it: TLS, or
+    /// STRATA_SSE_C_ALLOW_HTTP=on).
+    #[arg(long, env = "STRATA_BENCH_SSE")]
+    pub sse: Option<String>,
     /// Bucket to use; created if missing, and emptied of this run's objects at the end.
     #[arg(long, default_value = "strata-bench", env = "STRATA_BENCH_BUCKET")]
     pub bucket: String,
@@ -616,6 +621,7 @@ pub async fn prepare(op: Op, args: BenchArgs, tag: &str) -> Result<Prepared> {
         region: args.region.clone(),
         tls: args.tls,
         insecure: args.insecure,
+        object_headers: crate::client::sse_headers(args.sse.as_deref())?,
     };
     let client = Client::new(endpoint, args.concurrent)?;
     let made = client.request(Method::PUT, &args.bucket, "", "", Bytes::new(), BodyMode::Keep).await?;

@@ -265,6 +265,7 @@ mod tests {
             tags: Default::default(),
             retention: None,
             legal_hold: false,
+            sse: None,
         }
     }
 

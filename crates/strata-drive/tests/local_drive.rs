@@ -31,6 +31,7 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         tags: Default::default(),
         retention: None,
         legal_hold: false,
+        sse: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn version(id: Option<u128>, mod_time: u64) -> ObjectVersion {
         tags: Default::default(),
         retention: None,
         legal_hold: false,
+        sse: None,
     }
 }
 

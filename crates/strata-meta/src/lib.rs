@@ -148,6 +148,9 @@ pub struct UploadRecord {
     /// Object lock legal hold the completed object gets.
     #[serde(default)]
     pub legal_hold: bool,
+    /// The encryption every part is sealed with (each part its own segment).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<Box<SseEnvelope>>,
 }
 
 impl UploadRecord {
@@ -187,6 +190,37 @@ impl PartInfo {
     }
 }
 
+/// How an encrypted version's data key is held (see `docs/formats.md`, "Encrypted objects").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SseKind {
+    /// SSE-S3: sealed by the KMS's default key.
+    S3,
+    /// SSE-KMS: sealed by the KMS key the client named.
+    Kms,
+    /// SSE-C: sealed by the client's own key, of which only a salted MAC is kept.
+    C,
+}
+
+/// The encryption of a version (or of an upload, whose parts all use it). Present only on
+/// encrypted versions: records written before encryption existed read as unencrypted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SseEnvelope {
+    pub kind: SseKind,
+    /// The random id every package of the object is bound to.
+    pub object_id: Uuid,
+    /// The data key, sealed: the KMS's ciphertext (S3, Kms), or sealed by the client's key (C).
+    pub sealed_key: Vec<u8>,
+    /// The KMS key that sealed it (S3, Kms).
+    #[serde(default)]
+    pub kms_key_id: Option<String>,
+    /// The SSE-KMS encryption context (JSON, as the client gave it), bound to the sealed key.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// SSE-C: salt and HMAC of the client's key, to recognise it without storing it.
+    #[serde(default)]
+    pub key_mac: Option<Vec<u8>>,
+}
+
 /// One version of an object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObjectVersion {
@@ -217,6 +251,10 @@ pub struct ObjectVersion {
     /// Object lock legal hold: the version cannot be removed while it is on.
     #[serde(default)]
     pub legal_hold: bool,
+    /// Encryption at rest: `size`, the part sizes and the shard bytes are then the sealed
+    /// packages' (see `strata_crypto::package`); the plain sizes follow from them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sse: Option<Box<SseEnvelope>>,
 }
 
 /// An object lock retention period of one version.
@@ -277,11 +315,29 @@ pub enum LockedBy {
 }
 
 impl ObjectVersion {
+    /// The size of the object's plaintext: `size` unless encrypted.
+    pub fn plain_size(&self) -> u64 {
+        match (&self.sse, self.parts.is_empty()) {
+            (None, _) => self.size,
+            (Some(_), true) => strata_crypto::package::plain_size(self.size).unwrap_or(0),
+            (Some(_), false) => {
+                self.parts.iter().map(|p| strata_crypto::package::plain_size(p.size).unwrap_or(0)).sum()
+            }
+        }
+    }
+
     /// Checks what readers rely on: a valid erasure split, a size within limits, an inline
     /// version within one block, a file version without parts, and a multipart version whose
     /// parts are valid, in ascending order, and add up to its size.
     pub fn check(&self) -> Result<(), DecodeError> {
         self.erasure.check()?;
+        if self.sse.is_some() {
+            let sealed = |size: u64| strata_crypto::package::plain_size(size).is_some();
+            let whole = self.parts.is_empty() && !self.delete_marker;
+            if (whole && !sealed(self.size)) || self.parts.iter().any(|p| !sealed(p.size)) {
+                return Err(invalid(format!("encrypted version of {} bytes", self.size)));
+            }
+        }
         if self.size > OBJECT_SIZE_MAX {
             return Err(invalid(format!("size {}", self.size)));
         }
@@ -370,6 +426,9 @@ pub struct BucketRecord {
     /// Event notification configurations, in the order they were put.
     #[serde(default)]
     pub notifications: Vec<NotificationRule>,
+    /// Default encryption of new objects sent without encryption headers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encryption: Option<BucketEncryption>,
 }
 
 /// The three kinds of entries of S3's NotificationConfiguration; they differ only in the
@@ -440,6 +499,18 @@ impl Versioning {
     pub fn enabled(self) -> bool {
         self == Versioning::Enabled
     }
+}
+
+/// A bucket's default encryption (`PutBucketEncryption`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BucketEncryption {
+    /// `AES256` or `aws:kms`.
+    pub algorithm: String,
+    /// With `aws:kms`: the key (default: the KMS's default key).
+    #[serde(default)]
+    pub kms_key_id: Option<String>,
+    #[serde(default)]
+    pub bucket_key_enabled: bool,
 }
 
 /// S3's PublicAccessBlockConfiguration: four switches, each false unless set.
@@ -519,6 +590,7 @@ mod tests {
                 tags: BTreeMap::from([("t".into(), "1".into())]),
                 retention: None,
                 legal_hold: false,
+                sse: None,
             }],
         }
     }
@@ -546,6 +618,30 @@ mod tests {
         }
         bytes[5] ^= 0xff;
         let _ = ObjectRecord::decode(&bytes); // must not panic, whatever it returns
+    }
+
+    #[test]
+    fn encrypted_versions_round_trip_and_check_their_sizes() {
+        let envelope = SseEnvelope {
+            kind: SseKind::C,
+            object_id: Uuid::from_u128(5),
+            sealed_key: vec![1; 60],
+            kms_key_id: None,
+            context: None,
+            key_mac: Some(vec![2; 48]),
+        };
+        let mut r = sample();
+        r.versions[0].sse = Some(Box::new(envelope));
+        r.versions[0].size = 5 + 16; // 5 plaintext bytes, one package
+        assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r.clone()));
+        assert_eq!(r.versions[0].plain_size(), 5);
+        // A record written before encryption existed has no `sse` and reads as unencrypted.
+        assert_eq!(sample().versions[0].plain_size(), 5);
+        assert!(!sample().encode().windows(3).any(|w| w == b"sse"), "absent, not nil");
+        for bad in [0, 15, 65_553] {
+            r.versions[0].size = bad;
+            assert!(matches!(ObjectRecord::decode(&r.encode()), Err(DecodeError::Invalid(_))), "{bad}");
+        }
     }
 
     /// Each impossible record, encoded as a drive would store it, must decode to `Invalid`.
@@ -612,6 +708,7 @@ mod tests {
             checksum_type: None,
             retention: None,
             legal_hold: false,
+            sse: None,
         };
         assert_eq!(UploadRecord::decode(&upload.encode()), Ok(upload.clone()));
         let mut bad = upload;

@@ -43,6 +43,7 @@ fn record() -> ObjectRecord {
         tags: BTreeMap::from([("t".to_owned(), "1".to_owned())]),
         retention: None,
         legal_hold: false,
+        sse: None,
     };
     ObjectRecord {
         versions: vec![
@@ -87,6 +88,7 @@ fn fuzz_upload_records_and_parts() {
         checksum_type: Some("COMPOSITE".into()),
         retention: None,
         legal_hold: false,
+        sse: None,
     }
     .encode();
     strata_types::fuzz::run("upload record", &[&upload], |bytes| {

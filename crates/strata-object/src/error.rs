@@ -87,4 +87,8 @@ pub enum ObjectError {
     Exhausted(String),
     #[error("internal error: {0}")]
     Internal(String),
+    /// An encrypted object's stored packages do not open (tampered beyond what healing
+    /// repairs, or a damaged record): no byte of them is returned.
+    #[error("sealed data does not open: {0}")]
+    Sealed(String),
 }

@@ -428,7 +428,13 @@ impl ObjectLayer {
         let opts = self.with_lock_defaults(bucket, opts)?;
         let (set, hash) = self.locate(bucket, key);
         let target = PutTarget { set, bucket, key, hash, healer: &self.healer, version_id };
-        put_object(target, body, opts).await
+        match opts.sse.clone() {
+            Some(sse) => {
+                let mut sealing = crate::sse::SealingBody::new(body, &sse, 0);
+                put_object(target, &mut sealing, opts).await
+            }
+            None => put_object(target, body, opts).await,
+        }
     }
 
     /// Resolves an object's current version; with `for_read`, also opens its data for

@@ -40,6 +40,7 @@ mod multipart;
 mod put;
 mod retention;
 mod set;
+mod sse;
 mod tagging;
 mod timed;
 mod versions;
@@ -56,6 +57,7 @@ pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
 pub use put::{BodyReader, PutOptions, WriteCondition};
+pub use sse::SsePut;
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{
     BucketRecord, CorsRule, DefaultRetention, ObjectLockConfig, PartInfo, PublicAccessBlock, Retention,
@@ -72,6 +74,7 @@ pub enum VersionRef {
     /// The version with this id; `None` is the `null` version.
     Id(Option<uuid::Uuid>),
 }
+pub use strata_meta::{BucketEncryption, SseEnvelope, SseKind};
 
 use std::collections::BTreeMap;
 
@@ -88,7 +91,7 @@ pub struct ObjectInfo {
     pub headers: BTreeMap<String, String>,
     pub user_metadata: BTreeMap<String, String>,
     pub checksums: BTreeMap<String, String>,
-    /// The parts of a multipart object, in order (empty otherwise).
+    /// The parts of a multipart object, in order (empty otherwise). Sizes are plain sizes.
     pub parts: Vec<PartInfo>,
     pub tags: BTreeMap<String, String>,
     /// `None`: the `null` version.
@@ -97,6 +100,9 @@ pub struct ObjectInfo {
     /// Object lock: the version's retention and legal hold.
     pub retention: Option<strata_meta::Retention>,
     pub legal_hold: bool,
+    /// How the object is encrypted at rest, if it is (`size` and part sizes are then still the
+    /// plaintext's).
+    pub sse: Option<strata_meta::SseEnvelope>,
 }
 
 impl ObjectInfo {
@@ -104,18 +110,30 @@ impl ObjectInfo {
         Self {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
-            size: v.size,
+            size: v.plain_size(),
             etag: v.etag.clone(),
             mod_time: v.mod_time,
             headers: v.headers.clone(),
             user_metadata: v.user_metadata.clone(),
             checksums: v.checksums.clone(),
-            parts: v.parts.clone(),
+            parts: match &v.sse {
+                None => v.parts.clone(),
+                Some(_) => v
+                    .parts
+                    .iter()
+                    .map(|p| {
+                        let mut p = p.clone();
+                        p.size = strata_crypto::package::plain_size(p.size).unwrap_or(0);
+                        p
+                    })
+                    .collect(),
+            },
             tags: v.tags.clone(),
             version_id: v.version_id,
             delete_marker: v.delete_marker,
             retention: v.retention,
             legal_hold: v.legal_hold,
+            sse: v.sse.as_deref().cloned(),
         }
     }
 }

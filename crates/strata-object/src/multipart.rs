@@ -139,6 +139,7 @@ impl ObjectLayer {
             checksum_type: opts.checksum.map(|(_, t)| t.name().to_owned()),
             retention: opts.retention,
             legal_hold: opts.legal_hold,
+            sse: opts.sse.map(|s| Box::new(s.envelope)),
         };
         let results = on_drives(set, |i, d| {
             let mut r = record.clone();
@@ -170,6 +171,18 @@ impl ObjectLayer {
         }
     }
 
+    /// The upload's record (its encryption, to check a part's SSE-C key against).
+    pub async fn upload_info(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<UploadRecord, ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, _) = self.locate(bucket, key);
+        self.read_upload(set, bucket, key, upload_id).await
+    }
+
     pub async fn upload_part(
         &self,
         bucket: &str,
@@ -178,6 +191,22 @@ impl ObjectLayer {
         part_number: u32,
         body: &mut dyn BodyReader,
         content_md5: Option<[u8; 16]>,
+    ) -> Result<PartInfo, ObjectError> {
+        self.upload_part_sealed(bucket, key, upload_id, part_number, body, content_md5, None).await
+    }
+
+    /// [`Self::upload_part`] of an encrypted upload: the part is sealed as its own segment
+    /// (numbered by the part number) with `sse`'s cipher.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn upload_part_sealed(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        part_number: u32,
+        body: &mut dyn BodyReader,
+        content_md5: Option<[u8; 16]>,
+        sse: Option<&crate::sse::SsePut>,
     ) -> Result<PartInfo, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
@@ -200,14 +229,35 @@ impl ObjectLayer {
             }
             _ => body,
         };
-        let written = write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
+        if upload.sse.is_some() != sse.is_some() {
+            return Err(ObjectError::Internal("a part sealed unlike its upload".into()));
+        }
+        let (written, checksums, etag) = match sse {
+            None => {
+                let written =
+                    write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
+                let etag = written.md5;
+                (written, body.checksums(), etag)
+            }
+            Some(sse) => {
+                let mut sealing = crate::sse::SealingBody::new(body, sse, part_number);
+                let written =
+                    write_file_data(set, &mut sealing, &erasure, &e.distribution, quorum, None).await?;
+                let (etag, checked) = crate::sse::digests(Some(sse), written.md5, sealing.plain_md5());
+                if content_md5.is_some_and(|want| want != checked) {
+                    written.temp.abort().await;
+                    return Err(ObjectError::BadDigest);
+                }
+                (written, sealing.checksums(), etag)
+            }
+        };
         let part = PartInfo {
             number: part_number,
             size: written.size,
-            etag: hex::encode(written.md5),
+            etag: hex::encode(etag),
             data_id: written.data_id,
             mod_time: strata_types::time::now_nanos(),
-            checksums: body.checksums(),
+            checksums,
         };
         // Part commits and Complete of one object take its lock, so every drive sees them in the
         // same order (two uploads of one part number end the same everywhere) and Complete reads
@@ -325,7 +375,11 @@ impl ObjectLayer {
                 .get(&want.number)
                 .filter(|p| p.etag == want.etag.trim_matches('"'))
                 .ok_or(ObjectError::InvalidPart(want.number))?;
-            if i + 1 < requested.len() && part.size < PART_SIZE_MIN {
+            let plain = match upload.sse {
+                Some(_) => strata_crypto::package::plain_size(part.size).unwrap_or(0),
+                None => part.size,
+            };
+            if i + 1 < requested.len() && plain < PART_SIZE_MIN {
                 return Err(ObjectError::EntityTooSmall(want.number));
             }
             chosen.push(part.clone());
@@ -350,6 +404,7 @@ impl ObjectLayer {
             tags: upload.tags.clone(),
             retention: upload.retention,
             legal_hold: upload.legal_hold,
+            sse: upload.sse.clone(),
         };
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));

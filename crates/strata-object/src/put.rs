@@ -28,6 +28,10 @@ pub trait BodyReader: Send {
     fn checksum_algorithm(&self) -> Option<crate::checksum::Algorithm> {
         None
     }
+    /// The MD5 of the plaintext, when this body seals what it reads (valid after the end).
+    fn plain_md5(&self) -> Option<[u8; 16]> {
+        None
+    }
 }
 
 /// What the client asked to store with the object.
@@ -50,6 +54,8 @@ pub struct PutOptions {
     pub retention: Option<strata_meta::Retention>,
     /// Object lock legal hold of the new version.
     pub legal_hold: bool,
+    /// Encrypt the object (or, on CreateMultipartUpload, every part) at rest.
+    pub sse: Option<crate::sse::SsePut>,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.
@@ -231,8 +237,9 @@ pub(crate) async fn put_object(
         (md5, DataLocation::File(data_id), None, finished, temp)
     };
     let size = reader.total;
-    let digest: [u8; 16] = md5.finalize().into();
-    if opts.content_md5.is_some_and(|want| want != digest) {
+    let (digest, checked) =
+        crate::sse::digests(opts.sse.as_ref(), md5.finalize().into(), reader.body.plain_md5());
+    if opts.content_md5.is_some_and(|want| want != checked) {
         temp.abort().await;
         return Err(ObjectError::BadDigest);
     }
@@ -257,6 +264,7 @@ pub(crate) async fn put_object(
         tags: opts.tags,
         retention: opts.retention,
         legal_hold: opts.legal_hold,
+        sse: opts.sse.map(|s| Box::new(s.envelope)),
     };
     let op = Uuid::new_v4();
     let guard = match set.locks.exclusive(t.hash).await {

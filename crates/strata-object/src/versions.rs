@@ -216,6 +216,7 @@ impl ObjectLayer {
             tags: BTreeMap::new(),
             retention: None,
             legal_hold: false,
+            sse: None,
         };
         let quorum = write_quorum(set.data_count(), set.parity_count);
         let op = Uuid::new_v4();

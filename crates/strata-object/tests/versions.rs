@@ -182,6 +182,7 @@ async fn locked_versions_are_never_removed() {
             tags: Default::default(),
             retention: None,
             legal_hold,
+            sse: None,
         };
         rig.local[0].commit_version("lock", key, v, None, Uuid::new_v4()).await.expect("stray");
         l.heal_object("lock", key, false).await.expect("heal");

@@ -1,7 +1,8 @@
 //! The admin API, under [`ADMIN_PREFIX`] (a path no S3 bucket can have: bucket names have no
 //! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials, or by a user
 //! whose policies allow the operation's `admin:` action (`consoleAdmin`, `admin:*`); anything
-//! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`crate::admin_iam`].
+//! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`crate::admin_iam`], the KMS ones in
+//! [`crate::admin_kms`].
 //!
 //! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
 //!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
@@ -67,6 +68,9 @@ pub async fn serve(
     if op.starts_with("iam/") {
         return (name, crate::admin_iam::serve(node, &parts.method, op, &query, &body).await);
     }
+    if op.starts_with("kms/") {
+        return (name, crate::admin_kms::serve(node, &parts.method, op, &query).await);
+    }
     let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let result = match (&parts.method, op) {
         (&http::Method::POST, "speedtest") => match SpeedtestParams::parse(&query) {
@@ -127,7 +131,9 @@ async fn authorize(
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let (access, verified) = Access::authenticate(node, parts, now, None)?;
     let Some(verified) = verified else { return Err(access::denied()) };
-    let action = crate::admin_iam::action(&parts.method, op, query).or_else(|| action(op));
+    let action = crate::admin_iam::action(&parts.method, op, query)
+        .or_else(|| crate::admin_kms::action(&parts.method, op))
+        .or_else(|| action(op));
     let allowed = access.is_root()
         || action.is_some_and(|a| access.allows(a, None, &strata_iam::ConditionValues::new(), None));
     if !allowed {

@@ -162,6 +162,10 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::GetObjectTorrent => vec![versioned("s3:GetObjectTorrent", "s3:GetObjectVersionTorrent")],
         O::GetBucketTagging => vec![on_bucket("s3:GetBucketTagging")],
         O::PutBucketTagging | O::DeleteBucketTagging => vec![on_bucket("s3:PutBucketTagging")],
+        O::GetBucketEncryption => vec![on_bucket("s3:GetEncryptionConfiguration")],
+        O::PutBucketEncryption | O::DeleteBucketEncryption => {
+            vec![on_bucket("s3:PutEncryptionConfiguration")]
+        }
         O::GetBucketCors => vec![on_bucket("s3:GetBucketCORS")],
         O::PutBucketCors | O::DeleteBucketCors => vec![on_bucket("s3:PutBucketCORS")],
         O::PostObject => {

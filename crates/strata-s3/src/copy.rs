@@ -1,7 +1,11 @@
 //! CopyObject: the source streams through the destination's PUT path (never whole in memory).
+//! An encrypted source is opened with its own key (`x-amz-copy-source-server-side-encryption-
+//! customer-*` for SSE-C) and the destination sealed as its request (or bucket default) asks,
+//! so any combination of plain, SSE-S3, SSE-KMS and SSE-C copies.
 
 use http::HeaderMap;
 use percent_encoding::percent_decode_str;
+use strata_crypto::package::ObjectCipher;
 use strata_object::{ObjectError, ObjectInfo, OpenObject, PutOptions, StreamBody, VersionRef};
 use strata_types::ObjectKey;
 
@@ -53,15 +57,15 @@ fn copy_conditions(headers: &HeaderMap) -> HeaderMap {
     out
 }
 
-/// Opens the copy source for reading and checks its `x-amz-copy-source-if-*` conditions. A
-/// delete marker cannot be copied: the current one is `NoSuchKey`, one named by its id
-/// `InvalidRequest`, as AWS answers.
+/// Opens the copy source for reading and checks its `x-amz-copy-source-if-*` conditions; with
+/// the cipher of its data when it is encrypted. A delete marker cannot be copied: the current
+/// one is `NoSuchKey`, one named by its id `InvalidRequest`, as AWS answers.
 async fn open_source(
     req: &Request<'_>,
     bucket: &str,
     key: &str,
     which: VersionRef,
-) -> Result<OpenObject, S3Error> {
+) -> Result<(OpenObject, Option<ObjectCipher>), S3Error> {
     let open = match req.node.layer.open_object_version(bucket, key, which, true).await {
         Err(ObjectError::DeleteMarker { current: false, .. }) => Err(S3Error::new(
             S3ErrorCode::InvalidRequest,
@@ -70,8 +74,18 @@ async fn open_source(
         other => other.map_err(S3Error::from),
     }
     .map_err(|e| e.with_resource(Some(bucket), Some(key)))?;
+    let (cipher, _) =
+        crate::sse::open_stored(req, open.info.sse.as_ref(), crate::sse::COPY_SOURCE_CUSTOMER).await?;
     check_conditions_with(&copy_conditions(req.headers), &open.info, true)?;
-    Ok(open)
+    Ok((open, cipher))
+}
+
+/// The source's plaintext bytes `[offset, offset + len)`.
+fn source_body(open: OpenObject, cipher: Option<ObjectCipher>, offset: u64, len: u64) -> StreamBody {
+    StreamBody(match cipher {
+        Some(c) => open.stream_decrypted(c, offset, len),
+        None => open.stream(offset, len),
+    })
 }
 
 /// `x-amz-copy-source-version-id` naming the version copied, when its bucket names versions.
@@ -97,18 +111,22 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
         Some("REPLACE") => true,
         Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown metadata directive.")),
     };
-    if src_bucket == bucket && src_key == key && !replace && which == VersionRef::Current {
+    let encrypting = ["x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm"]
+        .iter()
+        .any(|h| req.headers.contains_key(*h));
+    if src_bucket == bucket && src_key == key && !replace && !encrypting && which == VersionRef::Current {
         return Err(S3Error::new(
             S3ErrorCode::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
         ));
     }
     let layer = &req.node.layer;
-    let open = open_source(req, &src_bucket, &src_key, which).await?;
+    let (open, cipher) = open_source(req, &src_bucket, &src_key, which).await?;
     let source_info: ObjectInfo = open.info.clone();
     let mut opts = put_options(req)?;
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.content_md5 = None;
+    let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
     // If-Match/If-None-Match on a copy concern the destination, as on a PUT.
     if !replace {
         opts = PutOptions {
@@ -122,7 +140,8 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
         Some("REPLACE") => {}
         Some(_) => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "Unknown tagging directive.")),
     }
-    let mut body = StreamBody(open.stream(0, source_info.size));
+    opts.sse = sse;
+    let mut body = source_body(open, cipher, 0, source_info.size);
     let info = layer.put_object(bucket, key, &mut body, opts).await?;
     req.notify(strata_notify::EventName::ObjectCreatedCopy, bucket, key, Some(&info)).await;
     let mut x = xml::Writer::new();
@@ -130,7 +149,9 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     x.elem("LastModified", &strata_types::time::iso8601(info.mod_time));
     x.elem("ETag", &format!("\"{}\"", info.etag));
     x.close("CopyObjectResult");
-    let reply = crate::object::version_header(Reply::xml(x.finish()), &info);
+    let md5 = customer.as_ref().map(|c| c.md5());
+    let reply = crate::sse::with_headers(Reply::xml(x.finish()), info.sse.as_ref(), md5);
+    let reply = crate::object::version_header(reply, &info);
     source_version(req, reply, &src_bucket, which, source_info.version_id)
 }
 
@@ -163,20 +184,25 @@ pub async fn upload_part_copy(
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
     let (src_bucket, src_key, which) = parse_source_version(source)?;
     let layer = &req.node.layer;
-    let open = open_source(req, &src_bucket, &src_key, which).await?;
+    let (open, cipher) = open_source(req, &src_bucket, &src_key, which).await?;
     let (size, source_id) = (open.info.size, open.info.version_id);
     let (offset, len) = match req.headers.get("x-amz-copy-source-range").and_then(|v| v.to_str().ok()) {
         Some(r) => copy_range(r, size)?,
         None => (0, size),
     };
-    let mut body = StreamBody(open.stream(offset, len));
-    let part = layer.upload_part(bucket, key, upload_id, number, &mut body, None).await?;
+    let upload = layer.upload_info(bucket, key, upload_id).await?;
+    let (sse, customer_md5) = crate::sse::for_part(req, upload.sse.as_deref(), crate::sse::CUSTOMER).await?;
+    let mut body = source_body(open, cipher, offset, len);
+    let part =
+        layer.upload_part_sealed(bucket, key, upload_id, number, &mut body, None, sse.as_ref()).await?;
     let mut x = xml::Writer::new();
     x.root("CopyPartResult");
     x.elem("LastModified", &strata_types::time::iso8601(part.mod_time));
     x.elem("ETag", &format!("\"{}\"", part.etag));
     x.close("CopyPartResult");
-    source_version(req, Reply::xml(x.finish()), &src_bucket, which, source_id)
+    let reply =
+        crate::sse::with_headers(Reply::xml(x.finish()), upload.sse.as_deref(), customer_md5.as_deref());
+    source_version(req, reply, &src_bucket, which, source_id)
 }
 
 #[cfg(test)]

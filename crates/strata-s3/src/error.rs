@@ -2,6 +2,7 @@
 //! every object-layer error is mapped by one exhaustive match, so a new variant forces a decision.
 
 use http::StatusCode;
+use strata_crypto::KmsError;
 use strata_iam::{IamError, PolicyError};
 use strata_object::{BodyError, ObjectError};
 use strata_types::NameError;
@@ -55,6 +56,7 @@ codes! {
     InvalidBucketAclWithObjectOwnership => StatusCode::BAD_REQUEST,
     InvalidBucketName => StatusCode::BAD_REQUEST,
     InvalidDigest => StatusCode::BAD_REQUEST,
+    InvalidEncryptionAlgorithmError => StatusCode::BAD_REQUEST,
     InvalidIdentityToken => StatusCode::BAD_REQUEST,
     IncorrectNumberOfFilesInPostRequest => StatusCode::BAD_REQUEST,
     InvalidPart => StatusCode::BAD_REQUEST,
@@ -65,6 +67,9 @@ codes! {
     InvalidRequest => StatusCode::BAD_REQUEST,
     InvalidStorageClass => StatusCode::BAD_REQUEST,
     InvalidTag => StatusCode::BAD_REQUEST,
+    // SSE-KMS naming a key the KMS does not have, or one that is disabled (AWS's codes).
+    KmsNotFound as "KMS.NotFoundException" => StatusCode::BAD_REQUEST,
+    KmsDisabled as "KMS.DisabledException" => StatusCode::BAD_REQUEST,
     InvalidURI => StatusCode::BAD_REQUEST,
     InvalidToken => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
@@ -94,7 +99,9 @@ codes! {
     RequestTimeout => StatusCode::BAD_REQUEST,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,
+    ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
     SlowDown => StatusCode::SERVICE_UNAVAILABLE,
+    ServerSideEncryptionConfigurationNotFoundError => StatusCode::NOT_FOUND,
     ValidationError => StatusCode::BAD_REQUEST,
     XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
 }
@@ -243,6 +250,10 @@ impl From<ObjectError> for S3Error {
             ObjectError::Internal(_) => {
                 (C::InternalError, "We encountered an internal error. Please try again.")
             }
+            ObjectError::Sealed(_) => {
+                tracing::error!(error = %e, "an encrypted object does not open");
+                (C::InternalError, "The object's encrypted data cannot be read: too many of its shards are damaged.")
+            }
         };
         if matches!(code, C::InternalError | C::SlowDown) {
             tracing::warn!(error = %e, "request failed");
@@ -280,6 +291,33 @@ impl From<NameError> for S3Error {
             NameError::InvalidBucketName(_) => S3ErrorCode::InvalidBucketName,
             NameError::KeyTooLong => S3ErrorCode::KeyTooLongError,
             NameError::InvalidKey => S3ErrorCode::InvalidArgument,
+        };
+        S3Error::new(code, &e.to_string())
+    }
+}
+
+/// A KMS call that failed: AWS's `KMS.*` codes for a key that is missing or disabled,
+/// `503 ServiceUnavailable` while the KMS cannot be reached (a retry works once it is back), and
+/// `500 InternalError` for a stored data key that does not decrypt (damaged metadata).
+impl From<KmsError> for S3Error {
+    fn from(e: KmsError) -> Self {
+        use S3ErrorCode as C;
+        let code = match &e {
+            KmsError::NoSuchKey(_) => C::KmsNotFound,
+            KmsError::KeyDisabled(_) => C::KmsDisabled,
+            KmsError::KeyExists(_) => C::EntityAlreadyExists,
+            KmsError::InvalidKeyId(_) => C::InvalidArgument,
+            KmsError::Unavailable(_) => {
+                tracing::warn!(error = %e, "KMS unavailable");
+                return S3Error::new(
+                    C::ServiceUnavailable,
+                    "The key management service is unavailable; please retry later.",
+                );
+            }
+            KmsError::Decrypt | KmsError::Internal(_) => {
+                tracing::error!(error = %e, "KMS");
+                return S3Error::new(C::InternalError, "The object's encryption key cannot be decrypted.");
+            }
         };
         S3Error::new(code, &e.to_string())
     }

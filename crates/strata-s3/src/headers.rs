@@ -9,7 +9,7 @@
 //! the header and the operation decides; a header no rule names for an operation is not one that
 //! operation takes, and AWS ignores those too.
 //!
-//! To serve a header (SSE in issue #12, versioning and object lock in #13): change its rows to
+//! To serve a header (versioning and object lock in #13): change its rows to
 //! [`Outcome::Supported`] and make the handler read it. `docs/s3-compat.md` lists every row, and
 //! the tests below fail when a header literal in this crate has no row or a row is not listed.
 
@@ -44,15 +44,12 @@ use Operation as O;
 const ANY: &[Operation] = &[];
 /// Operations that create an object and so take its properties (encryption, lock, ACL, ...).
 const NEW_OBJECT: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload, O::PostObject];
-/// Operations that name an existing upload or object whose encryption they must repeat.
-const EXISTING: &[Operation] = &[
-    O::UploadPart,
-    O::UploadPartCopy,
-    O::CompleteMultipartUpload,
-    O::GetObject,
-    O::HeadObject,
-    O::GetObjectAttributes,
-];
+/// Operations that create an object S3 can encrypt (POST forms are not read for it yet).
+const ENCRYPTABLE: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
+/// Operations that read or add data of an existing object or upload, with its SSE-C key.
+const READS_WITH_KEY: &[Operation] = &[O::UploadPart, O::UploadPartCopy, O::GetObject, O::HeadObject];
+/// Operations on an existing object or upload that touch no data.
+const NO_DATA: &[Operation] = &[O::CompleteMultipartUpload, O::GetObjectAttributes];
 const COPY: &[Operation] = &[O::CopyObject, O::UploadPartCopy];
 const SET_ACL: &[Operation] = &[O::PutBucketAcl, O::PutObjectAcl];
 const WITH_TAGS: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
@@ -76,11 +73,7 @@ const SUPPORTED: Outcome = Outcome::Supported;
 const IGNORED: Outcome = Outcome::Ignored;
 const SSE: Outcome = Outcome::Refused(
     S3ErrorCode::NotImplemented,
-    "Server-side encryption is not implemented yet; the object would be stored unencrypted, so the request is refused.",
-);
-const SSE_NOT_APPLICABLE: Outcome = Outcome::Refused(
-    S3ErrorCode::InvalidRequest,
-    "The encryption parameters are not applicable to this object.",
+    "Encryption fields of a POST form are not read yet; the object would be stored unencrypted, so the request is refused (a bucket default encryption applies to POST).",
 );
 /// POST forms do not carry object lock settings (the bucket's default retention applies): `400
 /// InvalidRequest`, which is also AWS's answer on a bucket without object lock.
@@ -174,21 +167,34 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-max-parts", &[O::GetObjectAttributes], SUPPORTED),
     rule("x-amz-part-number-marker", &[O::GetObjectAttributes], SUPPORTED),
     rule("x-amz-optional-object-attributes", LISTS, IGNORED),
-    // Server-side encryption (issue #12): SSE-S3, SSE-KMS, SSE-C.
-    rule("x-amz-server-side-encryption", NEW_OBJECT, SSE),
-    rule("x-amz-server-side-encryption-aws-kms-key-id", NEW_OBJECT, SSE),
-    rule("x-amz-server-side-encryption-context", NEW_OBJECT, SSE),
-    unless("x-amz-server-side-encryption-bucket-key-enabled", NEW_OBJECT, &["false"], SSE),
-    rule("x-amz-server-side-encryption-customer-algorithm", NEW_OBJECT, SSE),
-    rule("x-amz-server-side-encryption-customer-key", NEW_OBJECT, SSE),
-    rule("x-amz-server-side-encryption-customer-key-md5", NEW_OBJECT, SSE),
-    // No object or upload is encrypted, so customer keys never apply to one that exists.
-    rule("x-amz-server-side-encryption-customer-algorithm", EXISTING, SSE_NOT_APPLICABLE),
-    rule("x-amz-server-side-encryption-customer-key", EXISTING, SSE_NOT_APPLICABLE),
-    rule("x-amz-server-side-encryption-customer-key-md5", EXISTING, SSE_NOT_APPLICABLE),
-    rule("x-amz-copy-source-server-side-encryption-customer-algorithm", COPY, SSE_NOT_APPLICABLE),
-    rule("x-amz-copy-source-server-side-encryption-customer-key", COPY, SSE_NOT_APPLICABLE),
-    rule("x-amz-copy-source-server-side-encryption-customer-key-md5", COPY, SSE_NOT_APPLICABLE),
+    // Server-side encryption: SSE-S3, SSE-KMS, SSE-C (see `crate::sse`). A browser form's
+    // encryption fields are not read yet, so POST refuses them (the bucket default applies).
+    rule("x-amz-server-side-encryption", ENCRYPTABLE, SUPPORTED),
+    rule("x-amz-server-side-encryption-aws-kms-key-id", ENCRYPTABLE, SUPPORTED),
+    rule("x-amz-server-side-encryption-context", ENCRYPTABLE, SUPPORTED),
+    // S3 Bucket Keys cut KMS calls; every key still comes from the KMS: no guarantee is lost.
+    rule("x-amz-server-side-encryption-bucket-key-enabled", ENCRYPTABLE, IGNORED),
+    rule("x-amz-server-side-encryption-customer-algorithm", ENCRYPTABLE, SUPPORTED),
+    rule("x-amz-server-side-encryption-customer-key", ENCRYPTABLE, SUPPORTED),
+    rule("x-amz-server-side-encryption-customer-key-md5", ENCRYPTABLE, SUPPORTED),
+    rule("x-amz-server-side-encryption", &[O::PostObject], SSE),
+    rule("x-amz-server-side-encryption-aws-kms-key-id", &[O::PostObject], SSE),
+    rule("x-amz-server-side-encryption-context", &[O::PostObject], SSE),
+    unless("x-amz-server-side-encryption-bucket-key-enabled", &[O::PostObject], &["false"], SSE),
+    rule("x-amz-server-side-encryption-customer-algorithm", &[O::PostObject], SSE),
+    rule("x-amz-server-side-encryption-customer-key", &[O::PostObject], SSE),
+    rule("x-amz-server-side-encryption-customer-key-md5", &[O::PostObject], SSE),
+    // The key of an existing SSE-C object or upload: checked against its stored MAC.
+    rule("x-amz-server-side-encryption-customer-algorithm", READS_WITH_KEY, SUPPORTED),
+    rule("x-amz-server-side-encryption-customer-key", READS_WITH_KEY, SUPPORTED),
+    rule("x-amz-server-side-encryption-customer-key-md5", READS_WITH_KEY, SUPPORTED),
+    // Complete and GetObjectAttributes read no object data: the key is not needed.
+    rule("x-amz-server-side-encryption-customer-algorithm", NO_DATA, IGNORED),
+    rule("x-amz-server-side-encryption-customer-key", NO_DATA, IGNORED),
+    rule("x-amz-server-side-encryption-customer-key-md5", NO_DATA, IGNORED),
+    rule("x-amz-copy-source-server-side-encryption-customer-algorithm", COPY, SUPPORTED),
+    rule("x-amz-copy-source-server-side-encryption-customer-key", COPY, SUPPORTED),
+    rule("x-amz-copy-source-server-side-encryption-customer-key-md5", COPY, SUPPORTED),
     // Object lock, retention and legal hold (issue #13).
     rule("x-amz-bucket-object-lock-enabled", &[O::CreateBucket], SUPPORTED),
     rule("x-amz-object-lock-mode", LOCKED_WRITES, SUPPORTED),
@@ -277,6 +283,9 @@ mod tests {
         "x-amz-version-id",
         "x-amz-delete-marker",
         "x-amz-copy-source-version-id",
+        // Prefixes `crate::sse` builds the SSE-C header names from (each name has its row).
+        "x-amz-server-side-encryption-customer-",
+        "x-amz-copy-source-server-side-encryption-customer-",
     ];
 
     fn literals(source: &str) -> Vec<String> {
@@ -332,12 +341,10 @@ mod tests {
     fn guarantees_are_refused() {
         use S3ErrorCode as C;
         for op in NEW_OBJECT {
-            assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), Err(C::NotImplemented));
-
-            assert_eq!(
-                outcome(*op, "x-amz-server-side-encryption-customer-key", "k"),
-                Err(C::NotImplemented)
-            );
+            // Encryption is served (the handlers check the values), except in POST forms.
+            let sse = if *op == O::PostObject { Err(C::NotImplemented) } else { Ok(()) };
+            assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), sse);
+            assert_eq!(outcome(*op, "x-amz-server-side-encryption-customer-key", "k"), sse);
             assert_eq!(outcome(*op, "x-amz-acl", "public-read"), Err(C::AccessControlListNotSupported));
             assert_eq!(outcome(*op, "x-amz-acl", "bucket-owner-full-control"), Ok(()));
             assert_eq!(outcome(*op, "x-amz-meta-a", "b"), Ok(()));
@@ -350,18 +357,15 @@ mod tests {
             outcome(O::CreateBucket, "x-amz-grant-read", "id=x"),
             Err(C::InvalidBucketAclWithObjectOwnership)
         );
-        assert_eq!(
-            outcome(O::GetObject, "x-amz-server-side-encryption-customer-key", "k"),
-            Err(C::InvalidRequest)
-        );
+        assert_eq!(outcome(O::GetObject, "x-amz-server-side-encryption-customer-key", "k"), Ok(()));
         assert_eq!(
             outcome(O::UploadPartCopy, "x-amz-copy-source-server-side-encryption-customer-key", "k"),
-            Err(C::InvalidRequest)
+            Ok(())
         );
         // A header an operation does not take is ignored, as AWS ignores it.
         assert_eq!(outcome(O::ListBuckets, "x-amz-server-side-encryption", "AES256"), Ok(()));
         assert_eq!(outcome(O::PutObject, "x-amz-checksum-crc32", "AAAAAA=="), Ok(()));
-        let e = check(O::PutObject, [("x-amz-server-side-encryption", b"aws:kms".as_slice())]).err();
+        let e = check(O::PostObject, [("x-amz-server-side-encryption", b"aws:kms".as_slice())]).err();
         assert_eq!(
             e.map(|e| e.details),
             Some(vec![("ArgumentName", "x-amz-server-side-encryption".to_owned())])

@@ -19,8 +19,13 @@
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
+//! - [`kms`]: the built-in KMS (named keys sealed by the master key, stored in the system
+//!   bucket); [`kes`] an external one (MinIO's KES); [`kms_cache`] the data key cache in front of
+//!   either; [`admin_kms`] their admin operations.
 //! - [`sts`]: STS `AssumeRole` and `AssumeRoleWithWebIdentity` (temporary credentials), at
 //!   `POST /` with a form body; [`oidc`] verifies OpenID Connect identity tokens.
+//! - [`sse`]: SSE-S3, SSE-KMS and SSE-C headers → the data key of a new or stored object,
+//!   and the encryption headers of responses.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
 //!
 //! Invariants: every request is authenticated before any handler runs; no header that asks for a
@@ -32,6 +37,7 @@ pub mod access;
 pub mod acl;
 pub mod admin;
 pub mod admin_iam;
+pub mod admin_kms;
 pub mod authz;
 pub mod body;
 pub mod bucket;
@@ -42,9 +48,13 @@ pub mod conn;
 pub mod copy;
 pub mod cors;
 pub mod delete;
+pub mod encryption;
 pub mod error;
 pub mod headers;
 pub mod iam;
+pub mod kes;
+pub mod kms;
+pub mod kms_cache;
 pub mod multipart;
 pub mod notification;
 pub mod object;
@@ -56,6 +66,7 @@ pub mod router;
 pub mod server;
 pub mod sigv2;
 pub mod sigv4;
+pub mod sse;
 pub mod sts;
 pub mod tagging;
 pub mod tls;

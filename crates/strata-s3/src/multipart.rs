@@ -70,6 +70,9 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.checksum = upload_checksum(req.headers)?;
     let checksum = opts.checksum;
+    let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
+    let envelope = sse.as_ref().map(|s| s.envelope.clone());
+    opts.sse = sse;
     let id = req.node.layer.create_multipart_upload(bucket, key, opts).await?;
     let mut x = xml::Writer::new();
     x.root("InitiateMultipartUploadResult");
@@ -81,7 +84,7 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     if let Some((a, t)) = checksum {
         reply = reply.header("x-amz-checksum-algorithm", a.name()).header("x-amz-checksum-type", t.name());
     }
-    Ok(reply)
+    Ok(crate::sse::with_headers(reply, envelope.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
 
 /// `partNumber`, 1 to 10,000.
@@ -111,8 +114,13 @@ pub async fn upload_part(
     let id = upload_id(route)?;
     check_declared_length(req.headers)?;
     let content_md5 = put_options(req)?.content_md5;
-    let part = req.node.layer.upload_part(bucket, key, id, number, &mut body, content_md5).await?;
-    Ok(stored_reply(&part.etag, &part.checksums))
+    let upload = req.node.layer.upload_info(bucket, key, id).await?;
+    let (sse, customer_md5) = crate::sse::for_part(req, upload.sse.as_deref(), crate::sse::CUSTOMER).await?;
+    let layer = &req.node.layer;
+    let part =
+        layer.upload_part_sealed(bucket, key, id, number, &mut body, content_md5, sse.as_ref()).await?;
+    let reply = stored_reply(&part.etag, &part.checksums);
+    Ok(crate::sse::with_headers(reply, upload.sse.as_deref(), customer_md5.as_deref()))
 }
 
 /// Parses `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag></Part>…`.
@@ -217,7 +225,8 @@ pub async fn complete(
         x.elem("ChecksumType", ChecksumType::of_value(v).name());
     }
     x.close("CompleteMultipartUploadResult");
-    Ok(crate::object::version_header(Reply::xml(x.finish()), &info))
+    let reply = crate::object::version_header(Reply::xml(x.finish()), &info);
+    Ok(crate::sse::with_headers(reply, info.sse.as_ref(), None))
 }
 
 pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
@@ -274,7 +283,11 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
         x.elem("PartNumber", &p.number.to_string());
         x.elem("LastModified", &strata_types::time::iso8601(p.mod_time));
         x.elem("ETag", &format!("\"{}\"", p.etag));
-        x.elem("Size", &p.size.to_string());
+        let size = match upload.sse {
+            Some(_) => strata_crypto::package::plain_size(p.size).unwrap_or(0),
+            None => p.size,
+        };
+        x.elem("Size", &size.to_string());
         checksum_elements(&mut x, &p.checksums);
         x.close("Part");
     }
@@ -285,7 +298,7 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
 /// One entry of a ListMultipartUploads page.
 #[derive(Debug, PartialEq)]
 enum UploadEntry {
-    Upload(UploadRecord),
+    Upload(Box<UploadRecord>),
     Prefix(String),
 }
 
@@ -335,7 +348,7 @@ impl<'a> UploadsPager<'a> {
                     }
                     UploadEntry::Prefix(common)
                 }
-                None => UploadEntry::Upload(u),
+                None => UploadEntry::Upload(Box::new(u)),
             };
             if self.entries.len() == self.max {
                 self.truncated = true;
@@ -453,6 +466,7 @@ mod tests {
             checksum_type: None,
             retention: None,
             legal_hold: false,
+            sse: None,
         }
     }
 

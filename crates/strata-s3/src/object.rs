@@ -223,9 +223,12 @@ pub async fn put_object(
     let mut opts = put_options(req)?;
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     crate::object_lock::check_integrity_header(req.headers)?;
+    let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
+    opts.sse = sse;
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
     req.notify(strata_notify::EventName::ObjectCreatedPut, bucket, key, Some(&info)).await;
-    Ok(version_header(stored_reply(&info.etag, &info.checksums), &info))
+    let reply = version_header(stored_reply(&info.etag, &info.checksums), &info);
+    Ok(crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
 
 /// `x-amz-version-id` of a version just written: its id in a versioning-enabled bucket; a
@@ -399,6 +402,8 @@ pub async fn get_object(
     let open = req.node.layer.open_object_version(bucket, key, which, !head).await?;
     let info = open.info.clone();
     let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
+    let (cipher, customer_md5) =
+        crate::sse::open_stored(req, info.sse.as_ref(), crate::sse::CUSTOMER).await?;
     if let Err(e) = check_conditions(req.headers, &info) {
         if e.code == S3ErrorCode::NotModified {
             let reply = Reply::empty(StatusCode::NOT_MODIFIED)
@@ -438,6 +443,7 @@ pub async fn get_object(
     if let Some(c) = part_checksums.filter(|_| show_checksums) {
         reply = with_checksums(reply, c);
     }
+    reply = crate::sse::with_headers(reply, info.sse.as_ref(), customer_md5.as_deref());
     reply = reply.header("content-length", &len.to_string());
     reply = crate::versioning::with_version(reply, shown, info.version_id);
     if part.is_some() && !info.parts.is_empty() {
@@ -451,7 +457,10 @@ pub async fn get_object(
         let buffers =
             if info.size > INLINE_SIZE_MAX { len.saturating_add(2 * BLOCK_SIZE as u64) } else { len };
         req.admission.reserve(buffers.min(REQUEST_MEMORY_STREAM))?;
-        reply.body = ResponseBody::Stream(open.stream(offset, len));
+        reply.body = ResponseBody::Stream(match cipher {
+            Some(cipher) => open.stream_decrypted(cipher, offset, len),
+            None => open.stream(offset, len),
+        });
     }
     Ok(reply)
 }

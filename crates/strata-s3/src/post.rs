@@ -451,8 +451,11 @@ pub async fn post_object(
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };
     let origin = crate::notification::Origin::of(parts);
-    let req = Request { node, headers: &headers, auth: &auth, admission, origin };
+    let tls = parts.extensions.get::<crate::access::ConnInfo>().is_some_and(|c| c.tls);
+    let req = Request { node, headers: &headers, auth: &auth, admission, origin, tls };
     let mut opts = crate::object::put_options(&req)?;
+    // The form's encryption fields are refused by the header table; the bucket's default applies.
+    opts.sse = crate::sse::for_new_object(&req, bucket).await?.0;
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;
     }

@@ -81,6 +81,9 @@ operations! {
     PutObjectLegalHold,
     GetBucketNotificationConfiguration,
     PutBucketNotificationConfiguration,
+    GetBucketEncryption,
+    PutBucketEncryption,
+    DeleteBucketEncryption,
 }
 
 #[derive(Debug, Clone)]
@@ -217,6 +220,9 @@ pub fn route(
             (&Method::GET, Some("uploads")) => O::ListMultipartUploads,
             (&Method::POST, Some("delete")) => O::DeleteObjects,
             (&Method::GET, Some("versions")) => O::ListObjectVersions,
+            (&Method::GET, Some("encryption")) => O::GetBucketEncryption,
+            (&Method::PUT, Some("encryption")) => O::PutBucketEncryption,
+            (&Method::DELETE, Some("encryption")) => O::DeleteBucketEncryption,
             (&Method::GET, Some("cors")) => O::GetBucketCors,
             (&Method::PUT, Some("cors")) => O::PutBucketCors,
             (&Method::DELETE, Some("cors")) => O::DeleteBucketCors,

@@ -29,8 +29,8 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
 use crate::{
-    acl, admin, bucket, bucket_policy, copy, cors, delete, multipart, notification, object, object_lock,
-    observe, post, tagging, versioning,
+    acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, multipart, notification, object,
+    object_lock, observe, post, tagging, versioning,
 };
 
 /// Settings of the S3 surface.
@@ -54,6 +54,9 @@ pub struct S3Config {
     /// Longest wait for the next piece of a request body (`STRATA_IDLE_TIMEOUT`); past it:
     /// `RequestTimeout`.
     pub idle_timeout: std::time::Duration,
+    /// Accept SSE-C keys over plain HTTP (`STRATA_SSE_C_ALLOW_HTTP=on`; for tests and for TLS
+    /// ended by a proxy in front). Otherwise they are refused, as AWS refuses them.
+    pub sse_c_allow_http: bool,
 }
 
 /// Process state shared by every request.
@@ -69,6 +72,8 @@ pub struct Node {
     pub openid: Option<crate::oidc::OpenId>,
     /// Event notification targets and their queues, when the operator configured any.
     pub notify: Option<Arc<strata_notify::Notifier>>,
+    /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
+    pub kms: Option<Arc<dyn strata_crypto::Kms>>,
     bucket_policies: crate::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -82,6 +87,7 @@ impl Node {
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
             openid: None,
             notify: None,
+            kms: None,
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,
@@ -115,6 +121,8 @@ pub struct Request<'a> {
     pub admission: &'a Admission,
     /// The request id and client address, for event records.
     pub origin: crate::notification::Origin,
+    /// The request came over TLS (SSE-C keys are refused otherwise, unless allowed).
+    pub tls: bool,
 }
 
 /// What a handler answers.
@@ -556,7 +564,8 @@ async fn serve_route(
         return Err(refused.with_resource(route.bucket.as_deref(), route.key.as_deref()));
     }
     let origin = crate::notification::Origin::of(parts);
-    let req = Request { node, headers: &parts.headers, auth: &auth, admission, origin };
+    let tls = parts.extensions.get::<crate::access::ConnInfo>().is_some_and(|c| c.tls);
+    let req = Request { node, headers: &parts.headers, auth: &auth, admission, origin, tls };
     let bucket = route.bucket.as_deref().unwrap_or("");
     let key = route.key.as_deref().unwrap_or("");
     let resource = (route.bucket.clone(), route.key.clone());
@@ -599,6 +608,11 @@ async fn serve_route(
         O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key, &route).await,
         O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key, &route).await,
         O::GetObjectTorrent => object::get_object_torrent(&req, bucket, key).await,
+        O::GetBucketEncryption => encryption::get_bucket_encryption(&req, bucket).await,
+        O::PutBucketEncryption => {
+            encryption::put_bucket_encryption(&req, bucket, object::request_body(&req, body)?).await
+        }
+        O::DeleteBucketEncryption => encryption::delete_bucket_encryption(&req, bucket).await,
         O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
         O::PutBucketCors => cors::put_bucket_cors(&req, bucket, object::request_body(&req, body)?).await,
         O::DeleteBucketCors => cors::delete_bucket_cors(&req, bucket).await,

@@ -335,3 +335,28 @@ pub const NOTIFY_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// Events waiting for the queue writer's next durable append, per target. Past it the request
 /// waits (back-pressure), it does not grow memory.
 pub const NOTIFY_APPEND_PENDING_MAX: usize = 1024;
+/// Largest stored KMS key ring (named keys and their versions, sealed): 4 MiB holds tens of
+/// thousands of key versions. A change past it is refused; a stored ring past it is not read.
+pub const KMS_KEYRING_SIZE_MAX: u64 = 4 * 1024 * 1024;
+
+/// Attempts of one KMS key ring change when other nodes keep changing it. Past them: `503`.
+pub const KMS_CHANGE_ATTEMPTS: usize = 8;
+
+/// How long a node uses its copy of the KMS key ring before reading it again (a key rotated on
+/// another node is used for new objects here within this time; unknown keys and versions are
+/// read again at once).
+pub const KMS_RELOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longest wait for one call to an external KMS (connect included). Past it the call fails as
+/// unavailable: encrypted requests get `503 ServiceUnavailable` rather than hang.
+pub const KMS_CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Largest answer read from an external KMS (a key, a key list).
+pub const KMS_ANSWER_SIZE_MAX: usize = 1024 * 1024;
+
+/// How long a data key decrypted by the KMS is kept in memory for further reads of its object,
+/// and how many are kept. Bounded, so a key removed from the KMS stops working within this time;
+/// while the KMS is down, objects read within it still read.
+pub const KMS_KEY_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
+/// See [`KMS_KEY_CACHE_TTL`].
+pub const KMS_KEY_CACHE_ENTRIES_MAX: usize = 4096;

@@ -301,6 +301,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         endpoint: local.to_string(),
         memory_max,
         idle_timeout: limits.idle_timeout,
+        sse_c_allow_http: matches!(
+            std::env::var("STRATA_SSE_C_ALLOW_HTTP").as_deref(),
+            Ok("on" | "1" | "true")
+        ),
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
@@ -368,6 +372,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_s3::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
+    node.kms = kms_from_env(&node.layer).await?;
     if let Some(d) = &prepared.distributed {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
     }
@@ -413,6 +418,50 @@ async fn server(args: ServerArgs) -> Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The KMS: KES when `STRATA_KMS_KES_ENDPOINT` (or MinIO's `MINIO_KMS_KES_ENDPOINT`) is set,
+/// else the built-in one when `STRATA_KMS_SECRET_KEY` (or `MINIO_KMS_SECRET_KEY`) holds a master
+/// key `name:base64key`; with a cache of decrypted data keys in front (`STRATA_KMS_CACHE_TTL`).
+async fn kms_from_env(
+    layer: &Arc<strata_object::ObjectLayer>,
+) -> Result<Option<Arc<dyn strata_crypto::Kms>>> {
+    let kms: Arc<dyn strata_crypto::Kms> =
+        match strata_s3::kes::KesConfig::from_env().map_err(anyhow::Error::msg)? {
+            Some(config) => {
+                let kes = strata_s3::kes::KesKms::start(config)
+                    .await
+                    .map_err(anyhow::Error::msg)
+                    .context("starting the KES client")?;
+                tracing::info!(kms = ?kes, "external KMS ready");
+                Arc::new(kes)
+            }
+            None => {
+                let (var, value) =
+                    match (std::env::var("STRATA_KMS_SECRET_KEY"), std::env::var("MINIO_KMS_SECRET_KEY")) {
+                        (Ok(v), _) => ("STRATA_KMS_SECRET_KEY", v),
+                        (Err(_), Ok(v)) => ("MINIO_KMS_SECRET_KEY", v),
+                        _ => return Ok(None),
+                    };
+                let master = strata_crypto::kms::MasterKey::parse(&value)
+                    .map_err(|e| anyhow::anyhow!("{var}: {e}"))?;
+                let name = master.name.clone();
+                let kms = strata_s3::kms::BuiltinKms::start(layer.clone(), master)
+                    .await
+                    .with_context(|| format!("starting the built-in KMS ({var})"))?;
+                tracing::info!(default_key = %name, "built-in KMS ready");
+                Arc::new(kms)
+            }
+        };
+    let ttl = match std::env::var("STRATA_KMS_CACHE_TTL") {
+        Ok(v) if v == "0" || v == "off" => std::time::Duration::ZERO,
+        Ok(v) => {
+            strata_types::time::parse_duration(&v).with_context(|| format!("STRATA_KMS_CACHE_TTL={v}"))?
+        }
+        Err(_) => strata_types::limits::KMS_KEY_CACHE_TTL,
+    };
+    let entries = strata_types::limits::KMS_KEY_CACHE_ENTRIES_MAX;
+    Ok(Some(Arc::new(strata_s3::kms_cache::CachedKms::new(kms, ttl, entries))))
 }
 
 fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {

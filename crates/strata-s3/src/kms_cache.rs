@@ -1,0 +1,175 @@
+//! A bounded, time-limited cache of decrypted data keys in front of any [`Kms`]: repeated reads
+//! of an object cost no KMS call, and while the KMS is briefly down, objects read in the last
+//! `ttl` still read. Entries older than `ttl` are never used (a key removed from the KMS stops
+//! working within it); past `entries_max` the oldest are dropped. New data keys are never
+//! cached: every new object gets a fresh key from the KMS.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use strata_crypto::kms::{GeneratedKey, KeyInfo, KmsStatus};
+use strata_crypto::{DataKey, Kms, KmsError};
+
+/// The cache wrapped around a KMS.
+#[derive(Debug)]
+pub struct CachedKms {
+    inner: Arc<dyn Kms>,
+    ttl: Duration,
+    entries_max: usize,
+    keys: Mutex<HashMap<[u8; 32], (DataKey, Instant)>>,
+}
+
+impl CachedKms {
+    pub fn new(inner: Arc<dyn Kms>, ttl: Duration, entries_max: usize) -> Self {
+        Self { inner, ttl, entries_max, keys: Mutex::new(HashMap::new()) }
+    }
+
+    fn id(key_id: &str, ciphertext: &[u8], context: &[u8]) -> [u8; 32] {
+        let mut h = Sha256::new();
+        for part in [key_id.as_bytes(), ciphertext, context] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+        h.finalize().into()
+    }
+
+    fn cached(&self, id: &[u8; 32]) -> Option<DataKey> {
+        let keys = self.keys.lock().ok()?;
+        keys.get(id).filter(|(_, at)| at.elapsed() < self.ttl).map(|(k, _)| k.clone())
+    }
+
+    fn remember(&self, id: [u8; 32], key: &DataKey) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let Ok(mut keys) = self.keys.lock() else { return };
+        if keys.len() >= self.entries_max {
+            let ttl = self.ttl;
+            keys.retain(|_, (_, at)| at.elapsed() < ttl);
+            while keys.len() >= self.entries_max {
+                let Some(oldest) = keys.iter().min_by_key(|(_, (_, at))| *at).map(|(id, _)| *id) else {
+                    break;
+                };
+                keys.remove(&oldest);
+            }
+        }
+        keys.insert(id, (key.clone(), Instant::now()));
+    }
+}
+
+#[async_trait::async_trait]
+impl Kms for CachedKms {
+    fn default_key_id(&self) -> &str {
+        self.inner.default_key_id()
+    }
+
+    async fn generate_key(&self, key_id: &str, context: &[u8]) -> Result<GeneratedKey, KmsError> {
+        let generated = self.inner.generate_key(key_id, context).await?;
+        self.remember(Self::id(key_id, &generated.ciphertext, context), &generated.key);
+        Ok(generated)
+    }
+
+    async fn decrypt_key(
+        &self,
+        key_id: &str,
+        ciphertext: &[u8],
+        context: &[u8],
+    ) -> Result<DataKey, KmsError> {
+        let id = Self::id(key_id, ciphertext, context);
+        if let Some(k) = self.cached(&id) {
+            return Ok(k);
+        }
+        let key = self.inner.decrypt_key(key_id, ciphertext, context).await?;
+        self.remember(id, &key);
+        Ok(key)
+    }
+
+    async fn create_key(&self, key_id: &str) -> Result<(), KmsError> {
+        self.inner.create_key(key_id).await
+    }
+
+    async fn list_keys(&self) -> Result<Vec<KeyInfo>, KmsError> {
+        self.inner.list_keys().await
+    }
+
+    async fn rotate_key(&self, key_id: &str) -> Result<KeyInfo, KmsError> {
+        self.inner.rotate_key(key_id).await
+    }
+
+    async fn status(&self) -> KmsStatus {
+        self.inner.status().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Counts decrypts; fails them all once `down`.
+    #[derive(Debug, Default)]
+    struct Counting {
+        decrypts: AtomicUsize,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl Kms for Counting {
+        fn default_key_id(&self) -> &str {
+            "k"
+        }
+        async fn generate_key(&self, _: &str, _: &[u8]) -> Result<GeneratedKey, KmsError> {
+            Ok(GeneratedKey { key: DataKey::from_bytes([1; 32]), ciphertext: vec![9] })
+        }
+        async fn decrypt_key(&self, _: &str, c: &[u8], _: &[u8]) -> Result<DataKey, KmsError> {
+            self.decrypts.fetch_add(1, Ordering::Relaxed);
+            if self.down.load(Ordering::Relaxed) {
+                return Err(KmsError::Unavailable("down".into()));
+            }
+            Ok(DataKey::from_bytes([c[0]; 32]))
+        }
+        async fn create_key(&self, _: &str) -> Result<(), KmsError> {
+            Ok(())
+        }
+        async fn list_keys(&self) -> Result<Vec<KeyInfo>, KmsError> {
+            Ok(vec![])
+        }
+        async fn rotate_key(&self, _: &str) -> Result<KeyInfo, KmsError> {
+            Err(KmsError::Decrypt)
+        }
+        async fn status(&self) -> KmsStatus {
+            KmsStatus { kind: "test", endpoint: String::new(), default_key: "k".into(), online: true }
+        }
+    }
+
+    #[tokio::test]
+    async fn keys_are_cached_for_a_bounded_time_and_count() {
+        let inner = Arc::new(Counting::default());
+        let cache = CachedKms::new(inner.clone(), Duration::from_millis(200), 2);
+        let k = cache.decrypt_key("k", &[5], b"ctx").await.expect("decrypts");
+        assert_eq!(cache.decrypt_key("k", &[5], b"ctx").await.expect("cached"), k);
+        assert_eq!(inner.decrypts.load(Ordering::Relaxed), 1);
+        // Another context or key id is another entry.
+        cache.decrypt_key("k", &[5], b"other").await.expect("decrypts");
+        assert_eq!(inner.decrypts.load(Ordering::Relaxed), 2);
+        // The KMS down: cached keys still serve, others fail.
+        inner.down.store(true, Ordering::Relaxed);
+        assert!(cache.decrypt_key("k", &[5], b"ctx").await.is_ok());
+        assert!(matches!(cache.decrypt_key("k", &[6], b"ctx").await, Err(KmsError::Unavailable(_))));
+        // Past the bound: the oldest goes.
+        inner.down.store(false, Ordering::Relaxed);
+        cache.decrypt_key("k", &[7], b"ctx").await.expect("decrypts");
+        assert!(cache.keys.lock().expect("lock").len() <= 2);
+        // Past the time: asked again.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        inner.down.store(true, Ordering::Relaxed);
+        assert!(cache.decrypt_key("k", &[7], b"ctx").await.is_err());
+        // Generated keys are remembered for their first reads.
+        inner.down.store(false, Ordering::Relaxed);
+        let g = cache.generate_key("k", b"c").await.expect("generates");
+        inner.down.store(true, Ordering::Relaxed);
+        assert_eq!(cache.decrypt_key("k", &g.ciphertext, b"c").await.expect("cached"), g.key);
+    }
+}

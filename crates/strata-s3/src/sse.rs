@@ -1,0 +1,356 @@
+//! Server-side encryption as the S3 API asks for it: the request headers of SSE-S3, SSE-KMS and
+//! SSE-C (and the bucket's default encryption) turned into the data key of a new object, the
+//! data key of a stored object recovered for a read, and the response headers AWS sends.
+//!
+//! - A new object gets a random data key and a random object id. SSE-S3 seals the key with the
+//!   KMS's default key, SSE-KMS with the key the client names (the encryption context and the
+//!   object id bound to it); SSE-C with the client's key, of which only a salted MAC is stored.
+//! - Reading an SSE-C object needs the same customer key headers (over TLS unless the operator
+//!   allows plain HTTP); they are refused on objects that are not SSE-C, as AWS refuses them.
+//!
+//! The object layer only sees an `ObjectCipher` (see `strata_object::SsePut`); the key never
+//! reaches a drive in clear.
+
+use base64::Engine;
+use http::HeaderMap;
+use md5::{Digest, Md5};
+use strata_crypto::package::ObjectCipher;
+use strata_crypto::DataKey;
+use strata_object::{BucketEncryption, SseEnvelope, SseKind, SsePut};
+use uuid::Uuid;
+
+use crate::error::{S3Error, S3ErrorCode};
+use crate::server::{Reply, Request};
+
+/// The SSE-C request headers, and the copy source's.
+pub const CUSTOMER: &str = "x-amz-server-side-encryption-customer-";
+pub const COPY_SOURCE_CUSTOMER: &str = "x-amz-copy-source-server-side-encryption-customer-";
+const SSE_C_AAD: &[u8] = b"strata sse-c v1\0";
+/// ARN prefix a client may put before a KMS key id (`arn:aws:kms:region:account:key/ID`).
+const KMS_ARN_KEY: &str = ":key/";
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim)
+}
+
+fn bad(code: S3ErrorCode, message: &str) -> S3Error {
+    S3Error::new(code, message)
+}
+
+/// What a request asks for a new object.
+#[derive(Debug)]
+pub enum SseRequest {
+    S3,
+    Kms { key_id: Option<String>, context: Option<String> },
+    C(CustomerKey),
+}
+
+/// A client's SSE-C key, checked against its MD5.
+#[derive(Debug)]
+pub struct CustomerKey {
+    key: DataKey,
+    /// Base64 MD5 of the key, as the client sent it (echoed back).
+    md5: String,
+}
+
+/// The SSE-C headers under `prefix` ([`CUSTOMER`] or [`COPY_SOURCE_CUSTOMER`]), if any, checked
+/// as AWS checks them; refused over plain HTTP unless the operator allows it.
+pub fn customer_key(req: &Request<'_>, prefix: &str) -> Result<Option<CustomerKey>, S3Error> {
+    let h = |suffix: &str| header(req.headers, &format!("{prefix}{suffix}"));
+    let (algorithm, key, md5) = (h("algorithm"), h("key"), h("key-md5"));
+    if algorithm.is_none() && key.is_none() && md5.is_none() {
+        return Ok(None);
+    }
+    if !req.tls && !req.node.config.sse_c_allow_http {
+        return Err(bad(
+            S3ErrorCode::InvalidRequest,
+            "Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.",
+        ));
+    }
+    match algorithm {
+        Some("AES256") => {}
+        Some(_) => {
+            return Err(bad(
+                S3ErrorCode::InvalidEncryptionAlgorithmError,
+                "The encryption request you specified is not valid. The valid value is AES256.",
+            ))
+        }
+        None => {
+            return Err(bad(
+                S3ErrorCode::InvalidArgument,
+                "Requests specifying Server Side Encryption with Customer provided keys must provide a valid encryption algorithm.",
+            ))
+        }
+    }
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let key =
+        key.and_then(|k| b64.decode(k).ok()).and_then(|k| DataKey::from_slice(&k).ok()).ok_or_else(|| {
+            bad(S3ErrorCode::InvalidArgument, "The secret key was invalid for the specified algorithm.")
+        })?;
+    let md5 = md5.ok_or_else(|| {
+        bad(
+            S3ErrorCode::InvalidArgument,
+            "Requests specifying Server Side Encryption with Customer provided keys must provide the client calculated MD5 of the secret key.",
+        )
+    })?;
+    let want: [u8; 16] = Md5::digest(key.as_bytes()).into();
+    if b64.decode(md5).ok().as_deref() != Some(&want[..]) {
+        return Err(bad(
+            S3ErrorCode::InvalidArgument,
+            "The calculated MD5 hash of the key did not match the hash that was provided.",
+        ));
+    }
+    Ok(Some(CustomerKey { key, md5: md5.to_owned() }))
+}
+
+/// A KMS key id as a client may write it: the id, or an ARN ending in `:key/ID`.
+fn kms_key_id(value: &str) -> String {
+    value.rsplit_once(KMS_ARN_KEY).map_or(value, |(_, id)| id).to_owned()
+}
+
+/// What a request creating an object (PutObject, CreateMultipartUpload, CopyObject's
+/// destination) asks for; the bucket's default applies when it asks for nothing.
+pub fn requested(
+    req: &Request<'_>,
+    default: Option<&BucketEncryption>,
+) -> Result<Option<SseRequest>, S3Error> {
+    let customer = customer_key(req, CUSTOMER)?;
+    let algorithm = header(req.headers, "x-amz-server-side-encryption");
+    let key_id = header(req.headers, "x-amz-server-side-encryption-aws-kms-key-id");
+    let context = header(req.headers, "x-amz-server-side-encryption-context");
+    if key_id.is_some() && algorithm != Some("aws:kms") {
+        return Err(bad(
+            S3ErrorCode::InvalidArgument,
+            "Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms",
+        ));
+    }
+    let context = context.map(parse_context).transpose()?;
+    let asked = match (algorithm, customer) {
+        (Some(_), Some(_)) => {
+            return Err(bad(
+                S3ErrorCode::InvalidArgument,
+                "Server Side Encryption with Customer provided key is incompatible with the encryption method specified",
+            ))
+        }
+        (None, Some(c)) => Some(SseRequest::C(c)),
+        (Some("AES256"), None) => Some(SseRequest::S3),
+        (Some("aws:kms"), None) => Some(SseRequest::Kms { key_id: key_id.map(kms_key_id), context }),
+        (Some(_), None) => {
+            return Err(bad(S3ErrorCode::InvalidArgument, "The encryption method specified is not supported"))
+        }
+        (None, None) => None,
+    };
+    Ok(asked.or_else(|| {
+        default.map(|d| match d.algorithm.as_str() {
+            "aws:kms" => SseRequest::Kms { key_id: d.kms_key_id.as_deref().map(kms_key_id), context: None },
+            _ => SseRequest::S3,
+        })
+    }))
+}
+
+/// `x-amz-server-side-encryption-context`: base64 of a JSON object of strings.
+fn parse_context(value: &str) -> Result<String, S3Error> {
+    let invalid = || {
+        bad(S3ErrorCode::InvalidArgument, "The encryption context is not base64 of a JSON object of strings.")
+    };
+    let json = base64::engine::general_purpose::STANDARD.decode(value).map_err(|_| invalid())?;
+    let map: std::collections::BTreeMap<String, String> =
+        serde_json::from_slice(&json).map_err(|_| invalid())?;
+    // Canonical form (sorted keys): the same context in another order decrypts too.
+    serde_json::to_string(&map).map_err(|_| invalid())
+}
+
+/// The KMS context bytes a data key is bound to: the object id, then the client's context.
+fn kms_context(object_id: Uuid, context: Option<&str>) -> Vec<u8> {
+    let mut c = object_id.as_bytes().to_vec();
+    c.extend_from_slice(context.unwrap_or("").as_bytes());
+    c
+}
+
+fn no_kms() -> S3Error {
+    bad(
+        S3ErrorCode::NotImplemented,
+        "Server-side encryption with a KMS needs a KMS: set STRATA_KMS_SECRET_KEY (or a KES endpoint).",
+    )
+}
+
+/// A fresh data key for a new object as `asked`, and what to store and return about it.
+pub async fn seal_new(
+    req: &Request<'_>,
+    asked: SseRequest,
+) -> Result<(SsePut, Option<CustomerKey>), S3Error> {
+    let object_id = Uuid::new_v4();
+    let (envelope, key, customer) = match asked {
+        SseRequest::C(customer) => {
+            let key = DataKey::generate().map_err(internal)?;
+            let sealed_key =
+                customer.key.seal_key(&key, &[SSE_C_AAD, object_id.as_bytes()].concat()).map_err(internal)?;
+            let key_mac = Some(customer.key.key_mac().map_err(internal)?);
+            let envelope = SseEnvelope {
+                kind: SseKind::C,
+                object_id,
+                sealed_key,
+                kms_key_id: None,
+                context: None,
+                key_mac,
+            };
+            (envelope, key, Some(customer))
+        }
+        SseRequest::S3 | SseRequest::Kms { .. } => {
+            let kms = req.node.kms.as_ref().ok_or_else(no_kms)?;
+            let (kind, key_id, context) = match asked {
+                SseRequest::Kms { key_id, context } => {
+                    (SseKind::Kms, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
+                }
+                _ => (SseKind::S3, kms.default_key_id().to_owned(), None),
+            };
+            let generated = kms.generate_key(&key_id, &kms_context(object_id, context.as_deref())).await?;
+            let envelope = SseEnvelope {
+                kind,
+                object_id,
+                sealed_key: generated.ciphertext,
+                kms_key_id: Some(key_id),
+                context,
+                key_mac: None,
+            };
+            (envelope, generated.key, None)
+        }
+    };
+    let cipher = ObjectCipher::new(&key, *object_id.as_bytes());
+    // The plaintext MD5 is the ETag of SSE-S3 objects, and what a Content-MD5 is checked against.
+    let plain_md5 = envelope.kind == SseKind::S3 || req.headers.contains_key("content-md5");
+    Ok((SsePut { envelope, cipher, plain_md5 }, customer))
+}
+
+/// The encryption of a new object in `bucket`: what the request asks, or the bucket's default.
+pub async fn for_new_object(
+    req: &Request<'_>,
+    bucket: &str,
+) -> Result<(Option<SsePut>, Option<CustomerKey>), S3Error> {
+    let default = req.node.layer.with_bucket_record(bucket, |r| r.encryption.clone())?;
+    match requested(req, default.as_ref())? {
+        Some(asked) => {
+            let (put, customer) = seal_new(req, asked).await?;
+            Ok((Some(put), customer))
+        }
+        None => Ok((None, None)),
+    }
+}
+
+fn internal(e: strata_crypto::CryptoError) -> S3Error {
+    tracing::error!(error = %e, "encryption");
+    bad(S3ErrorCode::InternalError, "We encountered an internal error. Please try again.")
+}
+
+/// The cipher of a stored object's data, from the KMS or from the request's SSE-C key
+/// (`prefix`: [`CUSTOMER`], or [`COPY_SOURCE_CUSTOMER`] for a copy's source). Also the key's MD5
+/// to echo. Customer key headers on an object that is not SSE-C are refused, as AWS does.
+pub async fn open_stored(
+    req: &Request<'_>,
+    envelope: Option<&SseEnvelope>,
+    prefix: &str,
+) -> Result<(Option<ObjectCipher>, Option<String>), S3Error> {
+    let customer = customer_key(req, prefix)?;
+    let Some(envelope) = envelope else {
+        return match customer {
+            Some(_) => Err(not_applicable()),
+            None => Ok((None, None)),
+        };
+    };
+    let object_id = envelope.object_id;
+    let key = match envelope.kind {
+        SseKind::C => {
+            let customer = customer.ok_or_else(|| {
+                bad(
+                    S3ErrorCode::InvalidRequest,
+                    "The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.",
+                )
+            })?;
+            let mac = envelope.key_mac.as_deref().unwrap_or_default();
+            if !customer.key.matches_mac(mac) {
+                return Err(bad(S3ErrorCode::AccessDenied, "Access Denied"));
+            }
+            let key = customer
+                .key
+                .open_key(&envelope.sealed_key, &[SSE_C_AAD, object_id.as_bytes()].concat())
+                .map_err(|_| bad(S3ErrorCode::AccessDenied, "Access Denied"))?;
+            return Ok((Some(ObjectCipher::new(&key, *object_id.as_bytes())), Some(customer.md5)));
+        }
+        SseKind::S3 | SseKind::Kms => {
+            if customer.is_some() {
+                return Err(not_applicable());
+            }
+            let kms = req.node.kms.as_ref().ok_or_else(no_kms)?;
+            let key_id = envelope.kms_key_id.as_deref().unwrap_or(kms.default_key_id());
+            let context = kms_context(object_id, envelope.context.as_deref());
+            kms.decrypt_key(key_id, &envelope.sealed_key, &context).await?
+        }
+    };
+    Ok((Some(ObjectCipher::new(&key, *object_id.as_bytes())), None))
+}
+
+/// How a part of an upload is sealed: the upload's envelope with its data key (from the KMS, or
+/// from the part request's SSE-C key, which must be the upload's). Also the key MD5 to echo.
+pub async fn for_part(
+    req: &Request<'_>,
+    envelope: Option<&SseEnvelope>,
+    prefix: &str,
+) -> Result<(Option<SsePut>, Option<String>), S3Error> {
+    let (cipher, customer_md5) = open_stored(req, envelope, prefix).await?;
+    let put = match (envelope, cipher) {
+        (Some(envelope), Some(cipher)) => {
+            let plain_md5 = envelope.kind == SseKind::S3 || req.headers.contains_key("content-md5");
+            Some(SsePut { envelope: envelope.clone(), cipher, plain_md5 })
+        }
+        _ => None,
+    };
+    Ok((put, customer_md5))
+}
+
+fn not_applicable() -> S3Error {
+    bad(S3ErrorCode::InvalidRequest, "The encryption parameters are not applicable to this object.")
+}
+
+/// The encryption response headers AWS sends with an object (PUT, GET, HEAD, copies, parts).
+pub fn with_headers(mut reply: Reply, envelope: Option<&SseEnvelope>, customer_md5: Option<&str>) -> Reply {
+    let Some(e) = envelope else { return reply };
+    match e.kind {
+        SseKind::S3 => reply = reply.header("x-amz-server-side-encryption", "AES256"),
+        SseKind::Kms => {
+            reply = reply.header("x-amz-server-side-encryption", "aws:kms");
+            if let Some(id) = &e.kms_key_id {
+                reply = reply.header("x-amz-server-side-encryption-aws-kms-key-id", id);
+            }
+        }
+        SseKind::C => {
+            reply = reply.header("x-amz-server-side-encryption-customer-algorithm", "AES256");
+            if let Some(md5) = customer_md5 {
+                reply = reply.header("x-amz-server-side-encryption-customer-key-md5", md5);
+            }
+        }
+    }
+    reply
+}
+
+impl CustomerKey {
+    /// The key's MD5 as the client sent it.
+    pub fn md5(&self) -> &str {
+        &self.md5
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kms_key_ids_and_contexts() {
+        assert_eq!(kms_key_id("my-key"), "my-key");
+        assert_eq!(kms_key_id("arn:aws:kms:us-east-1:123456789012:key/my-key"), "my-key");
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        assert_eq!(parse_context(&b64(r#"{"b":"2","a":"1"}"#)).expect("ok"), r#"{"a":"1","b":"2"}"#);
+        for bad in [b64("[1]"), b64(r#"{"a":1}"#), "not base64!".to_owned(), b64("{")] {
+            assert_eq!(parse_context(&bad).map_err(|e| e.code), Err(S3ErrorCode::InvalidArgument), "{bad}");
+        }
+    }
+}
