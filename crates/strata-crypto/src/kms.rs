@@ -4,7 +4,7 @@
 //! an opaque ciphertext of it, to store beside the object) and decrypts such ciphertexts again;
 //! an encryption context (bytes the caller chooses) is bound to each ciphertext and must be
 //! given again to decrypt. The built-in KMS (`strata-s3`'s `kms` module over [`crate::keyring`])
-//! and an external one (KES) both implement it.
+//! and an external one (an OpenBao / Vault transit engine) both implement it.
 
 use base64::Engine;
 
@@ -69,7 +69,7 @@ pub struct KeyInfo {
 /// A KMS's state, for `strata admin kms key status`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KmsStatus {
-    /// `builtin`, `kes`, ...
+    /// `builtin`, `vault-transit`.
     pub kind: &'static str,
     /// Where it is (an endpoint), or empty.
     pub endpoint: String,

@@ -36,7 +36,7 @@ pub async fn serve(node: &Node, method: &Method, op: &str, query: &Query) -> Res
     let Some(kms) = &node.kms else {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
-            "No KMS is configured (set STRATA_KMS_SECRET_KEY, or a KES endpoint).",
+            "No KMS is configured (set STRATA_KMS_SECRET_KEY, or STRATA_KMS_VAULT_ENDPOINT).",
         ));
     };
     let name = || {

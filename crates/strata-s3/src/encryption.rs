@@ -94,7 +94,7 @@ pub async fn put_bucket_encryption(
     if req.node.kms.is_none() {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
-            "Server-side encryption with a KMS needs a KMS: set STRATA_KMS_SECRET_KEY (or a KES endpoint).",
+            "Server-side encryption with a KMS needs a KMS: set STRATA_KMS_SECRET_KEY (or STRATA_KMS_VAULT_ENDPOINT).",
         ));
     }
     req.node.layer.update_bucket(bucket, |r| r.encryption = Some(config)).await?;

@@ -20,7 +20,8 @@
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
 //! - [`kms`]: the built-in KMS (named keys sealed by the master key, stored in the system
-//!   bucket); [`kes`] an external one (MinIO's KES); [`kms_cache`] the data key cache in front of
+//!   bucket); [`vault`] an external one (the transit engine of OpenBao or
+//!   Vault); [`kms_cache`] the data key cache in front of
 //!   either; [`admin_kms`] their admin operations.
 //! - [`sts`]: STS `AssumeRole` and `AssumeRoleWithWebIdentity` (temporary credentials), at
 //!   `POST /` with a form body; [`oidc`] verifies OpenID Connect identity tokens.
@@ -52,7 +53,6 @@ pub mod encryption;
 pub mod error;
 pub mod headers;
 pub mod iam;
-pub mod kes;
 pub mod kms;
 pub mod kms_cache;
 pub mod multipart;
@@ -70,6 +70,7 @@ pub mod sse;
 pub mod sts;
 pub mod tagging;
 pub mod tls;
+pub mod vault;
 pub mod versioning;
 pub mod xml;
 

@@ -170,7 +170,7 @@ fn kms_context(object_id: Uuid, context: Option<&str>) -> Vec<u8> {
 fn no_kms() -> S3Error {
     bad(
         S3ErrorCode::NotImplemented,
-        "Server-side encryption with a KMS needs a KMS: set STRATA_KMS_SECRET_KEY (or a KES endpoint).",
+        "Server-side encryption with a KMS needs a KMS: set STRATA_KMS_SECRET_KEY (or STRATA_KMS_VAULT_ENDPOINT).",
     )
 }
 

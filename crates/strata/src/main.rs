@@ -420,21 +420,21 @@ async fn server(args: ServerArgs) -> Result<()> {
     Ok(())
 }
 
-/// The KMS: KES when `STRATA_KMS_KES_ENDPOINT` (or MinIO's `MINIO_KMS_KES_ENDPOINT`) is set,
+/// The KMS: an OpenBao / Vault transit engine when `STRATA_KMS_VAULT_ENDPOINT` is set,
 /// else the built-in one when `STRATA_KMS_SECRET_KEY` (or `MINIO_KMS_SECRET_KEY`) holds a master
 /// key `name:base64key`; with a cache of decrypted data keys in front (`STRATA_KMS_CACHE_TTL`).
 async fn kms_from_env(
     layer: &Arc<strata_object::ObjectLayer>,
 ) -> Result<Option<Arc<dyn strata_crypto::Kms>>> {
     let kms: Arc<dyn strata_crypto::Kms> =
-        match strata_s3::kes::KesConfig::from_env().map_err(anyhow::Error::msg)? {
+        match strata_s3::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)? {
             Some(config) => {
-                let kes = strata_s3::kes::KesKms::start(config)
+                let vault = strata_s3::vault::VaultKms::start(config)
                     .await
                     .map_err(anyhow::Error::msg)
-                    .context("starting the KES client")?;
-                tracing::info!(kms = ?kes, "external KMS ready");
-                Arc::new(kes)
+                    .context("starting the KMS client (STRATA_KMS_VAULT_*)")?;
+                tracing::info!(kms = ?vault, "external KMS ready");
+                Arc::new(vault)
             }
             None => {
                 let (var, value) =
