@@ -100,9 +100,12 @@ cluster_addr = "http://127.0.0.1:{free_port()}"
 
 @pytest.fixture
 def bao(tmp_path):
-    b = Bao(tmp_path).start()
-    yield b
-    b.stop()
+    b = Bao(tmp_path)
+    try:
+        b.start()
+        yield b
+    finally:
+        b.stop()  # also when it never became ready
 
 
 def error(call, **kwargs):
