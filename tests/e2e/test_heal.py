@@ -175,7 +175,6 @@ def test_writes_that_missed_a_drive_heal_without_a_command():
         d4 = server.drives[3]
         fmt = d4 / ".strata.sys" / "format.json"
         fmt.rename(fmt.with_name("format.json.away"))  # the drive is offline
-        time.sleep(0.3)  # record reads notice within 250 ms (writes at once)
         objects = put_mixed(s3, "heal-w", 6)
         for (bucket, key), data in objects.items():  # reads while it is away queue no work
             assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data

@@ -34,7 +34,7 @@ pub(crate) fn data_path(data_dir: &Path, id: Uuid) -> PathBuf {
 pub struct LocalDrive {
     endpoint: String,
     fs: Arc<dyn Fs>,
-    sys: PathBuf,
+    sys: SysDir,
     tmp: PathBuf,
     data: PathBuf,
     /// Swapped for a new one when a wiped drive is formatted again in its slot.
@@ -45,8 +45,6 @@ pub struct LocalDrive {
     index_rebuilt: bool,
     /// The drive's folder, held under an exclusive lock while the drive is open.
     _lock: Box<dyn Send + Sync>,
-    /// When the format record was last seen (see [`LocalDrive::ensure_online_for_read`]).
-    online_seen: OnlineSeen,
 }
 
 /// How long a sighting of the format record vouches for a record read. A metadata lookup is a
@@ -73,6 +71,26 @@ impl OnlineSeen {
 
     fn record(&self) {
         self.0.store(Self::now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn forget(&self) {
+        self.0.store(0, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// A drive's system folder, with the last sighting of its format record: every check of it,
+/// on any thread, shares the sighting, and a failed one forgets it, so record reads stop
+/// trusting the drive as soon as anything finds it gone.
+#[derive(Clone)]
+struct SysDir {
+    path: PathBuf,
+    seen: Arc<OnlineSeen>,
+}
+
+impl std::ops::Deref for SysDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -259,13 +277,12 @@ impl LocalDrive {
         Ok(Self {
             endpoint,
             fs,
-            sys,
+            sys: SysDir { path: sys, seen: Arc::default() },
             tmp,
             data,
             index: std::sync::RwLock::new(Arc::new(index)),
             pending: Mutex::new(HashMap::new()),
             index_rebuilt,
-            online_seen: OnlineSeen::default(),
             _lock: lock,
         })
     }
@@ -290,30 +307,34 @@ impl LocalDrive {
     }
 
     /// A drive whose folder vanished is offline, even though open files still work.
-    fn ensure_online(fs: &dyn Fs, sys: &Path) -> DriveResult<()> {
+    fn ensure_online(fs: &dyn Fs, sys: &SysDir) -> DriveResult<()> {
         match fs.metadata(&sys.join(FORMAT_FILE)) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(DriveError::Offline(format!(
-                "{}: no format record ({e}): a wiped or new drive, formatted again in its slot shortly",
-                sys.display()
-            ))),
+            Ok(_) => {
+                sys.seen.record();
+                Ok(())
+            }
+            Err(e) => {
+                sys.seen.forget();
+                Err(DriveError::Offline(format!(
+                    "{}: no format record ({e}): a wiped or new drive, formatted again in its slot shortly",
+                    sys.display()
+                )))
+            }
         }
     }
 
-    /// [`Self::ensure_online`] for record reads: one `stat` per [`ONLINE_RECHECK`]. A read in
-    /// that window from a drive just wiped still sees the records its open index holds, which
+    /// [`Self::ensure_online`] for record reads: one `stat` per [`ONLINE_RECHECK`] unless a
+    /// check failed meanwhile. A read in that window from a drive just wiped still sees the records its open index holds, which
     /// are as true as a moment before (and every shard block is bitrot-checked anyway).
     fn ensure_online_for_read(&self) -> DriveResult<()> {
-        if self.online_seen.fresh() {
+        if self.sys.seen.fresh() {
             return Ok(());
         }
-        Self::ensure_online(self.fs.as_ref(), &self.sys)?;
-        self.online_seen.record();
-        Ok(())
+        Self::ensure_online(self.fs.as_ref(), &self.sys)
     }
 
     /// (fs, sys) for a blocking closure.
-    fn at(&self) -> (Arc<dyn Fs>, PathBuf) {
+    fn at(&self) -> (Arc<dyn Fs>, SysDir) {
         (self.fs.clone(), self.sys.clone())
     }
 }

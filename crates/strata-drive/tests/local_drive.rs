@@ -303,8 +303,9 @@ async fn wait_until(cond: impl Fn() -> bool) {
     panic!("condition not reached in 5 s");
 }
 
-/// A wiped drive: writes refuse at once (nothing acknowledged on a drive that is gone); record
-/// reads share one `stat` per interval, so they notice within a quarter second.
+/// A wiped drive: writes refuse at once (nothing acknowledged on a drive that is gone), and a
+/// refused write makes record reads check again too; left alone, record reads (one `stat` per
+/// interval) notice within a quarter second.
 #[tokio::test]
 async fn a_wiped_drive_refuses_writes_at_once_and_reads_soon_after() {
     let (dir, d) = drive().await;
@@ -324,9 +325,33 @@ async fn a_wiped_drive_refuses_writes_at_once_and_reads_soon_after() {
     }
     let write = d.commit_version("b", "k2", v, Some(Bytes::from_static(b"abc")), Uuid::new_v4()).await;
     assert!(matches!(write, Err(DriveError::Offline(_))), "{write:?}");
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let read = d.read_record("b", "k", true).await;
     assert!(matches!(read, Err(DriveError::Offline(_))), "{read:?}");
+}
+
+#[tokio::test]
+async fn record_reads_alone_notice_a_wiped_drive_within_the_recheck_interval() {
+    let (dir, d) = drive().await;
+    d.commit_version(
+        "b",
+        "k",
+        version(DataLocation::Inline(Uuid::new_v4()), 3),
+        Some(Bytes::from_static(b"abc")),
+        Uuid::new_v4(),
+    )
+    .await
+    .expect("commit");
+    d.read_record("b", "k", true).await.expect("read while present");
+    let wiped = std::time::Instant::now();
+    std::fs::remove_dir_all(dir.path().join(".strata.sys")).expect("wipe");
+    loop {
+        match d.read_record("b", "k", true).await {
+            Err(DriveError::Offline(_)) => break,
+            other => assert!(wiped.elapsed() < std::time::Duration::from_secs(2), "still read: {other:?}"),
+        }
+        tokio::task::yield_now().await;
+    }
+    assert!(wiped.elapsed() < std::time::Duration::from_secs(2));
 }
 
 /// Wiped while the server ran, a drive may keep a state file written mid-wipe: still blank, so
