@@ -121,6 +121,7 @@ class Nats:
 
 def notify_env(hook, nats=None):
     env = {
+        "STRATA_PROMETHEUS_AUTH_TYPE": "public",  # the tests wait on the queue metrics
         "MINIO_NOTIFY_WEBHOOK_ENABLE_1": "on",
         "MINIO_NOTIFY_WEBHOOK_ENDPOINT_1": f"http://127.0.0.1:{hook.port}/events",
         "MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_1": TOKEN,
@@ -260,7 +261,8 @@ def test_webhook_receives_every_event_in_order(notified, hook):
     s3.delete_object(Bucket="events", Key="in/a b.txt")
     s3.delete_objects(Bucket="events", Delete={"Objects": [{"Key": "in/copy"}, {"Key": "in/multi"}]})
     wait_for(lambda: len(hook.events) >= 9, timeout=30, what="9 events")
-    time.sleep(0.5)
+    # Nothing more is on its way once the server's queue for the target is empty.
+    wait_for(lambda: metric_value(scrape(notified), "strata_notify_queue_depth") == 0, what="an empty queue")
     assert hook.bad_auth == 0
     records = hook.records()
     got = [(r["eventName"], r["s3"]["object"]["key"]) for r in records]
@@ -304,7 +306,8 @@ def test_nats_receives_events(hook):
             s3.put_object(Bucket="natsb", Key=f"data/{i}.csv", Body=b"x" * i)
         s3.put_object(Bucket="natsb", Key="data/ignored.txt", Body=b"x")
         wait_for(lambda: len(nats.messages) >= 5, timeout=30, what="5 NATS messages")
-        time.sleep(0.3)
+        wait_for(lambda: metric_value(scrape(server), "strata_notify_queue_depth", NATS_ARN) == 0,
+                 what="an empty queue")
         keys = [m["Records"][0]["s3"]["object"]["key"] for m in nats.messages]
         assert keys == [f"data/{i}.csv" for i in range(5)]
         assert [m["Records"][0]["s3"]["object"]["size"] for m in nats.messages] == list(range(5))
@@ -319,15 +322,15 @@ def scrape(server):
         return r.read().decode()
 
 
-def metric_value(text, name):
+def metric_value(text, name, arn=WEBHOOK_ARN):
     for line in text.splitlines():
-        if line.startswith(name + "{") and WEBHOOK_ARN in line:
+        if line.startswith(name + "{") and arn in line:
             return float(line.split()[-1])
     return None
 
 
 def test_target_down_then_up_and_across_restart(hook):
-    env = dict(notify_env(hook), STRATA_PROMETHEUS_AUTH_TYPE="public")
+    env = notify_env(hook)
     server = Server(env=env).start()
     try:
         s3 = server.client()
@@ -350,14 +353,13 @@ def test_target_down_then_up_and_across_restart(hook):
         assert metric_value(scrape(server), "strata_notify_queue_depth") == 21
         hook.start()
         wait_for(lambda: len(hook.events) >= 21, timeout=60, what="21 events after the target came up")
-        time.sleep(0.5)
+        wait_for(lambda: metric_value(scrape(server), "strata_notify_queue_depth") == 0, timeout=10,
+                 what="an empty queue")
         records = hook.records()
         got = [(r["eventName"], r["s3"]["object"]["key"], r["s3"]["object"].get("eTag")) for r in records]
         # Every event, each once here (at-least-once allows repeats only after a crash mid-send).
         expected = [("ObjectCreated:Put", f"k{i % 4}", hashlib.md5(f"v{i}".encode()).hexdigest()) for i in range(20)]
         assert got == expected + [("ObjectRemoved:Delete", "k0", None)]
-        wait_for(lambda: metric_value(scrape(server), "strata_notify_queue_depth") == 0, timeout=10,
-                 what="an empty queue")
         assert metric_value(scrape(server), "strata_notify_deliveries_total") == 21
     finally:
         server.cleanup()
