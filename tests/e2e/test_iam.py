@@ -208,6 +208,19 @@ def test_service_account_narrowed_and_expiring(server, s3, bucket, tmp_path):
     admin(server, "user", "disable", "app")
     assert code(svc.get_object, Bucket=bucket, Key="by-parent") == "InvalidAccessKeyId"
     admin(server, "user", "enable", "app")
+    # One service account disabled alone: it stops, its parent and siblings do not.
+    sibling = json.loads(admin(server, "svcacct", "add", "app", "--json").stdout)
+    admin(server, "svcacct", "disable", made["accessKey"])
+    assert code(svc.get_object, Bucket=bucket, Key="by-parent") == "InvalidAccessKeyId"
+    info = json.loads(admin(server, "svcacct", "info", made["accessKey"], "--json").stdout)
+    assert info["status"] == "disabled"
+    assert parent.get_object(Bucket=bucket, Key="by-parent")["Body"].read() == b"p"
+    other = client(server, sibling["accessKey"], sibling["secretKey"])
+    assert other.get_object(Bucket=bucket, Key="by-parent")["Body"].read() == b"p"
+    admin(server, "svcacct", "enable", made["accessKey"])
+    assert svc.get_object(Bucket=bucket, Key="by-parent")["Body"].read() == b"p"
+    refused = admin(server, "svcacct", "disable", "nobody", check=False)
+    assert refused.returncode != 0 and "nobody" in refused.stderr
     # An expiring one works until its time, then is refused.
     out = admin(server, "svcacct", "add", "app", "--key", "shortlived", "--secret", "shortlived-secret",
                 "--expires-in", "2s", "--json")

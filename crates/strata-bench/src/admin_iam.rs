@@ -175,6 +175,20 @@ pub enum SvcacctCommand {
         #[command(flatten)]
         out: Out,
     },
+    /// Let a disabled service account sign again.
+    Enable {
+        #[arg(value_name = "ACCESS_KEY")]
+        key: String,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Stop one service account signing (its user and other keys keep working).
+    Disable {
+        #[arg(value_name = "ACCESS_KEY")]
+        key: String,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Service accounts (of one user).
     List {
         parent: Option<String>,
@@ -391,6 +405,12 @@ pub async fn svcacct(cmd: SvcacctCommand) -> Result<()> {
         SvcacctCommand::Remove { key, out } => {
             let a = call(&out, Method::DELETE, "iam/svcacct", &q(&key)).await?;
             print(&out, &a, |_| format!("removed service account {key}"))
+        }
+        SvcacctCommand::Enable { key, out } => {
+            status(&out, "iam/svcacct/status", ("accessKey", &key), true).await
+        }
+        SvcacctCommand::Disable { key, out } => {
+            status(&out, "iam/svcacct/status", ("accessKey", &key), false).await
         }
         SvcacctCommand::List { parent, out } => {
             let query = parent.map(|p| format!("parent={}", enc(&p))).unwrap_or_default();

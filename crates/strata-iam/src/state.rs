@@ -403,6 +403,16 @@ impl IamState {
         Ok(())
     }
 
+    /// Enables or disables one service account (its parent and siblings are untouched).
+    pub fn set_service_account_status(&mut self, access_key: &str, status: Status) -> Result<(), IamError> {
+        let svc = self
+            .service_accounts
+            .get_mut(access_key)
+            .ok_or_else(|| IamError::NoSuchServiceAccount(access_key.to_owned()))?;
+        svc.status = status;
+        Ok(())
+    }
+
     pub fn remove_service_account(&mut self, access_key: &str) -> Result<(), IamError> {
         self.service_accounts
             .remove(access_key)

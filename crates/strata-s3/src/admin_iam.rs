@@ -21,6 +21,7 @@
 //! | `PUT iam/svcacct?parent=` `{"accessKey"?, "secretKey"?, "policy"?, "expiry"?}` | adds a service account; answers its secret | `admin:CreateServiceAccount` |
 //! | `GET iam/svcaccts?parent=`, `GET iam/svcacct?accessKey=` | | `admin:ListServiceAccounts` |
 //! | `DELETE iam/svcacct?accessKey=` | | `admin:RemoveServiceAccount` |
+//! | `POST iam/svcacct/status?accessKey=&status=enabled\|disabled` | | `admin:UpdateServiceAccount` |
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -80,6 +81,7 @@ pub fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> 
         (&Method::PUT, "iam/svcacct") => "admin:CreateServiceAccount",
         (&Method::GET, "iam/svcaccts" | "iam/svcacct") => "admin:ListServiceAccounts",
         (&Method::DELETE, "iam/svcacct") => "admin:RemoveServiceAccount",
+        (&Method::POST, "iam/svcacct/status") => "admin:UpdateServiceAccount",
         _ => return None,
     })
 }
@@ -168,6 +170,11 @@ pub async fn serve(
         (&Method::DELETE, "iam/svcacct") => {
             let key = required(query, "accessKey")?;
             change(node, |s| s.remove_service_account(key)).await?;
+            ok()
+        }
+        (&Method::POST, "iam/svcacct/status") => {
+            let (key, status) = (required(query, "accessKey")?, status(query)?);
+            change(node, |s| s.set_service_account_status(key, status)).await?;
             ok()
         }
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
