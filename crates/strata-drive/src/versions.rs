@@ -266,6 +266,7 @@ mod tests {
             retention: None,
             legal_hold: false,
             sse: None,
+            acl: None,
         }
     }
 

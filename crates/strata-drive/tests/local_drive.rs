@@ -32,6 +32,7 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     }
 }
 

@@ -43,6 +43,7 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     };
     d.put_upload("b", upload).await.expect("upload");
     let part = part_file(&d, 1).await;
@@ -63,6 +64,7 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     };
     let op = Uuid::new_v4();
     d.complete_upload("b", "k", upload_id, version, op).await.expect("complete");

@@ -33,6 +33,7 @@ fn version(id: Option<u128>, mod_time: u64) -> ObjectVersion {
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     }
 }
 

@@ -151,6 +151,9 @@ pub struct UploadRecord {
     /// The encryption every part is sealed with (each part its own segment).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse: Option<Box<SseEnvelope>>,
+    /// Owner and ACL the completed object gets (`None`: the bucket owner's, private).
+    #[serde(default)]
+    pub acl: Option<Acl>,
 }
 
 impl UploadRecord {
@@ -255,6 +258,10 @@ pub struct ObjectVersion {
     /// packages' (see `strata_crypto::package`); the plain sizes follow from them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sse: Option<Box<SseEnvelope>>,
+    /// The version's owner and ACL (`None`: owned by the bucket owner, private; records
+    /// written before ACLs existed read so).
+    #[serde(default)]
+    pub acl: Option<Acl>,
 }
 
 /// An object lock retention period of one version.
@@ -429,6 +436,14 @@ pub struct BucketRecord {
     /// Default encryption of new objects sent without encryption headers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encryption: Option<BucketEncryption>,
+    /// The bucket's owner and ACL (`None`: owned by the root user, private; records written
+    /// before owners existed read so).
+    #[serde(default)]
+    pub acl: Option<Acl>,
+    /// The bucket's ownership controls (absent in older records: `BucketOwnerEnforced`, which
+    /// is what every bucket had then).
+    #[serde(default)]
+    pub object_ownership: ObjectOwnership,
 }
 
 /// The three kinds of entries of S3's NotificationConfiguration; they differ only in the
@@ -454,6 +469,76 @@ pub struct NotificationRule {
     pub prefix: String,
     #[serde(default)]
     pub suffix: String,
+}
+
+/// S3 object ownership: who owns new objects, and whether ACLs count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ObjectOwnership {
+    /// ACLs are disabled; the bucket owner owns every object.
+    #[default]
+    BucketOwnerEnforced,
+    /// The writer owns a new object, unless it is written with `bucket-owner-full-control`.
+    BucketOwnerPreferred,
+    /// The writer owns a new object.
+    ObjectWriter,
+    /// No ownership controls (deleted, or never set): behaves as `ObjectWriter`, and
+    /// GetBucketOwnershipControls finds none.
+    NotSet,
+}
+
+impl ObjectOwnership {
+    /// Do ACLs grant access in this bucket?
+    pub fn acls_enabled(self) -> bool {
+        self != ObjectOwnership::BucketOwnerEnforced
+    }
+}
+
+/// An owner (or grantee): canonical user id and display name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    pub id: String,
+    pub display_name: String,
+}
+
+/// The predefined groups an ACL can grant to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Group {
+    /// Everyone, signed or not.
+    AllUsers,
+    /// Every signed request.
+    AuthenticatedUsers,
+    /// The log delivery group (grants nothing in Strata, which writes no access logs).
+    LogDelivery,
+}
+
+/// Who a grant is for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Grantee {
+    User(Owner),
+    Group(Group),
+}
+
+/// An ACL permission, as S3 names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Permission {
+    FullControl,
+    Read,
+    Write,
+    ReadAcp,
+    WriteAcp,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    pub grantee: Grantee,
+    pub permission: Permission,
+}
+
+/// A resource's owner and access control list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Acl {
+    pub owner: Owner,
+    pub grants: Vec<Grant>,
 }
 
 /// A bucket's object lock configuration.
@@ -591,6 +676,7 @@ mod tests {
                 retention: None,
                 legal_hold: false,
                 sse: None,
+                acl: None,
             }],
         }
     }
@@ -606,6 +692,55 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
+    }
+
+    /// Encodes `value` as a record without the fields named in `drop` (what an older release
+    /// wrote, before they existed).
+    fn without<T: Serialize>(value: &T, drop: &[&str]) -> Vec<u8> {
+        fn strip(v: &mut serde_json::Value, drop: &[&str]) {
+            match v {
+                serde_json::Value::Object(map) => {
+                    for d in drop {
+                        map.remove(*d);
+                    }
+                    map.values_mut().for_each(|v| strip(v, drop));
+                }
+                serde_json::Value::Array(items) => items.iter_mut().for_each(|v| strip(v, drop)),
+                _ => {}
+            }
+        }
+        let mut json = serde_json::to_value(value).expect("to json");
+        strip(&mut json, drop);
+        encode(&json)
+    }
+
+    #[test]
+    fn records_from_before_acls_read() {
+        // The object record as the previous release wrote it: the version map without its last
+        // field, `acl` (MessagePack: fixmap of 15 → 14 entries, `"acl": nil` cut off the end).
+        let mut old = sample().encode();
+        assert!(old.ends_with(&[0xa3, b'a', b'c', b'l', 0xc0]));
+        old.truncate(old.len() - 5);
+        let map = old.windows(2).position(|w| w == [0x91, 0x8f]).expect("one version of 15 fields") + 1;
+        old[map] = 0x8e;
+        assert_eq!(ObjectRecord::decode(&old), Ok(sample()));
+        let bucket = BucketRecord { created: 5, ..Default::default() };
+        let old = without(&bucket, &["acl", "object_ownership"]);
+        let read = BucketRecord::decode(&old).expect("decodes");
+        assert_eq!(read.object_ownership, ObjectOwnership::BucketOwnerEnforced);
+        assert_eq!(read.acl, None);
+        let owned = BucketRecord {
+            acl: Some(Acl {
+                owner: Owner { id: "ab".into(), display_name: "alice".into() },
+                grants: vec![Grant {
+                    grantee: Grantee::Group(Group::AllUsers),
+                    permission: Permission::Read,
+                }],
+            }),
+            object_ownership: ObjectOwnership::NotSet,
+            ..bucket
+        };
+        assert_eq!(BucketRecord::decode(&owned.encode()), Ok(owned));
     }
 
     #[test]
@@ -709,6 +844,7 @@ mod tests {
             retention: None,
             legal_hold: false,
             sse: None,
+            acl: None,
         };
         assert_eq!(UploadRecord::decode(&upload.encode()), Ok(upload.clone()));
         let mut bad = upload;

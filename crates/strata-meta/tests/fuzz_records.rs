@@ -44,6 +44,7 @@ fn record() -> ObjectRecord {
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     };
     ObjectRecord {
         versions: vec![
@@ -89,6 +90,7 @@ fn fuzz_upload_records_and_parts() {
         retention: None,
         legal_hold: false,
         sse: None,
+        acl: None,
     }
     .encode();
     strata_types::fuzz::run("upload record", &[&upload], |bytes| {

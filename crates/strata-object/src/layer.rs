@@ -264,16 +264,22 @@ impl ObjectLayer {
 
     /// Creates a bucket; with `object_lock`, one with object lock enabled (and so versioning).
     pub async fn make_bucket_with(&self, bucket: &str, object_lock: bool) -> Result<(), ObjectError> {
-        let created = strata_types::time::now_nanos();
         let record = match object_lock {
             true => BucketRecord {
-                created,
                 versioning: strata_meta::Versioning::Enabled,
                 object_lock: Some(Default::default()),
                 ..Default::default()
             },
-            false => BucketRecord { created, ..Default::default() },
+            false => BucketRecord::default(),
         };
+        self.make_bucket_record(bucket, record).await
+    }
+
+    /// Makes a bucket whose record starts as `record` (owner, ownership controls, ACL,
+    /// versioning, object lock); its creation time is now.
+    pub async fn make_bucket_record(&self, bucket: &str, record: BucketRecord) -> Result<(), ObjectError> {
+        let created = strata_types::time::now_nanos();
+        let record = BucketRecord { created, ..record };
         let encoded = record.encode();
         let results = join_all(self.all_drives().map(|d| {
             let record = encoded.clone();

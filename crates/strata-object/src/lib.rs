@@ -60,8 +60,8 @@ pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use sse::SsePut;
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{
-    BucketRecord, CorsRule, DefaultRetention, ObjectLockConfig, PartInfo, PublicAccessBlock, Retention,
-    RetentionMode, UploadRecord, Versioning,
+    Acl, BucketRecord, CorsRule, DefaultRetention, Grant, Grantee, Group, ObjectLockConfig, ObjectOwnership,
+    Owner, PartInfo, Permission, PublicAccessBlock, Retention, RetentionMode, UploadRecord, Versioning,
 };
 pub use versions::{DeleteOutcome, VersionEntry, VersionsPage, VersionsRequest};
 
@@ -103,6 +103,8 @@ pub struct ObjectInfo {
     /// How the object is encrypted at rest, if it is (`size` and part sizes are then still the
     /// plaintext's).
     pub sse: Option<strata_meta::SseEnvelope>,
+    /// Owner and ACL (`None`: the bucket owner's, private).
+    pub acl: Option<strata_meta::Acl>,
 }
 
 impl ObjectInfo {
@@ -134,6 +136,7 @@ impl ObjectInfo {
             retention: v.retention,
             legal_hold: v.legal_hold,
             sse: v.sse.as_deref().cloned(),
+            acl: v.acl.clone(),
         }
     }
 }

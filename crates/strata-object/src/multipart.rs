@@ -140,6 +140,7 @@ impl ObjectLayer {
             retention: opts.retention,
             legal_hold: opts.legal_hold,
             sse: opts.sse.map(|s| Box::new(s.envelope)),
+            acl: opts.acl,
         };
         let results = on_drives(set, |i, d| {
             let mut r = record.clone();
@@ -405,6 +406,7 @@ impl ObjectLayer {
             retention: upload.retention,
             legal_hold: upload.legal_hold,
             sse: upload.sse.clone(),
+            acl: upload.acl.clone(),
         };
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));

@@ -56,6 +56,8 @@ pub struct PutOptions {
     pub legal_hold: bool,
     /// Encrypt the object (or, on CreateMultipartUpload, every part) at rest.
     pub sse: Option<crate::sse::SsePut>,
+    /// The new object's owner and ACL (`None`: the bucket owner's, private).
+    pub acl: Option<strata_meta::Acl>,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.
@@ -265,6 +267,7 @@ pub(crate) async fn put_object(
         retention: opts.retention,
         legal_hold: opts.legal_hold,
         sse: opts.sse.map(|s| Box::new(s.envelope)),
+        acl: opts.acl,
     };
     let op = Uuid::new_v4();
     let guard = match set.locks.exclusive(t.hash).await {

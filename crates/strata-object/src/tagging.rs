@@ -1,9 +1,10 @@
-//! Object tags, and every metadata-only change of one version (tags, retention, legal hold):
-//! under the object's lock and with the same quorum and undo rules as a write.
+//! Object tags, ACLs, and every metadata-only change of one version (tags, ACL, retention,
+//! legal hold): under the object's lock and with the same quorum and undo rules as a write.
 
 use std::collections::BTreeMap;
 
 use strata_drive::DriveError;
+use strata_meta::{Acl, ObjectVersion};
 use uuid::Uuid;
 
 use crate::error::ObjectError;
@@ -38,6 +39,27 @@ impl ObjectLayer {
         .await
     }
 
+    /// Replaces the owner and ACL of the object's current version.
+    pub async fn put_object_acl(&self, bucket: &str, key: &str, acl: Acl) -> Result<(), ObjectError> {
+        self.put_object_acl_version(bucket, key, VersionRef::Current, acl).await.map(drop)
+    }
+
+    /// Replaces the owner and ACL of the version `which` names; answers its id. A delete marker
+    /// has no ACL ([`ObjectError::DeleteMarker`]).
+    pub async fn put_object_acl_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        acl: Acl,
+    ) -> Result<Option<Uuid>, ObjectError> {
+        self.update_version_meta(bucket, key, which, move |v| {
+            v.acl = Some(acl);
+            Ok(())
+        })
+        .await
+    }
+
     /// Changes the metadata of the version `which` names with `change` (which may refuse),
     /// under the object's lock; answers the version's id.
     pub(crate) async fn update_version_meta(
@@ -45,7 +67,7 @@ impl ObjectLayer {
         bucket: &str,
         key: &str,
         which: VersionRef,
-        change: impl FnOnce(&mut strata_meta::ObjectVersion) -> Result<(), ObjectError>,
+        change: impl FnOnce(&mut ObjectVersion) -> Result<(), ObjectError>,
     ) -> Result<Option<Uuid>, ObjectError> {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);

@@ -217,6 +217,7 @@ impl ObjectLayer {
             retention: None,
             legal_hold: false,
             sse: None,
+            acl: None,
         };
         let quorum = write_quorum(set.data_count(), set.parity_count);
         let op = Uuid::new_v4();

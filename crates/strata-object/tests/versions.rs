@@ -183,6 +183,7 @@ async fn locked_versions_are_never_removed() {
             retention: None,
             legal_hold,
             sse: None,
+            acl: None,
         };
         rig.local[0].commit_version("lock", key, v, None, Uuid::new_v4()).await.expect("stray");
         l.heal_object("lock", key, false).await.expect("heal");

@@ -269,7 +269,7 @@ impl Drive for RemoteDrive {
 
     async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
         match self.call(DriveCall::ReadUpload { bucket: bucket.into(), key: key.into(), upload_id }).await? {
-            DriveReply::Upload(u) => Ok(u),
+            DriveReply::Upload(u) => Ok(*u),
             r => Err(unexpected(r)),
         }
     }

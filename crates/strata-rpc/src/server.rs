@@ -555,7 +555,9 @@ async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveRe
             d.put_upload(&bucket, upload).await?;
             R::Done
         }
-        C::ReadUpload { bucket, key, upload_id } => R::Upload(d.read_upload(&bucket, &key, upload_id).await?),
+        C::ReadUpload { bucket, key, upload_id } => {
+            R::Upload(Box::new(d.read_upload(&bucket, &key, upload_id).await?))
+        }
         C::CommitPart { bucket, key, upload_id, part } => {
             d.commit_part(&bucket, &key, upload_id, part).await?;
             R::Done

@@ -117,7 +117,7 @@ pub enum DriveReply {
     Bytes(Option<Bytes>),
     Buckets(Vec<(String, Bytes)>),
     Record(ObjectRecord, Option<Bytes>),
-    Upload(UploadRecord),
+    Upload(Box<UploadRecord>),
     Parts(Vec<PartInfo>),
     Uploads(Vec<UploadRecord>),
     List(Vec<ListEntry>),

@@ -17,10 +17,14 @@ use std::sync::Arc;
 
 use http::request::Parts;
 use http::HeaderMap;
-use strata_iam::{evaluate, ConditionValues, CredentialError, Directory, Policy, Principal, Request};
+use strata_iam::{
+    evaluate, ConditionValues, CredentialError, Decision, Directory, Policy, Principal, Request,
+};
+use strata_object::{Owner, Permission, VersionRef};
 
 use crate::authz::{self, AuthType, Check, Deferred, Facts};
 use crate::error::{S3Error, S3ErrorCode};
+use crate::grants::{self, AclOf};
 use crate::router::{Operation, Route};
 use crate::server::Node;
 use crate::sigv4::{self, SecretLookup, Verified};
@@ -136,7 +140,7 @@ impl Access {
         self.identity == Identity::Root
     }
 
-    /// May this request do `action` on `resource`?
+    /// May this request do `action` on `resource`, by the policies alone?
     pub fn allows(
         &self,
         action: &str,
@@ -144,20 +148,124 @@ impl Access {
         values: &ConditionValues,
         bucket_policy: Option<&Policy>,
     ) -> bool {
+        self.decide(action, resource, values, bucket_policy).is_allowed()
+    }
+
+    /// What the identity's policies and the bucket policy say about `action` on `resource`.
+    fn decide(
+        &self,
+        action: &str,
+        resource: Option<&str>,
+        values: &ConditionValues,
+        bucket_policy: Option<&Policy>,
+    ) -> Decision {
         match &self.identity {
-            Identity::Root => true,
+            Identity::Root => Decision::Allow,
             Identity::Key { access_key, token } => {
                 match self.directory.caller(access_key, token.as_deref(), self.now) {
-                    Ok(caller) => caller.authorize(action, resource, values, bucket_policy).is_allowed(),
-                    Err(_) => false,
+                    Ok(caller) => caller.authorize(action, resource, values, bucket_policy),
+                    Err(_) => Decision::ExplicitDeny,
                 }
             }
             Identity::Anonymous => {
                 let principal = Principal::anonymous();
                 let request = Request { action, resource, principal: &principal, values };
-                evaluate(&request, std::iter::empty(), bucket_policy).is_allowed()
+                evaluate(&request, std::iter::empty(), bucket_policy)
             }
         }
+    }
+
+    /// The caller as ACLs name it (`None`: anonymous).
+    fn acl_caller(&self, node: &Node) -> Option<Owner> {
+        match &self.identity {
+            Identity::Root => Some(grants::root_owner(node)),
+            Identity::Key { access_key, .. } => grants::owner_of_key(node, access_key),
+            Identity::Anonymous => None,
+        }
+    }
+
+    /// What ACLs say about a check the policies neither allowed nor denied. Bucket permissions
+    /// are answered from the bucket's record; object permissions need the object's record,
+    /// which [`ObjectAclQuestion::ask`] reads. `creating`: the request writes a new object,
+    /// whose ACL the writer sets with the write itself (bucket WRITE covers `s3:PutObjectAcl`).
+    fn acl_verdict(&self, node: &Node, route: Option<&Route>, check: &Check, creating: bool) -> AclVerdict {
+        let Some((bucket, key)) = check.resource.as_deref().and_then(arn_parts) else {
+            return AclVerdict::Refused;
+        };
+        let Some((mut permission, mut of)) = grants::acl_permission(check.action) else {
+            return AclVerdict::Refused;
+        };
+        if creating && check.action == "s3:PutObjectAcl" {
+            (permission, of) = (Permission::Write, AclOf::Bucket);
+        }
+        let caller = self.acl_caller(node);
+        let verdict = node.layer.with_bucket_record(bucket, |record| {
+            if !record.object_ownership.acls_enabled() {
+                return AclVerdict::Refused;
+            }
+            let ignore_public = record.public_access_block.is_some_and(|b| b.ignore_public_acls);
+            match (of, key) {
+                (AclOf::Bucket, _) => {
+                    let acl = grants::bucket_acl(node, record);
+                    match grants::allows(&acl, caller.as_ref(), permission, ignore_public) {
+                        true => AclVerdict::Granted,
+                        false => AclVerdict::Refused,
+                    }
+                }
+                (AclOf::Object, Some(key)) => AclVerdict::AskObject(ObjectAclQuestion {
+                    bucket: bucket.to_owned(),
+                    key: key.to_owned(),
+                    which: request_version(route, bucket, key),
+                    permission,
+                    ignore_public,
+                    caller,
+                }),
+                (AclOf::Object, None) => AclVerdict::Refused,
+            }
+        });
+        verdict.unwrap_or(AclVerdict::Refused)
+    }
+}
+
+/// What ACLs say about one check.
+enum AclVerdict {
+    Granted,
+    Refused,
+    /// The object's own ACL decides.
+    AskObject(ObjectAclQuestion),
+}
+
+/// The version of `bucket`/`key` a request names: its `versionId` when the request's own object
+/// is asked about (a malformed id is the handler's to refuse; the current version is asked then).
+fn request_version(route: Option<&Route>, bucket: &str, key: &str) -> VersionRef {
+    match route {
+        Some(r) if r.bucket.as_deref() == Some(bucket) && r.key.as_deref() == Some(key) => {
+            crate::versioning::version_ref(r).unwrap_or_default()
+        }
+        _ => VersionRef::Current,
+    }
+}
+
+/// Does an object's ACL grant `permission` to `caller`?
+struct ObjectAclQuestion {
+    bucket: String,
+    key: String,
+    /// The version whose ACL decides (`versionId`).
+    which: VersionRef,
+    permission: Permission,
+    ignore_public: bool,
+    caller: Option<Owner>,
+}
+
+impl ObjectAclQuestion {
+    /// Reads the object's record: `Ok(granted)`, or the error reading it (a missing object
+    /// grants nothing; what the caller is told of it is [`Access::authorize`]'s call).
+    async fn ask(&self, node: &Node) -> Result<bool, S3Error> {
+        let record = node.layer.bucket_record(&self.bucket)?;
+        let object = node.layer.open_object_version(&self.bucket, &self.key, self.which, false).await?;
+        let bucket = grants::bucket_acl(node, &record);
+        let acl = grants::object_acl(&bucket, record.object_ownership, object.info.acl.as_ref());
+        Ok(grants::allows(&acl, self.caller.as_ref(), self.permission, self.ignore_public))
     }
 }
 
@@ -169,14 +277,29 @@ pub struct Checked {
 
 /// The bucket an S3 ARN names (`arn:aws:s3:::bucket/key` → `bucket`).
 fn arn_bucket(arn: &str) -> Option<&str> {
+    arn_parts(arn).map(|(b, _)| b)
+}
+
+/// The bucket and key an S3 ARN names (`arn:aws:s3:::bucket/key` → `bucket`, `key`).
+fn arn_parts(arn: &str) -> Option<(&str, Option<&str>)> {
     let rest = arn.strip_prefix("arn:aws:s3:::")?;
-    Some(rest.split_once('/').map_or(rest, |(b, _)| b)).filter(|b| !b.is_empty())
+    let (bucket, key) = match rest.split_once('/') {
+        Some((b, k)) => (b, Some(k)),
+        None => (rest, None),
+    };
+    Some((bucket, key)).filter(|(b, _)| !b.is_empty())
 }
 
 impl Access {
     /// Evaluates the authorization table's checks for `route`, each against the policy of the
-    /// bucket its resource lies in; `AccessDenied` unless every one is allowed.
-    pub fn authorize(&self, node: &Node, route: &Route, headers: &HeaderMap) -> Result<Checked, S3Error> {
+    /// bucket its resource lies in, and where no policy decides, against the ACLs;
+    /// `AccessDenied` unless every one is allowed.
+    pub async fn authorize(
+        &self,
+        node: &Node,
+        route: &Route,
+        headers: &HeaderMap,
+    ) -> Result<Checked, S3Error> {
         if self.is_root() {
             return Ok(Checked { values: ConditionValues::new() });
         }
@@ -188,8 +311,28 @@ impl Access {
                 _ => Ok(Checked { values: table.values }),
             };
         }
+        let creating = matches!(
+            route.operation,
+            Operation::PutObject | Operation::CopyObject | Operation::CreateMultipartUpload
+        );
         for check in &table.checks {
-            if !self.allows_check(node, check, &table.values) {
+            let allowed = match self.policy_decision(node, check, &table.values) {
+                Decision::Allow => true,
+                Decision::ExplicitDeny => false,
+                Decision::ImplicitDeny => match self.acl_verdict(node, Some(route), check, creating) {
+                    AclVerdict::Granted => true,
+                    AclVerdict::Refused => false,
+                    AclVerdict::AskObject(question) => match question.ask(node).await {
+                        Ok(granted) => granted,
+                        // A missing key is told only to a caller that may list the bucket.
+                        Err(e) => {
+                            let checked = Checked { values: table.values.clone() };
+                            return Err(self.hide_missing(node, &question.bucket, &checked, e));
+                        }
+                    },
+                },
+            };
+            if !allowed {
                 return Err(denied());
             }
         }
@@ -203,11 +346,33 @@ impl Access {
         Ok(Checked { values: table.values })
     }
 
-    /// One check, against the policy of the bucket its resource lies in.
-    fn allows_check(&self, node: &Node, check: &Check, values: &ConditionValues) -> bool {
+    /// What the policies say about one check, with the policy of the bucket its resource lies in.
+    fn policy_decision(&self, node: &Node, check: &Check, values: &ConditionValues) -> Decision {
         let bucket = check.resource.as_deref().and_then(arn_bucket);
         let policy = bucket.and_then(|b| node.bucket_policy_for(b, self));
-        self.allows(check.action, check.resource.as_deref(), values, policy.as_deref())
+        self.decide(check.action, check.resource.as_deref(), values, policy.as_deref())
+    }
+
+    /// One check, against the policies and the bucket's ACL (checks an object's own ACL would
+    /// decide are refused here: see [`Access::authorize`]).
+    fn allows_check(&self, node: &Node, check: &Check, values: &ConditionValues) -> bool {
+        self.allows_check_creating(node, check, values, false)
+    }
+
+    fn allows_check_creating(
+        &self,
+        node: &Node,
+        check: &Check,
+        values: &ConditionValues,
+        creating: bool,
+    ) -> bool {
+        match self.policy_decision(node, check, values) {
+            Decision::Allow => true,
+            Decision::ExplicitDeny => false,
+            Decision::ImplicitDeny => {
+                matches!(self.acl_verdict(node, None, check, creating), AclVerdict::Granted)
+            }
+        }
     }
 
     /// Does ListBuckets show `bucket`? With `s3:ListAllMyBuckets` every bucket, else those the
@@ -311,7 +476,7 @@ pub fn authorize_post(
         values = table.values;
     }
     let checks = authz::post_object(bucket, key, fields, &mut values);
-    if checks.iter().all(|c| access.allows_check(node, c, &values)) {
+    if checks.iter().all(|c| access.allows_check_creating(node, c, &values, true)) {
         Ok(())
     } else {
         Err(denied())

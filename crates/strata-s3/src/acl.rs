@@ -1,93 +1,329 @@
-//! The ACL, ownership and public-access calls SDKs send routinely. Strata enforces bucket-owner
-//! ownership: every object belongs to the deployment's owner and ACLs grant nothing beyond it, so
-//! the only ACL is `private` (owner FULL_CONTROL). Setting `private` succeeds; any other grant is
-//! refused as AWS refuses it with ownership enforced. Ownership controls can be set only to what
-//! is enforced. A public access block is kept per bucket and shown back; nothing in Strata grants
-//! anonymous access yet, so it has nothing more to block until bucket policies arrive.
+//! The ACL, ownership and public-access calls: Get/PutBucketAcl, Get/PutObjectAcl,
+//! Get/Put/DeleteBucketOwnershipControls and the public access block.
+//!
+//! Ownership controls decide whether ACLs count. `BucketOwnerEnforced` (AWS's default, and
+//! Strata's unless `STRATA_DEFAULT_OBJECT_OWNERSHIP` says otherwise) disables them: reading an
+//! ACL shows the bucket owner's full control, and setting anything more is
+//! `AccessControlListNotSupported`. `BucketOwnerPreferred`, `ObjectWriter` and no controls at
+//! all keep ACLs, which [`crate::grants`] models and [`crate::access`] enforces beside the
+//! policies. The public access block is kept per bucket: `BlockPublicAcls` refuses public ACLs,
+//! `IgnorePublicAcls` sets their public grants aside, and the policy switches act in
+//! [`crate::bucket_policy`].
 
 use http::StatusCode;
-use strata_object::PublicAccessBlock;
-use strata_types::limits::XML_BODY_SIZE_MAX;
+use strata_object::{
+    Acl, Grant, Grantee, Group, ObjectOwnership, Owner, Permission, PublicAccessBlock, VersionRef,
+};
+use strata_types::limits::{ACL_GRANTS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
-use crate::bucket::owner_as;
 use crate::error::{S3Error, S3ErrorCode};
+use crate::grants::{self, Named, Requested, Resolver};
+use crate::router::Route;
 use crate::server::{Reply, Request};
+use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 
-fn policy(req: &Request<'_>) -> Reply {
+const PERMISSIONS: [(Permission, &str); 5] = [
+    (Permission::FullControl, "FULL_CONTROL"),
+    (Permission::Read, "READ"),
+    (Permission::Write, "WRITE"),
+    (Permission::ReadAcp, "READ_ACP"),
+    (Permission::WriteAcp, "WRITE_ACP"),
+];
+
+fn permission_name(p: Permission) -> &'static str {
+    PERMISSIONS.iter().find(|(q, _)| *q == p).map_or("READ", |(_, n)| n)
+}
+
+fn parse_permission(name: &str) -> Option<Permission> {
+    PERMISSIONS.iter().find(|(_, n)| *n == name).map(|(p, _)| *p)
+}
+
+/// `<tag><ID>…</ID><DisplayName>…</DisplayName></tag>`.
+pub(crate) fn write_owner(x: &mut xml::Writer, tag: &str, owner: &Owner) {
+    x.open(tag);
+    x.elem("ID", &owner.id);
+    x.elem("DisplayName", &owner.display_name);
+    x.close(tag);
+}
+
+/// An AccessControlPolicy document showing `acl`.
+fn policy_reply(acl: &Acl) -> Reply {
     let mut x = xml::Writer::new();
     x.root("AccessControlPolicy");
-    owner_as(&mut x, req, "Owner");
-    x.open("AccessControlList");
-    x.open("Grant");
-    let mut grantee = String::from(
-        "<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"CanonicalUser\">",
-    );
-    grantee.push_str(&format!(
-        "<ID>{}</ID><DisplayName>{}</DisplayName></Grantee>",
-        xml::escape(&req.node.config.owner_id),
-        xml::escape(&req.node.config.root_user)
-    ));
+    write_owner(&mut x, "Owner", &acl.owner);
     let mut doc = x.finish();
-    doc.push_str(&grantee);
-    doc.push_str("<Permission>FULL_CONTROL</Permission></Grant></AccessControlList></AccessControlPolicy>");
+    doc.push_str("<AccessControlList>");
+    for grant in &acl.grants {
+        doc.push_str("<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ");
+        match &grant.grantee {
+            Grantee::User(u) => doc.push_str(&format!(
+                "xsi:type=\"CanonicalUser\"><ID>{}</ID><DisplayName>{}</DisplayName>",
+                xml::escape(&u.id),
+                xml::escape(&u.display_name)
+            )),
+            Grantee::Group(g) => {
+                let uri = match g {
+                    Group::AllUsers => grants::ALL_USERS_URI,
+                    Group::AuthenticatedUsers => grants::AUTHENTICATED_USERS_URI,
+                    Group::LogDelivery => grants::LOG_DELIVERY_URI,
+                };
+                doc.push_str(&format!("xsi:type=\"Group\"><URI>{uri}</URI>"));
+            }
+        }
+        doc.push_str(&format!(
+            "</Grantee><Permission>{}</Permission></Grant>",
+            permission_name(grant.permission)
+        ));
+    }
+    doc.push_str("</AccessControlList></AccessControlPolicy>");
     Reply::xml(doc)
 }
 
 pub async fn get_bucket_acl(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    Ok(policy(req))
-}
-
-pub async fn get_object_acl(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    req.node.layer.open_object(bucket, key, false).await?;
-    Ok(policy(req))
-}
-
-/// Accepts the canned `private` ACL (what ownership enforcement means anyway); refuses the rest.
-fn check_canned(req: &Request<'_>) -> Result<(), S3Error> {
-    let grants = [
-        "x-amz-grant-read",
-        "x-amz-grant-write",
-        "x-amz-grant-read-acp",
-        "x-amz-grant-write-acp",
-        "x-amz-grant-full-control",
-    ];
-    let canned = req.headers.get("x-amz-acl").and_then(|v| v.to_str().ok());
-    if grants.iter().any(|g| req.headers.contains_key(*g)) || canned.is_some_and(|c| c != "private") {
-        return Err(S3Error::new(
-            S3ErrorCode::AccessControlListNotSupported,
-            "The bucket does not allow ACLs",
-        ));
+    let record = req.node.layer.bucket_record(bucket)?;
+    let acl = grants::bucket_acl(req.node, &record);
+    if record.object_ownership.acls_enabled() {
+        Ok(policy_reply(&acl))
+    } else {
+        Ok(policy_reply(&grants::private(acl.owner)))
     }
-    Ok(())
 }
 
-pub async fn put_bucket_acl(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    check_canned(req)?;
-    Ok(Reply::empty(StatusCode::OK))
-}
-
-pub async fn put_object_acl(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
+/// GetObjectAcl: of the version `versionId` names (the current one without it).
+pub async fn get_object_acl(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    req.node.layer.open_object(bucket, key, false).await?;
-    check_canned(req)?;
+    let which = version_ref(route)?;
+    let record = req.node.layer.bucket_record(bucket)?;
+    let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
+    let bucket_acl = grants::bucket_acl(req.node, &record);
+    let reply = policy_reply(&grants::object_acl(&bucket_acl, record.object_ownership, info.acl.as_ref()));
+    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    Ok(with_version(reply, shown, info.version_id))
+}
+
+fn malformed_acl() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::MalformedACLError,
+        "The XML you provided was not well-formed or did not validate against our published schema",
+    )
+}
+
+/// An AccessControlPolicy document as sent: its owner's id and its grants, unresolved.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct PolicyDocument {
+    pub owner_id: Option<String>,
+    pub grants: Vec<(Named, Permission)>,
+}
+
+/// One grant being read.
+#[derive(Default)]
+struct GrantFields {
+    kind: Option<String>,
+    id: Option<String>,
+    uri: Option<String>,
+    email: Option<String>,
+    permission: Option<Permission>,
+}
+
+impl GrantFields {
+    fn finish(&mut self) -> Result<(Named, Permission), S3Error> {
+        let f = std::mem::take(self);
+        let named = match f.kind.as_deref() {
+            Some("CanonicalUser") => Named::Id(f.id.ok_or_else(malformed_acl)?),
+            Some("Group") => Named::Uri(f.uri.ok_or_else(malformed_acl)?),
+            Some("AmazonCustomerByEmail") => Named::Email(f.email.ok_or_else(malformed_acl)?),
+            _ => return Err(malformed_acl()),
+        };
+        Ok((named, f.permission.ok_or_else(malformed_acl)?))
+    }
+}
+
+/// Parses an AccessControlPolicy document; anything off the schema is `MalformedACLError`.
+pub(crate) fn parse_policy_document(doc: &[u8]) -> Result<PolicyDocument, S3Error> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_reader(doc);
+    let (mut buf, mut path, mut text) = (Vec::new(), Vec::<String>::new(), String::new());
+    let mut out = PolicyDocument::default();
+    let mut grant = GrantFields::default();
+    let mut seen_root = false;
+    loop {
+        let event = reader.read_event_into(&mut buf).map_err(|_| malformed_acl())?;
+        match &event {
+            Event::Start(e) => {
+                let name = String::from_utf8_lossy(e.local_name().as_ref()).into_owned();
+                if (path.is_empty() && (seen_root || name != "AccessControlPolicy")) || path.len() > 5 {
+                    return Err(malformed_acl());
+                }
+                seen_root = true;
+                if name == "Grantee" {
+                    grant.kind = e
+                        .attributes()
+                        .flatten()
+                        .find(|a| a.key.local_name().as_ref() == b"type")
+                        .map(|a| String::from_utf8_lossy(&a.value).into_owned());
+                }
+                path.push(name);
+                text.clear();
+            }
+            Event::Empty(e) if e.local_name().as_ref() == b"Grantee" || path.is_empty() => {
+                return Err(malformed_acl())
+            }
+            Event::Text(_) | Event::GeneralRef(_) => {
+                xml::append_text(&event, &mut text).map_err(|_| malformed_acl())?
+            }
+            Event::End(_) => {
+                let value = || Some(text.trim().to_owned());
+                match path.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+                    ["AccessControlPolicy", "Owner", "ID"] => out.owner_id = value(),
+                    [.., "Grant", "Grantee", "ID"] => grant.id = value(),
+                    [.., "Grant", "Grantee", "URI"] => grant.uri = value(),
+                    [.., "Grant", "Grantee", "EmailAddress"] => grant.email = value(),
+                    [.., "Grant", "Permission"] => {
+                        grant.permission = Some(parse_permission(text.trim()).ok_or_else(malformed_acl)?)
+                    }
+                    ["AccessControlPolicy", "AccessControlList", "Grant"] => {
+                        out.grants.push(grant.finish()?);
+                        if out.grants.len() > ACL_GRANTS_MAX {
+                            return Err(grants::too_many_grants());
+                        }
+                    }
+                    _ => {}
+                }
+                path.pop();
+                text.clear();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    if !seen_root || !path.is_empty() {
+        return Err(malformed_acl());
+    }
+    Ok(out)
+}
+
+/// The ACL a PutBucketAcl or PutObjectAcl asks for: in its headers or in an AccessControlPolicy
+/// body (whose `Owner` must be the resource's `owner`), not both.
+async fn requested(req: &Request<'_>, body: RequestBody, owner: &Owner) -> Result<Requested, S3Error> {
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let from_headers = grants::from_headers(req.node, req.headers)?;
+    let has_body = !doc.iter().all(u8::is_ascii_whitespace);
+    match (from_headers, has_body) {
+        (Some(_), true) => Err(S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Specify an ACL in the x-amz-acl or x-amz-grant-* headers or in the body, not both",
+        )),
+        (Some(r), false) => Ok(r),
+        (None, false) => Err(malformed_acl()),
+        (None, true) => {
+            let document = parse_policy_document(&doc)?;
+            match document.owner_id.as_deref() {
+                None => return Err(malformed_acl()),
+                Some(id) if id != owner.id => {
+                    return Err(S3Error::new(
+                        S3ErrorCode::AccessDenied,
+                        "Access Denied: the ACL's Owner is not the resource's owner.",
+                    ))
+                }
+                Some(_) => {}
+            }
+            let mut resolver = Resolver::new(req.node);
+            let mut out = Vec::with_capacity(document.grants.len());
+            for (named, permission) in &document.grants {
+                out.push(Grant { grantee: resolver.resolve(named)?, permission: *permission });
+            }
+            Ok(Requested::Grants(out))
+        }
+    }
+}
+
+pub async fn put_bucket_acl(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+    let record = req.node.layer.bucket_record(bucket)?;
+    let current = grants::bucket_acl(req.node, &record);
+    let requested = requested(req, body, &current.owner).await?;
+    if !record.object_ownership.acls_enabled() {
+        return match requested.owner_full_control_only(&current.owner) {
+            true => Ok(Reply::empty(StatusCode::OK)),
+            false => Err(grants::acls_disabled()),
+        };
+    }
+    let acl = requested.expand(&current.owner, &current.owner, true);
+    grants::check_public(&record, &acl)?;
+    req.node.layer.update_bucket(bucket, |r| r.acl = Some(acl)).await?;
     Ok(Reply::empty(StatusCode::OK))
+}
+
+/// PutObjectAcl: of the version `versionId` names (the current one without it).
+pub async fn put_object_acl(
+    req: &Request<'_>,
+    bucket: &str,
+    key: &str,
+    route: &Route,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
+    ObjectKey::parse(key)?;
+    let which = version_ref(route)?;
+    let record = req.node.layer.bucket_record(bucket)?;
+    let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
+    let bucket_acl = grants::bucket_acl(req.node, &record);
+    let current = grants::object_acl(&bucket_acl, record.object_ownership, info.acl.as_ref());
+    let requested = requested(req, body, &current.owner).await?;
+    if !record.object_ownership.acls_enabled() {
+        return match requested.owner_full_control_only(&bucket_acl.owner) {
+            true => Ok(Reply::empty(StatusCode::OK)),
+            false => Err(grants::acls_disabled()),
+        };
+    }
+    let acl = requested.expand(&current.owner, &bucket_acl.owner, false);
+    grants::check_public(&record, &acl)?;
+    let id = req.node.layer.put_object_acl_version(bucket, key, which, acl).await?;
+    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
+}
+
+const OWNERSHIPS: [(ObjectOwnership, &str); 3] = [
+    (ObjectOwnership::BucketOwnerEnforced, "BucketOwnerEnforced"),
+    (ObjectOwnership::BucketOwnerPreferred, "BucketOwnerPreferred"),
+    (ObjectOwnership::ObjectWriter, "ObjectWriter"),
+];
+
+/// `BucketOwnerEnforced`, `BucketOwnerPreferred` or `ObjectWriter`.
+pub fn parse_ownership(name: &str) -> Option<ObjectOwnership> {
+    OWNERSHIPS.iter().find(|(_, n)| *n == name.trim()).map(|(o, _)| *o)
 }
 
 pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
+    let ownership = req.node.layer.bucket_record(bucket)?.object_ownership;
+    let name = OWNERSHIPS.iter().find(|(o, _)| *o == ownership).map(|(_, n)| *n).ok_or_else(|| {
+        S3Error::new(
+            S3ErrorCode::OwnershipControlsNotFoundError,
+            "The bucket ownership controls were not found",
+        )
+    })?;
     let mut x = xml::Writer::new();
     x.root("OwnershipControls");
     x.open("Rule");
-    x.elem("ObjectOwnership", "BucketOwnerEnforced");
+    x.elem("ObjectOwnership", name);
     x.close("Rule");
     x.close("OwnershipControls");
     Ok(Reply::xml(x.finish()))
+}
+
+/// The error for ACLs other than the owner's on a bucket whose ownership is enforced.
+pub fn acl_with_enforced() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::InvalidBucketAclWithObjectOwnership,
+        "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
+    )
 }
 
 pub async fn put_bucket_ownership_controls(
@@ -95,16 +331,25 @@ pub async fn put_bucket_ownership_controls(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
+    let record = req.node.layer.bucket_record(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
-    match xml::first_text(&doc, "ObjectOwnership").map_err(|_| xml::malformed())?.as_deref() {
-        Some("BucketOwnerEnforced") => Ok(Reply::empty(StatusCode::OK)),
-        Some("BucketOwnerPreferred" | "ObjectWriter") => Err(S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "Only BucketOwnerEnforced object ownership is supported: objects always belong to the bucket owner",
-        )),
-        _ => Err(xml::malformed()),
+    let value = xml::first_text(&doc, "ObjectOwnership").map_err(|_| xml::malformed())?;
+    let ownership = value.as_deref().and_then(parse_ownership).ok_or_else(xml::malformed)?;
+    if ownership == ObjectOwnership::BucketOwnerEnforced {
+        // Disabling ACLs must not silently take away what the bucket's ACL grants others.
+        let acl = grants::bucket_acl(req.node, &record);
+        if !Requested::Grants(acl.grants).owner_full_control_only(&acl.owner) {
+            return Err(acl_with_enforced());
+        }
     }
+    req.node.layer.update_bucket(bucket, |r| r.object_ownership = ownership).await?;
+    Ok(Reply::empty(StatusCode::OK))
+}
+
+pub async fn delete_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    req.node.layer.update_bucket(bucket, |r| r.object_ownership = ObjectOwnership::NotSet).await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
 const PUBLIC_ACCESS_FIELDS: [&str; 4] =
@@ -177,6 +422,67 @@ pub async fn delete_public_access_block(req: &Request<'_>, bucket: &str) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const XSI: &str = "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\"";
+
+    fn document(grants: &str) -> String {
+        format!(
+            "<AccessControlPolicy xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Owner><ID>abc</ID><DisplayName>alice</DisplayName></Owner><AccessControlList>{grants}</AccessControlList></AccessControlPolicy>"
+        )
+    }
+
+    fn grant(kind: &str, inner: &str, permission: &str) -> String {
+        format!("<Grant><Grantee {XSI} xsi:type=\"{kind}\">{inner}</Grantee><Permission>{permission}</Permission></Grant>")
+    }
+
+    #[test]
+    fn access_control_policies_parse() {
+        let doc = document(&format!(
+            "{}{}{}",
+            grant("CanonicalUser", "<ID> abc </ID><DisplayName>alice</DisplayName>", "FULL_CONTROL"),
+            grant("Group", &format!("<URI>{}</URI>", grants::ALL_USERS_URI), "READ"),
+            grant("AmazonCustomerByEmail", "<EmailAddress>a@b</EmailAddress>", "WRITE_ACP"),
+        ));
+        let parsed = parse_policy_document(doc.as_bytes()).expect("parses");
+        assert_eq!(parsed.owner_id.as_deref(), Some("abc"));
+        assert_eq!(
+            parsed.grants,
+            vec![
+                (Named::Id("abc".into()), Permission::FullControl),
+                (Named::Uri(grants::ALL_USERS_URI.into()), Permission::Read),
+                (Named::Email("a@b".into()), Permission::WriteAcp),
+            ]
+        );
+        let empty = parse_policy_document(document("").as_bytes()).expect("parses");
+        assert!(empty.grants.is_empty());
+    }
+
+    #[test]
+    fn malformed_access_control_policies_are_refused() {
+        let code = |doc: &str| parse_policy_document(doc.as_bytes()).map(|_| ()).map_err(|e| e.code);
+        let many = grant("Group", &format!("<URI>{}</URI>", grants::ALL_USERS_URI), "READ").repeat(101);
+        let hundred = grant("Group", &format!("<URI>{}</URI>", grants::ALL_USERS_URI), "READ").repeat(100);
+        assert_eq!(code(&document(&hundred)), Ok(()));
+        for bad in [
+            document(&many),
+            document(&grant("Martian", "<ID>abc</ID>", "READ")),
+            document(&grant("CanonicalUser", "<URI>x</URI>", "READ")),
+            document(&grant("CanonicalUser", "<ID>abc</ID>", "EVERYTHING")),
+            document("<Grant><Grantee><ID>abc</ID></Grantee><Permission>READ</Permission></Grant>"),
+            document(&format!(
+                "<Grant><Grantee {XSI} xsi:type=\"Group\"/><Permission>READ</Permission></Grant>"
+            )),
+            document("<Grant><Permission>READ</Permission>"),
+            "<Other/>".to_owned(),
+            "<AccessControlPolicy/>".to_owned(),
+            "<AccessControlPolicy></AccessControlPolicy><AccessControlPolicy></AccessControlPolicy>"
+                .to_owned(),
+            "not xml at all".to_owned(),
+            String::new(),
+        ] {
+            assert_eq!(code(&bad), Err(S3ErrorCode::MalformedACLError), "{bad}");
+        }
+    }
 
     #[test]
     fn public_access_block_documents() {

@@ -147,7 +147,9 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             vec![versioned("s3:PutObjectAcl", "s3:PutObjectVersionAcl")]
         }
         O::GetBucketOwnershipControls => vec![on_bucket("s3:GetBucketOwnershipControls")],
-        O::PutBucketOwnershipControls => vec![on_bucket("s3:PutBucketOwnershipControls")],
+        O::PutBucketOwnershipControls | O::DeleteBucketOwnershipControls => {
+            vec![on_bucket("s3:PutBucketOwnershipControls")]
+        }
         O::GetPublicAccessBlock => vec![on_bucket("s3:GetBucketPublicAccessBlock")],
         O::PutPublicAccessBlock | O::DeletePublicAccessBlock => {
             vec![on_bucket("s3:PutBucketPublicAccessBlock")]

@@ -1,12 +1,14 @@
 //! Bucket operations and listings.
 
 use base64::Engine;
-use strata_object::{ListPage, ListRequest};
+use strata_object::{Acl, BucketRecord, ListPage, ListRequest, ObjectError, Owner};
 use strata_types::limits::{BUCKETS_PAGE_MAX, LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::BucketName;
 
+use crate::acl::write_owner;
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
+use crate::grants;
 use crate::router::Route;
 use crate::server::{Reply, Request};
 use crate::xml;
@@ -55,7 +57,10 @@ pub async fn list_buckets(
     let more = listed.next().is_some();
     let mut x = xml::Writer::new();
     x.root("ListAllMyBucketsResult");
-    owner(&mut x, req);
+    // The caller's own name and id, as AWS shows the requester's account.
+    let caller =
+        grants::owner_of_key(req.node, &req.auth.access_key).unwrap_or_else(|| grants::root_owner(req.node));
+    write_owner(&mut x, "Owner", &caller);
     x.open("Buckets");
     for b in &page {
         x.open("Bucket");
@@ -75,16 +80,47 @@ pub async fn list_buckets(
     Ok(Reply::xml(x.finish()))
 }
 
-/// `<Owner>` (or another `tag`) naming the deployment's owner.
-pub(crate) fn owner_as(x: &mut xml::Writer, req: &Request<'_>, tag: &str) {
-    x.open(tag);
-    x.elem("ID", &req.node.config.owner_id);
-    x.elem("DisplayName", &req.node.config.root_user);
-    x.close(tag);
+/// Who owns what a bucket holds, as listings show it.
+pub(crate) struct Owners {
+    bucket: Owner,
+    acls_enabled: bool,
 }
 
-fn owner(x: &mut xml::Writer, req: &Request<'_>) {
-    owner_as(x, req, "Owner");
+impl Owners {
+    pub(crate) fn of_bucket(req: &Request<'_>, bucket: &str) -> Result<Owners, S3Error> {
+        let record = req.node.layer.bucket_record(bucket)?;
+        let acl = grants::bucket_acl(req.node, &record);
+        Ok(Owners { bucket: acl.owner, acls_enabled: record.object_ownership.acls_enabled() })
+    }
+
+    /// The owner of an object or upload whose stored ACL is `acl` (with ACLs disabled, the
+    /// bucket owner owns everything).
+    pub(crate) fn of<'a>(&'a self, acl: Option<&'a Acl>) -> &'a Owner {
+        match acl {
+            Some(a) if self.acls_enabled => &a.owner,
+            _ => &self.bucket,
+        }
+    }
+}
+
+/// CreateBucket's ownership controls (`x-amz-object-ownership`, else the deployment's default)
+/// and its owner's ACL; a bucket with ACLs disabled takes no ACL beyond its owner's.
+fn new_bucket_record(req: &Request<'_>, owner: Owner) -> Result<BucketRecord, S3Error> {
+    let ownership = match req.headers.get("x-amz-object-ownership") {
+        None => req.node.config.default_object_ownership,
+        Some(v) => v.to_str().ok().and_then(crate::acl::parse_ownership).ok_or_else(|| {
+            S3Error::new(S3ErrorCode::InvalidArgument, "Invalid x-amz-object-ownership header")
+        })?,
+    };
+    let requested = grants::from_headers(req.node, req.headers)?;
+    let acl = match requested {
+        Some(r) if !ownership.acls_enabled() && !r.owner_full_control_only(&owner) => {
+            return Err(crate::acl::acl_with_enforced())
+        }
+        Some(r) if ownership.acls_enabled() => r.expand(&owner, &owner, true),
+        _ => grants::private(owner),
+    };
+    Ok(BucketRecord { acl: Some(acl), object_ownership: ownership, ..Default::default() })
 }
 
 pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
@@ -99,8 +135,25 @@ pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -
         .get("x-amz-bucket-object-lock-enabled")
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
-    req.node.layer.make_bucket_with(name.as_str(), object_lock).await?;
-    Ok(Reply::empty(http::StatusCode::OK).header("location", &format!("/{bucket}")))
+    let owner =
+        grants::owner_of_key(req.node, &req.auth.access_key).unwrap_or_else(|| grants::root_owner(req.node));
+    let mut record = new_bucket_record(req, owner.clone())?;
+    if object_lock {
+        record.versioning = strata_object::Versioning::Enabled;
+        record.object_lock = Some(Default::default());
+    }
+    match req.node.layer.make_bucket_record(name.as_str(), record).await {
+        Err(ObjectError::BucketExists)
+            if Owners::of_bucket(req, bucket).is_ok_and(|o| o.bucket.id != owner.id) =>
+        {
+            Err(S3Error::new(
+                S3ErrorCode::BucketAlreadyExists,
+                "The requested bucket name is not available. Another user owns it.",
+            ))
+        }
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(Reply::empty(http::StatusCode::OK).header("location", &format!("/{bucket}"))),
+    }
 }
 
 pub async fn delete_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
@@ -164,15 +217,15 @@ fn list_request(route: &Route, start_after: String) -> Result<ListRequest, S3Err
     })
 }
 
-fn write_entries(x: &mut xml::Writer, page: &ListPage, url: bool, owner_of: Option<&Request<'_>>) {
+fn write_entries(x: &mut xml::Writer, page: &ListPage, url: bool, owners: Option<&Owners>) {
     for o in &page.objects {
         x.open("Contents");
         x.elem("Key", &encode_name(&o.key, url));
         x.elem("LastModified", &strata_types::time::iso8601(o.mod_time));
         x.elem("ETag", &format!("\"{}\"", o.etag));
         x.elem("Size", &o.size.to_string());
-        if let Some(req) = owner_of {
-            owner(x, req);
+        if let Some(owners) = owners {
+            write_owner(x, "Owner", owners.of(o.acl.as_ref()));
         }
         x.elem("StorageClass", "STANDARD");
         x.close("Contents");
@@ -218,8 +271,11 @@ pub async fn list_objects_v2(req: &Request<'_>, bucket: &str, route: &Route) -> 
     if url {
         x.elem("EncodingType", "url");
     }
-    let fetch_owner = route.param("fetch-owner") == Some("true");
-    write_entries(&mut x, &page, url, fetch_owner.then_some(req));
+    let owners = match route.param("fetch-owner") == Some("true") {
+        true => Some(Owners::of_bucket(req, bucket)?),
+        false => None,
+    };
+    write_entries(&mut x, &page, url, owners.as_ref());
     x.close("ListBucketResult");
     Ok(Reply::xml(x.finish()))
 }
@@ -249,7 +305,7 @@ pub async fn list_objects_v1(req: &Request<'_>, bucket: &str, route: &Route) -> 
     if url {
         x.elem("EncodingType", "url");
     }
-    write_entries(&mut x, &page, url, Some(req));
+    write_entries(&mut x, &page, url, Some(&Owners::of_bucket(req, bucket)?));
     x.close("ListBucketResult");
     Ok(Reply::xml(x.finish()))
 }

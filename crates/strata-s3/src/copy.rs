@@ -127,6 +127,8 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.content_md5 = None;
     let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
+    // A copy is a new object: its writer owns it, with the ACL its headers ask (not the source's).
+    opts.acl = crate::object::new_acl(req, bucket)?;
     // If-Match/If-None-Match on a copy concern the destination, as on a PUT.
     if !replace {
         opts = PutOptions {

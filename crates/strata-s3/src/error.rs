@@ -38,6 +38,7 @@ codes! {
     // X-Amz-Expires out of range (negative, past a week): AWS answers 403 with the same code.
     AuthorizationQueryParametersForbidden as "AuthorizationQueryParametersError" => StatusCode::FORBIDDEN,
     BadDigest => StatusCode::BAD_REQUEST,
+    BucketAlreadyExists => StatusCode::CONFLICT,
     BucketAlreadyOwnedByYou => StatusCode::CONFLICT,
     BucketNotEmpty => StatusCode::CONFLICT,
     DeleteConflict => StatusCode::CONFLICT,
@@ -74,6 +75,7 @@ codes! {
     InvalidToken => StatusCode::BAD_REQUEST,
     KeyTooLongError => StatusCode::BAD_REQUEST,
     LimitExceeded => StatusCode::CONFLICT,
+    MalformedACLError => StatusCode::BAD_REQUEST,
     MalformedPOSTRequest => StatusCode::BAD_REQUEST,
     MalformedPolicy => StatusCode::BAD_REQUEST,
     MalformedXML => StatusCode::BAD_REQUEST,
@@ -95,6 +97,7 @@ codes! {
     NotModified => StatusCode::NOT_MODIFIED,
     ObjectLockConfigurationNotFoundError => StatusCode::NOT_FOUND,
     OperationAborted => StatusCode::CONFLICT,
+    OwnershipControlsNotFoundError => StatusCode::NOT_FOUND,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
     RequestTimeout => StatusCode::BAD_REQUEST,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
@@ -102,6 +105,7 @@ codes! {
     ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
     SlowDown => StatusCode::SERVICE_UNAVAILABLE,
     ServerSideEncryptionConfigurationNotFoundError => StatusCode::NOT_FOUND,
+    UnresolvableGrantByEmailAddress => StatusCode::BAD_REQUEST,
     ValidationError => StatusCode::BAD_REQUEST,
     XAmzContentSHA256Mismatch => StatusCode::BAD_REQUEST,
 }

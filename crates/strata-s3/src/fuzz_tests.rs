@@ -56,6 +56,11 @@ fn fuzz_xml_bodies() {
         let _ = crate::acl::parse_public_access_block(b);
         let _ = crate::xml::first_text(b, "BlockPublicAcls");
     });
+    let acl = b"<AccessControlPolicy><Owner><ID>abc</ID></Owner><AccessControlList><Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ</Permission></Grant></AccessControlList></AccessControlPolicy>";
+    fuzz::run("AccessControlPolicy", &[acl], |b| {
+        let _ = crate::acl::parse_policy_document(b);
+        let _ = crate::grants::parse_grant_header(&text(b));
+    });
 }
 
 #[test]

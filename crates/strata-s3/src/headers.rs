@@ -51,7 +51,16 @@ const READS_WITH_KEY: &[Operation] = &[O::UploadPart, O::UploadPartCopy, O::GetO
 /// Operations on an existing object or upload that touch no data.
 const NO_DATA: &[Operation] = &[O::CompleteMultipartUpload, O::GetObjectAttributes];
 const COPY: &[Operation] = &[O::CopyObject, O::UploadPartCopy];
-const SET_ACL: &[Operation] = &[O::PutBucketAcl, O::PutObjectAcl];
+/// Operations that take an ACL: set one, or give one to what they create.
+const TAKE_ACL: &[Operation] = &[
+    O::PutBucketAcl,
+    O::PutObjectAcl,
+    O::PutObject,
+    O::CopyObject,
+    O::CreateMultipartUpload,
+    O::PostObject,
+    O::CreateBucket,
+];
 const WITH_TAGS: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
 const LISTS: &[Operation] = &[O::ListObjects, O::ListObjectsV2, O::ListObjectVersions];
 const DELETES: &[Operation] = &[O::DeleteObject, O::DeleteObjects];
@@ -85,12 +94,6 @@ const NO_LOCK_FORM: Outcome = Outcome::Refused(
 /// lock, as AWS: `400 InvalidRequest`).
 const LOCKED_WRITES: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
 const BYPASS: &[Operation] = &[O::DeleteObject, O::DeleteObjects, O::PutObjectRetention];
-const ACL_OBJECT: Outcome =
-    Outcome::Refused(S3ErrorCode::AccessControlListNotSupported, "The bucket does not allow ACLs");
-const ACL_BUCKET: Outcome = Outcome::Refused(
-    S3ErrorCode::InvalidBucketAclWithObjectOwnership,
-    "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
-);
 const GRANTS: [&str; 5] = [
     "x-amz-grant-full-control",
     "x-amz-grant-read",
@@ -99,20 +102,16 @@ const GRANTS: [&str; 5] = [
     "x-amz-grant-write-acp",
 ];
 
-macro_rules! grants {
-    ($($ops:expr => $outcome:expr),*) => {
-        [$(
-            rule(GRANTS[0], $ops, $outcome),
-            rule(GRANTS[1], $ops, $outcome),
-            rule(GRANTS[2], $ops, $outcome),
-            rule(GRANTS[3], $ops, $outcome),
-            rule(GRANTS[4], $ops, $outcome),
-        )*]
-    };
-}
-
-const GRANT_RULES: [Rule; 15] =
-    grants!(SET_ACL => SUPPORTED, NEW_OBJECT => ACL_OBJECT, &[O::CreateBucket] => ACL_BUCKET);
+/// The grant headers: served wherever an ACL is (whether the bucket's ownership controls let
+/// ACLs count is the handler's call: `AccessControlListNotSupported` or
+/// `InvalidBucketAclWithObjectOwnership` when they do not).
+const GRANT_RULES: [Rule; 5] = [
+    rule(GRANTS[0], TAKE_ACL, SUPPORTED),
+    rule(GRANTS[1], TAKE_ACL, SUPPORTED),
+    rule(GRANTS[2], TAKE_ACL, SUPPORTED),
+    rule(GRANTS[3], TAKE_ACL, SUPPORTED),
+    rule(GRANTS[4], TAKE_ACL, SUPPORTED),
+];
 
 /// Every decision. Keep the order: the first row naming a header and an operation decides.
 pub const RULES: &[Rule] = &[
@@ -131,29 +130,42 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-source-expected-bucket-owner", COPY, IGNORED),
     rule("x-amz-request-payer", ANY, IGNORED),
     // Checksums: CopyObject would have to compute a new one, which it does not yet.
-    rule("x-amz-checksum-algorithm", &[O::CopyObject], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "CopyObject does not compute a new checksum yet; copy without x-amz-checksum-algorithm.",
-    )),
+    rule(
+        "x-amz-checksum-algorithm",
+        &[O::CopyObject],
+        Outcome::Refused(
+            S3ErrorCode::NotImplemented,
+            "CopyObject does not compute a new checksum yet; copy without x-amz-checksum-algorithm.",
+        ),
+    ),
     rule("x-amz-checksum-*", ANY, SUPPORTED),
-    rule("x-amz-mp-object-size", &[O::CompleteMultipartUpload], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "x-amz-mp-object-size is not checked yet, so it is refused rather than ignored.",
-    )),
+    rule(
+        "x-amz-mp-object-size",
+        &[O::CompleteMultipartUpload],
+        Outcome::Refused(
+            S3ErrorCode::NotImplemented,
+            "x-amz-mp-object-size is not checked yet, so it is refused rather than ignored.",
+        ),
+    ),
     // Object properties.
     rule("x-amz-meta-*", NEW_OBJECT, SUPPORTED),
     rule("x-amz-storage-class", NEW_OBJECT, SUPPORTED),
     rule("x-amz-tagging", WITH_TAGS, SUPPORTED),
     rule("x-amz-tagging-directive", &[O::CopyObject], SUPPORTED),
     rule("x-amz-metadata-directive", &[O::CopyObject], SUPPORTED),
-    rule("x-amz-website-redirect-location", NEW_OBJECT, Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "Website redirects are not implemented; the redirect would be lost.",
-    )),
-    rule("x-amz-write-offset-bytes", &[O::PutObject], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "Appending to an object is not implemented.",
-    )),
+    rule(
+        "x-amz-website-redirect-location",
+        NEW_OBJECT,
+        Outcome::Refused(
+            S3ErrorCode::NotImplemented,
+            "Website redirects are not implemented; the redirect would be lost.",
+        ),
+    ),
+    rule(
+        "x-amz-write-offset-bytes",
+        &[O::PutObject],
+        Outcome::Refused(S3ErrorCode::NotImplemented, "Appending to an object is not implemented."),
+    ),
     // Copy source.
     rule("x-amz-copy-source", COPY, SUPPORTED),
     rule("x-amz-copy-source-if-match", COPY, SUPPORTED),
@@ -206,26 +218,24 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-bypass-governance-retention", BYPASS, SUPPORTED),
     rule("x-amz-mfa", DELETES, IGNORED),
     // Conditional deletes.
-    rule("x-amz-if-match-last-modified-time", &[O::DeleteObject], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "Conditional deletes are not implemented.",
-    )),
-    rule("x-amz-if-match-size", &[O::DeleteObject], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "Conditional deletes are not implemented.",
-    )),
-    rule("if-match", &[O::DeleteObject], Outcome::Refused(
-        S3ErrorCode::NotImplemented,
-        "Conditional deletes are not implemented.",
-    )),
-    // ACLs: ownership is always BucketOwnerEnforced.
-    rule("x-amz-acl", SET_ACL, SUPPORTED),
-    unless("x-amz-acl", NEW_OBJECT, &["private", "bucket-owner-full-control"], ACL_OBJECT),
-    unless("x-amz-acl", &[O::CreateBucket], &["private"], ACL_BUCKET),
-    unless("x-amz-object-ownership", &[O::CreateBucket], &["BucketOwnerEnforced"], Outcome::Refused(
-        S3ErrorCode::InvalidArgument,
-        "Object ownership is always BucketOwnerEnforced; ObjectWriter and BucketOwnerPreferred are not supported.",
-    )),
+    rule(
+        "x-amz-if-match-last-modified-time",
+        &[O::DeleteObject],
+        Outcome::Refused(S3ErrorCode::NotImplemented, "Conditional deletes are not implemented."),
+    ),
+    rule(
+        "x-amz-if-match-size",
+        &[O::DeleteObject],
+        Outcome::Refused(S3ErrorCode::NotImplemented, "Conditional deletes are not implemented."),
+    ),
+    rule(
+        "if-match",
+        &[O::DeleteObject],
+        Outcome::Refused(S3ErrorCode::NotImplemented, "Conditional deletes are not implemented."),
+    ),
+    // ACLs and ownership controls: the handlers decide by the bucket's ownership controls.
+    rule("x-amz-acl", TAKE_ACL, SUPPORTED),
+    rule("x-amz-object-ownership", &[O::CreateBucket], SUPPORTED),
 ];
 
 /// The first rule for `header` (lower case) on `operation`, if the operation takes it.
@@ -345,18 +355,18 @@ mod tests {
             let sse = if *op == O::PostObject { Err(C::NotImplemented) } else { Ok(()) };
             assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), sse);
             assert_eq!(outcome(*op, "x-amz-server-side-encryption-customer-key", "k"), sse);
-            assert_eq!(outcome(*op, "x-amz-acl", "public-read"), Err(C::AccessControlListNotSupported));
+            // Whether the bucket takes ACLs is the handler's call.
+            assert_eq!(outcome(*op, "x-amz-acl", "public-read"), Ok(()));
             assert_eq!(outcome(*op, "x-amz-acl", "bucket-owner-full-control"), Ok(()));
             assert_eq!(outcome(*op, "x-amz-meta-a", "b"), Ok(()));
         }
         let lock = "x-amz-bucket-object-lock-enabled";
         assert_eq!(outcome(O::CreateBucket, lock, "true"), Ok(()));
+        assert_eq!(outcome(O::CreateBucket, lock, "False"), Ok(()));
         assert_eq!(outcome(O::PutObject, "X-Amz-Object-Lock-Mode", "COMPLIANCE"), Ok(()));
         assert_eq!(outcome(O::PostObject, "x-amz-object-lock-legal-hold", "ON"), Err(C::InvalidRequest));
-        assert_eq!(
-            outcome(O::CreateBucket, "x-amz-grant-read", "id=x"),
-            Err(C::InvalidBucketAclWithObjectOwnership)
-        );
+        assert_eq!(outcome(O::CreateBucket, "x-amz-grant-read", "id=x"), Ok(()));
+        assert_eq!(outcome(O::CreateBucket, "x-amz-object-ownership", "ObjectWriter"), Ok(()));
         assert_eq!(outcome(O::GetObject, "x-amz-server-side-encryption-customer-key", "k"), Ok(()));
         assert_eq!(
             outcome(O::UploadPartCopy, "x-amz-copy-source-server-side-encryption-customer-key", "k"),

@@ -5,7 +5,7 @@
 //!   memory ceiling (503 SlowDown past them); [`conn`]: the connection cap and time-outs.
 //! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`];
 //!   [`authz`]: each operation → the IAM actions, resource ARNs and condition keys S3 documents
-//!   for it (the table `strata-iam` evaluates; not yet consulted by request handling);
+//!   for it (the table `strata-iam` evaluates for every request, see [`access`]);
 //!   [`headers`]: THE table deciding every `x-amz-*` request header (served, ignored as asking
 //!   for no guarantee, or refused), run before any handler.
 //! - [`sigv4`]: header, presigned and streaming signatures ([`sigv2`] for older clients' presigned URLs); [`chunked`] decodes aws-chunked bodies.
@@ -17,6 +17,8 @@
 //! - [`notification`]: the bucket notification configuration calls, and `Request::notify`, the
 //!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s).
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
+//! - [`access`]: who a request is and whether the policies, or where the bucket allows them the
+//!   ACLs ([`grants`]: owners, canonical ids, canned ACLs and grants), let it through.
 //! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
 //!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
 //! - [`kms`]: the built-in KMS (named keys sealed by the master key, stored in the system
@@ -51,6 +53,7 @@ pub mod cors;
 pub mod delete;
 pub mod encryption;
 pub mod error;
+pub mod grants;
 pub mod headers;
 pub mod iam;
 pub mod kms;

@@ -8,8 +8,9 @@ use strata_types::limits::{PART_NUMBER_MAX, UPLOADS_ROUND, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 use uuid::Uuid;
 
+use crate::acl::write_owner;
 use crate::body::RequestBody;
-use crate::bucket::owner_as;
+use crate::bucket::Owners;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_declared_length, checksum_elements, put_options, stored_reply};
 use crate::router::Route;
@@ -69,6 +70,7 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     let mut opts = put_options(req)?;
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.checksum = upload_checksum(req.headers)?;
+    opts.acl = crate::object::new_acl(req, bucket)?;
     let checksum = opts.checksum;
     let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
     let envelope = sse.as_ref().map(|s| s.envelope.clone());
@@ -260,6 +262,7 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     let max_parts = number_param(route, "max-parts", 1000)?.min(1000);
     let marker = number_param(route, "part-number-marker", 0)?;
     let (upload, parts) = req.node.layer.list_parts(bucket, key, id).await?;
+    let owners = Owners::of_bucket(req, bucket)?;
     let after: Vec<_> = parts.into_iter().filter(|p| p.number as usize > marker).collect();
     let truncated = after.len() > max_parts;
     let page = &after[..after.len().min(max_parts)];
@@ -268,8 +271,8 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     x.elem("Bucket", bucket);
     x.elem("Key", key);
     x.elem("UploadId", &id_str(id));
-    owner_as(&mut x, req, "Initiator");
-    owner_as(&mut x, req, "Owner");
+    write_owner(&mut x, "Initiator", owners.of(upload.acl.as_ref()));
+    write_owner(&mut x, "Owner", owners.of(upload.acl.as_ref()));
     x.elem("StorageClass", "STANDARD");
     x.elem("PartNumberMarker", &marker.to_string());
     if let Some(last) = page.last() {
@@ -384,6 +387,7 @@ pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Res
     };
     let url = crate::bucket::url_encoding(route)?;
     let enc = |s: &str| crate::bucket::encode_name(s, url);
+    let owners = Owners::of_bucket(req, bucket)?;
     let mut pager = UploadsPager::new(prefix, delimiter, key_marker, max);
     let mut after = UploadsPager::start(key_marker, upload_id_marker);
     loop {
@@ -424,8 +428,8 @@ pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Res
             x.open("Upload");
             x.elem("Key", &enc(&u.key));
             x.elem("UploadId", &id_str(u.upload_id));
-            owner_as(&mut x, req, "Initiator");
-            owner_as(&mut x, req, "Owner");
+            write_owner(&mut x, "Initiator", owners.of(u.acl.as_ref()));
+            write_owner(&mut x, "Owner", owners.of(u.acl.as_ref()));
             x.elem("StorageClass", "STANDARD");
             x.elem("Initiated", &strata_types::time::iso8601(u.initiated));
             upload_checksum_elements(&mut x, u);
@@ -467,6 +471,7 @@ mod tests {
             retention: None,
             legal_hold: false,
             sse: None,
+            acl: None,
         }
     }
 

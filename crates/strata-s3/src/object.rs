@@ -148,6 +148,14 @@ pub(crate) fn put_options(req: &Request<'_>) -> Result<PutOptions, S3Error> {
     Ok(opts)
 }
 
+/// The owner and ACL of an object the request writes into `bucket` (see
+/// [`crate::grants::new_object_acl`]).
+pub(crate) fn new_acl(req: &Request<'_>, bucket: &str) -> Result<Option<strata_object::Acl>, S3Error> {
+    let record = req.node.layer.bucket_record(bucket)?;
+    let writer = crate::grants::owner_of_key(req.node, &req.auth.access_key);
+    crate::grants::new_object_acl(req.node, req.headers, &record, writer)
+}
+
 /// `If-None-Match: *` or `If-Match: "etag"` on a write.
 pub(crate) fn write_condition(headers: &HeaderMap) -> Result<Option<WriteCondition>, S3Error> {
     match (header(headers, "if-none-match"), header(headers, "if-match")) {
@@ -225,6 +233,7 @@ pub async fn put_object(
     crate::object_lock::check_integrity_header(req.headers)?;
     let (sse, customer) = crate::sse::for_new_object(req, bucket).await?;
     opts.sse = sse;
+    opts.acl = new_acl(req, bucket)?;
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
     req.notify(strata_notify::EventName::ObjectCreatedPut, bucket, key, Some(&info)).await;
     let reply = version_header(stored_reply(&info.etag, &info.checksums), &info);

@@ -326,7 +326,7 @@ fn stall_guarded(
 /// The form fields that are object headers (`Content-Type`, `x-amz-meta-*`, ...), as headers,
 /// so the PUT path reads them as it reads a PutObject's.
 fn object_headers(form: &Form) -> Result<HeaderMap, S3Error> {
-    const PASSED: [&str; 8] = [
+    const PASSED: [&str; 9] = [
         "content-type",
         "cache-control",
         "content-disposition",
@@ -335,10 +335,13 @@ fn object_headers(form: &Form) -> Result<HeaderMap, S3Error> {
         "content-language",
         "x-amz-storage-class",
         "content-md5",
+        "acl",
     ];
     let mut headers = HeaderMap::new();
     for (name, value) in &form.fields {
         if PASSED.contains(&name.as_str()) || name.starts_with("x-amz-meta-") {
+            // The form's `acl` field is the PUT's `x-amz-acl` header.
+            let name = if name == "acl" { "x-amz-acl" } else { name.as_str() };
             let bad =
                 || S3Error::new(S3ErrorCode::InvalidArgument, &format!("form field {name} is not valid"));
             let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
@@ -404,7 +407,6 @@ pub async fn post_object(
     body: hyper::body::Incoming,
     bucket: &str,
 ) -> Result<Reply, S3Error> {
-    node.layer.bucket_info(bucket)?;
     let content_type =
         parts.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
@@ -441,13 +443,10 @@ pub async fn post_object(
         v4: form.get("x-amz-signature").is_some(),
     });
     let fields: Vec<(String, String)> = form.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    // Authorized before the bucket is looked up: a caller who may not write learns nothing of
+    // whether it exists.
     crate::access::authorize_post(node, parts, &directory, signer, bucket, &key, &fields)?;
-    if form.get("acl").is_some_and(|a| a != "private") {
-        return Err(S3Error::new(
-            S3ErrorCode::AccessControlListNotSupported,
-            "The bucket does not allow ACLs",
-        ));
-    }
+    node.layer.bucket_info(bucket)?;
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };
     let origin = crate::notification::Origin::of(parts);
@@ -456,6 +455,7 @@ pub async fn post_object(
     let mut opts = crate::object::put_options(&req)?;
     // The form's encryption fields are refused by the header table; the bucket's default applies.
     opts.sse = crate::sse::for_new_object(&req, bucket).await?.0;
+    opts.acl = crate::object::new_acl(&req, bucket)?;
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;
     }

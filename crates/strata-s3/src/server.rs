@@ -57,6 +57,10 @@ pub struct S3Config {
     /// Accept SSE-C keys over plain HTTP (`STRATA_SSE_C_ALLOW_HTTP=on`; for tests and for TLS
     /// ended by a proxy in front). Otherwise they are refused, as AWS refuses them.
     pub sse_c_allow_http: bool,
+    /// Ownership controls of buckets created without `x-amz-object-ownership`
+    /// (`STRATA_DEFAULT_OBJECT_OWNERSHIP`): AWS's `BucketOwnerEnforced`, or `NotSet` for ACLs
+    /// on as Ceph RGW keeps them.
+    pub default_object_ownership: strata_object::ObjectOwnership,
 }
 
 /// Process state shared by every request.
@@ -554,7 +558,7 @@ async fn serve_route(
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let host_bucket = route.bucket.as_deref().filter(|_| route.host_style);
     let (access, verified) = Access::authenticate(node, parts, now, host_bucket)?;
-    let checked = access.authorize(node, &route, &parts.headers)?;
+    let checked = access.authorize(node, &route, &parts.headers).await?;
     let auth = verified.unwrap_or_else(crate::access::anonymous);
     if let Err(refused) = crate::headers::check_headers(route.operation, &parts.headers) {
         // A missing bucket is named first, as AWS does, whatever else the request asks for.
@@ -627,13 +631,16 @@ async fn serve_route(
         O::DeleteObjectTagging => tagging::delete_object_tagging(&req, bucket, key, &route).await,
         O::ListObjectVersions => versioning::list_object_versions(&req, bucket, &route).await,
         O::GetBucketAcl => acl::get_bucket_acl(&req, bucket).await,
-        O::PutBucketAcl => acl::put_bucket_acl(&req, bucket).await,
-        O::GetObjectAcl => acl::get_object_acl(&req, bucket, key).await,
-        O::PutObjectAcl => acl::put_object_acl(&req, bucket, key).await,
+        O::PutBucketAcl => acl::put_bucket_acl(&req, bucket, object::request_body(&req, body)?).await,
+        O::GetObjectAcl => acl::get_object_acl(&req, bucket, key, &route).await,
+        O::PutObjectAcl => {
+            acl::put_object_acl(&req, bucket, key, &route, object::request_body(&req, body)?).await
+        }
         O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(&req, bucket).await,
         O::PutBucketOwnershipControls => {
             acl::put_bucket_ownership_controls(&req, bucket, object::request_body(&req, body)?).await
         }
+        O::DeleteBucketOwnershipControls => acl::delete_bucket_ownership_controls(&req, bucket).await,
         O::GetPublicAccessBlock => acl::get_public_access_block(&req, bucket).await,
         O::PutPublicAccessBlock => {
             acl::put_public_access_block(&req, bucket, object::request_body(&req, body)?).await

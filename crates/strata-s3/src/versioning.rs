@@ -153,6 +153,7 @@ pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route
     let url = url_encoding(route)?;
     let request = versions_request(route)?;
     let page = req.node.layer.list_object_versions(bucket, &request).await?;
+    let owners = crate::bucket::Owners::of_bucket(req, bucket)?;
     let mut x = xml::Writer::new();
     x.root("ListVersionsResult");
     x.elem("Name", bucket);
@@ -185,7 +186,7 @@ pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route
             x.elem("ETag", &format!("\"{}\"", o.etag));
             x.elem("Size", &o.size.to_string());
         }
-        crate::bucket::owner_as(&mut x, req, "Owner");
+        crate::acl::write_owner(&mut x, "Owner", owners.of(o.acl.as_ref()));
         if !o.delete_marker {
             x.elem("StorageClass", "STANDARD");
         }

@@ -64,6 +64,9 @@ pub const DELETE_OBJECTS_KEYS_MAX: usize = 1000;
 pub const OBJECT_TAGS_MAX: usize = 10;
 /// See [`OBJECT_TAGS_MAX`].
 pub const TAG_KEY_LEN_MAX: usize = 128;
+/// Grants in one access control list (AWS: 100), whether from `x-amz-grant-*` headers or an
+/// AccessControlPolicy document. Past it: `MalformedACLError`.
+pub const ACL_GRANTS_MAX: usize = 100;
 /// Tags per bucket (AWS: 50). Past it: `InvalidTag`.
 pub const BUCKET_TAGS_MAX: usize = 50;
 

@@ -144,6 +144,21 @@ fn listen(address: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(LISTEN_BACKLOG)
 }
 
+/// Ownership controls of buckets created without `x-amz-object-ownership`:
+/// `STRATA_DEFAULT_OBJECT_OWNERSHIP` = `BucketOwnerEnforced` (the default, as AWS), `ObjectWriter`,
+/// `BucketOwnerPreferred`, or `none` (no controls: ACLs on, as Ceph RGW).
+fn default_object_ownership() -> Result<strata_object::ObjectOwnership> {
+    let Ok(v) = std::env::var("STRATA_DEFAULT_OBJECT_OWNERSHIP") else {
+        return Ok(strata_object::ObjectOwnership::BucketOwnerEnforced);
+    };
+    if v.trim().eq_ignore_ascii_case("none") {
+        return Ok(strata_object::ObjectOwnership::NotSet);
+    }
+    strata_s3::acl::parse_ownership(&v).with_context(|| {
+        format!("STRATA_DEFAULT_OBJECT_OWNERSHIP={v} is not BucketOwnerEnforced, BucketOwnerPreferred, ObjectWriter or none")
+    })
+}
+
 /// The memory ceiling: `STRATA_MEMORY_MAX` (a size like `4GiB`), else a share of RAM.
 fn memory_max() -> Result<u64> {
     match std::env::var("STRATA_MEMORY_MAX") {
@@ -305,6 +320,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             std::env::var("STRATA_SSE_C_ALLOW_HTTP").as_deref(),
             Ok("on" | "1" | "true")
         ),
+        default_object_ownership: default_object_ownership()?,
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
