@@ -543,9 +543,10 @@ def test_ownership_controls_and_public_access_block(server, s3, bucket):
     enforced = {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
     s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=enforced)
     assert s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"] == enforced
-    with pytest.raises(ClientError) as e:
-        s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls={"Rules": [{"ObjectOwnership": "ObjectWriter"}]})
-    assert code(e) == "InvalidArgument"
+    writer = {"Rules": [{"ObjectOwnership": "ObjectWriter"}]}
+    s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=writer)
+    assert s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"] == writer
+    s3.put_bucket_ownership_controls(Bucket=bucket, OwnershipControls=enforced)
     with pytest.raises(ClientError) as e:
         s3.get_public_access_block(Bucket=bucket)
     assert code(e) == "NoSuchPublicAccessBlockConfiguration"

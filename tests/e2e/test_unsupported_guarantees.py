@@ -90,7 +90,7 @@ def test_create_bucket_refuses_acls(server, s3):
     refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="public", ACL="public-read")
     refused(s3.create_bucket, (400, "InvalidBucketAclWithObjectOwnership"), Bucket="granted",
             GrantRead="id=someone")
-    refused(s3.create_bucket, (400, "InvalidArgument"), Bucket="writer", ObjectOwnership="ObjectWriter")
+    refused(s3.create_bucket, (400, "InvalidArgument"), Bucket="writer", ObjectOwnership="Everyone")
     assert s3.list_buckets()["Buckets"] == []
 
 

@@ -112,7 +112,11 @@ fn new_bucket_record(req: &Request<'_>, owner: Owner) -> Result<BucketRecord, S3
             S3Error::new(S3ErrorCode::InvalidArgument, "Invalid x-amz-object-ownership header")
         })?,
     };
-    let requested = grants::from_headers(req.node, req.headers)?;
+    let requested = match grants::from_headers(req.node, req.headers) {
+        // With ACLs disabled, any grant beyond the owner's is refused as such, named or not.
+        Err(_) if !ownership.acls_enabled() => return Err(crate::acl::acl_with_enforced()),
+        r => r?,
+    };
     let acl = match requested {
         Some(r) if !ownership.acls_enabled() && !r.owner_full_control_only(&owner) => {
             return Err(crate::acl::acl_with_enforced())

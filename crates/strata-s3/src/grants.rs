@@ -370,9 +370,12 @@ pub fn new_object_acl(
     record: &BucketRecord,
     writer: Option<Owner>,
 ) -> Result<Option<Acl>, S3Error> {
-    let requested = from_headers(node, headers)?;
-    let bucket = bucket_acl(node, record);
     let ownership = record.object_ownership;
+    let requested = match from_headers(node, headers) {
+        Err(_) if !ownership.acls_enabled() => return Err(acls_disabled()),
+        r => r?,
+    };
+    let bucket = bucket_acl(node, record);
     if !ownership.acls_enabled() {
         return match requested {
             Some(r) if !r.owner_full_control_only(&bucket.owner) => Err(acls_disabled()),
