@@ -189,3 +189,59 @@ def s3(server):
 def bucket(s3):
     s3.create_bucket(Bucket="e2e-bucket")
     return "e2e-bucket"
+
+
+def admin_cli(server, *args, check=True):
+    """Runs `strata admin ARGS` against `server` as the root user."""
+    out = subprocess.run(
+        [BIN, "admin", *args, "--host", server.endpoint.split("//", 1)[1], "--access-key", ACCESS_KEY,
+         "--secret-key", SECRET_KEY],
+        capture_output=True, text=True, timeout=60,
+    )
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+class Person:
+    """A second or third user of the deployment: its name, keys and own boto3 client."""
+
+    def __init__(self, server, name, secret):
+        self.name, self.secret = name, secret
+        cfg = botocore.config.Config(retries={"max_attempts": 1}, s3={"addressing_style": "path"})
+        self.s3 = boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=name,
+                               aws_secret_access_key=secret, region_name="us-east-1", config=cfg)
+
+    @property
+    def canonical_id(self):
+        """The user's canonical id, as ListBuckets shows the caller."""
+        return self.s3.list_buckets()["Owner"]["ID"]
+
+
+def make_person(server, name, statements=None):
+    """A user `name` with secret `name-secret-key` and, with `statements`, a policy of its own."""
+    admin_cli(server, "user", "add", name, f"{name}-secret-key")
+    if statements is not None:
+        path = server.dir / f"{name}-policy.json"
+        path.write_text(json.dumps({"Version": "2012-10-17", "Statement": statements}))
+        admin_cli(server, "policy", "create", f"{name}-policy", str(path))
+        admin_cli(server, "policy", "attach", f"{name}-policy", "--user", name)
+    return Person(server, name, f"{name}-secret-key")
+
+
+# Alice may do anything S3 offers to buckets named `alice-*` and what they hold, and create them.
+ALICE_STATEMENTS = [
+    {"Effect": "Allow", "Action": "s3:*", "Resource": ["arn:aws:s3:::alice-*", "arn:aws:s3:::alice-*/*"]},
+]
+
+
+@pytest.fixture
+def alice(server):
+    """A second user: read and write on her own buckets (`alice-*`), nothing else."""
+    return make_person(server, "alice", ALICE_STATEMENTS)
+
+
+@pytest.fixture
+def bob(server):
+    """A third user with no policy at all: what he may do, ACLs and bucket policies grant."""
+    return make_person(server, "bob")
