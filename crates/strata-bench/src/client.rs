@@ -130,7 +130,7 @@ impl Client {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.enforce_http(false);
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
         let builder = hyper_rustls::HttpsConnectorBuilder::new();
         let builder = if ep.insecure {
             let config = rustls::ClientConfig::builder_with_provider(provider.clone())

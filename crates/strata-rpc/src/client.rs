@@ -98,14 +98,16 @@ impl NodeClient {
         http.set_connect_timeout(Some(config.connect_timeout));
         http.set_local_address(config.local_ip);
         let tls = config.tls.clone().map(|c| (*c).clone()).unwrap_or_else(|| {
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
-                .unwrap_or_else(|_| {
-                    rustls::ClientConfig::builder()
-                        .with_root_certificates(rustls::RootCertStore::empty())
-                        .with_no_client_auth()
-                })
+            rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::aws_lc_rs::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .map(|b| b.with_root_certificates(rustls::RootCertStore::empty()).with_no_client_auth())
+            .unwrap_or_else(|_| {
+                rustls::ClientConfig::builder()
+                    .with_root_certificates(rustls::RootCertStore::empty())
+                    .with_no_client_auth()
+            })
         });
         let scheme = if config.tls.is_some() { "https" } else { "http" };
         let connector = hyper_rustls::HttpsConnectorBuilder::new()

@@ -264,12 +264,13 @@ mod tests {
     use super::*;
 
     fn openid() -> OpenId {
-        let tls =
-            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-                .with_safe_default_protocol_versions()
-                .expect("protocols")
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth();
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("protocols")
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
         OpenId::new(OpenIdConfig {
             provider: Provider::Direct {
                 issuer: "http://idp".into(),

@@ -25,7 +25,7 @@ pub fn acceptor(dir: &Path) -> Result<tokio_rustls::TlsAcceptor, TlsError> {
     }
     let key = PrivateKeyDer::from_pem_file(&key_path)
         .map_err(|e| TlsError(format!("reading {}: {e}", key_path.display())))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError(e.to_string()))?

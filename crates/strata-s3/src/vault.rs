@@ -107,7 +107,7 @@ fn tls_config(config: &VaultConfig) -> Result<rustls::ClientConfig, String> {
             }
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?

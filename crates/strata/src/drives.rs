@@ -118,7 +118,7 @@ fn client_config(
                     }
                 }
             }
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
             let config = rustls::ClientConfig::builder_with_provider(provider)
                 .with_safe_default_protocol_versions()
                 .context("TLS for the other nodes")?

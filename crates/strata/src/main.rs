@@ -613,7 +613,7 @@ fn outbound_tls(certs_dir: Option<&std::path::Path>) -> Result<rustls::ClientCon
             }
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .context("TLS for outbound calls")?
