@@ -1,11 +1,14 @@
 """The admin API: root-only, and `strata admin speedtest` measures a node and cleans up after itself."""
 
+import base64
 import json
 import subprocess
 import urllib.error
 import urllib.request
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+
+MASTER = "strata-test-key:" + base64.b64encode(bytes(range(1, 33))).decode()
 
 
 def data_files(server):
@@ -54,3 +57,34 @@ def test_admin_api_is_root_only(server):
     assert out.returncode != 0 and "SignatureDoesNotMatch" in out.stderr
     out = admin(server, "speedtest", "--size", "9GiB")
     assert out.returncode != 0 and "InvalidArgument" in out.stderr
+
+
+def test_speedtest_with_encryption_reports_beside_plain(server):
+    sealed = Server(env={"STRATA_KMS_SECRET_KEY": MASTER}).start()
+    try:
+        out = admin(sealed, "speedtest", "--size", "1MiB", "--concurrent", "2", "--duration", "1s",
+                    "--sse", "s3", "--json")
+        assert out.returncode == 0, out.stderr
+        both = json.loads(out.stdout)
+        assert both["plain"]["params"]["sse"] is None and both["encrypted"]["params"]["sse"] == "s3"
+        (plain,), (encrypted,) = both["plain"]["nodes"], both["encrypted"]["nodes"]
+        assert plain["sealed_objects"] == 0
+        # Every object of the encrypted run was stored sealed, and read back whole (a GET of the
+        # sealed bytes without opening them would come up short and count as an error).
+        assert encrypted["sealed_objects"] == encrypted["put"]["objects"] > 0
+        for phase in ["put", "get"]:
+            assert encrypted[phase]["objects"] > 0 and encrypted[phase]["errors"] == 0, (phase, encrypted)
+        for kind in ["kms", "c"]:
+            table = admin(sealed, "speedtest", "--size", "256KiB", "--concurrent", "2", "--duration", "500ms",
+                          "--sse", kind)
+            assert table.returncode == 0, table.stderr
+            assert f"SSE-{kind.upper()} PUT:" in table.stdout and "% of plain" in table.stdout, table.stdout
+    finally:
+        sealed.cleanup()
+    # Without a KMS, SSE-S3 and SSE-KMS are refused as a PUT would refuse them; SSE-C works.
+    out = admin(server, "speedtest", "--size", "64KiB", "--duration", "500ms", "--sse", "kms")
+    assert out.returncode != 0 and "NotImplemented" in out.stderr, out.stderr
+    out = admin(server, "speedtest", "--size", "64KiB", "--duration", "500ms", "--sse", "c", "--json")
+    assert out.returncode == 0, out.stderr
+    encrypted = json.loads(out.stdout)["encrypted"]["nodes"][0]
+    assert encrypted["sealed_objects"] == encrypted["put"]["objects"] > 0 and encrypted["get"]["errors"] == 0

@@ -2,6 +2,7 @@
 --tls --insecure`) and SSE-S3 (`--sse-s3-encrypt`), PUT and GET, without errors, and the objects
 it leaves behind really encrypted. scripts/install-warp.sh builds warp (a pinned release) into
 ./.tools/bin; WARP_BIN overrides it."""
+import base64
 import os
 import subprocess
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from conftest import ACCESS_KEY, SECRET_KEY, Server, make_certs
 
 ROOT = Path(__file__).resolve().parents[2]
-MASTER = "strata-test-key:" + "A" * 43 + "="
+MASTER = "strata-test-key:" + base64.b64encode(bytes(range(2, 34))).decode()
 
 
 @pytest.fixture(scope="module")

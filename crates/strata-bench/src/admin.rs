@@ -157,6 +157,10 @@ pub struct SpeedtestArgs {
     /// Print the raw JSON answer instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Also run the test with server-side encryption (s3: SSE-S3, kms: SSE-KMS with the default
+    /// key, c: SSE-C with a random key) and report it beside the plain run.
+    #[arg(long, value_parser = ["s3", "kms", "c"])]
+    pub sse: Option<String>,
 }
 
 pub async fn main(cmd: AdminCommand) -> Result<()> {
@@ -289,11 +293,36 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
         a.autotune, a.concurrent, a.duration, a.size
     );
     eprintln!("speedtest: {} objects, {} concurrent, {} per phase ...", a.size, a.concurrent, a.duration);
-    let report = a.conn.call(Method::POST, "speedtest", &query).await?;
+    let plain = a.conn.call(Method::POST, "speedtest", &query).await?;
+    let Some(sse) = a.sse.as_deref() else {
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&plain)?);
+        } else {
+            print_speedtest(&plain);
+        }
+        return Ok(());
+    };
+    eprintln!("speedtest: the same with SSE-{} ...", sse.to_uppercase());
+    let sealed = a.conn.call(Method::POST, "speedtest", &format!("{query}&sse={sse}")).await?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let both = serde_json::json!({ "plain": plain, "encrypted": sealed });
+        println!("{}", serde_json::to_string_pretty(&both)?);
         return Ok(());
     }
+    println!("plain:");
+    print_speedtest(&plain);
+    println!("SSE-{}:", sse.to_uppercase());
+    print_speedtest(&sealed);
+    for phase in ["aggregate_put", "aggregate_get"] {
+        let mib = |r: &Value| r[phase]["mib_per_sec"].as_f64().unwrap_or(0.0);
+        let share = if mib(&plain) > 0.0 { mib(&sealed) / mib(&plain) * 100.0 } else { 0.0 };
+        println!("SSE-{} {}: {share:.0} % of plain", sse.to_uppercase(), &phase[10..].to_uppercase());
+    }
+    Ok(())
+}
+
+/// The table of one speedtest answer.
+fn print_speedtest(report: &Value) {
     if let Some(tried) = report.get("autotune").and_then(Value::as_array).filter(|t| !t.is_empty()) {
         for t in tried {
             let (c, mib) = (t.get(0).and_then(Value::as_u64), t.get(1).and_then(Value::as_f64));
@@ -303,7 +332,7 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
     println!(
         "concurrency {} per node, {} B objects",
         report.get("concurrent").and_then(Value::as_u64).unwrap_or(0),
-        f(&report, &["params", "size"])
+        f(report, &["params", "size"])
     );
     for node in report.get("nodes").and_then(Value::as_array).into_iter().flatten() {
         let name = node.get("endpoint").and_then(Value::as_str).unwrap_or("?");
@@ -312,5 +341,4 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
     }
     println!("{}", line("PUT all nodes", &report["aggregate_put"]));
     println!("{}", line("GET all nodes", &report["aggregate_get"]));
-    Ok(())
 }

@@ -170,6 +170,18 @@ pub struct SpeedtestParams {
     pub concurrent: usize,
     pub duration_secs: f64,
     pub autotune: bool,
+    /// Server-side encryption of the objects written, if any.
+    pub sse: Option<SpeedtestSse>,
+}
+
+/// The server-side encryption a speedtest's objects get (`sse=s3|kms|c`): sealed and opened on
+/// the same path a PUT and GET of that kind take, data keys from the KMS included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpeedtestSse {
+    S3,
+    Kms,
+    C,
 }
 
 impl SpeedtestParams {
@@ -191,6 +203,13 @@ impl SpeedtestParams {
             }
         };
         let autotune = param("autotune").is_some_and(|a| a == "true" || a == "1");
+        let sse = match param("sse") {
+            None | Some("" | "none") => None,
+            Some("s3") => Some(SpeedtestSse::S3),
+            Some("kms") => Some(SpeedtestSse::Kms),
+            Some("c") => Some(SpeedtestSse::C),
+            Some(_) => return Err(bad("sse must be s3, kms, c or none")),
+        };
         if !(1..=strata_types::limits::PUT_OBJECT_SIZE_MAX).contains(&size) {
             return Err(bad("size must be between 1 B and 5 GiB"));
         }
@@ -200,7 +219,7 @@ impl SpeedtestParams {
         if duration < Duration::from_millis(100) || duration > Duration::from_secs(600) {
             return Err(bad("duration must be between 100ms and 10m"));
         }
-        Ok(Self { size, concurrent, duration_secs: duration.as_secs_f64(), autotune })
+        Ok(Self { size, concurrent, duration_secs: duration.as_secs_f64(), autotune, sse })
     }
 }
 
@@ -232,6 +251,9 @@ pub struct NodeResult {
     pub endpoint: String,
     pub put: Throughput,
     pub get: Throughput,
+    /// Objects of the PUT phase that were stored encrypted (as their metadata says).
+    #[serde(default)]
+    pub sealed_objects: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -343,37 +365,54 @@ where
     }
 }
 
-/// Keys written by a PUT phase, so the GET phase reads them and clean-up removes them.
-type Written = Arc<Mutex<Vec<String>>>;
+/// Keys written by a PUT phase, so the GET phase reads them and clean-up removes them, and how
+/// many of them were stored encrypted.
+type Written = Arc<Mutex<(Vec<String>, u64)>>;
 
 async fn put_phase(
     node: &Node,
     data: &Bytes,
     prefix: &str,
-    concurrent: usize,
-    duration: Duration,
-) -> (Throughput, Vec<String>) {
-    let written: Written = Arc::new(Mutex::new(Vec::new()));
+    load: (usize, Duration),
+    sealing: Option<&Sealing>,
+) -> (Throughput, (Vec<String>, u64)) {
+    let (concurrent, duration) = load;
+    let written: Written = Arc::new(Mutex::new((Vec::new(), 0)));
     let (layer, data, prefix, w2) = (node.layer.clone(), data.clone(), prefix.to_owned(), written.clone());
+    let sealing = sealing.cloned();
     let result = phase(concurrent, duration, move |w, n| {
-        let (layer, data, written) = (layer.clone(), data.clone(), w2.clone());
+        let (layer, data, written, sealing) = (layer.clone(), data.clone(), w2.clone(), sealing.clone());
         let key = format!("{prefix}/{w}-{n}");
         async move {
+            let mut options = PutOptions::default();
+            if let Some(s) = sealing {
+                options.sse = Some(s.seal().await.map_err(speedtest_error)?);
+            }
+            let size = data.len() as u64;
             let mut body = SharedBody::new(data);
-            let info = layer.put_object(SPEEDTEST_BUCKET, &key, &mut body, PutOptions::default()).await?;
-            written.lock().await.push(key);
-            Ok(info.size)
+            let info = layer.put_object(SPEEDTEST_BUCKET, &key, &mut body, options).await?;
+            let mut written = written.lock().await;
+            written.0.push(key);
+            written.1 += u64::from(info.sse.is_some());
+            Ok(size)
         }
     })
     .await;
-    let keys = std::mem::take(&mut *written.lock().await);
-    (result, keys)
+    let written = std::mem::take(&mut *written.lock().await);
+    (result, written)
 }
 
-async fn get_phase(node: &Node, keys: Arc<Vec<String>>, concurrent: usize, duration: Duration) -> Throughput {
+async fn get_phase(
+    node: &Node,
+    keys: Arc<Vec<String>>,
+    load: (usize, Duration),
+    sealing: Option<&Sealing>,
+) -> Throughput {
+    let (concurrent, duration) = load;
     let layer = node.layer.clone();
+    let sealing = sealing.cloned();
     phase(concurrent, duration, move |w, n| {
-        let (layer, keys) = (layer.clone(), keys.clone());
+        let (layer, keys, sealing) = (layer.clone(), keys.clone(), sealing.clone());
         async move {
             if keys.is_empty() {
                 return Err(ObjectError::ObjectNotFound);
@@ -381,7 +420,13 @@ async fn get_phase(node: &Node, keys: Arc<Vec<String>>, concurrent: usize, durat
             let key = &keys[(w * 7919 + n as usize) % keys.len()];
             let open = layer.open_object(SPEEDTEST_BUCKET, key, true).await?;
             let size = open.info.size;
-            let mut stream = open.stream(0, size);
+            let mut stream = match sealing {
+                None => open.stream(0, size),
+                Some(s) => {
+                    let cipher = s.open(open.info.sse.as_ref()).await.map_err(speedtest_error)?;
+                    open.stream_decrypted(cipher, 0, size)
+                }
+            };
             let mut got = 0u64;
             while let Some(chunk) = stream.recv().await {
                 got += chunk?.len() as u64;
@@ -431,15 +476,62 @@ pub struct NodePart {
     pub concurrent: usize,
     pub duration_secs: f64,
     pub prefix: String,
+    #[serde(default)]
+    pub sse: Option<SpeedtestSse>,
 }
 
-async fn run_node_part(node: &Node, part: &NodePart) -> NodeResult {
+/// How one node seals its speedtest objects: the kind, the node's KMS and, for SSE-C, the one
+/// customer key of the run (as a client would use one key for its objects).
+#[derive(Clone)]
+struct Sealing {
+    kind: SpeedtestSse,
+    kms: Option<Arc<dyn strata_crypto::Kms>>,
+    customer: Option<crate::sse::CustomerKey>,
+}
+
+impl Sealing {
+    fn new(node: &Node, kind: Option<SpeedtestSse>) -> Result<Option<Self>, S3Error> {
+        let Some(kind) = kind else { return Ok(None) };
+        let customer = match kind {
+            SpeedtestSse::C => Some(crate::sse::CustomerKey::generate()?),
+            SpeedtestSse::S3 | SpeedtestSse::Kms => None,
+        };
+        Ok(Some(Self { kind, kms: node.kms.clone(), customer }))
+    }
+
+    /// A fresh data key for one object, as a PUT of this kind makes it.
+    async fn seal(&self) -> Result<strata_object::SsePut, S3Error> {
+        let asked = match (self.kind, &self.customer) {
+            (SpeedtestSse::C, Some(c)) => crate::sse::SseRequest::C(c.clone()),
+            (SpeedtestSse::Kms, _) => crate::sse::SseRequest::Kms { key_id: None, context: None },
+            _ => crate::sse::SseRequest::S3,
+        };
+        Ok(crate::sse::seal_new_with(self.kms.as_ref(), asked, false).await?.0)
+    }
+
+    /// The cipher of a stored object, as a GET of this kind opens it.
+    async fn open(
+        &self,
+        envelope: Option<&strata_object::SseEnvelope>,
+    ) -> Result<strata_crypto::package::ObjectCipher, S3Error> {
+        let envelope = envelope.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError, "not encrypted"))?;
+        crate::sse::open_envelope(self.kms.as_ref(), envelope, self.customer.as_ref()).await
+    }
+}
+
+/// A speedtest operation's failure (counted as an error of its phase).
+fn speedtest_error(e: S3Error) -> ObjectError {
+    ObjectError::Internal(e.message)
+}
+
+async fn run_node_part(node: &Node, part: &NodePart) -> Result<NodeResult, S3Error> {
+    let sealing = Sealing::new(node, part.sse)?;
     let data = test_data(part.size);
-    let duration = Duration::from_secs_f64(part.duration_secs);
-    let (put, keys) = put_phase(node, &data, &part.prefix, part.concurrent, duration).await;
-    let get = get_phase(node, Arc::new(keys), part.concurrent, duration).await;
+    let load = (part.concurrent, Duration::from_secs_f64(part.duration_secs));
+    let (put, (keys, sealed_objects)) = put_phase(node, &data, &part.prefix, load, sealing.as_ref()).await;
+    let get = get_phase(node, Arc::new(keys), load, sealing.as_ref()).await;
     clean_up_prefix(node, &part.prefix).await;
-    NodeResult { endpoint: node.config.endpoint.clone(), put, get }
+    Ok(NodeResult { endpoint: node.config.endpoint.clone(), put, get, sealed_objects })
 }
 
 /// Answers another node's request to run its share of a speedtest (JSON [`NodePart`] in,
@@ -464,7 +556,7 @@ pub async fn serve_node_part(node: &Node, request: &[u8]) -> Result<Vec<u8>, Str
     }
     let result = run_node_part(node, &part).await;
     SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
-    serde_json::to_vec(&result).map_err(|e| e.to_string())
+    serde_json::to_vec(&result.map_err(|e| e.message)?).map_err(|e| e.to_string())
 }
 
 /// The deployment's other nodes, as the admin API needs them (distributed mode).
@@ -502,6 +594,13 @@ fn aggregate(results: &[Throughput]) -> Throughput {
 }
 
 async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
+    if matches!(params.sse, Some(SpeedtestSse::S3 | SpeedtestSse::Kms)) && node.kms.is_none() {
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "An SSE-S3 or SSE-KMS speedtest needs a KMS: set STRATA_KMS_SECRET_KEY (or STRATA_KMS_VAULT_ENDPOINT).",
+        ));
+    }
+    let sealing = Sealing::new(node, params.sse)?;
     match node.layer.make_bucket(SPEEDTEST_BUCKET).await {
         Ok(()) | Err(ObjectError::BucketExists) => {}
         Err(e) => return Err(e.into()),
@@ -516,7 +615,8 @@ async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<Speedtest
         let (mut c, mut best) = (4usize, 0.0f64);
         let step = duration.div_f64(2.0).max(Duration::from_millis(500));
         loop {
-            let (t, _) = put_phase(node, &data, &format!("{prefix}/tune-{c}"), c, step).await;
+            let (t, _) =
+                put_phase(node, &data, &format!("{prefix}/tune-{c}"), (c, step), sealing.as_ref()).await;
             tried.push((c, t.mib_per_sec));
             if t.mib_per_sec < best * 1.05 || c >= 256 {
                 break;
@@ -532,16 +632,17 @@ async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<Speedtest
         concurrent,
         duration_secs: params.duration_secs,
         prefix: format!("{prefix}/node-{i}"),
+        sse: params.sse,
     };
     let own_part = part(0);
     let own = run_node_part(node, &own_part);
     let mut nodes = match &node.cluster {
-        None => vec![own.await],
+        None => vec![own.await?],
         Some(cluster) => {
             let request = serde_json::to_vec(&part(1)).unwrap_or_default();
             let timeout = duration * 2 + Duration::from_secs(120);
             let (own, peers) = tokio::join!(own, cluster.speedtest_peers(request, timeout));
-            let mut all = vec![own];
+            let mut all = vec![own?];
             for (peer, answer) in peers {
                 match answer.and_then(|b| serde_json::from_slice::<NodeResult>(&b).map_err(|e| e.to_string()))
                 {
@@ -601,12 +702,18 @@ mod tests {
         ]))
         .expect("given");
         assert_eq!((p.size, p.concurrent, p.duration_secs, p.autotune), (1 << 20, 4, 2.0, true));
+        assert_eq!(p.sse, None);
+        for (given, sse) in [("s3", SpeedtestSse::S3), ("kms", SpeedtestSse::Kms), ("c", SpeedtestSse::C)] {
+            assert_eq!(SpeedtestParams::parse(&q(&[("sse", given)])).expect("sse").sse, Some(sse));
+        }
+        assert_eq!(SpeedtestParams::parse(&q(&[("sse", "none")])).expect("none").sse, None);
         for bad in [
             &[("size", "0")][..],
             &[("size", "6GiB")],
             &[("concurrent", "0")],
             &[("duration", "1h")],
             &[("size", "x")],
+            &[("sse", "aes")],
         ] {
             assert!(SpeedtestParams::parse(&q(bad)).is_err(), "{bad:?}");
         }

@@ -11,11 +11,13 @@
 //! The object layer only sees an `ObjectCipher` (see `strata_object::SsePut`); the key never
 //! reaches a drive in clear.
 
+use std::sync::Arc;
+
 use base64::Engine;
 use http::HeaderMap;
 use md5::{Digest, Md5};
 use strata_crypto::package::ObjectCipher;
-use strata_crypto::DataKey;
+use strata_crypto::{DataKey, Kms};
 use strata_object::{BucketEncryption, SseEnvelope, SseKind, SsePut};
 use uuid::Uuid;
 
@@ -46,7 +48,7 @@ pub enum SseRequest {
 }
 
 /// A client's SSE-C key, checked against its MD5.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct CustomerKey {
     key: DataKey,
     /// Base64 MD5 of the key, as the client sent it (echoed back).
@@ -179,6 +181,17 @@ pub async fn seal_new(
     req: &Request<'_>,
     asked: SseRequest,
 ) -> Result<(SsePut, Option<CustomerKey>), S3Error> {
+    // A Content-MD5 is checked against the plaintext, so it needs the plaintext's MD5 too.
+    seal_new_with(req.node.kms.as_ref(), asked, req.headers.contains_key("content-md5")).await
+}
+
+/// [`seal_new`] for a caller without a request (the speedtest), with the node's KMS: `plain_md5` asks for the
+/// plaintext's MD5 whatever the kind (SSE-S3 objects always have it: it is their ETag).
+pub async fn seal_new_with(
+    kms: Option<&Arc<dyn Kms>>,
+    asked: SseRequest,
+    plain_md5: bool,
+) -> Result<(SsePut, Option<CustomerKey>), S3Error> {
     let object_id = Uuid::new_v4();
     let (envelope, key, customer) = match asked {
         SseRequest::C(customer) => {
@@ -197,7 +210,7 @@ pub async fn seal_new(
             (envelope, key, Some(customer))
         }
         SseRequest::S3 | SseRequest::Kms { .. } => {
-            let kms = req.node.kms.as_ref().ok_or_else(no_kms)?;
+            let kms = kms.ok_or_else(no_kms)?;
             let (kind, key_id, context) = match asked {
                 SseRequest::Kms { key_id, context } => {
                     (SseKind::Kms, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
@@ -217,8 +230,8 @@ pub async fn seal_new(
         }
     };
     let cipher = ObjectCipher::new(&key, *object_id.as_bytes());
-    // The plaintext MD5 is the ETag of SSE-S3 objects, and what a Content-MD5 is checked against.
-    let plain_md5 = envelope.kind == SseKind::S3 || req.headers.contains_key("content-md5");
+    // The plaintext MD5 is the ETag of SSE-S3 objects.
+    let plain_md5 = envelope.kind == SseKind::S3 || plain_md5;
     Ok((SsePut { envelope, cipher, plain_md5 }, customer))
 }
 
@@ -257,6 +270,18 @@ pub async fn open_stored(
             None => Ok((None, None)),
         };
     };
+    let customer_md5 = customer.as_ref().map(|c| c.md5.clone());
+    let cipher = open_envelope(req.node.kms.as_ref(), envelope, customer.as_ref()).await?;
+    Ok((Some(cipher), customer_md5))
+}
+
+/// The cipher of a stored object's data: its data key opened by the KMS (SSE-S3, SSE-KMS) or
+/// by `customer`'s key (SSE-C, which must be given and be the object's key).
+pub async fn open_envelope(
+    kms: Option<&Arc<dyn Kms>>,
+    envelope: &SseEnvelope,
+    customer: Option<&CustomerKey>,
+) -> Result<ObjectCipher, S3Error> {
     let object_id = envelope.object_id;
     let key = match envelope.kind {
         SseKind::C => {
@@ -270,23 +295,22 @@ pub async fn open_stored(
             if !customer.key.matches_mac(mac) {
                 return Err(bad(S3ErrorCode::AccessDenied, "Access Denied"));
             }
-            let key = customer
+            customer
                 .key
                 .open_key(&envelope.sealed_key, &[SSE_C_AAD, object_id.as_bytes()].concat())
-                .map_err(|_| bad(S3ErrorCode::AccessDenied, "Access Denied"))?;
-            return Ok((Some(ObjectCipher::new(&key, *object_id.as_bytes())), Some(customer.md5)));
+                .map_err(|_| bad(S3ErrorCode::AccessDenied, "Access Denied"))?
         }
         SseKind::S3 | SseKind::Kms => {
             if customer.is_some() {
                 return Err(not_applicable());
             }
-            let kms = req.node.kms.as_ref().ok_or_else(no_kms)?;
+            let kms = kms.ok_or_else(no_kms)?;
             let key_id = envelope.kms_key_id.as_deref().unwrap_or(kms.default_key_id());
             let context = kms_context(object_id, envelope.context.as_deref());
             kms.decrypt_key(key_id, &envelope.sealed_key, &context).await?
         }
     };
-    Ok((Some(ObjectCipher::new(&key, *object_id.as_bytes())), None))
+    Ok(ObjectCipher::new(&key, *object_id.as_bytes()))
 }
 
 /// How a part of an upload is sealed: the upload's envelope with its data key (from the KMS, or
@@ -336,6 +360,13 @@ impl CustomerKey {
     /// The key's MD5 as the client sent it.
     pub fn md5(&self) -> &str {
         &self.md5
+    }
+
+    /// A random customer key, as a client would make one (the speedtest's).
+    pub fn generate() -> Result<Self, S3Error> {
+        let key = DataKey::generate().map_err(internal)?;
+        let md5: [u8; 16] = Md5::digest(key.as_bytes()).into();
+        Ok(Self { key, md5: base64::engine::general_purpose::STANDARD.encode(md5) })
     }
 }
 
