@@ -152,6 +152,10 @@ def test_transit_kms_down_sealed_and_back(bao):
                      SSEKMSKeyId="no-such-key") == (400, "KMS.NotFoundException")
         # Rotation in the KMS: new objects use version 2, old ones still read.
         assert "version=2" in admin(server, "kms", "key", "rotate", "app-key")
+        # Transit keys have no enabled flag: disabling is OpenBao's policies' business.
+        refused = subprocess.run([BIN, "admin", "kms", "key", "disable", "app-key", "--host", f"127.0.0.1:{server.port}",
+                                  "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY], capture_output=True, text=True)
+        assert refused.returncode != 0 and "NotImplemented" in refused.stderr, refused.stderr
         s3.put_object(Bucket="vault", Key="v2", Body=b"two", ServerSideEncryption="aws:kms", SSEKMSKeyId="app-key")
         assert s3.get_object(Bucket="vault", Key="kms")["Body"].read() == body
         # The KMS goes away: encrypted requests fail with 503, plain ones do not notice.

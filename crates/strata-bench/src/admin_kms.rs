@@ -1,4 +1,4 @@
-//! `strata admin kms key create|list|rotate|status`: the deployment's KMS keys through the admin
+//! `strata admin kms key create|list|rotate|enable|disable|status`: the deployment's KMS keys through the admin
 //! API's `kms/` operations. Key material never leaves the server; these name and list keys.
 
 use anyhow::Result;
@@ -33,6 +33,19 @@ pub enum KeyCommand {
         #[command(flatten)]
         out: Out,
     },
+    /// Make a disabled key usable again.
+    Enable {
+        name: String,
+        #[command(flatten)]
+        out: Out,
+    },
+    /// Disable a key: objects sealed under it can be neither written nor read until it is
+    /// enabled again (the built-in KMS; an external KMS's keys are governed by its own policies).
+    Disable {
+        name: String,
+        #[command(flatten)]
+        out: Out,
+    },
     /// Which KMS is configured, its default key, and whether it answers.
     Status {
         #[command(flatten)]
@@ -56,6 +69,11 @@ fn print(out: &Out, answer: &Value, text: impl FnOnce(&Value) -> String) -> Resu
 fn key_line(k: &Value) -> String {
     let state = if k["enabled"].as_bool().unwrap_or(true) { "enabled" } else { "disabled" };
     format!("{}\tversion={}\t{state}", k["name"].as_str().unwrap_or("?"), k["version"].as_u64().unwrap_or(0))
+}
+
+async fn set_enabled(out: &Out, op: &str, name: &str) -> Result<()> {
+    let a = out.conn.call_body(Method::POST, op, &format!("name={}", enc(name)), String::new()).await?;
+    print(out, &a, key_line)
 }
 
 pub async fn main(cmd: KmsCommand) -> Result<()> {
@@ -84,6 +102,8 @@ pub async fn main(cmd: KmsCommand) -> Result<()> {
                 .await?;
             print(&out, &a, |a| format!("rotated {}", key_line(a)))
         }
+        KeyCommand::Enable { name, out } => set_enabled(&out, "kms/key/enable", &name).await,
+        KeyCommand::Disable { name, out } => set_enabled(&out, "kms/key/disable", &name).await,
         KeyCommand::Status { out } => {
             let a = out.conn.call_body(Method::GET, "kms/status", "", String::new()).await?;
             print(&out, &a, |a| {

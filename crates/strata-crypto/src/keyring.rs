@@ -98,6 +98,13 @@ impl Keyring {
         Ok(key.info(name))
     }
 
+    /// Enables or disables `name` (see [`crate::Kms::set_key_enabled`]).
+    pub fn set_enabled(&mut self, name: &str, enabled: bool) -> Result<KeyInfo, KmsError> {
+        let key = self.keys.get_mut(name).ok_or_else(|| KmsError::NoSuchKey(name.to_owned()))?;
+        key.enabled = enabled;
+        Ok(key.info(name))
+    }
+
     pub fn list(&self) -> Vec<KeyInfo> {
         self.keys.iter().map(|(name, k)| k.info(name)).collect()
     }
@@ -179,10 +186,12 @@ mod tests {
         let mut unknown_version = old.ciphertext.clone();
         unknown_version[0] = 9;
         assert_eq!(ring.decrypt("k", &unknown_version, b"ctx"), Err(KmsError::Decrypt));
-        if let Some(k) = ring.keys.get_mut("k") {
-            k.enabled = false;
-        }
+        assert!(!ring.set_enabled("k", false).expect("disable").enabled);
         assert!(matches!(ring.generate("k", b""), Err(KmsError::KeyDisabled(_))));
+        assert!(matches!(ring.decrypt("k", &old.ciphertext, b"ctx"), Err(KmsError::KeyDisabled(_))));
+        assert!(ring.set_enabled("k", true).expect("enable").enabled);
+        assert_eq!(ring.decrypt("k", &old.ciphertext, b"ctx").expect("opens again"), old.key);
+        assert_eq!(ring.set_enabled("nope", false), Err(KmsError::NoSuchKey("nope".into())));
         assert_eq!(ring.list().len(), 2);
     }
 

@@ -35,6 +35,9 @@ pub enum KmsError {
     /// The KMS's own state is unusable (sealed by another master key, damaged).
     #[error("the KMS state is unusable: {0}")]
     Internal(String),
+    /// This KMS cannot do what was asked (it is done in the KMS's own tools).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl From<CryptoError> for KmsError {
@@ -92,6 +95,9 @@ pub trait Kms: Send + Sync + std::fmt::Debug {
     async fn list_keys(&self) -> Result<Vec<KeyInfo>, KmsError>;
     /// Makes a new version of `key_id` the one new data keys use; older versions still decrypt.
     async fn rotate_key(&self, key_id: &str) -> Result<KeyInfo, KmsError>;
+    /// Enables or disables `key_id`: a disabled key neither generates nor decrypts data keys
+    /// (objects sealed under it cannot be read until it is enabled again).
+    async fn set_key_enabled(&self, key_id: &str, enabled: bool) -> Result<KeyInfo, KmsError>;
     async fn status(&self) -> KmsStatus;
 }
 

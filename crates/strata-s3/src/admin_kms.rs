@@ -7,6 +7,7 @@
 //! | `GET kms/key/list` | every key with its newest version | `admin:KMSKeyStatus` |
 //! | `POST kms/key/create?name=` | a new key | `admin:KMSCreateKey` |
 //! | `POST kms/key/rotate?name=` | a new version new objects use | `admin:KMSCreateKey` |
+//! | `POST kms/key/enable?name=`, `kms/key/disable?name=` | a key usable again, or not at all | `admin:KMSCreateKey` |
 
 use http::{Method, StatusCode};
 use serde_json::json;
@@ -22,7 +23,9 @@ type Query = [(String, String)];
 pub fn action(method: &Method, op: &str) -> Option<&'static str> {
     Some(match (method, op) {
         (&Method::GET, "kms/status" | "kms/key/list") => "admin:KMSKeyStatus",
-        (&Method::POST, "kms/key/create" | "kms/key/rotate") => "admin:KMSCreateKey",
+        (&Method::POST, "kms/key/create" | "kms/key/rotate" | "kms/key/enable" | "kms/key/disable") => {
+            "admin:KMSCreateKey"
+        }
         _ => return None,
     })
 }
@@ -64,6 +67,10 @@ pub async fn serve(node: &Node, method: &Method, op: &str, query: &Query) -> Res
         }
         (&Method::POST, "kms/key/rotate") => {
             let info = kms.rotate_key(name()?).await?;
+            Ok(json_reply(StatusCode::OK, &key_json(&info)))
+        }
+        (&Method::POST, "kms/key/enable" | "kms/key/disable") => {
+            let info = kms.set_key_enabled(name()?, op == "kms/key/enable").await?;
             Ok(json_reply(StatusCode::OK, &key_json(&info)))
         }
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),

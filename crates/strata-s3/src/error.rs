@@ -311,6 +311,7 @@ impl From<KmsError> for S3Error {
             KmsError::KeyDisabled(_) => C::KmsDisabled,
             KmsError::KeyExists(_) => C::EntityAlreadyExists,
             KmsError::InvalidKeyId(_) => C::InvalidArgument,
+            KmsError::Unsupported(_) => C::NotImplemented,
             KmsError::Unavailable(_) => {
                 tracing::warn!(error = %e, "KMS unavailable");
                 return S3Error::new(

@@ -201,6 +201,10 @@ impl Kms for BuiltinKms {
         self.change(|r| r.rotate(key_id, now_secs())).await
     }
 
+    async fn set_key_enabled(&self, key_id: &str, enabled: bool) -> Result<KeyInfo, KmsError> {
+        self.change(|r| r.set_enabled(key_id, enabled)).await
+    }
+
     async fn status(&self) -> KmsStatus {
         KmsStatus {
             kind: "builtin",

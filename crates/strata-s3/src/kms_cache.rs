@@ -98,6 +98,18 @@ impl Kms for CachedKms {
         self.inner.rotate_key(key_id).await
     }
 
+    async fn set_key_enabled(&self, key_id: &str, enabled: bool) -> Result<KeyInfo, KmsError> {
+        let info = self.inner.set_key_enabled(key_id, enabled).await?;
+        if !enabled {
+            // A disabled key stops working on this node at once, not when its entries age out
+            // (other nodes' caches keep them at most `ttl`). Disabling is rare: drop them all.
+            if let Ok(mut keys) = self.keys.lock() {
+                keys.clear();
+            }
+        }
+        Ok(info)
+    }
+
     async fn status(&self) -> KmsStatus {
         self.inner.status().await
     }
@@ -139,6 +151,9 @@ mod tests {
         async fn rotate_key(&self, _: &str) -> Result<KeyInfo, KmsError> {
             Err(KmsError::Decrypt)
         }
+        async fn set_key_enabled(&self, _: &str, _: bool) -> Result<KeyInfo, KmsError> {
+            Ok(KeyInfo { name: "k".into(), version: 1, created: 0, enabled: false })
+        }
         async fn status(&self) -> KmsStatus {
             KmsStatus { kind: "test", endpoint: String::new(), default_key: "k".into(), online: true }
         }
@@ -171,5 +186,16 @@ mod tests {
         let g = cache.generate_key("k", b"c").await.expect("generates");
         inner.down.store(true, Ordering::Relaxed);
         assert_eq!(cache.decrypt_key("k", &g.ciphertext, b"c").await.expect("cached"), g.key);
+    }
+
+    #[tokio::test]
+    async fn disabling_a_key_forgets_the_cached_keys_at_once() {
+        let inner = Arc::new(Counting::default());
+        let cache = CachedKms::new(inner.clone(), Duration::from_secs(600), 16);
+        cache.decrypt_key("k", &[5], b"ctx").await.expect("decrypts");
+        inner.down.store(true, Ordering::Relaxed);
+        assert!(cache.decrypt_key("k", &[5], b"ctx").await.is_ok(), "cached");
+        cache.set_key_enabled("k", false).await.expect("disabled");
+        assert!(cache.decrypt_key("k", &[5], b"ctx").await.is_err(), "asked the KMS again");
     }
 }

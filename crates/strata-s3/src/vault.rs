@@ -300,6 +300,14 @@ impl Kms for VaultKms {
         self.key_info(key_id).await
     }
 
+    async fn set_key_enabled(&self, key_id: &str, _enabled: bool) -> Result<KeyInfo, KmsError> {
+        // A transit key has no enabled flag: access to it is a matter of OpenBao's policies.
+        self.path("keys", key_id)?;
+        Err(KmsError::Unsupported(
+            "An OpenBao/Vault transit key cannot be disabled through Strata: revoke Strata's access to it with an OpenBao policy.".into(),
+        ))
+    }
+
     async fn status(&self) -> KmsStatus {
         KmsStatus {
             kind: "vault-transit",
