@@ -443,3 +443,52 @@ def test_older_versions_stay_encrypted_and_read_back_by_version_id(kms_server):
         for d in kms_server.drives[2:]:
             d.unlink()
             d.with_name(d.name + ".away").rename(d)
+
+
+def test_post_forms_encrypt_with_their_fields(tls_server, certs):
+    """A browser form's x-amz-server-side-encryption* fields seal the object as a PUT's headers
+    would (SSE-S3, SSE-KMS with its key and context, SSE-C), and the answer says so."""
+    import urllib3
+
+    s3 = tls_server.client()
+    s3.create_bucket(Bucket="forms")
+    admin(tls_server, "kms", "key", "create", "form-key")
+    key = os.urandom(32)
+    ctx = base64.b64encode(json.dumps({"form": "yes"}).encode()).decode()
+    kinds = {
+        "s3": {"x-amz-server-side-encryption": "AES256"},
+        "kms": {"x-amz-server-side-encryption": "aws:kms",
+                "x-amz-server-side-encryption-aws-kms-key-id": "form-key",
+                "x-amz-server-side-encryption-context": ctx},
+        "c": {"x-amz-server-side-encryption-customer-algorithm": "AES256",
+              "x-amz-server-side-encryption-customer-key": base64.b64encode(key).decode(),
+              "x-amz-server-side-encryption-customer-key-MD5": md5_b64(key)},
+    }
+    http = urllib3.PoolManager(ca_certs=str(certs / "public.crt"))
+    v4 = tls_server.client(signature_version="s3v4")
+    for kind, fields in kinds.items():
+        body = data(PKG + 7, 60 + len(kind))
+        presigned = v4.generate_presigned_post("forms", f"form-{kind}", Fields=fields,
+                                               Conditions=[{k: v} for k, v in fields.items()], ExpiresIn=600)
+        form = list(presigned["fields"].items()) + [("file", ("f.bin", body, "application/octet-stream"))]
+        r = http.request("POST", presigned["url"], fields=form)
+        assert r.status == 204, r.data
+        if kind == "c":
+            assert r.headers["x-amz-server-side-encryption-customer-key-MD5"] == md5_b64(key)
+            got = s3.get_object(Bucket="forms", Key="form-c", SSECustomerAlgorithm="AES256", SSECustomerKey=key)
+            assert error(s3.get_object, Bucket="forms", Key="form-c") == (400, "InvalidRequest")
+        else:
+            assert r.headers["x-amz-server-side-encryption"] == fields["x-amz-server-side-encryption"]
+            got = s3.get_object(Bucket="forms", Key=f"form-{kind}")
+            assert got["ServerSideEncryption"] == fields["x-amz-server-side-encryption"]
+        assert got["Body"].read() == body
+        assert not on_drives(tls_server, body[:64]), f"plaintext of the {kind} form on a drive"
+    assert s3.head_object(Bucket="forms", Key="form-kms")["SSEKMSKeyId"] == "form-key"
+    # A form naming a key the KMS does not have stores nothing.
+    fields = {"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "nope"}
+    presigned = v4.generate_presigned_post("forms", "form-bad", Fields=fields,
+                                           Conditions=[{k: v} for k, v in fields.items()], ExpiresIn=600)
+    r = http.request("POST", presigned["url"],
+                     fields=list(presigned["fields"].items()) + [("file", ("f", b"x"))])
+    assert r.status == 400 and b"KMS.NotFoundException" in r.data, r.data
+    assert error(s3.head_object, Bucket="forms", Key="form-bad")[0] == 404

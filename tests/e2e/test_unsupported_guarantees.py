@@ -1,6 +1,6 @@
 """Headers and configurations that ask for a guarantee Strata does not give yet (MFA delete;
-object lock settings on buckets without object lock; encryption where no KMS is configured, or in a
-POST form) are refused with AWS's error, and nothing is stored; they are never accepted and dropped.
+object lock settings on buckets without object lock; encryption where no KMS is configured, SSE-C
+over plain HTTP) are refused with AWS's error, and nothing is stored; they are never accepted and dropped.
 See "Request headers" in docs/s3-compat.md. Served encryption is tested in test_sse.py."""
 
 import base64
@@ -182,12 +182,13 @@ def md5_b64(data):
 
 
 POST_GUARANTEES = [
+    # As in OBJECT_GUARANTEES: no KMS here, and SSE-C over plain HTTP (forms encrypt in test_sse.py).
     ({"x-amz-server-side-encryption": "AES256"}, NOT_IMPLEMENTED),
     ({"x-amz-server-side-encryption": "aws:kms", "x-amz-server-side-encryption-aws-kms-key-id": "k"},
      NOT_IMPLEMENTED),
     ({"x-amz-server-side-encryption-customer-algorithm": "AES256",
       "x-amz-server-side-encryption-customer-key": base64.b64encode(SSE_C_KEY).decode(),
-      "x-amz-server-side-encryption-customer-key-MD5": md5_b64(SSE_C_KEY)}, NOT_IMPLEMENTED),
+      "x-amz-server-side-encryption-customer-key-MD5": md5_b64(SSE_C_KEY)}, (400, "InvalidRequest")),
     ({"x-amz-object-lock-mode": "COMPLIANCE",
       "x-amz-object-lock-retain-until-date": RETAIN.strftime("%Y-%m-%dT%H:%M:%SZ")}, NO_LOCK),
     ({"x-amz-object-lock-legal-hold": "ON"}, NO_LOCK),

@@ -29,13 +29,11 @@ pub enum Outcome {
 }
 
 /// One decision: `header` (lower case; a trailing `*` matches a prefix) on `operations` (empty:
-/// every operation). Values in `harmless` (case-insensitive) ask for nothing and are accepted
-/// whatever `outcome` says, e.g. `x-amz-bucket-object-lock-enabled: false`.
+/// every operation).
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
     pub header: &'static str,
     pub operations: &'static [Operation],
-    pub harmless: &'static [&'static str],
     pub outcome: Outcome,
 }
 
@@ -45,7 +43,7 @@ const ANY: &[Operation] = &[];
 /// Operations that create an object and so take its properties (encryption, lock, ACL, ...).
 const NEW_OBJECT: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload, O::PostObject];
 /// Operations that create an object S3 can encrypt (POST forms are not read for it yet).
-const ENCRYPTABLE: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload];
+const ENCRYPTABLE: &[Operation] = &[O::PutObject, O::CopyObject, O::CreateMultipartUpload, O::PostObject];
 /// Operations that read or add data of an existing object or upload, with its SSE-C key.
 const READS_WITH_KEY: &[Operation] = &[O::UploadPart, O::UploadPartCopy, O::GetObject, O::HeadObject];
 /// Operations on an existing object or upload that touch no data.
@@ -66,24 +64,11 @@ const LISTS: &[Operation] = &[O::ListObjects, O::ListObjectsV2, O::ListObjectVer
 const DELETES: &[Operation] = &[O::DeleteObject, O::DeleteObjects];
 
 const fn rule(header: &'static str, operations: &'static [Operation], outcome: Outcome) -> Rule {
-    Rule { header, operations, harmless: &[], outcome }
-}
-
-const fn unless(
-    header: &'static str,
-    operations: &'static [Operation],
-    harmless: &'static [&'static str],
-    outcome: Outcome,
-) -> Rule {
-    Rule { header, operations, harmless, outcome }
+    Rule { header, operations, outcome }
 }
 
 const SUPPORTED: Outcome = Outcome::Supported;
 const IGNORED: Outcome = Outcome::Ignored;
-const SSE: Outcome = Outcome::Refused(
-    S3ErrorCode::NotImplemented,
-    "Encryption fields of a POST form are not read yet; the object would be stored unencrypted, so the request is refused (a bucket default encryption applies to POST).",
-);
 /// POST forms do not carry object lock settings (the bucket's default retention applies): `400
 /// InvalidRequest`, which is also AWS's answer on a bucket without object lock.
 const NO_LOCK_FORM: Outcome = Outcome::Refused(
@@ -179,8 +164,8 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-max-parts", &[O::GetObjectAttributes], SUPPORTED),
     rule("x-amz-part-number-marker", &[O::GetObjectAttributes], SUPPORTED),
     rule("x-amz-optional-object-attributes", LISTS, IGNORED),
-    // Server-side encryption: SSE-S3, SSE-KMS, SSE-C (see `crate::sse`). A browser form's
-    // encryption fields are not read yet, so POST refuses them (the bucket default applies).
+    // Server-side encryption: SSE-S3, SSE-KMS, SSE-C (see `crate::sse`); a browser form's
+    // fields of the same names count as these headers.
     rule("x-amz-server-side-encryption", ENCRYPTABLE, SUPPORTED),
     rule("x-amz-server-side-encryption-aws-kms-key-id", ENCRYPTABLE, SUPPORTED),
     rule("x-amz-server-side-encryption-context", ENCRYPTABLE, SUPPORTED),
@@ -189,13 +174,6 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-server-side-encryption-customer-algorithm", ENCRYPTABLE, SUPPORTED),
     rule("x-amz-server-side-encryption-customer-key", ENCRYPTABLE, SUPPORTED),
     rule("x-amz-server-side-encryption-customer-key-md5", ENCRYPTABLE, SUPPORTED),
-    rule("x-amz-server-side-encryption", &[O::PostObject], SSE),
-    rule("x-amz-server-side-encryption-aws-kms-key-id", &[O::PostObject], SSE),
-    rule("x-amz-server-side-encryption-context", &[O::PostObject], SSE),
-    unless("x-amz-server-side-encryption-bucket-key-enabled", &[O::PostObject], &["false"], SSE),
-    rule("x-amz-server-side-encryption-customer-algorithm", &[O::PostObject], SSE),
-    rule("x-amz-server-side-encryption-customer-key", &[O::PostObject], SSE),
-    rule("x-amz-server-side-encryption-customer-key-md5", &[O::PostObject], SSE),
     // The key of an existing SSE-C object or upload: checked against its stored MAC.
     rule("x-amz-server-side-encryption-customer-algorithm", READS_WITH_KEY, SUPPORTED),
     rule("x-amz-server-side-encryption-customer-key", READS_WITH_KEY, SUPPORTED),
@@ -256,7 +234,7 @@ pub fn check<'a>(
     operation: Operation,
     headers: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<(), S3Error> {
-    for (name, value) in headers {
+    for (name, _) in headers {
         // HTTP header names arrive lower case; form field names may not.
         let name: std::borrow::Cow<'_, str> = if name.bytes().any(|b| b.is_ascii_uppercase()) {
             name.to_ascii_lowercase().into()
@@ -265,10 +243,6 @@ pub fn check<'a>(
         };
         let Some(rule) = decide(operation, &name) else { continue };
         let Outcome::Refused(code, message) = rule.outcome else { continue };
-        let value = String::from_utf8_lossy(value);
-        if rule.harmless.iter().any(|h| h.eq_ignore_ascii_case(value.trim())) {
-            continue;
-        }
         return Err(S3Error::new(code, message).with_detail("ArgumentName", &name));
     }
     Ok(())
@@ -351,10 +325,9 @@ mod tests {
     fn guarantees_are_refused() {
         use S3ErrorCode as C;
         for op in NEW_OBJECT {
-            // Encryption is served (the handlers check the values), except in POST forms.
-            let sse = if *op == O::PostObject { Err(C::NotImplemented) } else { Ok(()) };
-            assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), sse);
-            assert_eq!(outcome(*op, "x-amz-server-side-encryption-customer-key", "k"), sse);
+            // Encryption is served, POST forms included (the handlers check the values).
+            assert_eq!(outcome(*op, "x-amz-server-side-encryption", "AES256"), Ok(()));
+            assert_eq!(outcome(*op, "x-amz-server-side-encryption-customer-key", "k"), Ok(()));
             // Whether the bucket takes ACLs is the handler's call.
             assert_eq!(outcome(*op, "x-amz-acl", "public-read"), Ok(()));
             assert_eq!(outcome(*op, "x-amz-acl", "bucket-owner-full-control"), Ok(()));
@@ -375,10 +348,10 @@ mod tests {
         // A header an operation does not take is ignored, as AWS ignores it.
         assert_eq!(outcome(O::ListBuckets, "x-amz-server-side-encryption", "AES256"), Ok(()));
         assert_eq!(outcome(O::PutObject, "x-amz-checksum-crc32", "AAAAAA=="), Ok(()));
-        let e = check(O::PostObject, [("x-amz-server-side-encryption", b"aws:kms".as_slice())]).err();
+        let e = check(O::PostObject, [("x-amz-object-lock-legal-hold", b"ON".as_slice())]).err();
         assert_eq!(
             e.map(|e| e.details),
-            Some(vec![("ArgumentName", "x-amz-server-side-encryption".to_owned())])
+            Some(vec![("ArgumentName", "x-amz-object-lock-legal-hold".to_owned())])
         );
     }
 

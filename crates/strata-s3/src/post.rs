@@ -339,7 +339,10 @@ fn object_headers(form: &Form) -> Result<HeaderMap, S3Error> {
     ];
     let mut headers = HeaderMap::new();
     for (name, value) in &form.fields {
-        if PASSED.contains(&name.as_str()) || name.starts_with("x-amz-meta-") {
+        // The encryption fields (SSE-S3, SSE-KMS with its key id and context, SSE-C) are read
+        // as a PUT's headers of the same names.
+        let sse = name.starts_with("x-amz-server-side-encryption");
+        if PASSED.contains(&name.as_str()) || name.starts_with("x-amz-meta-") || sse {
             // The form's `acl` field is the PUT's `x-amz-acl` header.
             let name = if name == "acl" { "x-amz-acl" } else { name.as_str() };
             let bad =
@@ -453,8 +456,9 @@ pub async fn post_object(
     let tls = parts.extensions.get::<crate::access::ConnInfo>().is_some_and(|c| c.tls);
     let req = Request { node, headers: &headers, auth: &auth, admission, origin, tls };
     let mut opts = crate::object::put_options(&req)?;
-    // The form's encryption fields are refused by the header table; the bucket's default applies.
-    opts.sse = crate::sse::for_new_object(&req, bucket).await?.0;
+    // The form's encryption fields, or else the bucket's default.
+    let (sse, customer) = crate::sse::for_new_object(&req, bucket).await?;
+    opts.sse = sse;
     opts.acl = crate::object::new_acl(&req, bucket)?;
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;
@@ -488,6 +492,7 @@ pub async fn post_object(
             _ => Reply::empty(StatusCode::NO_CONTENT),
         }
     };
+    let reply = crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|c| c.md5()));
     Ok(reply.header("etag", &etag).header("location", &location))
 }
 
