@@ -16,6 +16,7 @@
 //! sealed as not last), or one grown past its last, each fails as [`CryptoError`].
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+use bytes::Bytes;
 
 use crate::{CryptoError, DataKey};
 
@@ -211,39 +212,55 @@ pub struct Opener {
 }
 
 impl Opener {
-    /// Takes more sealed bytes; appends the plaintext of every package completed to `out`.
-    pub fn update(&mut self, mut sealed: &[u8], out: &mut Vec<u8>) -> Result<(), CryptoError> {
-        while !sealed.is_empty() {
-            if self.index >= self.package_count {
-                return Err(CryptoError::Truncated);
-            }
+    /// Takes more sealed bytes; appends the plaintext of every package completed to `out`, as
+    /// pieces of buffers opened in place: the sealed bytes are copied once, the plaintext never.
+    pub fn update(&mut self, mut sealed: &[u8], out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
+        if !self.buf.is_empty() {
             let take = (SEALED_PACKAGE_SIZE - self.buf.len()).min(sealed.len());
             self.buf.extend_from_slice(&sealed[..take]);
             sealed = &sealed[take..];
-            if self.buf.len() == SEALED_PACKAGE_SIZE {
-                self.open_buffered(out)?;
+            if self.buf.len() < SEALED_PACKAGE_SIZE {
+                return Ok(());
             }
+            let package = std::mem::replace(&mut self.buf, Vec::with_capacity(SEALED_PACKAGE_SIZE));
+            self.open_run(package, out)?;
         }
+        let whole = sealed.len() / SEALED_PACKAGE_SIZE * SEALED_PACKAGE_SIZE;
+        if whole > 0 {
+            self.open_run(sealed[..whole].to_vec(), out)?;
+        }
+        self.buf.extend_from_slice(&sealed[whole..]);
         Ok(())
     }
 
-    fn open_buffered(&mut self, out: &mut Vec<u8>) -> Result<(), CryptoError> {
-        let last = self.index + 1 == self.package_count;
-        let plain = self.cipher.open_package(self.segment, self.index, last, &mut self.buf)?;
-        out.extend_from_slice(plain);
-        self.buf.clear();
-        self.index += 1;
+    /// Opens `run` (whole packages; the segment's last may be short) package by package in
+    /// place and appends each one's plaintext to `out`.
+    fn open_run(&mut self, mut run: Vec<u8>, out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
+        let mut plain = Vec::with_capacity(run.len().div_ceil(SEALED_PACKAGE_SIZE));
+        for (i, package) in run.chunks_mut(SEALED_PACKAGE_SIZE).enumerate() {
+            if self.index >= self.package_count {
+                return Err(CryptoError::Truncated);
+            }
+            let last = self.index + 1 == self.package_count;
+            let len = self.cipher.open_package(self.segment, self.index, last, package)?.len();
+            let start = i * SEALED_PACKAGE_SIZE;
+            plain.push(start..start + len);
+            self.index += 1;
+        }
+        let run = Bytes::from(run);
+        out.extend(plain.into_iter().filter(|r| !r.is_empty()).map(|r| run.slice(r)));
         Ok(())
     }
 
     /// Ends the stream: a partly gathered package must be the segment's last (a short final
     /// package); `end_package` is the package the stream was meant to stop before.
-    pub fn finish(mut self, end_package: u64, out: &mut Vec<u8>) -> Result<(), CryptoError> {
+    pub fn finish(mut self, end_package: u64, out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
         if !self.buf.is_empty() {
             if self.index + 1 != self.package_count {
                 return Err(CryptoError::Truncated);
             }
-            self.open_buffered(out)?;
+            let package = std::mem::take(&mut self.buf);
+            self.open_run(package, out)?;
         }
         if self.index != end_package {
             return Err(CryptoError::Truncated);
@@ -293,7 +310,7 @@ mod tests {
             o.update(chunk, &mut out)?;
         }
         o.finish(count, &mut out)?;
-        Ok(out)
+        Ok(out.concat())
     }
 
     const P: usize = PACKAGE_SIZE;
@@ -353,6 +370,7 @@ mod tests {
                     let mut out = Vec::new();
                     o.update(bytes, &mut out).expect("opens");
                     o.finish(end_package, &mut out).expect("ends");
+                    let out = out.concat();
                     let got = &out[r.skip as usize..r.skip as usize + (to - from)];
                     assert_eq!(got, &plain[from..to], "size {n} range {from}..{to}");
                 }

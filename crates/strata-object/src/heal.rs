@@ -264,32 +264,35 @@ impl ObjectLayer {
         )?;
         let dist = &version.erasure.distribution;
         let size = version.size;
-        // The ETag of an SSE-S3 object (and of its parts) is the plaintext's MD5, which a heal
-        // (never decrypting) cannot compare with; its frames were verified as they were read.
-        let etag_checked = !matches!(version.sse.as_deref().map(|s| s.kind), Some(strata_meta::SseKind::S3));
+        // The ETag of an encrypted object (and of its parts) is the plaintext's MD5 or a digest
+        // of its package tags, which a heal (never decrypting) does not compute; its frames were
+        // verified as they were read. Only unencrypted objects are compared with their ETags.
+        let etag_checked = version.sse.is_none();
         // Rebuild the targets' shards from a verified read of the object.
         let (written, inline): (Vec<bool>, Option<Vec<Bytes>>) = match version.data {
             // A delete marker is its record alone.
             _ if version.delete_marker => (drives.iter().map(Option::is_some).collect(), None),
             DataLocation::Inline(_) => {
                 let mut body = StreamBody(open.stream(0, size));
-                let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
                 let block = reader.next_block().await?;
-                let encoded = encode(erasure.clone(), md5::Md5::new(), block).await?;
-                if etag_checked && hex::encode(encoded.md5.clone().finalize()) != version.etag {
+                let encoded = encode(erasure.clone(), reader.take_md5(), block).await?;
+                if etag_checked
+                    && encoded.md5.clone().map(|m| hex::encode(m.finalize())) != Some(version.etag.clone())
+                {
                     return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
                 }
                 (drives.iter().map(Option::is_some).collect(), Some(encoded.inline_frames()))
             }
             DataLocation::File(id) => {
                 let mut body = StreamBody(open.stream(0, size));
-                let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
                 let first = reader.next_block().await?;
                 let (md5, written, temp) =
                     write_shard_files(&drives, &mut reader, first, &erasure, dist, id, 1).await?;
                 // Cleaned by `abort_heal` on the paths that do not commit.
                 temp.disarm();
-                if etag_checked && hex::encode(md5.finalize()) != version.etag {
+                if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(version.etag.clone()) {
                     join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
                     return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
                 }
@@ -303,13 +306,13 @@ impl ObjectLayer {
                     let stream = open.stream_shared(offset, part.size);
                     offset += part.size;
                     let mut body = StreamBody(stream);
-                    let mut reader = BlockReader::new(&mut body, erasure.data_count());
+                    let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
                     let first = reader.next_block().await?;
                     let (md5, ok, temp) =
                         write_shard_files(&drives, &mut reader, first, &erasure, dist, part.data_id, 1)
                             .await?;
                     temp.disarm();
-                    if etag_checked && hex::encode(md5.finalize()) != part.etag {
+                    if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(part.etag.clone()) {
                         return Err(ObjectError::Internal(format!(
                             "rebuilt part {} does not match its ETag",
                             part.number
@@ -438,5 +441,15 @@ impl ObjectLayer {
             }
         }
         Ok(result)
+    }
+}
+
+/// `reader`, hashing what it reads only when `keep` (a heal compares only unencrypted objects
+/// with their ETags).
+fn hashing(reader: BlockReader<'_>, keep: bool) -> BlockReader<'_> {
+    if keep {
+        reader
+    } else {
+        reader.without_md5()
     }
 }

@@ -237,14 +237,14 @@ impl ObjectLayer {
             None => {
                 let written =
                     write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
-                let etag = written.md5;
+                let etag = written.md5.unwrap_or_default();
                 (written, body.checksums(), etag)
             }
             Some(sse) => {
                 let mut sealing = crate::sse::SealingBody::new(body, sse, part_number);
                 let written =
                     write_file_data(set, &mut sealing, &erasure, &e.distribution, quorum, None).await?;
-                let (etag, checked) = crate::sse::digests(Some(sse), written.md5, sealing.plain_md5());
+                let (etag, checked) = crate::sse::digests(Some(sse), written.md5, &sealing);
                 if content_md5.is_some_and(|want| want != checked) {
                     written.temp.abort().await;
                     return Err(ObjectError::BadDigest);

@@ -32,6 +32,16 @@ pub trait BodyReader: Send {
     fn plain_md5(&self) -> Option<[u8; 16]> {
         None
     }
+    /// Whether this body seals what it reads: then the layer computes no MD5 of the stored
+    /// (sealed) bytes, which no ETag uses (see [`crate::sse::digests`]).
+    fn seals(&self) -> bool {
+        false
+    }
+    /// The MD5 of a sealed body's package tags (valid after the end): the ETag digest of
+    /// SSE-KMS and SSE-C objects, which AWS says is not an MD5 of the data.
+    fn tags_md5(&self) -> Option<[u8; 16]> {
+        None
+    }
 }
 
 /// What the client asked to store with the object.
@@ -95,11 +105,26 @@ pub(crate) struct BlockReader<'a> {
     total: u64,
     /// Room for zero padding to a multiple of the data count, so encoding never reallocates.
     capacity: usize,
+    /// The MD5 of the bytes stored, until the blocks' encoding takes it (none for sealed
+    /// bodies, whose ETags are other digests, and for heals that need none).
+    md5: Option<Md5>,
 }
 
 impl<'a> BlockReader<'a> {
     pub(crate) fn new(body: &'a mut dyn BodyReader, data_count: usize) -> Self {
-        Self { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count }
+        let md5 = (!body.seals()).then(Md5::new);
+        Self { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count, md5 }
+    }
+
+    /// Computes no MD5 of the bytes read.
+    pub(crate) fn without_md5(mut self) -> Self {
+        self.md5 = None;
+        self
+    }
+
+    /// The MD5 state, for the encoding of the first block to carry on.
+    pub(crate) fn take_md5(&mut self) -> Option<Md5> {
+        self.md5.take()
     }
 }
 
@@ -134,9 +159,10 @@ impl BlockReader<'_> {
     }
 }
 
-/// One encoded block: the running MD5 and, per shard index, the frame's hash and shard bytes.
+/// One encoded block: the running MD5 (if one is kept) and, per shard index, the frame's hash
+/// and shard bytes.
 pub(crate) struct Encoded {
-    pub md5: Md5,
+    pub md5: Option<Md5>,
     pub frames: Vec<([u8; 32], Bytes)>,
 }
 
@@ -157,11 +183,13 @@ impl Encoded {
 
 pub(crate) async fn encode(
     erasure: Arc<Erasure>,
-    mut md5: Md5,
+    mut md5: Option<Md5>,
     block: BytesMut,
 ) -> Result<Encoded, ObjectError> {
     tokio::task::spawn_blocking(move || {
-        md5.update(&block);
+        if let Some(m) = md5.as_mut() {
+            m.update(&block);
+        }
         let shards = erasure.encode_block(block).map_err(|e| ObjectError::Internal(e.to_string()))?;
         let frames = shards.into_iter().map(|s| (bitrot::hash(&s), s)).collect();
         Ok(Encoded { md5, frames })
@@ -228,7 +256,7 @@ pub(crate) async fn put_object(
     let first = reader.next_block().await?;
     // `finished[pos]`: the drive at `pos` holds the whole data (a file write may fail half way).
     let (md5, data, inline, finished, temp) = if reader.eof && first.len() as u64 <= INLINE_SIZE_MAX {
-        let encoded = encode(erasure.clone(), Md5::new(), first).await?;
+        let encoded = encode(erasure.clone(), reader.take_md5(), first).await?;
         let frames = encoded.inline_frames();
         (encoded.md5, DataLocation::Inline(Uuid::new_v4()), Some(frames), vec![true; n], TempShards::none())
     } else {
@@ -240,7 +268,7 @@ pub(crate) async fn put_object(
     };
     let size = reader.total;
     let (digest, checked) =
-        crate::sse::digests(opts.sse.as_ref(), md5.finalize().into(), reader.body.plain_md5());
+        crate::sse::digests(opts.sse.as_ref(), md5.map(|m| m.finalize().into()), &*reader.body);
     if opts.content_md5.is_some_and(|want| want != checked) {
         temp.abort().await;
         return Err(ObjectError::BadDigest);
@@ -329,7 +357,8 @@ pub(crate) async fn shard_write_failed(d: &dyn strata_drive::Drive) -> DriveErro
 pub(crate) struct Written {
     pub data_id: Uuid,
     pub size: u64,
-    pub md5: [u8; 16],
+    /// The MD5 of the bytes stored (none for a sealed body).
+    pub md5: Option<[u8; 16]>,
     /// Per drive position: its shard file is whole (only those may be committed).
     pub finished: Vec<bool>,
     /// Removes the files if the request goes away before their commit.
@@ -351,8 +380,8 @@ pub(crate) async fn write_file_data(
     let data_id = Uuid::new_v4();
     let (md5, finished, temp) =
         write_shard_files(&set.drives, &mut reader, first, erasure, distribution, data_id, quorum).await?;
-    let md5: [u8; 16] = md5.finalize().into();
-    if content_md5.is_some_and(|want| want != md5) {
+    let md5: Option<[u8; 16]> = md5.map(|m| m.finalize().into());
+    if content_md5.is_some_and(|want| Some(want) != md5) {
         temp.abort().await;
         return Err(ObjectError::BadDigest);
     }
@@ -370,7 +399,7 @@ pub(crate) async fn write_shard_files(
     distribution: &[u8],
     data_id: Uuid,
     quorum: usize,
-) -> Result<(Md5, Vec<bool>, TempShards), ObjectError> {
+) -> Result<(Option<Md5>, Vec<bool>, TempShards), ObjectError> {
     // A create cancelled while it runs, and a writer dropped before it finished, remove their
     // own files (the drive sees to it); the guard removes files that finished but were never
     // committed.
@@ -401,7 +430,7 @@ pub(crate) async fn write_shard_files(
     };
     let mut writers: Writers = created.into_iter().map(Result::ok).collect();
     let result = async {
-        let mut md5 = Md5::new();
+        let mut md5 = reader.take_md5();
         let mut block = first;
         loop {
             let encoded = encode(erasure.clone(), md5, block).await?;

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use md5::{Digest, Md5};
 use strata_crypto::package::{
-    package_count, plain_size, sealed_range, ObjectCipher, Sealer, SEALED_PACKAGE_SIZE,
+    package_count, plain_size, sealed_range, ObjectCipher, Sealer, SEALED_PACKAGE_SIZE, TAG_SIZE,
 };
 use strata_meta::SseEnvelope;
 use tokio::sync::mpsc;
@@ -32,19 +32,29 @@ pub struct SsePut {
     pub plain_md5: bool,
 }
 
-/// A body read through a [`Sealer`]: yields sealed packages, and remembers the plaintext's MD5
-/// when asked to.
+/// A body read through a [`Sealer`]: yields sealed packages, remembers the plaintext's MD5
+/// when asked to, and the MD5 of the packages' tags (16 bytes a package: nearly free).
 pub(crate) struct SealingBody<'a> {
     inner: &'a mut dyn BodyReader,
     sealer: Option<Sealer>,
     md5: Option<Md5>,
     plain_md5: Option<[u8; 16]>,
+    tags: Md5,
+    tags_md5: Option<[u8; 16]>,
 }
 
 impl<'a> SealingBody<'a> {
     pub(crate) fn new(inner: &'a mut dyn BodyReader, sse: &SsePut, segment: u32) -> Self {
         let md5 = sse.plain_md5.then(Md5::new);
-        Self { inner, sealer: Some(sse.cipher.sealer(segment)), md5, plain_md5: None }
+        let sealer = Some(sse.cipher.sealer(segment));
+        Self { inner, sealer, md5, plain_md5: None, tags: Md5::new(), tags_md5: None }
+    }
+
+    /// Hashes the tag of every package in `sealed` (whole packages, the last may be short).
+    fn hash_tags(&mut self, sealed: &[u8]) {
+        for package in sealed.chunks(SEALED_PACKAGE_SIZE) {
+            self.tags.update(&package[package.len().saturating_sub(TAG_SIZE)..]);
+        }
     }
 }
 
@@ -61,6 +71,7 @@ impl BodyReader for SealingBody<'_> {
                     let mut out = Vec::with_capacity(chunk.len() + SEALED_PACKAGE_SIZE);
                     sealer.update(&chunk, &mut out);
                     if !out.is_empty() {
+                        self.hash_tags(&out);
                         return Ok(Some(Bytes::from(out)));
                     }
                 }
@@ -69,7 +80,9 @@ impl BodyReader for SealingBody<'_> {
                     if let Some(sealer) = self.sealer.take() {
                         sealer.finish(&mut out);
                     }
+                    self.hash_tags(&out);
                     self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
+                    self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
                     return Ok(Some(Bytes::from(out)));
                 }
             }
@@ -87,23 +100,34 @@ impl BodyReader for SealingBody<'_> {
     fn plain_md5(&self) -> Option<[u8; 16]> {
         self.plain_md5
     }
+
+    fn seals(&self) -> bool {
+        true
+    }
+
+    fn tags_md5(&self) -> Option<[u8; 16]> {
+        self.tags_md5
+    }
 }
 
-/// The ETag digest and the digest a Content-MD5 is checked against, for a body whose stored
-/// (possibly sealed) bytes hash to `stored`: SSE-S3 objects show the plaintext's MD5 like
-/// unencrypted ones; SSE-C and SSE-KMS ones the sealed bytes' (AWS: "not an MD5 of the data").
+/// The ETag digest and the digest a Content-MD5 is checked against, for `body` whose stored
+/// bytes hash to `stored` (computed for unsealed bodies only): SSE-S3 objects show the
+/// plaintext's MD5 like unencrypted ones; SSE-C and SSE-KMS ones the MD5 of their packages'
+/// tags (AWS: "not an MD5 of the data"), so neither kind hashes its sealed bytes, and SSE-KMS and
+/// SSE-C hash nothing whole unless a Content-MD5 asks for the plaintext's.
 pub(crate) fn digests(
     sse: Option<&SsePut>,
-    stored: [u8; 16],
-    plain: Option<[u8; 16]>,
+    stored: Option<[u8; 16]>,
+    body: &dyn BodyReader,
 ) -> ([u8; 16], [u8; 16]) {
+    let any = |d: [Option<[u8; 16]>; 3]| d.into_iter().flatten().next().unwrap_or_default();
+    let (plain, tags) = (body.plain_md5(), body.tags_md5());
     match sse {
-        None => (stored, stored),
-        Some(s) => {
-            let plain = plain.unwrap_or(stored);
-            let etag = if s.envelope.kind == strata_meta::SseKind::S3 { plain } else { stored };
-            (etag, plain)
+        None => (any([stored, None, None]), any([stored, None, None])),
+        Some(s) if s.envelope.kind == strata_meta::SseKind::S3 => {
+            (any([plain, tags, stored]), any([plain, tags, stored]))
         }
+        Some(_) => (any([tags, stored, None]), any([plain, tags, stored])),
     }
 }
 
@@ -180,8 +204,7 @@ struct Window {
 
 impl Window {
     /// The part of `plain` (the next opened bytes) to send.
-    fn take(&mut self, plain: Vec<u8>) -> Option<Bytes> {
-        let mut bytes = Bytes::from(plain);
+    fn take(&mut self, mut bytes: Bytes) -> Option<Bytes> {
         let skip = self.skip.min(bytes.len() as u64);
         self.skip -= skip;
         bytes = bytes.slice(skip as usize..);
@@ -202,22 +225,100 @@ async fn open_stream(
     tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
 ) -> Result<bool, ObjectError> {
     let fail = |e: strata_crypto::CryptoError| damaged(&e.to_string());
-    while let Some(chunk) = sealed.recv().await {
-        let chunk = chunk?;
-        let mut out = Vec::with_capacity(chunk.len());
-        opener.update(&chunk, &mut out).map_err(fail)?;
-        if let Some(b) = window.take(out) {
-            if tx.send(Ok(b)).await.is_err() {
-                return Ok(false);
-            }
-        }
-    }
     let mut out = Vec::new();
-    opener.finish(end_package, &mut out).map_err(fail)?;
-    if let Some(b) = window.take(out) {
-        if tx.send(Ok(b)).await.is_err() {
+    while let Some(chunk) = sealed.recv().await {
+        opener.update(&chunk?, &mut out).map_err(fail)?;
+        if !send_plain(&mut window, &mut out, tx).await {
             return Ok(false);
         }
     }
-    Ok(true)
+    opener.finish(end_package, &mut out).map_err(fail)?;
+    Ok(send_plain(&mut window, &mut out, tx).await)
+}
+
+/// Sends the window's share of the opened pieces in `out` (emptied); `false` when the client
+/// went away.
+async fn send_plain(
+    window: &mut Window,
+    out: &mut Vec<Bytes>,
+    tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
+) -> bool {
+    for piece in out.drain(..) {
+        if let Some(b) = window.take(piece) {
+            if tx.send(Ok(b)).await.is_err() {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::put::BlockReader;
+    use strata_crypto::DataKey;
+    use strata_meta::SseKind;
+
+    /// A body served from memory in the given chunks.
+    struct Chunks(Vec<Bytes>);
+
+    #[async_trait]
+    impl BodyReader for Chunks {
+        async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+            Ok((!self.0.is_empty()).then(|| self.0.remove(0)))
+        }
+
+        fn checksums(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+    }
+
+    fn sse(kind: SseKind, plain_md5: bool) -> SsePut {
+        let envelope = SseEnvelope {
+            kind,
+            object_id: uuid::Uuid::from_bytes([7; 16]),
+            sealed_key: vec![],
+            kms_key_id: None,
+            context: None,
+            key_mac: None,
+        };
+        SsePut { envelope, cipher: ObjectCipher::new(&DataKey::from_bytes([3; 32]), [7; 16]), plain_md5 }
+    }
+
+    /// Reads `plain` through a sealing body in uneven chunks; the sealed bytes and the body.
+    async fn seal_all(plain: &[u8], sse: &SsePut) -> (Vec<u8>, Option<[u8; 16]>, Option<[u8; 16]>) {
+        let mut body = Chunks(plain.chunks(70_001).map(Bytes::copy_from_slice).collect());
+        let mut sealing = SealingBody::new(&mut body, sse, 0);
+        assert!(sealing.seals());
+        let mut sealed = Vec::new();
+        while let Some(c) = sealing.next_chunk().await.expect("reads") {
+            sealed.extend_from_slice(&c);
+        }
+        let (etag, checked) = digests(Some(sse), None, &sealing);
+        assert!(BlockReader::new(&mut sealing, 2).take_md5().is_none(), "sealed bytes are not hashed");
+        (sealed, Some(etag), Some(checked))
+    }
+
+    #[tokio::test]
+    async fn sealed_bodies_take_their_etags_from_tags_or_plaintext_never_from_sealed_bytes() {
+        let plain: Vec<u8> = (0..200_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        let plain_md5: [u8; 16] = Md5::digest(&plain).into();
+        // SSE-KMS / SSE-C: the MD5 of the package tags, and no MD5 of the plaintext unless asked.
+        let (sealed, etag, checked) = seal_all(&plain, &sse(SseKind::Kms, false)).await;
+        let mut tags = Md5::new();
+        for package in sealed.chunks(SEALED_PACKAGE_SIZE) {
+            tags.update(&package[package.len() - TAG_SIZE..]);
+        }
+        let tags: [u8; 16] = tags.finalize().into();
+        assert_eq!(sealed.len() as u64, strata_crypto::package::sealed_size(plain.len() as u64));
+        assert_eq!((etag, checked), (Some(tags), Some(tags)));
+        assert_ne!(etag, Some(Md5::digest(&sealed).into()));
+        // With a Content-MD5 to check, the plaintext's MD5 is what it is checked against.
+        let (_, etag, checked) = seal_all(&plain, &sse(SseKind::C, true)).await;
+        assert_eq!((etag, checked), (Some(tags), Some(plain_md5)));
+        // SSE-S3: the plaintext's MD5, as an unencrypted object's.
+        let (_, etag, checked) = seal_all(&plain, &sse(SseKind::S3, true)).await;
+        assert_eq!((etag, checked), (Some(plain_md5), Some(plain_md5)));
+    }
 }
