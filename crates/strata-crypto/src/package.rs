@@ -143,6 +143,29 @@ impl ObjectCipher {
         self.key.open_in_place(nonce, Aad::from(aad), sealed).map_err(|_| CryptoError::Authentication)
     }
 
+    /// Opens package `index` of `segment` from `sealed` into `plain` (its length minus the tag,
+    /// written whole): decrypting is the only pass over the bytes.
+    pub fn open_package_into(
+        &self,
+        segment: u32,
+        index: u64,
+        last: bool,
+        sealed: &[u8],
+        plain: &mut [u8],
+    ) -> Result<(), CryptoError> {
+        if sealed.len() < TAG_SIZE
+            || sealed.len() > SEALED_PACKAGE_SIZE
+            || plain.len() + TAG_SIZE != sealed.len()
+        {
+            return Err(CryptoError::Malformed("package length"));
+        }
+        let (nonce, aad) = self.nonce_aad(segment, index, last);
+        let (ciphertext, tag) = sealed.split_at(sealed.len() - TAG_SIZE);
+        self.key
+            .open_separate_gather(nonce, Aad::from(aad), ciphertext, tag, plain)
+            .map_err(|_| CryptoError::Authentication)
+    }
+
     /// A streaming sealer for `segment`.
     pub fn sealer(&self, segment: u32) -> Sealer {
         Sealer { cipher: self.clone(), segment, index: 0, pending: Vec::with_capacity(PACKAGE_SIZE) }
@@ -227,9 +250,25 @@ impl Opener {
         }
         let whole = sealed.len() / SEALED_PACKAGE_SIZE * SEALED_PACKAGE_SIZE;
         if whole > 0 {
-            self.open_run(sealed[..whole].to_vec(), out)?;
+            self.open_whole(&sealed[..whole], out)?;
         }
         self.buf.extend_from_slice(&sealed[whole..]);
+        Ok(())
+    }
+
+    /// Opens whole packages straight from `sealed` into one plaintext buffer.
+    fn open_whole(&mut self, sealed: &[u8], out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
+        let packages = sealed.len() / SEALED_PACKAGE_SIZE;
+        let mut plain = vec![0u8; packages * PACKAGE_SIZE];
+        for (package, into) in sealed.chunks(SEALED_PACKAGE_SIZE).zip(plain.chunks_mut(PACKAGE_SIZE)) {
+            if self.index >= self.package_count {
+                return Err(CryptoError::Truncated);
+            }
+            let last = self.index + 1 == self.package_count;
+            self.cipher.open_package_into(self.segment, self.index, last, package, into)?;
+            self.index += 1;
+        }
+        out.push(Bytes::from(plain));
         Ok(())
     }
 
