@@ -476,26 +476,8 @@ impl ObjectLayer {
     /// Removes the object's `null` version (an unversioned bucket's DELETE).
     pub(crate) async fn delete_null_version(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
-        let op = Uuid::new_v4();
         let guard = set.locks.exclusive(hash).await?;
-        guard.ensure_held()?;
-        let (b, k) = (bucket.to_owned(), key.to_owned());
-        let commit: crate::set::CommitFn = Box::new(move |_, d| {
-            let (b, k) = (b.clone(), k.clone());
-            Box::pin(async move {
-                match d.delete_version(&b, &k, None, op).await {
-                    Err(DriveError::NotFound) => Ok(()),
-                    other => other,
-                }
-            })
-        });
-        let quorum = write_quorum(set.data_count(), set.parity_count);
-        let (results, outcome) =
-            crate::set::commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
-        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
-            self.healer.notify(bucket, key);
-        }
-        outcome
+        self.remove_version_locked(bucket, key, None, guard).await
     }
 
     pub async fn list_objects(&self, bucket: &str, req: &ListRequest) -> Result<ListPage, ObjectError> {

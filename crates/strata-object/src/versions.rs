@@ -192,6 +192,19 @@ impl ObjectLayer {
 
     async fn add_delete_marker(&self, bucket: &str, key: &str, id: Option<Uuid>) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
+        let guard = set.locks.exclusive(hash).await?;
+        self.add_delete_marker_locked(bucket, key, id, guard).await
+    }
+
+    /// Adds a delete marker with id `id` as the current version, under the object's lock `guard`.
+    pub(crate) async fn add_delete_marker_locked(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: Option<Uuid>,
+        guard: crate::LockGuard,
+    ) -> Result<(), ObjectError> {
+        let (set, hash) = self.locate(bucket, key);
         let n = set.drives.len();
         let distribution = strata_cluster::placement::distribution(hash, n);
         let marker = ObjectVersion {
@@ -221,7 +234,6 @@ impl ObjectLayer {
         };
         let quorum = write_quorum(set.data_count(), set.parity_count);
         let op = Uuid::new_v4();
-        let guard = set.locks.exclusive(hash).await?;
         guard.ensure_held()?;
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let commit: CommitFn = Box::new(move |pos, d| {
@@ -246,7 +258,6 @@ impl ObjectLayer {
         bypass: bool,
     ) -> Result<DeleteOutcome, ObjectError> {
         let (set, hash) = self.locate(bucket, key);
-        let op = Uuid::new_v4();
         let guard = set.locks.exclusive(hash).await?;
         // Checked under the lock: a retention or hold put meanwhile is seen.
         let delete_marker =
@@ -258,6 +269,21 @@ impl ObjectLayer {
                 Err(ObjectError::ObjectNotFound) => false,
                 Err(e) => return Err(e),
             };
+        self.remove_version_locked(bucket, key, id, guard).await?;
+        Ok(DeleteOutcome { version_id: id, delete_marker, versioned: true })
+    }
+
+    /// Removes version `id` from every drive of the object's set (a drive without it counts as
+    /// done), under the object's lock `guard`; the caller has checked that it may go.
+    pub(crate) async fn remove_version_locked(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: Option<Uuid>,
+        guard: crate::LockGuard,
+    ) -> Result<(), ObjectError> {
+        let (set, _) = self.locate(bucket, key);
+        let op = Uuid::new_v4();
         guard.ensure_held()?;
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let commit: CommitFn = Box::new(move |_, d| {
@@ -274,8 +300,7 @@ impl ObjectLayer {
         if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        outcome?;
-        Ok(DeleteOutcome { version_id: id, delete_marker, versioned: true })
+        outcome
     }
 
     /// ListObjectVersions: versions and delete markers, key ascending then newest first, and
