@@ -444,6 +444,74 @@ pub struct BucketRecord {
     /// is what every bucket had then).
     #[serde(default)]
     pub object_ownership: ObjectOwnership,
+    /// The bucket's lifecycle configuration (PutBucketLifecycleConfiguration), if one was put.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<LifecycleConfig>,
+}
+
+/// A bucket's lifecycle configuration: rules in the order they were put (validated when put).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleConfig {
+    pub rules: Vec<LifecycleRule>,
+}
+
+/// One lifecycle rule: which objects (the filter) and what happens to them (the actions).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleRule {
+    /// Unique within the configuration, at most 255 characters.
+    pub id: String,
+    /// `Status` `Enabled`; a disabled rule is kept but never applied.
+    pub enabled: bool,
+    /// Put with the legacy rule-level `Prefix` instead of a `Filter` (printed back so).
+    #[serde(default)]
+    pub legacy_prefix: bool,
+    #[serde(default)]
+    pub filter: LifecycleFilter,
+    #[serde(default)]
+    pub expiration: Option<LifecycleExpiration>,
+    #[serde(default)]
+    pub noncurrent_expiration: Option<NoncurrentExpiration>,
+    /// `AbortIncompleteMultipartUpload`: days after initiation.
+    #[serde(default)]
+    pub abort_upload_days: Option<u32>,
+}
+
+/// Which objects a rule applies to; every condition given must hold (an empty filter matches
+/// every object).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LifecycleFilter {
+    #[serde(default)]
+    pub prefix: String,
+    /// Tags the object must carry, (key, value), keys unique.
+    #[serde(default)]
+    pub tags: Vec<(String, String)>,
+    /// Bytes; the object must be larger.
+    #[serde(default)]
+    pub size_greater_than: Option<u64>,
+    /// Bytes; the object must be smaller.
+    #[serde(default)]
+    pub size_less_than: Option<u64>,
+}
+
+/// The `Expiration` action of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LifecycleExpiration {
+    /// Days after the object's creation (rounded up to the next midnight UTC).
+    Days(u32),
+    /// A date: Unix seconds of a midnight UTC.
+    Date(u64),
+    /// Remove a delete marker that is the only version left of its key.
+    ExpiredObjectDeleteMarker,
+}
+
+/// The `NoncurrentVersionExpiration` action of a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NoncurrentExpiration {
+    /// Days after the version became noncurrent (its successor's creation).
+    pub days: u32,
+    /// The newest this many noncurrent versions are kept however old.
+    #[serde(default)]
+    pub newer_versions: Option<u32>,
 }
 
 /// The three kinds of entries of S3's NotificationConfiguration; they differ only in the

@@ -44,6 +44,12 @@ pub struct SetLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LifecycleLabels {
+    /// `expire_current`, `expire_noncurrent`, `expire_delete_marker` or `abort_upload`.
+    pub action: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct TargetLabels {
     /// The notification target's ARN (`arn:minio:sqs::1:webhook`).
     pub target: String,
@@ -72,6 +78,11 @@ pub struct Metrics {
     pub heal_dangling_removed: Counter,
     pub heal_queue_length: Gauge,
     pub heal_scan_objects_remaining: Gauge,
+    pub lifecycle_objects_scanned: Counter,
+    pub lifecycle_expired: Family<LifecycleLabels, Counter>,
+    pub lifecycle_passes: Counter,
+    pub lifecycle_last_pass_seconds: Gauge<f64, AtomicU64>,
+    pub lifecycle_last_pass_timestamp_seconds: Gauge,
     pub notify_queue_depth: Family<TargetLabels, Gauge>,
     pub notify_deliveries: Family<TargetLabels, Counter>,
     pub notify_failures: Family<TargetLabels, Counter>,
@@ -197,6 +208,27 @@ impl Metrics {
             "Objects the running heal scan has still to check (0 when idle)",
             heal_scan_objects_remaining.clone(),
         );
+        let lifecycle_objects_scanned =
+            counter(&mut r, "strata_lifecycle_objects_scanned", "Object versions lifecycle passes looked at");
+        let lifecycle_expired = Family::<LifecycleLabels, Counter>::default();
+        r.register(
+            "strata_lifecycle_expired",
+            "Lifecycle actions carried out, by action",
+            lifecycle_expired.clone(),
+        );
+        let lifecycle_passes = counter(&mut r, "strata_lifecycle_passes", "Lifecycle passes finished");
+        let lifecycle_last_pass_seconds = Gauge::<f64, AtomicU64>::default();
+        r.register(
+            "strata_lifecycle_last_pass_seconds",
+            "How long the last finished lifecycle pass took",
+            lifecycle_last_pass_seconds.clone(),
+        );
+        let lifecycle_last_pass_timestamp_seconds = Gauge::default();
+        r.register(
+            "strata_lifecycle_last_pass_timestamp_seconds",
+            "When the last lifecycle pass finished (Unix seconds; 0: none yet)",
+            lifecycle_last_pass_timestamp_seconds.clone(),
+        );
         let notify_queue_depth = Family::<TargetLabels, Gauge>::default();
         r.register(
             "strata_notify_queue_depth",
@@ -262,6 +294,11 @@ impl Metrics {
             heal_dangling_removed,
             heal_queue_length,
             heal_scan_objects_remaining,
+            lifecycle_objects_scanned,
+            lifecycle_expired,
+            lifecycle_passes,
+            lifecycle_last_pass_seconds,
+            lifecycle_last_pass_timestamp_seconds,
             notify_queue_depth,
             notify_deliveries,
             notify_failures,

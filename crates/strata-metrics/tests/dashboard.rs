@@ -63,6 +63,9 @@ fn populated() -> strata_metrics::Metrics {
     for g in [&m.set_online_drives, &m.set_read_quorum_ok, &m.set_write_quorum_ok] {
         g.get_or_create(&s).set(1);
     }
+    m.lifecycle_expired
+        .get_or_create(&strata_metrics::LifecycleLabels { action: "abort_upload".into() })
+        .inc();
     m.refresh_process();
     m
 }

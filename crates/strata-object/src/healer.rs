@@ -47,7 +47,7 @@ impl HealPriority {
 
     /// The pause after an object that took `spent` to heal or check: healing runs at most a
     /// quarter of the time at low priority, two thirds at normal, and flat out at high.
-    fn pause(self, spent: Duration) -> Duration {
+    pub(crate) fn pause(self, spent: Duration) -> Duration {
         match self {
             Self::Low => spent * 3 + Duration::from_millis(5),
             Self::Normal => spent / 2 + Duration::from_millis(1),

@@ -40,6 +40,8 @@ pub struct ObjectLayer {
     peers: Option<Arc<dyn Peers>>,
     /// The name this node's heal state is kept under on the drives.
     pub(crate) state_name: String,
+    /// Lifecycle passes: day length, totals, and this node's state name.
+    pub(crate) lifecycle: crate::lifecycle_pass::Lifecycle,
 }
 
 /// Settings of the object layer that are not part of the layout.
@@ -127,6 +129,9 @@ impl ObjectLayer {
                 format!("{state_name}-{}", c.node.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
             peers = Some(c.peers);
         }
+        // `lifecycle` or `lifecycle-<node>`, beside the heal state.
+        let node_suffix = state_name.strip_prefix(crate::healer::STATE_NAME).unwrap_or_default();
+        let lifecycle = crate::lifecycle_pass::Lifecycle::new(format!("lifecycle{node_suffix}"));
         let layer = Self {
             deployment_id,
             pools,
@@ -134,6 +139,7 @@ impl ObjectLayer {
             healer: Arc::new(crate::healer::Healer::new()),
             peers,
             state_name,
+            lifecycle,
         };
         let listed = layer.read_bucket_list().await?;
         layer.heal_buckets(&listed).await;

@@ -34,6 +34,8 @@ mod get;
 mod heal;
 mod healer;
 mod layer;
+pub mod lifecycle;
+mod lifecycle_pass;
 mod list;
 mod lock;
 mod multipart;
@@ -53,6 +55,10 @@ pub use healer::{
     ScanStart, SetProgress, UnavailableDrive,
 };
 pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView};
+pub use lifecycle_pass::{
+    Lifecycle, LifecycleEvent, LifecycleEvents, LifecycleSettings, LifecycleState, LifecycleTotals,
+    PassPosition,
+};
 pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
@@ -60,8 +66,10 @@ pub use put::{BodyReader, PutOptions, WriteCondition};
 pub use sse::SsePut;
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{
-    Acl, BucketRecord, CorsRule, DefaultRetention, Grant, Grantee, Group, ObjectLockConfig, ObjectOwnership,
-    Owner, PartInfo, Permission, PublicAccessBlock, Retention, RetentionMode, UploadRecord, Versioning,
+    Acl, BucketRecord, CorsRule, DefaultRetention, Grant, Grantee, Group, LifecycleConfig,
+    LifecycleExpiration, LifecycleFilter, LifecycleRule, NoncurrentExpiration, ObjectLockConfig,
+    ObjectOwnership, Owner, PartInfo, Permission, PublicAccessBlock, Retention, RetentionMode, UploadRecord,
+    Versioning,
 };
 pub use versions::{DeleteOutcome, VersionEntry, VersionsPage, VersionsRequest};
 

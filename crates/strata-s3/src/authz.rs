@@ -186,6 +186,11 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::PutObjectLegalHold => vec![on_object("s3:PutObjectLegalHold")],
         O::GetBucketNotificationConfiguration => vec![on_bucket("s3:GetBucketNotification")],
         O::PutBucketNotificationConfiguration => vec![on_bucket("s3:PutBucketNotification")],
+        O::GetBucketLifecycleConfiguration => vec![on_bucket("s3:GetLifecycleConfiguration")],
+        // AWS authorizes DeleteBucketLifecycle as a put of the configuration.
+        O::PutBucketLifecycleConfiguration | O::DeleteBucketLifecycle => {
+            vec![on_bucket("s3:PutLifecycleConfiguration")]
+        }
     };
     Ok(Authorization { checks, values, deferred })
 }

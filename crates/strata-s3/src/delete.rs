@@ -1,13 +1,11 @@
 //! DeleteObjects: up to 1,000 keys in one request, answered key by key.
 
-use base64::Engine;
 use futures_util::stream::{self, StreamExt};
-use md5::{Digest, Md5};
 use strata_types::limits::{DELETE_OBJECTS_KEYS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
-use crate::error::{S3Error, S3ErrorCode};
+use crate::error::S3Error;
 use crate::server::{Reply, Request};
 use crate::xml;
 use crate::xml::malformed;
@@ -91,15 +89,7 @@ pub async fn delete_objects(
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
-    if let Some(want) = req.headers.get("content-md5").and_then(|v| v.to_str().ok()) {
-        let got = base64::engine::general_purpose::STANDARD.encode(Md5::digest(&doc));
-        if got != want.trim() {
-            return Err(S3Error::new(
-                S3ErrorCode::BadDigest,
-                "The Content-MD5 you specified did not match what we received.",
-            ));
-        }
-    }
+    xml::check_content_md5(req.headers, &doc)?;
     let (entries, quiet) = parse_delete(&doc)?;
     let layer = &req.node.layer;
     let results: Vec<(DeleteEntry, Result<DeleteOutcome, S3Error>)> = stream::iter(entries)

@@ -88,6 +88,7 @@ codes! {
     NoSuchCORSConfiguration => StatusCode::NOT_FOUND,
     NoSuchEntity => StatusCode::NOT_FOUND,
     NoSuchKey => StatusCode::NOT_FOUND,
+    NoSuchLifecycleConfiguration => StatusCode::NOT_FOUND,
     NoSuchObjectLockConfiguration => StatusCode::NOT_FOUND,
     NoSuchPublicAccessBlockConfiguration => StatusCode::NOT_FOUND,
     NoSuchTagSet => StatusCode::NOT_FOUND,

@@ -267,6 +267,7 @@ mod tests {
         "x-amz-version-id",
         "x-amz-delete-marker",
         "x-amz-copy-source-version-id",
+        "x-amz-expiration",
         // Prefixes `crate::sse` builds the SSE-C header names from (each name has its row).
         "x-amz-server-side-encryption-customer-",
         "x-amz-copy-source-server-side-encryption-customer-",

@@ -58,6 +58,7 @@ pub mod headers;
 pub mod iam;
 pub mod kms;
 pub mod kms_cache;
+pub mod lifecycle;
 pub mod multipart;
 pub mod notification;
 pub mod object;

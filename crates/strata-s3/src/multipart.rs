@@ -228,6 +228,7 @@ pub async fn complete(
     }
     x.close("CompleteMultipartUploadResult");
     let reply = crate::object::version_header(Reply::xml(x.finish()), &info);
+    let reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
     Ok(crate::sse::with_headers(reply, info.sse.as_ref(), None))
 }
 

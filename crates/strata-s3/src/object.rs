@@ -237,6 +237,7 @@ pub async fn put_object(
     let info = req.node.layer.put_object(bucket, key, &mut body, opts).await?;
     req.notify(strata_notify::EventName::ObjectCreatedPut, bucket, key, Some(&info)).await;
     let reply = version_header(stored_reply(&info.etag, &info.checksums), &info);
+    let reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
     Ok(crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
 
@@ -455,6 +456,9 @@ pub async fn get_object(
     reply = crate::sse::with_headers(reply, info.sse.as_ref(), customer_md5.as_deref());
     reply = reply.header("content-length", &len.to_string());
     reply = crate::versioning::with_version(reply, shown, info.version_id);
+    if which == VersionRef::Current {
+        reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
+    }
     if part.is_some() && !info.parts.is_empty() {
         reply = reply.header("x-amz-mp-parts-count", &info.parts.len().to_string());
     }

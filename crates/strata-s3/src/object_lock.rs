@@ -80,28 +80,13 @@ pub(crate) fn check_integrity_header(headers: &HeaderMap) -> Result<(), S3Error>
     Ok(())
 }
 
-/// Whether the document's root element is `name` (`<Retention/>` included).
-fn has_root(doc: &[u8], name: &str) -> Result<bool, S3Error> {
-    use quick_xml::events::Event;
-    let mut reader = quick_xml::Reader::from_reader(doc);
-    let mut buf = Vec::new();
-    loop {
-        match reader.read_event_into(&mut buf).map_err(|_| xml::malformed())? {
-            Event::Start(e) | Event::Empty(e) => return Ok(e.local_name().as_ref() == name.as_bytes()),
-            Event::Eof => return Ok(false),
-            _ => {}
-        }
-        buf.clear();
-    }
-}
-
 fn xml_text(doc: &[u8], name: &str) -> Result<Option<String>, S3Error> {
     xml::first_text(doc, name).map(|t| t.map(|t| t.trim().to_owned())).map_err(|_| xml::malformed())
 }
 
 /// A `<ObjectLockConfiguration>` document.
 pub(crate) fn parse_lock_config(doc: &[u8]) -> Result<ObjectLockConfig, S3Error> {
-    if !has_root(doc, "ObjectLockConfiguration")?
+    if !xml::has_root(doc, "ObjectLockConfiguration")?
         || xml_text(doc, "ObjectLockEnabled")?.as_deref() != Some("Enabled")
     {
         return Err(xml::malformed());
@@ -203,7 +188,7 @@ pub async fn get_object_retention(
 
 /// A `<Retention>` document: a mode and a date, or neither (removes the retention).
 pub(crate) fn parse_retention(doc: &[u8]) -> Result<Option<Retention>, S3Error> {
-    if !has_root(doc, "Retention")? {
+    if !xml::has_root(doc, "Retention")? {
         return Err(xml::malformed());
     }
     match (xml_text(doc, "Mode")?, xml_text(doc, "RetainUntilDate")?) {
@@ -263,7 +248,7 @@ pub async fn put_object_legal_hold(
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
-    if !has_root(&doc, "LegalHold")? {
+    if !xml::has_root(&doc, "LegalHold")? {
         return Err(xml::malformed());
     }
     let on = match xml_text(&doc, "Status")?.as_deref() {

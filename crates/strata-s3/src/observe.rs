@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::StatusCode;
-use strata_metrics::{advance, DriveLabels, SetLabels};
+use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
 
 use crate::body::ResponseBody;
 use crate::error::{S3Error, S3ErrorCode};
@@ -105,6 +105,20 @@ pub async fn scrape(node: &Arc<Node>) -> Reply {
     } else {
         status.scan.objects_remaining as i64
     });
+    let lc = &node.layer.lifecycle().totals;
+    advance(&m.lifecycle_objects_scanned, load(&lc.objects_scanned));
+    for (action, total) in [
+        ("expire_current", &lc.expired_current),
+        ("expire_noncurrent", &lc.expired_noncurrent),
+        ("expire_delete_marker", &lc.expired_delete_markers),
+        ("abort_upload", &lc.aborted_uploads),
+    ] {
+        advance(&m.lifecycle_expired.get_or_create(&LifecycleLabels { action: action.into() }), load(total));
+    }
+    advance(&m.lifecycle_passes, load(&lc.passes));
+    m.lifecycle_last_pass_seconds.set(load(&lc.last_pass_millis) as f64 / 1000.0);
+    m.lifecycle_last_pass_timestamp_seconds
+        .set(i64::try_from(load(&lc.last_pass_finished)).unwrap_or(i64::MAX));
     m.refresh_process();
     let text = m.encode();
     let len = text.len().to_string();

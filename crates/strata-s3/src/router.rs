@@ -85,6 +85,9 @@ operations! {
     GetBucketEncryption,
     PutBucketEncryption,
     DeleteBucketEncryption,
+    GetBucketLifecycleConfiguration,
+    PutBucketLifecycleConfiguration,
+    DeleteBucketLifecycle,
 }
 
 #[derive(Debug, Clone)]
@@ -246,6 +249,9 @@ pub fn route(
             (&Method::PUT, Some("object-lock")) => O::PutObjectLockConfiguration,
             (&Method::GET, Some("notification")) => O::GetBucketNotificationConfiguration,
             (&Method::PUT, Some("notification")) => O::PutBucketNotificationConfiguration,
+            (&Method::GET, Some("lifecycle")) => O::GetBucketLifecycleConfiguration,
+            (&Method::PUT, Some("lifecycle")) => O::PutBucketLifecycleConfiguration,
+            (&Method::DELETE, Some("lifecycle")) => O::DeleteBucketLifecycle,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -356,7 +362,10 @@ mod tests {
         assert_eq!(op(Method::PUT, "/b/k", "tagging"), Ok(Operation::PutObjectTagging));
         assert_eq!(op(Method::PUT, "/b", "tagging"), Ok(Operation::PutBucketTagging));
         assert_eq!(op(Method::PUT, "/b", "cors"), Ok(Operation::PutBucketCors));
-        assert_eq!(op(Method::PUT, "/b", "lifecycle"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "lifecycle"), Ok(Operation::PutBucketLifecycleConfiguration));
+        assert_eq!(op(Method::GET, "/b", "lifecycle"), Ok(Operation::GetBucketLifecycleConfiguration));
+        assert_eq!(op(Method::DELETE, "/b", "lifecycle"), Ok(Operation::DeleteBucketLifecycle));
+        assert_eq!(op(Method::PUT, "/b", "replication"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::PUT, "/b", "object-lock"), Ok(Operation::PutObjectLockConfiguration));
         assert_eq!(op(Method::PUT, "/b/k", "retention&versionId=null"), Ok(Operation::PutObjectRetention));
         assert_eq!(op(Method::GET, "/b/k", "legal-hold"), Ok(Operation::GetObjectLegalHold));

@@ -29,8 +29,8 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
 use crate::{
-    acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, multipart, notification, object,
-    object_lock, observe, post, tagging, versioning,
+    acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, multipart, notification,
+    object, object_lock, observe, post, tagging, versioning,
 };
 
 /// Settings of the S3 surface.
@@ -675,6 +675,14 @@ async fn serve_route(
             let body = object::request_body(&req, body)?;
             notification::put_bucket_notification_configuration(&req, bucket, body).await
         }
+        O::GetBucketLifecycleConfiguration => {
+            lifecycle::get_bucket_lifecycle_configuration(&req, bucket).await
+        }
+        O::PutBucketLifecycleConfiguration => {
+            let body = object::request_body(&req, body)?;
+            lifecycle::put_bucket_lifecycle_configuration(&req, bucket, body).await
+        }
+        O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(&req, bucket).await,
         O::DeleteObjects => {
             let allowed = |k: &str, v: Option<&str>| access.may_delete(node, bucket, k, v, &checked);
             let asked = bypass_asked(&parts.headers);

@@ -363,3 +363,18 @@ pub const KMS_ANSWER_SIZE_MAX: usize = 1024 * 1024;
 pub const KMS_KEY_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(60);
 /// See [`KMS_KEY_CACHE_TTL`].
 pub const KMS_KEY_CACHE_ENTRIES_MAX: usize = 4096;
+
+/// Lifecycle rules one bucket may hold (AWS: 1,000). Past it: `InvalidArgument`.
+pub const LIFECYCLE_RULES_MAX: usize = 1000;
+/// Longest lifecycle rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.
+pub const LIFECYCLE_RULE_ID_LEN_MAX: usize = 255;
+/// Largest `NewerNoncurrentVersions` (AWS: 100). Past it: `InvalidArgument`.
+pub const LIFECYCLE_NEWER_NONCURRENT_MAX: u32 = 100;
+/// Versions one page of a lifecycle pass lists (the pass never holds more than a page, plus the
+/// walk state of one key).
+pub const LIFECYCLE_PAGE_SIZE: usize = 1000;
+/// A lifecycle pass saves its position on the drives after this many keys, or after
+/// [`LIFECYCLE_SAVE_INTERVAL`], whichever comes first: a restart redoes at most that much.
+pub const LIFECYCLE_SAVE_KEYS: u64 = 1000;
+/// See [`LIFECYCLE_SAVE_KEYS`].
+pub const LIFECYCLE_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);

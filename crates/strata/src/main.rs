@@ -67,7 +67,7 @@ Environment:
                                            8-16 4; at most half the set)
   STRATA_STORAGE_CLASS_RRS=EC:N            parity for `x-amz-storage-class: REDUCED_REDUNDANCY`
   STRATA_LOG=debug                         log filter (tracing syntax); logs go to stderr
-  More (limits, time-outs, healing): docs/operations.md
+  More (limits, time-outs, healing, lifecycle): docs/operations.md
 
 Drives:
   A folder, or an ellipsis pattern with three dots: /mnt/disk{1...4}, /mnt/disk{01...16},
@@ -324,6 +324,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     };
     let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
+    let lifecycle = lifecycle_settings()?;
     let scan_every = match std::env::var("STRATA_SCANNER_INTERVAL") {
         Ok(v) if v == "0" || v == "off" => None,
         Ok(v) => Some(
@@ -393,6 +394,10 @@ async fn server(args: ServerArgs) -> Result<()> {
         node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
     }
     let node = Arc::new(node);
+    if let Some(settings) = lifecycle {
+        let events = Arc::new(strata_s3::lifecycle::LifecycleNotifier(node.clone()));
+        node.layer.start_lifecycle(settings, Some(events));
+    }
     if distributed {
         spawn_iam_refresh(node.clone());
     }
@@ -434,6 +439,35 @@ async fn server(args: ServerArgs) -> Result<()> {
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Lifecycle passes: `STRATA_LIFECYCLE_INTERVAL` between them (default 6h; `0` or `off`: none),
+/// and the test-only fast clock `STRATA_LIFECYCLE_DAY_SECONDS` (seconds a lifecycle day lasts;
+/// passes then run at least every quarter of such a day).
+fn lifecycle_settings() -> Result<Option<strata_object::LifecycleSettings>> {
+    let mut settings = strata_object::LifecycleSettings::default();
+    match std::env::var("STRATA_LIFECYCLE_INTERVAL") {
+        Ok(v) if v == "0" || v == "off" => return Ok(None),
+        Ok(v) => {
+            settings.interval = strata_types::time::parse_duration(&v)
+                .filter(|d| !d.is_zero())
+                .with_context(|| format!("STRATA_LIFECYCLE_INTERVAL={v}"))?;
+        }
+        Err(_) => {}
+    }
+    if let Ok(v) = std::env::var("STRATA_LIFECYCLE_DAY_SECONDS") {
+        let secs =
+            v.trim().parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.001).with_context(|| {
+                format!("STRATA_LIFECYCLE_DAY_SECONDS={v} is not a positive number of seconds")
+            })?;
+        settings.day = std::time::Duration::from_secs_f64(secs);
+        settings.interval = settings.interval.min(settings.day / 4);
+        tracing::warn!(
+            day_seconds = secs,
+            "STRATA_LIFECYCLE_DAY_SECONDS is set: lifecycle days are short (a test-only setting)"
+        );
+    }
+    Ok(Some(settings))
 }
 
 /// The KMS: an OpenBao / Vault transit engine when `STRATA_KMS_VAULT_ENDPOINT` is set,
