@@ -51,6 +51,13 @@ fn fuzz_xml_bodies() {
     fuzz::run("CORSConfiguration", &[cors], |b| {
         let _ = crate::cors::parse_cors(b);
     });
+    let lifecycle = b"<LifecycleConfiguration><Rule><ID>a</ID><Filter><And><Prefix>logs/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag><ObjectSizeGreaterThan>1</ObjectSizeGreaterThan></And></Filter><Status>Enabled</Status><Expiration><Date>2030-01-01T00:00:00Z</Date></Expiration><NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays><NewerNoncurrentVersions>3</NewerNoncurrentVersions></NoncurrentVersionExpiration></Rule><Rule><Prefix>x</Prefix><Status>Disabled</Status><AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload></Rule></LifecycleConfiguration>";
+    fuzz::run("LifecycleConfiguration", &[lifecycle], |b| {
+        if let Ok(config) = crate::lifecycle::parse(b) {
+            let again = crate::lifecycle::parse(crate::lifecycle::write(&config).as_bytes());
+            assert_eq!(again.ok(), Some(config), "what GET prints parses back the same");
+        }
+    });
     let pab = b"<PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>false</IgnorePublicAcls><BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>";
     fuzz::run("PublicAccessBlock", &[pab], |b| {
         let _ = crate::acl::parse_public_access_block(b);

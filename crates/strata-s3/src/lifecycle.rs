@@ -117,7 +117,9 @@ fn size(text: &Option<String>, what: &str) -> Result<Option<u64>, S3Error> {
 /// A `LifecycleConfiguration` document, validated.
 pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
     let text = std::str::from_utf8(doc).map_err(|_| malformed())?;
-    if !xml::has_root(doc, "LifecycleConfiguration")? {
+    // XML cannot carry NUL (the parser is lenient about it; a configuration holding one could
+    // not be printed back).
+    if text.contains('\0') || !xml::has_root(doc, "LifecycleConfiguration")? {
         return Err(malformed());
     }
     let config: ConfigXml = quick_xml::de::from_str(text).map_err(|_| malformed())?;
@@ -266,6 +268,10 @@ fn date_at_midnight(date: &str) -> Result<u64, S3Error> {
     if secs % 86_400 != 0 || !fraction_zero {
         return Err(invalid("'Date' must be at midnight GMT"));
     }
+    // Times are nanoseconds in a u64: the year 2554 at most.
+    if secs.checked_mul(1_000_000_000).is_none() {
+        return Err(invalid("'Date' is too far in the future"));
+    }
     Ok(secs)
 }
 
@@ -316,7 +322,7 @@ fn write_filter(x: &mut xml::Writer, f: &LifecycleFilter) {
     x.close("Filter");
 }
 
-fn write(config: &LifecycleConfig) -> String {
+pub(crate) fn write(config: &LifecycleConfig) -> String {
     let mut x = xml::Writer::new();
     x.root("LifecycleConfiguration");
     for r in &config.rules {

@@ -77,6 +77,9 @@ fn bad_configurations_get_aws_codes() {
         (doc(&rule(&format!("{ALL}<Expiration><Date>2030-01-01T10:00:00Z</Date></Expiration>"))), Inv),
         (doc(&rule(&format!("{ALL}<Expiration><Date>2030-01-01T00:00:00.5Z</Date></Expiration>"))), Inv),
         (doc(&rule(&format!("{ALL}<Expiration><Date>tomorrow</Date></Expiration>"))), Mal),
+        (doc(&rule(&format!("{ALL}<Expiration><Date>2600-01-01T00:00:00Z</Date></Expiration>"))), Inv),
+        // XML cannot carry NUL.
+        (doc(&rule(&format!("{ALL}<Expiration><Days>1</Days></Expiration>")).replace("<ID>r</ID>", "<ID>r\0</ID>")), Mal),
         // ExpiredObjectDeleteMarker with Days; with a tag filter.
         (doc(&rule(&format!("{ALL}<Expiration><Days>1</Days><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>"))), Inv),
         (doc(&rule("<Filter><Tag><Key>k</Key><Value>v</Value></Tag></Filter><Expiration><ExpiredObjectDeleteMarker>true</ExpiredObjectDeleteMarker></Expiration>")), Inv),
@@ -132,4 +135,32 @@ fn content_md5_is_checked_when_sent() {
     assert_eq!(code(&h), Some(S3ErrorCode::BadDigest));
     h.insert("content-md5", "not base64!".parse().expect("value"));
     assert_eq!(code(&h), Some(S3ErrorCode::InvalidDigest));
+}
+
+#[test]
+fn indented_documents_parse_like_compact_ones() {
+    let d = r#"<?xml version="1.0" encoding="UTF-8"?>
+<LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+  <Rule>
+    <ID>pretty</ID>
+    <Filter>
+      <And>
+        <Prefix>logs/</Prefix>
+        <Tag>
+          <Key>a</Key>
+          <Value>1</Value>
+        </Tag>
+      </And>
+    </Filter>
+    <Status>Enabled</Status>
+    <Expiration>
+      <Days> 4 </Days>
+    </Expiration>
+  </Rule>
+</LifecycleConfiguration>
+"#;
+    let c = parse(d.as_bytes()).expect("parses");
+    assert_eq!(c.rules[0].id, "pretty");
+    assert_eq!(c.rules[0].filter.tags, vec![("a".to_owned(), "1".to_owned())]);
+    assert_eq!(c.rules[0].expiration, Some(LifecycleExpiration::Days(4)));
 }
