@@ -762,6 +762,40 @@ mod tests {
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b));
     }
 
+    #[test]
+    fn bucket_records_with_and_before_lifecycle_read() {
+        let rule = |expiration| LifecycleRule {
+            id: "r".into(),
+            enabled: true,
+            legacy_prefix: false,
+            filter: LifecycleFilter {
+                prefix: "logs/".into(),
+                tags: vec![("k".into(), "v".into())],
+                size_greater_than: Some(1),
+                size_less_than: None,
+            },
+            expiration,
+            noncurrent_expiration: Some(NoncurrentExpiration { days: 3, newer_versions: Some(2) }),
+            abort_upload_days: Some(7),
+        };
+        let b = BucketRecord {
+            created: 1,
+            lifecycle: Some(LifecycleConfig {
+                rules: vec![
+                    rule(Some(LifecycleExpiration::Days(5))),
+                    rule(Some(LifecycleExpiration::Date(86_400))),
+                    rule(Some(LifecycleExpiration::ExpiredObjectDeleteMarker)),
+                    rule(None),
+                ],
+            }),
+            ..Default::default()
+        };
+        assert_eq!(BucketRecord::decode(&b.encode()), Ok(b.clone()));
+        // Written before lifecycle existed: no configuration.
+        let old = without(&b, &["lifecycle"]);
+        assert_eq!(BucketRecord::decode(&old).map(|r| r.lifecycle), Ok(None));
+    }
+
     /// Encodes `value` as a record without the fields named in `drop` (what an older release
     /// wrote, before they existed).
     fn without<T: Serialize>(value: &T, drop: &[&str]) -> Vec<u8> {
