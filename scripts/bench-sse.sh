@@ -2,8 +2,11 @@
 # Encryption at rest against no encryption, in the same run on the same server: a release strata
 # over 4 folders (EC 2+2) with the built-in KMS, over plain HTTP (plain, SSE-S3, SSE-KMS) and
 # over TLS (plain, SSE-C), driven by `strata bench` at 16 concurrent clients.
+# Each size runs ROUNDS times (default 2), encrypted and plain in alternating order, and a
+# summary gives medians, each encrypted kind as a share of its plain baseline, and the server's
+# CPU time per MiB.
 # Usage: scripts/bench-sse.sh [OUTDIR]
-# Smoke run: STRATA_BIN=target/debug/strata DURATION=2s SIZES=1MiB OBJECTS=20 scripts/bench-sse.sh /tmp/x
+# Smoke run: STRATA_BIN=target/debug/strata DURATION=2s SIZES=1MiB OBJECTS=20 ROUNDS=1 scripts/bench-sse.sh /tmp/x
 # Figures are only worth keeping from a quiet machine (see docs/bench/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,20 +37,44 @@ run() {
         --concurrent 16 --server-pid "$pid" --bucket "bench-$(echo "$name" | tr "[:upper:]" "[:lower:]")" --json "$out/$name.json" 2>/dev/null \
         | tee "$out/$name.txt"
 }
+rounds=${ROUNDS:-2}
+for r in $(seq "$rounds"); do
 for size in ${SIZES:-4KiB 1MiB 16MiB}; do
     objects=${OBJECTS:-$([ "$size" = 4KiB ] && echo 2000 || { [ "$size" = 1MiB ] && echo 200 || echo 32; })}
-    for kind in plain s3 kms; do
+    http_kinds=$([ $((r % 2)) = 1 ] && echo "plain s3 kms" || echo "kms s3 plain")
+    tls_kinds=$([ $((r % 2)) = 1 ] && echo "plain c" || echo "c plain")
+    for kind in $http_kinds; do
         sse=$([ "$kind" = plain ] && echo "" || echo "--sse $kind")
         # shellcheck disable=SC2086
-        run "put-$size-http-$kind" "$http_port" "$http_pid" put --obj.size "$size" --duration "$dur" $sse
+        run "put-$size-http-$kind-$r" "$http_port" "$http_pid" put --obj.size "$size" --duration "$dur" $sse
         # shellcheck disable=SC2086
-        run "get-$size-http-$kind" "$http_port" "$http_pid" get --obj.size "$size" --objects "$objects" --duration "$dur" $sse
+        run "get-$size-http-$kind-$r" "$http_port" "$http_pid" get --obj.size "$size" --objects "$objects" --duration "$dur" $sse
     done
-    for kind in plain c; do
+    for kind in $tls_kinds; do
         sse=$([ "$kind" = plain ] && echo "" || echo "--sse $kind")
         # shellcheck disable=SC2086
-        run "put-$size-tls-$kind" "$tls_port" "$tls_pid" put --obj.size "$size" --duration "$dur" --tls --insecure $sse
+        run "put-$size-tls-$kind-$r" "$tls_port" "$tls_pid" put --obj.size "$size" --duration "$dur" --tls --insecure $sse
         # shellcheck disable=SC2086
-        run "get-$size-tls-$kind" "$tls_port" "$tls_pid" get --obj.size "$size" --objects "$objects" --duration "$dur" --tls --insecure $sse
+        run "get-$size-tls-$kind-$r" "$tls_port" "$tls_pid" get --obj.size "$size" --objects "$objects" --duration "$dur" --tls --insecure $sse
     done
 done
+done
+python3 - "$out" "$rounds" ${SIZES:-4KiB 1MiB 16MiB} <<'PY' | tee "$out/summary.txt"
+import json, statistics, sys
+out, rounds, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def med(name, pick):
+    return statistics.median(pick(json.load(open(f"{out}/{name}-{r}.json"))) for r in range(1, rounds + 1))
+rate = lambda d: d["ops"][0]["mib_per_sec"]
+objs = lambda d: d["ops"][0]["ops_per_sec"]
+cpu = lambda d: d["server"]["cpu_percent"] / 100 / max(d["ops"][0]["mib_per_sec"], 1e-9) * 1000
+print(f"medians of {rounds} rounds; 16 concurrent; share = encrypted / the plain run of the same transport")
+for size in sizes:
+    for op in ("put", "get"):
+        for transport, kinds in (("http", ("plain", "s3", "kms")), ("tls", ("plain", "c"))):
+            base = med(f"{op}-{size}-{transport}-plain", rate)
+            for kind in kinds:
+                name = f"{op}-{size}-{transport}-{kind}"
+                m, o, c = med(name, rate), med(name, objs), med(name, cpu)
+                share = "" if kind == "plain" else f"  {100 * m / base:5.1f} %"
+                print(f"{op.upper()} {size:>5} {transport:4} {kind:5}: {m:8.1f} MiB/s {o:9.0f} obj/s  server {c:6.3f} ms CPU/MiB{share}")
+PY
