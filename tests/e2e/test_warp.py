@@ -42,14 +42,15 @@ def http_server():
     s.cleanup()
 
 
-def run_warp(warp, server, op, bucket, *flags):
-    """One short warp run; its output must show a result and no error."""
+def run_warp(warp, server, op, bucket, *flags, cwd=None):
+    """One short warp run in `cwd` (warp leaves its result file there); its output must show a
+    result and no error."""
     args = [warp, op, "--host", f"127.0.0.1:{server.port}", "--access-key", ACCESS_KEY,
             "--secret-key", SECRET_KEY, "--bucket", bucket, "--obj.size", "64KiB", "--concurrent", "4",
             "--duration", "6s", "--noclear", *flags]
     if op == "get":
         args += ["--objects", "40"]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(args, capture_output=True, text=True, timeout=180, cwd=cwd)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "<ERROR>" not in out and "Errors:" not in out, out
@@ -65,9 +66,9 @@ def some_keys(s3, bucket, n=5):
 
 
 @pytest.mark.parametrize("op", ["put", "get"])
-def test_warp_sse_c_over_tls(warp, tls_server, op):
+def test_warp_sse_c_over_tls(warp, tls_server, op, tmp_path):
     bucket = f"warp-c-{op}"
-    run_warp(warp, tls_server, op, bucket, "--tls", "--insecure", "--encrypt")
+    run_warp(warp, tls_server, op, bucket, "--tls", "--insecure", "--encrypt", cwd=tmp_path)
     s3 = tls_server.client()
     for key in some_keys(s3, bucket):
         # Sealed with warp's own customer key: reading without one is refused, never plaintext.
@@ -77,9 +78,9 @@ def test_warp_sse_c_over_tls(warp, tls_server, op):
 
 
 @pytest.mark.parametrize("op", ["put", "get"])
-def test_warp_sse_s3(warp, http_server, op):
+def test_warp_sse_s3(warp, http_server, op, tmp_path):
     bucket = f"warp-s3-{op}"
-    run_warp(warp, http_server, op, bucket, "--sse-s3-encrypt")
+    run_warp(warp, http_server, op, bucket, "--sse-s3-encrypt", cwd=tmp_path)
     s3 = http_server.client()
     for key in some_keys(s3, bucket):
         assert s3.head_object(Bucket=bucket, Key=key)["ServerSideEncryption"] == "AES256"
