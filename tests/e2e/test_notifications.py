@@ -371,14 +371,19 @@ def test_versioned_bucket_events_carry_version_ids(notified, hook):
     s3.create_bucket(Bucket="versioned")
     s3.put_bucket_versioning(Bucket="versioned", VersioningConfiguration={"Status": "Enabled"})
     s3.put_bucket_notification_configuration(Bucket="versioned", NotificationConfiguration={"QueueConfigurations": [
-        queue_config(WEBHOOK_ARN, ["s3:ObjectCreated:Put", "s3:ObjectRemoved:*"])]})
+        queue_config(WEBHOOK_ARN, ["s3:ObjectCreated:Put", "s3:ObjectRemoved:*", "s3:ObjectTagging:*"])]})
     put = s3.put_object(Bucket="versioned", Key="doc", Body=b"v1")
+    tags = {"TagSet": [{"Key": "k", "Value": "v"}]}
+    s3.put_object_tagging(Bucket="versioned", Key="doc", Tagging=tags)
     marker = s3.delete_object(Bucket="versioned", Key="doc")
+    s3.delete_object_tagging(Bucket="versioned", Key="doc", VersionId=put["VersionId"])
     s3.delete_object(Bucket="versioned", Key="doc", VersionId=put["VersionId"])
-    wait_for(lambda: len(hook.events) >= 3, timeout=30, what="3 events")
+    wait_for(lambda: len(hook.events) >= 5, timeout=30, what="5 events")
     records = hook.records()
     assert [(r["eventName"], r["s3"]["object"].get("versionId")) for r in records] == [
         ("ObjectCreated:Put", put["VersionId"]),
+        ("ObjectTagging:Put", put["VersionId"]),
         ("ObjectRemoved:DeleteMarkerCreated", marker["VersionId"]),
+        ("ObjectTagging:Delete", put["VersionId"]),
         ("ObjectRemoved:Delete", put["VersionId"]),
     ]

@@ -267,7 +267,9 @@ impl Request<'_> {
         self.notify_version(name, bucket, key, None, version).await
     }
 
-    async fn notify_version(
+    /// [`Request::notify`] of an event about `version` of an object (tagging changes: the
+    /// version they changed, shown in versioned buckets).
+    pub async fn notify_version(
         &self,
         name: EventName,
         bucket: &str,

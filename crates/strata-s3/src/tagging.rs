@@ -175,8 +175,9 @@ pub async fn put_object_tagging(
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let tags = validate(parse_tagging(&doc)?)?;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, tags).await?;
-    req.notify(strata_notify::EventName::ObjectTaggingPut, bucket, key, None).await;
     let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    let version = id.filter(|_| shown);
+    req.notify_version(strata_notify::EventName::ObjectTaggingPut, bucket, key, None, version).await;
     Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
 }
 
@@ -189,8 +190,9 @@ pub async fn delete_object_tagging(
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, BTreeMap::new()).await?;
-    req.notify(strata_notify::EventName::ObjectTaggingDelete, bucket, key, None).await;
     let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    let version = id.filter(|_| shown);
+    req.notify_version(strata_notify::EventName::ObjectTaggingDelete, bucket, key, None, version).await;
     Ok(with_version(Reply::empty(StatusCode::NO_CONTENT), shown, id))
 }
 
