@@ -264,7 +264,7 @@ impl ObjectLayer {
         loop {
             let listed = Instant::now();
             let page = self.list_object_versions(bucket, &req).await?;
-            tokio::time::sleep(self.healer.priority().pause(listed.elapsed())).await;
+            tokio::time::sleep(self.healer.priority().lifecycle_pause(listed.elapsed())).await;
             // A configuration changed or removed meanwhile is the next pass's.
             if self.lifecycle_config(bucket)?.as_ref() != Some(&config) {
                 return Ok(());
@@ -355,7 +355,7 @@ impl ObjectLayer {
             Ok(None) => {}
             Err(e) => tracing::warn!(%bucket, %key, error = %e, "lifecycle action failed"),
         }
-        tokio::time::sleep(self.healer.priority().pause(began.elapsed())).await;
+        tokio::time::sleep(self.healer.priority().lifecycle_pause(began.elapsed())).await;
     }
 
     /// The current version `version_id` made at `mod_time`, if it still is current and due:
@@ -492,7 +492,7 @@ impl ObjectLayer {
                         tracing::warn!(%bucket, key = %u.key, error = %e, "lifecycle: cannot abort upload")
                     }
                 }
-                tokio::time::sleep(self.healer.priority().pause(began.elapsed())).await;
+                tokio::time::sleep(self.healer.priority().lifecycle_pause(began.elapsed())).await;
             }
             match page.next {
                 Some(next) => after = next,
