@@ -818,4 +818,16 @@ mod tests {
         assert!(!(0..1000).any(|i| sampled("b", &format!("k{i}"), 7, 0.0)));
         assert!((0..1000).all(|i| sampled("b", &format!("k{i}"), 7, 1.0)));
     }
+
+    #[test]
+    fn lifecycle_works_a_tenth_of_the_time_at_normal_priority_and_less_than_healing() {
+        let spent = Duration::from_millis(20);
+        let duty = |p: HealPriority| spent.as_secs_f64() / (spent + p.lifecycle_pause(spent)).as_secs_f64();
+        assert!((0.09..=0.10).contains(&duty(HealPriority::Normal)), "{}", duty(HealPriority::Normal));
+        assert!(duty(HealPriority::Low) <= 0.05);
+        assert_eq!(HealPriority::High.lifecycle_pause(spent), Duration::ZERO);
+        for p in [HealPriority::Low, HealPriority::Normal] {
+            assert!(p.lifecycle_pause(spent) > p.pause(spent), "{p:?}: lifecycle yields more than healing");
+        }
+    }
 }
