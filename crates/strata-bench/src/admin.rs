@@ -313,10 +313,10 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
     print_speedtest(&plain);
     println!("SSE-{}:", sse.to_uppercase());
     print_speedtest(&sealed);
-    for phase in ["aggregate_put", "aggregate_get"] {
+    for (op, phase) in [("PUT", "aggregate_put"), ("GET", "aggregate_get")] {
         let mib = |r: &Value| r[phase]["mib_per_sec"].as_f64().unwrap_or(0.0);
         let share = if mib(&plain) > 0.0 { mib(&sealed) / mib(&plain) * 100.0 } else { 0.0 };
-        println!("SSE-{} {}: {share:.0} % of plain", sse.to_uppercase(), &phase[10..].to_uppercase());
+        println!("SSE-{} {op}: {share:.0} % of plain", sse.to_uppercase());
     }
     Ok(())
 }

@@ -120,15 +120,17 @@ pub(crate) fn digests(
     stored: Option<[u8; 16]>,
     body: &dyn BodyReader,
 ) -> ([u8; 16], [u8; 16]) {
-    let any = |d: [Option<[u8; 16]>; 3]| d.into_iter().flatten().next().unwrap_or_default();
+    // Each digest below is computed whenever its case needs it (the body's own digests once it
+    // has ended, the stored bytes' MD5 for unsealed bodies); the fallbacks never serve.
     let (plain, tags) = (body.plain_md5(), body.tags_md5());
-    match sse {
-        None => (any([stored, None, None]), any([stored, None, None])),
-        Some(s) if s.envelope.kind == strata_meta::SseKind::S3 => {
-            (any([plain, tags, stored]), any([plain, tags, stored]))
-        }
-        Some(_) => (any([tags, stored, None]), any([plain, tags, stored])),
-    }
+    let etag = match sse {
+        None => stored,
+        Some(s) if s.envelope.kind == strata_meta::SseKind::S3 => plain,
+        Some(_) => tags,
+    };
+    let checked = if sse.is_some() { plain.or(etag) } else { etag };
+    let etag = etag.unwrap_or_default();
+    (etag, checked.unwrap_or(etag))
 }
 
 fn damaged(what: &str) -> ObjectError {
