@@ -368,16 +368,10 @@ impl ObjectLayer {
         mod_time: u64,
         config: &LifecycleConfig,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
-        let current = match set.resolve_any(set.read_records(bucket, key, false).await) {
-            Ok(r) => r.version,
-            Err(ObjectError::ObjectNotFound) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        if current.delete_marker || !is(&current, version_id, mod_time) {
+        let (guard, current) = self.lock_current(bucket, key).await?;
+        let Some(current) = current.filter(|c| !c.delete_marker && is(c, version_id, mod_time)) else {
             return Ok(None);
-        }
+        };
         let clock = self.lifecycle.clock();
         let info = ObjectInfo::from_version(bucket, key, &current);
         let due = lifecycle::current_expiry(config, key, &facts(&info, clock.now), &clock);
@@ -404,6 +398,22 @@ impl ObjectLayer {
         }
     }
 
+    /// Takes `key`'s exclusive lock and reads its current version (`None`: no such object), for
+    /// an action to check what is stored before it acts.
+    async fn lock_current(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> Result<(crate::LockGuard, Option<ObjectVersion>), ObjectError> {
+        let (set, hash) = self.locate(bucket, key);
+        let guard = set.locks.exclusive(hash).await?;
+        match set.resolve_any(set.read_records(bucket, key, false).await) {
+            Ok(r) => Ok((guard, Some(r.version))),
+            Err(ObjectError::ObjectNotFound) => Ok((guard, None)),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The noncurrent version `version_id` made at `mod_time`, if it still is noncurrent and
     /// object lock does not keep it: removed.
     async fn expire_noncurrent(
@@ -413,13 +423,11 @@ impl ObjectLayer {
         version_id: Option<Uuid>,
         mod_time: u64,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
-        match set.resolve_any(set.read_records(bucket, key, false).await) {
-            Ok(r) if r.version.version_id != version_id => {}
-            Ok(_) | Err(ObjectError::ObjectNotFound) => return Ok(None),
-            Err(e) => return Err(e),
+        let (guard, current) = self.lock_current(bucket, key).await?;
+        if current.is_none_or(|c| c.version_id == version_id) {
+            return Ok(None);
         }
+        let (set, _) = self.locate(bucket, key);
         let version =
             match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(version_id), false).await) {
                 Ok(r) => r.version,
@@ -444,13 +452,11 @@ impl ObjectLayer {
         version_id: Option<Uuid>,
         mod_time: u64,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
-        match set.resolve_any(set.read_records(bucket, key, false).await) {
-            Ok(r) if r.version.delete_marker && is(&r.version, version_id, mod_time) => {}
-            Ok(_) | Err(ObjectError::ObjectNotFound) => return Ok(None),
-            Err(e) => return Err(e),
+        let (guard, current) = self.lock_current(bucket, key).await?;
+        if !current.is_some_and(|c| c.delete_marker && is(&c, version_id, mod_time)) {
+            return Ok(None);
         }
+        let (set, _) = self.locate(bucket, key);
         let query = ListQuery { prefix: key.to_owned(), limit: 2, versions: true, ..Default::default() };
         let lists = futures_util::future::join_all(
             set.drives.iter().flatten().map(|d| d.list(bucket, query.clone())),
