@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+from collections import Counter
 import urllib.request
 
 import botocore.exceptions
@@ -22,6 +23,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from conftest import ACCESS_KEY, SECRET_KEY, Server, wait_for
+from test_cluster import Cluster
 from test_notifications import WEBHOOK_ARN, Webhook, notify_env
 
 DAY = 2  # seconds a lifecycle day lasts under the fast clock
@@ -300,6 +302,26 @@ def test_expired_delete_markers_are_removed(fast):
     assert len(versions(s3, "markers", "alive")[0]) == 1, "a current object is not touched by these rules"
 
 
+def test_days_rules_remove_delete_markers_left_alone(fast):
+    """AWS: under a `Days` rule an expired object delete marker goes once it is old enough, with
+    no `ExpiredObjectDeleteMarker` rule."""
+    s3 = fast.client()
+    s3.create_bucket(Bucket="daymarkers")
+    s3.put_bucket_versioning(Bucket="daymarkers", VersioningConfiguration={"Status": "Enabled"})
+    for key in ["dm/alone", "dm/behind", "other/alone"]:
+        v = s3.put_object(Bucket="daymarkers", Key=key, Body=b"x")["VersionId"]
+        s3.delete_object(Bucket="daymarkers", Key=key)
+        if key.endswith("alone"):
+            s3.delete_object(Bucket="daymarkers", Key=key, VersionId=v)
+    s3.put_bucket_lifecycle_configuration(Bucket="daymarkers", LifecycleConfiguration={"Rules": [
+        rule("days", {"Prefix": "dm/"}, Expiration={"Days": 1})]})
+    wait_for(lambda: versions(s3, "daymarkers", "dm/alone") == ([], []), timeout=60,
+             what="the delete marker left alone under dm/ removed")
+    wait_passes(fast)
+    assert [len(x) for x in versions(s3, "daymarkers", "dm/behind")] == [1, 1], "a version behind keeps the marker"
+    assert [len(x) for x in versions(s3, "daymarkers", "other/alone")] == [0, 1], "outside the rule: kept"
+
+
 def test_incomplete_uploads_are_aborted(fast):
     s3 = fast.client()
     s3.create_bucket(Bucket="mpu")
@@ -357,3 +379,40 @@ def test_expiry_across_a_restart(fast):
     # A new object under the rule still expires: the configuration survived too.
     s3.put_object(Bucket="restart", Key="r/late", Body=b"x")
     wait_for(lambda: count() == 0, timeout=60, what="an object put after the restart expired")
+
+
+def test_four_nodes_remove_each_version_once(hook):
+    """Every node runs its own pass over the same buckets: each version is removed and each
+    delete marker made once (one event each), whichever node's request wrote it."""
+    cluster = Cluster(env=dict(notify_env(hook), STRATA_LIFECYCLE_DAY_SECONDS=str(DAY))).start()
+    try:
+        clients = [n.client() for n in cluster.nodes]
+        clients[0].create_bucket(Bucket="lc4")
+        clients[1].put_bucket_versioning(Bucket="lc4", VersioningConfiguration={"Status": "Enabled"})
+        notify_lifecycle(clients[2], "lc4")
+        keys = [f"old/{i:02}" for i in range(24)]
+        made = {k: [clients[(i + j) % 4].put_object(Bucket="lc4", Key=k, Body=f"{k}-{j}".encode())["VersionId"]
+                    for j in range(2)] for i, k in enumerate(keys)}
+        clients[3].put_object(Bucket="lc4", Key="keep/x", Body=b"kept")
+        clients[3].put_bucket_lifecycle_configuration(Bucket="lc4", LifecycleConfiguration={"Rules": [
+            rule("old", {"Prefix": "old/"}, Expiration={"Days": 1}, NoncurrentVersionExpiration={"NoncurrentDays": 1})]})
+        # Each current version goes behind a marker, the versions then expire, then the markers.
+        left = lambda c: c.list_object_versions(Bucket="lc4", Prefix="old/")
+        wait_for(lambda: not any(left(clients[0]).get(f) for f in ["Versions", "DeleteMarkers"]), timeout=120,
+                 what="every version and marker under old/ removed")
+        for c in clients:
+            assert not any(left(c).get(f) for f in ["Versions", "DeleteMarkers"])
+            assert c.get_object(Bucket="lc4", Key="keep/x")["Body"].read() == b"kept"
+        wait_for(lambda: len(hook.records()) >= 4 * len(keys), timeout=60, what="four lifecycle events a key")
+        wait_passes(cluster.nodes[1])
+        events = Counter((r["eventName"], r["s3"]["object"]["key"], r["s3"]["object"]["versionId"])
+                         for r in hook.records())
+        assert max(events.values()) == 1, f"an action done twice: {[e for e, n in events.items() if n > 1]}"
+        for k in keys:
+            markers = [v for (name, key, v) in events if key == k and name.endswith("DeleteMarkerCreated")]
+            assert len(markers) == 1, (k, markers)
+            deleted = {v for (name, key, v) in events if key == k and name == "LifecycleExpiration:Delete"}
+            assert deleted == {*made[k], markers[0]}, k
+        assert len(events) == 4 * len(keys)
+    finally:
+        cluster.cleanup()

@@ -225,8 +225,10 @@ impl<'c> KeyWalk<'c> {
     }
 
     /// After the key's last version: a current delete marker left alone (every other version
-    /// removed, or none there) goes when a rule asks for expired delete markers.
-    pub fn finish(self) -> Option<Action> {
+    /// removed, or none there) goes when a rule asks for expired delete markers, or when a rule
+    /// expiring current versions (`Days`, `Date`) would expire an object as old as the marker
+    /// (AWS cleans expired delete markers up under such rules by itself).
+    pub fn finish(self, clock: &Clock) -> Option<Action> {
         let (version_id, mod_time) = self.current_marker?;
         if self.seen - self.removed != 1 {
             return None;
@@ -237,7 +239,10 @@ impl<'c> KeyWalk<'c> {
         self.config
             .rules
             .iter()
-            .filter(|r| r.expiration == Some(LifecycleExpiration::ExpiredObjectDeleteMarker))
+            .filter(|r| match r.expiration {
+                Some(LifecycleExpiration::ExpiredObjectDeleteMarker) => true,
+                _ => expiry_of(r, mod_time, clock).is_some_and(|at| at <= clock.now),
+            })
             .find(|r| applies(r, &self.key, &marker))
             .map(|r| Action::RemoveDeleteMarker { version_id, mod_time, rule_id: r.id.clone() })
     }

@@ -309,7 +309,7 @@ impl ObjectLayer {
         events: Option<&dyn LifecycleEvents>,
     ) {
         let key = walk.key().to_owned();
-        if let Some(action) = walk.finish() {
+        if let Some(action) = walk.finish(&self.lifecycle.clock()) {
             self.lifecycle_apply(bucket, &key, action, config, events).await;
         }
         if let Some(p) = state.running.as_mut() {

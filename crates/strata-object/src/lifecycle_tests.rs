@@ -116,7 +116,7 @@ fn current_versions_expire_when_due() {
         walk.next(&v, &clock(2 * DAY)),
         Some(Action::ExpireCurrent { version_id: v.version_id, mod_time: v.mod_time, rule_id: "r".into() })
     );
-    assert_eq!(walk.finish(), None);
+    assert_eq!(walk.finish(&clock(2 * DAY)), None);
 }
 
 /// Versions newest first, made a day apart; returns which (by index) the walk removes.
@@ -165,33 +165,72 @@ fn a_delete_marker_left_alone_expires() {
     let mut walk = KeyWalk::new(&config, "k");
     assert_eq!(walk.next(&m, &clock(DAY)), None);
     assert_eq!(
-        walk.finish(),
+        walk.finish(&clock(DAY)),
         Some(Action::RemoveDeleteMarker { version_id: m.version_id, mod_time: DAY, rule_id: "dm".into() })
     );
     // With a version behind it that is not due: kept.
     let mut walk = KeyWalk::new(&config, "k");
     walk.next(&m, &clock(DAY));
     assert_eq!(walk.next(&facts(0, &none), &clock(DAY)), None);
-    assert_eq!(walk.finish(), None);
+    assert_eq!(walk.finish(&clock(DAY)), None);
     // With a version behind it that this pass removes: removed too.
     let mut walk = KeyWalk::new(&config, "k");
     walk.next(&m, &clock(3 * DAY));
     assert!(matches!(walk.next(&facts(0, &none), &clock(3 * DAY)), Some(Action::RemoveNoncurrent { .. })));
-    assert!(matches!(walk.finish(), Some(Action::RemoveDeleteMarker { .. })));
+    assert!(matches!(walk.finish(&clock(3 * DAY)), Some(Action::RemoveDeleteMarker { .. })));
     // A locked version behind it keeps it.
     let mut walk = KeyWalk::new(&config, "k");
     walk.next(&m, &clock(3 * DAY));
     assert_eq!(walk.next(&VersionFacts { locked: true, ..facts(0, &none) }, &clock(3 * DAY)), None);
-    assert_eq!(walk.finish(), None);
+    assert_eq!(walk.finish(&clock(3 * DAY)), None);
     // Without the flag nothing happens to it.
     let plain = LifecycleConfig { rules: vec![rule("x", "")] };
     let mut walk = KeyWalk::new(&plain, "k");
     walk.next(&m, &clock(DAY));
-    assert_eq!(walk.finish(), None);
+    assert_eq!(walk.finish(&clock(DAY)), None);
     // A current object is not a marker.
     let mut walk = KeyWalk::new(&config, "k");
     walk.next(&facts(0, &none), &clock(DAY));
-    assert_eq!(walk.finish(), None);
+    assert_eq!(walk.finish(&clock(DAY)), None);
+}
+
+#[test]
+fn a_delete_marker_left_alone_expires_under_days_and_date_rules_when_old_enough() {
+    let none = BTreeMap::new();
+    let mut r = rule("days", "logs/");
+    r.expiration = Some(LifecycleExpiration::Days(2));
+    let config = LifecycleConfig { rules: vec![r] };
+    // A marker made at day 1 is as old as an object the rule expires at day 3 (midnight after
+    // two days), not before.
+    let m = marker(DAY, &none);
+    let alone = |now: u64, key: &str| {
+        let mut walk = KeyWalk::new(&config, key);
+        assert_eq!(walk.next(&m, &clock(now)), None);
+        walk.finish(&clock(now))
+    };
+    assert_eq!(alone(3 * DAY - 1, "logs/a"), None);
+    assert_eq!(
+        alone(3 * DAY, "logs/a"),
+        Some(Action::RemoveDeleteMarker { version_id: m.version_id, mod_time: DAY, rule_id: "days".into() })
+    );
+    // Outside the rule's prefix: kept.
+    assert_eq!(alone(30 * DAY, "other/a"), None);
+    // A version behind the marker keeps it, however old.
+    let mut walk = KeyWalk::new(&config, "logs/a");
+    walk.next(&m, &clock(30 * DAY));
+    assert_eq!(walk.next(&facts(0, &none), &clock(30 * DAY)), None);
+    assert_eq!(walk.finish(&clock(30 * DAY)), None);
+    // A Date rule: once the date has passed.
+    let mut d = rule("date", "");
+    d.expiration = Some(LifecycleExpiration::Date(10 * DAY / 1_000_000_000));
+    let config = LifecycleConfig { rules: vec![d] };
+    let finish_at = |now: u64| {
+        let mut walk = KeyWalk::new(&config, "k");
+        walk.next(&m, &clock(now));
+        walk.finish(&clock(now))
+    };
+    assert_eq!(finish_at(10 * DAY - 1), None);
+    assert!(matches!(finish_at(10 * DAY), Some(Action::RemoveDeleteMarker { .. })));
 }
 
 #[test]
