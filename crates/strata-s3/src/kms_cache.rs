@@ -4,7 +4,7 @@
 //! working within it); past `entries_max` the oldest are dropped. New data keys are never
 //! cached: every new object gets a fresh key from the KMS.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,12 +18,22 @@ pub struct CachedKms {
     inner: Arc<dyn Kms>,
     ttl: Duration,
     entries_max: usize,
-    keys: Mutex<HashMap<[u8; 32], (DataKey, Instant)>>,
+    keys: Mutex<Entries>,
+}
+
+/// The cached keys, and their ids in the order they were remembered (oldest first) so that
+/// expired and surplus entries leave from the front in constant time. An id remembered again
+/// leaves a stale place behind in `order` (its time no longer matches the map's), skipped when
+/// it reaches the front.
+#[derive(Debug, Default)]
+struct Entries {
+    map: HashMap<[u8; 32], (DataKey, Instant)>,
+    order: VecDeque<([u8; 32], Instant)>,
 }
 
 impl CachedKms {
     pub fn new(inner: Arc<dyn Kms>, ttl: Duration, entries_max: usize) -> Self {
-        Self { inner, ttl, entries_max, keys: Mutex::new(HashMap::new()) }
+        Self { inner, ttl, entries_max, keys: Mutex::new(Entries::default()) }
     }
 
     fn id(key_id: &str, ciphertext: &[u8], context: &[u8]) -> [u8; 32] {
@@ -37,25 +47,28 @@ impl CachedKms {
 
     fn cached(&self, id: &[u8; 32]) -> Option<DataKey> {
         let keys = self.keys.lock().ok()?;
-        keys.get(id).filter(|(_, at)| at.elapsed() < self.ttl).map(|(k, _)| k.clone())
+        keys.map.get(id).filter(|(_, at)| at.elapsed() < self.ttl).map(|(k, _)| k.clone())
     }
 
     fn remember(&self, id: [u8; 32], key: &DataKey) {
-        if self.ttl.is_zero() {
+        if self.ttl.is_zero() || self.entries_max == 0 {
             return;
         }
         let Ok(mut keys) = self.keys.lock() else { return };
-        if keys.len() >= self.entries_max {
-            let ttl = self.ttl;
-            keys.retain(|_, (_, at)| at.elapsed() < ttl);
-            while keys.len() >= self.entries_max {
-                let Some(oldest) = keys.iter().min_by_key(|(_, (_, at))| *at).map(|(id, _)| *id) else {
-                    break;
-                };
-                keys.remove(&oldest);
+        let now = Instant::now();
+        while let Some(&(old, at)) = keys.order.front() {
+            let stale = keys.map.get(&old).is_none_or(|(_, t)| *t != at);
+            let expired = now.duration_since(at) >= self.ttl;
+            if !stale && !expired && keys.map.len() < self.entries_max {
+                break;
+            }
+            keys.order.pop_front();
+            if !stale {
+                keys.map.remove(&old);
             }
         }
-        keys.insert(id, (key.clone(), Instant::now()));
+        keys.map.insert(id, (key.clone(), now));
+        keys.order.push_back((id, now));
     }
 }
 
@@ -104,7 +117,7 @@ impl Kms for CachedKms {
             // A disabled key stops working on this node at once, not when its entries age out
             // (other nodes' caches keep them at most `ttl`). Disabling is rare: drop them all.
             if let Ok(mut keys) = self.keys.lock() {
-                keys.clear();
+                *keys = Entries::default();
             }
         }
         Ok(info)
@@ -176,7 +189,7 @@ mod tests {
         // Past the bound: the oldest goes.
         inner.down.store(false, Ordering::Relaxed);
         cache.decrypt_key("k", &[7], b"ctx").await.expect("decrypts");
-        assert!(cache.keys.lock().expect("lock").len() <= 2);
+        assert!(cache.keys.lock().expect("lock").map.len() <= 2);
         // Past the time: asked again.
         tokio::time::sleep(Duration::from_millis(250)).await;
         inner.down.store(true, Ordering::Relaxed);
@@ -197,5 +210,30 @@ mod tests {
         assert!(cache.decrypt_key("k", &[5], b"ctx").await.is_ok(), "cached");
         cache.set_key_enabled("k", false).await.expect("disabled");
         assert!(cache.decrypt_key("k", &[5], b"ctx").await.is_err(), "asked the KMS again");
+    }
+
+    #[tokio::test]
+    async fn the_oldest_entries_leave_first_and_a_key_remembered_again_stays() {
+        let inner = Arc::new(Counting::default());
+        let cache = CachedKms::new(inner.clone(), Duration::from_secs(600), 3);
+        for c in [1, 2] {
+            cache.decrypt_key("k", &[c], b"").await.expect("decrypts");
+        }
+        // 1 is remembered again (as if it had expired and been asked again): 2 is now the oldest.
+        let one = CachedKms::id("k", &[1], b"");
+        cache.remember(one, &DataKey::from_bytes([1; 32]));
+        for c in [3, 4] {
+            cache.decrypt_key("k", &[c], b"").await.expect("decrypts");
+        }
+        let cached = |c: u8| cache.cached(&CachedKms::id("k", &[c], b"")).is_some();
+        assert_eq!([1, 2, 3, 4].map(cached), [true, false, true, true]);
+        // Many more keys than the bound: the map and the order queue stay bounded.
+        for c in 10..=200 {
+            cache.decrypt_key("k", &[c], b"").await.expect("decrypts");
+        }
+        let keys = cache.keys.lock().expect("lock");
+        assert_eq!(keys.map.len(), 3);
+        assert!(keys.order.len() <= 4, "{} places queued", keys.order.len());
+        assert!([198u8, 199, 200].iter().all(|c| keys.map.contains_key(&CachedKms::id("k", &[*c], b""))));
     }
 }
