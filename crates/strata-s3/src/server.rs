@@ -15,7 +15,7 @@ use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_object::ObjectLayer;
 use strata_types::limits::{
     HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, REQUEST_MEMORY_STREAM,
-    XML_BODY_SIZE_MAX,
+    TLS_SEND_BUFFER, XML_BODY_SIZE_MAX,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -271,7 +271,8 @@ pub async fn serve_service(
                 Some(tls) => {
                     let handshake = tokio::time::timeout(limits.header_read_timeout, tls.accept(stream));
                     match handshake.await {
-                        Ok(Ok(s)) => {
+                        Ok(Ok(mut s)) => {
+                            s.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
                             let conn = ConnInfo { peer: Some(peer), tls: true };
                             serve_connection(node, s, &limits, activity, conn).await
                         }

@@ -164,6 +164,12 @@ pub const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_se
 /// refused with `431 Request Header Fields Too Large` before it reaches S3.
 pub const REQUEST_HEADERS_MAX: usize = 100;
 
+/// Ciphertext a TLS connection may hold before it writes to the socket (rustls' default is
+/// 64 KiB): a GET of 1 MiB leaves in four writes instead of sixteen. The buffer fills only while
+/// a client reads slower than the server sends, so the worst case is this much per open
+/// connection ([`CONNECTIONS_MAX`]).
+pub const TLS_SEND_BUFFER: usize = 256 * 1024;
+
 /// Share of the memory ceiling (`STRATA_MEMORY_MAX`) used when it is not set: of the smaller of
 /// the machine's RAM and the cgroup's `memory.max`.
 pub const MEMORY_MAX_DEFAULT_PERCENT: u64 = 75;
