@@ -65,7 +65,23 @@ pub fn canonical_uri(raw_path: &str) -> String {
 
 /// Sorted, re-encoded query, leaving out `X-Amz-Signature` (presigned URLs).
 pub fn canonical_query(raw_query: &str) -> String {
-    let mut pairs: Vec<(String, String)> = raw_query
+    let mut pairs = query_pairs(raw_query);
+    pairs.sort();
+    join_pairs(&pairs)
+}
+
+/// The canonical query as Go's `url.Values.Encode` builds it, which minio-go (and so `mc`)
+/// signs: sorted by name only, a repeated name keeping its values in the order sent (AWS sorts
+/// them by value). It differs from [`canonical_query`] only when a name repeats with its values
+/// out of order, as in the listen API's `events=…&events=…`; it covers the same parameters.
+fn canonical_query_go(raw_query: &str) -> String {
+    let mut pairs = query_pairs(raw_query);
+    pairs.sort_by(|a, b| a.0.cmp(&b.0));
+    join_pairs(&pairs)
+}
+
+fn query_pairs(raw_query: &str) -> Vec<(String, String)> {
+    raw_query
         .split('&')
         .filter(|p| !p.is_empty())
         .map(|p| {
@@ -73,8 +89,10 @@ pub fn canonical_query(raw_query: &str) -> String {
             (uri_encode(&decode(k), false), uri_encode(&decode(v), false))
         })
         .filter(|(k, _)| k != "X-Amz-Signature")
-        .collect();
-    pairs.sort();
+        .collect()
+}
+
+fn join_pairs(pairs: &[(String, String)]) -> String {
     pairs.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("&")
 }
 
@@ -455,21 +473,29 @@ fn check_signature(
         canonical_headers.push_str(&value);
         canonical_headers.push('\n');
     }
-    let canonical_request = format!(
-        "{}\n{}\n{}\n{}\n{}\n{}",
-        parts.method.as_str(),
-        canonical_uri(parts.uri.path()),
-        canonical_query(query),
-        canonical_headers,
-        s.signed_headers,
-        s.payload_hash
-    );
-    let scope = format!("{}/{}/{}/aws4_request", c.date, c.region, c.service);
-    let string_to_sign =
-        format!("{ALGORITHM}\n{}\n{scope}\n{}", s.amz_date, sha256_hex(canonical_request.as_bytes()));
     let key = signing_key(&secret, c.date, c.region, c.service);
-    let expected = hex::encode(hmac(&key, string_to_sign.as_bytes()));
-    if !constant_time_eq(expected.as_bytes(), s.signature.as_bytes()) {
+    let scope = format!("{}/{}/{}/aws4_request", c.date, c.region, c.service);
+    let signs = |canonical_query: &str| {
+        let canonical_request = format!(
+            "{}\n{}\n{}\n{}\n{}\n{}",
+            parts.method.as_str(),
+            canonical_uri(parts.uri.path()),
+            canonical_query,
+            canonical_headers,
+            s.signed_headers,
+            s.payload_hash
+        );
+        let string_to_sign =
+            format!("{ALGORITHM}\n{}\n{scope}\n{}", s.amz_date, sha256_hex(canonical_request.as_bytes()));
+        let expected = hex::encode(hmac(&key, string_to_sign.as_bytes()));
+        constant_time_eq(expected.as_bytes(), s.signature.as_bytes())
+    };
+    let aws = canonical_query(query);
+    let signed = signs(&aws) || {
+        let go = canonical_query_go(query);
+        go != aws && signs(&go)
+    };
+    if !signed {
         return Err(S3Error::new(
             S3ErrorCode::SignatureDoesNotMatch,
             "The request signature we calculated does not match the signature you provided. Check your key and signing method.",
@@ -494,7 +520,8 @@ fn check_signature(
         key,
         amz_date: s.amz_date.clone(),
         scope,
-        previous: expected,
+        // The seed signature: the one just checked (equal to what we computed).
+        previous: s.signature.to_owned(),
     });
     Ok(Verified { access_key: c.access_key.to_owned(), payload, chunk_signer })
 }
@@ -608,6 +635,43 @@ mod tests {
         let mut headers = h.to_vec();
         headers.push(("authorization", &a));
         assert!(verify(&request("GET", "/?max-keys=2&prefix=J", &headers), &One, REGION, NOW, None).is_ok());
+    }
+
+    #[test]
+    fn repeated_names_may_be_signed_in_the_order_sent() {
+        // minio-go (mc) signs Go's `url.Values.Encode()`: names sorted, the values of a repeated
+        // name in the order sent; AWS sorts the values too. Either is accepted, no other order.
+        let (a, b, c) = ("s3%3AObjectAccessed%3A%2A", "s3%3AObjectCreated%3A%2A", "s3%3AObjectRemoved%3A%2A");
+        let sent = format!("events={b}&events={c}&events={a}&ping=10");
+        let sign = |canonical_query: &str| {
+            let canonical_request = format!(
+                "GET\n/\n{canonical_query}\nhost:h\nx-amz-content-sha256:{EMPTY_SHA256}\nx-amz-date:20130524T000000Z\n\nhost;x-amz-content-sha256;x-amz-date\n{EMPTY_SHA256}"
+            );
+            let string_to_sign = format!(
+                "{ALGORITHM}\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n{}",
+                sha256_hex(canonical_request.as_bytes())
+            );
+            hex::encode(hmac(&signing_key(SK, "20130524", "us-east-1", "s3"), string_to_sign.as_bytes()))
+        };
+        let check = |sig: &str| {
+            let a = auth("host;x-amz-content-sha256;x-amz-date", sig);
+            let headers = [
+                ("host", "h"),
+                ("x-amz-content-sha256", EMPTY_SHA256),
+                ("x-amz-date", "20130524T000000Z"),
+                ("authorization", a.as_str()),
+            ];
+            verify(&request("GET", &format!("/?{sent}"), &headers), &One, REGION, NOW, None).map(|_| ())
+        };
+        assert!(check(&sign(&format!("events={a}&events={b}&events={c}&ping=10"))).is_ok(), "AWS's order");
+        assert!(check(&sign(&sent)).is_ok(), "the order sent, names sorted");
+        let neither = sign(&format!("events={c}&events={a}&events={b}&ping=10"));
+        assert_eq!(check(&neither).expect_err("another order").code, S3ErrorCode::SignatureDoesNotMatch);
+        let unsorted_names = sign(&format!("ping=10&events={b}&events={c}&events={a}"));
+        assert_eq!(
+            check(&unsorted_names).expect_err("names unsorted").code,
+            S3ErrorCode::SignatureDoesNotMatch
+        );
     }
 
     #[test]
