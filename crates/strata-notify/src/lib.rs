@@ -9,32 +9,35 @@
 //! - [`queue`]: one append-only log per target on a local drive; appends made durable in groups
 //!   (one `fdatasync` per batch of concurrent events), delivered in order, at least once, with
 //!   exponential backoff.
+//! - [`listen`]: the in-memory fan-out to listeners (MinIO's listen API, `mc watch`): every
+//!   event, whatever the configurations, lossy and never waited for.
 //!
-//! Data enters through [`Notifier::emit`], called by the S3 handlers after an operation
-//! succeeded, and leaves through the delivery tasks. Invariants: an event `emit` returned for is
-//! on the drive (or counted as dropped); records of one target leave in the order they were
-//! appended; a record is removed from the log only after its target accepted it.
+//! Data enters through [`Notifier::emit`] and [`listen::Hub::publish`] (once the S3 handlers
+//! call it), after an operation succeeded, and leaves through the delivery tasks and the
+//! listeners' streams. Invariants: an event `emit` returned for is on the drive (or counted as
+//! dropped); records of one target leave in the order they were appended; a record is removed
+//! from the log only after its target accepted it; publishing to listeners never waits.
 
 pub mod event;
+pub mod listen;
 pub mod nats;
 pub mod queue;
 pub mod target;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use strata_meta::NotificationRule;
 use strata_metrics::Metrics;
 
-pub use event::{Event, EventName, RecordContext};
+pub use event::{Event, EventName, RecordContext, Sequencer};
 pub use target::{ConfigError, TargetConfig, TargetSpec};
 
 /// The node's notification targets and their queues.
 pub struct Notifier {
     ctx: RecordContext,
     queues: Vec<Arc<queue::Queue>>,
-    sequence: AtomicU64,
+    sequence: Sequencer,
 }
 
 impl Notifier {
@@ -53,7 +56,7 @@ impl Notifier {
             let target = target::Target::new(config, tls.clone());
             queues.push(queue::Queue::open(&folder, target, metrics.clone())?);
         }
-        Ok(Self { ctx, queues, sequence: AtomicU64::new(0) })
+        Ok(Self { ctx, queues, sequence: Sequencer::default() })
     }
 
     /// The ARNs of the configured targets.
@@ -70,13 +73,7 @@ impl Notifier {
     /// A value greater than every one given before (event time in nanoseconds when the clock
     /// allows), ordering the events of one key.
     pub fn next_sequencer(&self) -> u64 {
-        let now = strata_types::time::now_nanos();
-        let prev = self.sequence.fetch_max(now, Ordering::Relaxed);
-        if prev >= now {
-            self.sequence.fetch_add(1, Ordering::Relaxed) + 1
-        } else {
-            now
-        }
+        self.sequence.next()
     }
 
     /// Queues `event` for every rule of the bucket that wants it; returns once each record is

@@ -319,6 +319,60 @@ pub const STS_DURATION_DEFAULT_SECS: u64 = 3600;
 /// hold. Past it: `InvalidArgument`.
 pub const NOTIFICATION_RULES_MAX: usize = 100;
 
+/// Longest prefix or suffix a listener filters keys by (AWS's limit on a filter rule value:
+/// 1,024 bytes). Past it: `InvalidArgument`.
+pub const NOTIFICATION_FILTER_VALUE_SIZE_MAX: usize = 1024;
+
+/// Events the listen fan-out keeps for listeners behind the newest (one shared ring, each
+/// event its finished JSON line of ~1 KiB). A listener that falls further behind loses the
+/// oldest (counted in `strata_listen_events_dropped_total`); nothing ever waits for a listener.
+pub const LISTEN_BUFFER_EVENTS: usize = 1024;
+
+/// Events waiting to be written to one listener's connection. Past it new events are dropped
+/// for that listener (counted), so a slow reader costs a bounded queue, never a slower PUT.
+pub const LISTEN_CLIENT_QUEUE_EVENTS: usize = 256;
+
+/// Buffer memory a listen request reserves from the request budget for its queue (its events
+/// are ~1 KiB, at most ~5 KiB with a 1 KiB key escaped).
+pub const LISTEN_CLIENT_MEMORY: u64 = 512 * 1024;
+
+/// Listen streams one node serves at once (`mc watch`, ListenBucketNotification). Each holds a
+/// request slot, a queue and a task; past it: `503 SlowDown`.
+pub const LISTEN_CLIENTS_MAX: usize = 100;
+
+/// Keep-alive of a listener that asked for no `ping`: a space this often (as MinIO sends it),
+/// so proxies and clients see bytes moving and a listener that left is noticed soon.
+pub const LISTEN_KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long a peer holds a listen poll open when it has no event to answer with. Shorter than
+/// the RPC time-out a caller allows it on top.
+pub const LISTEN_PEER_POLL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Events one listen poll answers with at most (the rest wait for the next poll).
+pub const LISTEN_PEER_BATCH_EVENTS: usize = 256;
+
+/// A subscription of another node not polled for this long is dropped (that node stopped
+/// listening, or died), so this node stops building events for it.
+pub const LISTEN_PEER_IDLE_MAX: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Other nodes' subscriptions one node keeps (one per node that has listeners). Past it a new
+/// one is refused until an idle one is dropped.
+pub const LISTEN_PEER_SUBSCRIPTIONS_MAX: usize = 256;
+
+/// How long a new listener waits for the other nodes to subscribe it to their events before
+/// its stream starts anyway (an unreachable node is subscribed to when it answers again).
+pub const LISTEN_PEER_SUBSCRIBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Pause after a failed listen poll of a node, doubled after each failure up to
+/// [`LISTEN_PEER_RETRY_MAX`].
+pub const LISTEN_PEER_RETRY_MIN: std::time::Duration = std::time::Duration::from_millis(200);
+/// See [`LISTEN_PEER_RETRY_MIN`].
+pub const LISTEN_PEER_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// At shutdown, how long the server waits for listen streams to end cleanly (their last chunk
+/// written) before it exits.
+pub const LISTEN_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Undelivered events each notification target's queue holds. Past it new events for that
 /// target are dropped (counted in `strata_notify_events_dropped_total`, logged) and the request
 /// that caused them still succeeds, as AWS keeps serving writes when it cannot notify.
