@@ -4,7 +4,7 @@
 //! silently); a wildcard pattern is checked only for its service prefix.
 
 /// S3 actions (general purpose buckets), from "Actions, resources, and condition keys for
-/// Amazon S3".
+/// Amazon S3", and MinIO's two listen actions.
 pub const S3_ACTIONS: &[&str] = &[
     "AbortMultipartUpload",
     "BypassGovernanceRetention",
@@ -57,6 +57,9 @@ pub const S3_ACTIONS: &[&str] = &[
     "ListBucketMultipartUploads",
     "ListBucketVersions",
     "ListMultipartUploadParts",
+    // MinIO's: the listen API (`mc watch`) on one bucket and on all of them.
+    "ListenBucketNotification",
+    "ListenNotification",
     "PutAccelerateConfiguration",
     "PutAnalyticsConfiguration",
     "PutBucketAcl",

@@ -87,6 +87,11 @@ pub struct Metrics {
     pub notify_deliveries: Family<TargetLabels, Counter>,
     pub notify_failures: Family<TargetLabels, Counter>,
     pub notify_dropped: Family<TargetLabels, Counter>,
+    pub listen_clients: Gauge,
+    pub listen_peer_subscriptions: Gauge,
+    pub listen_subscriptions: Gauge,
+    pub listen_events_sent: Counter,
+    pub listen_events_dropped: Counter,
     pub set_online_drives: Family<SetLabels, Gauge>,
     pub set_read_quorum_ok: Family<SetLabels, Gauge>,
     pub set_write_quorum_ok: Family<SetLabels, Gauge>,
@@ -253,6 +258,36 @@ impl Metrics {
             "Events not queued: the target's queue was full or its drive failed",
             notify_dropped.clone(),
         );
+        let listen_clients = Gauge::default();
+        r.register(
+            "strata_listen_clients",
+            "Listen streams (mc watch, ListenBucketNotification) open on this node",
+            listen_clients.clone(),
+        );
+        let listen_peer_subscriptions = Gauge::default();
+        r.register(
+            "strata_listen_peer_subscriptions",
+            "Other nodes subscribed to this node's events (each has listeners of its own)",
+            listen_peer_subscriptions.clone(),
+        );
+        let listen_subscriptions = Gauge::default();
+        r.register(
+            "strata_listen_subscriptions",
+            "Live subscriptions to this node's events: its listen streams' and other nodes' (refreshed when scraped)",
+            listen_subscriptions.clone(),
+        );
+        let listen_events_sent = Counter::default();
+        r.register(
+            "strata_listen_events_sent",
+            "Events queued to listen streams on this node",
+            listen_events_sent.clone(),
+        );
+        let listen_events_dropped = Counter::default();
+        r.register(
+            "strata_listen_events_dropped",
+            "Events a listen stream missed: it fell behind (its queue full or the shared buffer overrun) or another node's events were lost on the way",
+            listen_events_dropped.clone(),
+        );
         let process_cpu_seconds = Counter::<f64, AtomicU64>::default();
         r.register(
             "strata_process_cpu_seconds",
@@ -303,6 +338,11 @@ impl Metrics {
             notify_deliveries,
             notify_failures,
             notify_dropped,
+            listen_clients,
+            listen_peer_subscriptions,
+            listen_subscriptions,
+            listen_events_sent,
+            listen_events_dropped,
             set_online_drives,
             set_read_quorum_ok,
             set_write_quorum_ok,

@@ -12,8 +12,8 @@
 //! - [`listen`]: the in-memory fan-out to listeners (MinIO's listen API, `mc watch`): every
 //!   event, whatever the configurations, lossy and never waited for.
 //!
-//! Data enters through [`Notifier::emit`] and [`listen::Hub::publish`] (once the S3 handlers
-//! call it), after an operation succeeded, and leaves through the delivery tasks and the
+//! Data enters through [`Notifier::emit`] and [`listen::Hub::publish`], called by the S3
+//! handlers after an operation succeeded, and leaves through the delivery tasks and the
 //! listeners' streams. Invariants: an event `emit` returned for is on the drive (or counted as
 //! dropped); records of one target leave in the order they were appended; a record is removed
 //! from the log only after its target accepted it; publishing to listeners never waits.
@@ -37,7 +37,6 @@ pub use target::{ConfigError, TargetConfig, TargetSpec};
 pub struct Notifier {
     ctx: RecordContext,
     queues: Vec<Arc<queue::Queue>>,
-    sequence: Sequencer,
 }
 
 impl Notifier {
@@ -56,7 +55,7 @@ impl Notifier {
             let target = target::Target::new(config, tls.clone());
             queues.push(queue::Queue::open(&folder, target, metrics.clone())?);
         }
-        Ok(Self { ctx, queues, sequence: Sequencer::default() })
+        Ok(Self { ctx, queues })
     }
 
     /// The ARNs of the configured targets.
@@ -68,12 +67,6 @@ impl Notifier {
     pub fn queue(&self, arn: &str) -> Option<&Arc<queue::Queue>> {
         let (id, kind) = target::parse_arn(arn, &self.ctx.region)?;
         self.queues.iter().find(|q| q.target.config.id == id && q.target.config.kind() == kind)
-    }
-
-    /// A value greater than every one given before (event time in nanoseconds when the clock
-    /// allows), ordering the events of one key.
-    pub fn next_sequencer(&self) -> u64 {
-        self.sequence.next()
     }
 
     /// Queues `event` for every rule of the bucket that wants it; returns once each record is

@@ -191,6 +191,9 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::PutBucketLifecycleConfiguration | O::DeleteBucketLifecycle => {
             vec![on_bucket("s3:PutLifecycleConfiguration")]
         }
+        // MinIO's listen API: its own actions, on the bucket or on no resource (all buckets).
+        O::ListenBucketNotification => vec![on_bucket("s3:ListenBucketNotification")],
+        O::ListenNotification => vec![Check { action: "s3:ListenNotification", resource: None }],
     };
     Ok(Authorization { checks, values, deferred })
 }

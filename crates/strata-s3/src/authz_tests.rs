@@ -261,6 +261,22 @@ fn cases() -> Vec<Case> {
             &[("s3:PutObject", OBJ), ("s3:GetObjectVersion", SRC)],
         ),
         (O::PostObject, Method::POST, "/b", "", &[], &[]),
+        (
+            O::ListenBucketNotification,
+            Method::GET,
+            "/b",
+            "events=s3:ObjectCreated:*&ping=10",
+            &[],
+            &[("s3:ListenBucketNotification", BKT)],
+        ),
+        (
+            O::ListenNotification,
+            Method::GET,
+            "/",
+            "events=s3:ObjectCreated:*",
+            &[],
+            &[("s3:ListenNotification", None)],
+        ),
     ]
 }
 

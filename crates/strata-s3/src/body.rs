@@ -3,7 +3,7 @@
 //! [`RequestBody`] turns a hyper body into the object layer's [`BodyReader`]: it decodes
 //! aws-chunked, checks chunk signatures, the declared length, `x-amz-content-sha256` and the
 //! S3 checksum, all in the one pass that feeds the erasure encoder. [`ResponseBody`] is what
-//! handlers answer with: nothing, a buffer, or an object stream.
+//! handlers answer with: nothing, a buffer, an object stream, or a listen stream.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
@@ -171,6 +171,8 @@ pub enum ResponseBody {
     /// A body and the admission of its request, given back when the body is dropped (sent in
     /// full, or the client went away).
     Admitted(Box<ResponseBody>, crate::budget::Admission),
+    /// A listen stream: its lines, and the listener it counts as until it is dropped.
+    Listen(ObjectStream, crate::listen::Listener),
 }
 
 impl Body for ResponseBody {
@@ -184,7 +186,9 @@ impl Body for ResponseBody {
         match self.get_mut() {
             ResponseBody::Empty => Poll::Ready(None),
             ResponseBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ResponseBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+            ResponseBody::Stream(rx) | ResponseBody::Listen(rx, _) => {
+                rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
+            }
             ResponseBody::Admitted(body, _) => Pin::new(body.as_mut()).poll_frame(cx),
         }
     }
@@ -193,7 +197,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Empty => true,
             ResponseBody::Full(b) => b.is_none(),
-            ResponseBody::Stream(_) => false,
+            ResponseBody::Stream(_) | ResponseBody::Listen(..) => false,
             ResponseBody::Admitted(body, _) => body.is_end_stream(),
         }
     }
@@ -202,7 +206,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Empty => SizeHint::with_exact(0),
             ResponseBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            ResponseBody::Stream(_) => SizeHint::default(),
+            ResponseBody::Stream(_) | ResponseBody::Listen(..) => SizeHint::default(),
             ResponseBody::Admitted(body, _) => body.size_hint(),
         }
     }

@@ -15,7 +15,9 @@
 //!   [`versioning`] (`versionId`, delete markers, ListObjectVersions) and [`object_lock`]
 //!   (retention, legal hold, the bucket's lock configuration).
 //! - [`notification`]: the bucket notification configuration calls, and `Request::notify`, the
-//!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s).
+//!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s);
+//!   [`listen`]: MinIO's listen API (`mc watch`), streaming every event to whoever listens,
+//!   across nodes through [`listen_peers`].
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`access`]: who a request is and whether the policies, or where the bucket allows them the
 //!   ACLs ([`grants`]: owners, canonical ids, canned ACLs and grants), let it through.
@@ -59,6 +61,8 @@ pub mod iam;
 pub mod kms;
 pub mod kms_cache;
 pub mod lifecycle;
+pub mod listen;
+pub mod listen_peers;
 pub mod multipart;
 pub mod notification;
 pub mod object;

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use strata_meta::{
     LifecycleConfig, LifecycleExpiration, LifecycleFilter, LifecycleRule, NoncurrentExpiration,
 };
-use strata_notify::{Event, EventName};
+use strata_notify::EventName;
 use strata_object::{LifecycleEvent, LifecycleEvents, ObjectInfo};
 use strata_types::limits::{
     LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, LIFECYCLE_RULE_ID_LEN_MAX, XML_BODY_SIZE_MAX,
@@ -407,37 +407,23 @@ pub(crate) fn with_expiration(reply: Reply, req: &Request<'_>, bucket: &str, inf
     }
 }
 
-/// Announces the lifecycle pass's removals as `s3:LifecycleExpiration:*` events, through the
-/// node's notifier (the binary hands it to the object layer).
+/// Announces the lifecycle pass's removals as `s3:LifecycleExpiration:*` events, to the node's
+/// listeners and notification targets (the binary hands it to the object layer).
 pub struct LifecycleNotifier(pub Arc<Node>);
 
 #[async_trait::async_trait]
 impl LifecycleEvents for LifecycleNotifier {
     async fn expired(&self, e: LifecycleEvent) {
-        let Some(notifier) = &self.0.notify else { return };
-        let Ok(record) = self.0.layer.bucket_record(&e.bucket) else { return };
         let name = if e.delete_marker_created {
             EventName::LifecycleExpirationDeleteMarkerCreated
         } else {
             EventName::LifecycleExpirationDelete
         };
-        if !record.notifications.iter().any(|r| strata_notify::event::rule_matches(r, name, &e.key)) {
-            return;
-        }
-        let event = Event {
-            name,
-            bucket: e.bucket,
-            key: e.key,
-            size: None,
-            etag: None,
+        let details = || crate::notification::Details {
             version_id: e.versioned.then(|| crate::versioning::version_string(e.version_id)),
-            principal: None,
-            source_ip: String::new(),
-            request_id: String::new(),
-            time_nanos: strata_types::time::now_nanos(),
-            sequencer: notifier.next_sequencer(),
+            ..Default::default()
         };
-        notifier.emit(&record.notifications, &event).await;
+        crate::notification::emit(&self.0, name, &e.bucket, &e.key, details).await;
     }
 }
 

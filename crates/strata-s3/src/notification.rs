@@ -1,6 +1,7 @@
 //! Bucket notifications: `Put/GetBucketNotificationConfiguration` (the S3 XML, validated as AWS
 //! validates it), and [`Request::notify`], the one call each handler makes after a change
-//! succeeded. Delivery is `strata-notify`'s.
+//! succeeded: it publishes to listeners (see [`crate::listen`]) and queues for targets.
+//! Delivery is `strata-notify`'s.
 
 use http::StatusCode;
 use strata_meta::{NotificationKind, NotificationRule};
@@ -10,7 +11,7 @@ use strata_types::limits::{NOTIFICATION_RULES_MAX, XML_BODY_SIZE_MAX};
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Reply, Request};
+use crate::server::{Node, Reply, Request};
 use crate::xml::{self, malformed};
 
 /// Who asked, as event records name it: the request id and the client's address.
@@ -247,9 +248,9 @@ pub async fn put_bucket_notification_configuration(
 }
 
 impl Request<'_> {
-    /// Queues the event `name` on `key` for the bucket's notification rules that want it, and
-    /// returns once it is durable. Call after the operation succeeded; costs nothing when the
-    /// bucket has no rules.
+    /// Hands the event `name` on `key` to this node's listeners, and queues it for the bucket's
+    /// notification rules that want it, returning once it is durable. Call after the operation
+    /// succeeded; costs nothing when nobody listens and the bucket has no rule for it.
     pub async fn notify(&self, name: EventName, bucket: &str, key: &str, object: Option<&ObjectInfo>) {
         let version = object.and_then(|o| o.version_id);
         self.notify_version(name, bucket, key, object, version).await
@@ -277,25 +278,67 @@ impl Request<'_> {
         object: Option<&ObjectInfo>,
         version: Option<uuid::Uuid>,
     ) {
-        let Some(notifier) = &self.node.notify else { return };
-        let Ok(record) = self.node.layer.bucket_record(bucket) else { return };
-        if !record.notifications.iter().any(|r| strata_notify::event::rule_matches(r, name, key)) {
-            return;
-        }
-        let principal = Some(self.auth.access_key.clone()).filter(|k| !k.is_empty());
-        let event = Event {
-            name,
-            bucket: bucket.to_owned(),
-            key: key.to_owned(),
+        let details = || Details {
             size: object.map(|o| o.size),
             etag: object.map(|o| o.etag.clone()),
             version_id: version.map(|v| crate::versioning::version_string(Some(v))),
-            principal,
+            principal: Some(self.auth.access_key.clone()).filter(|k| !k.is_empty()),
             source_ip: self.origin.source_ip.clone(),
             request_id: self.origin.request_id.clone(),
-            time_nanos: strata_types::time::now_nanos(),
-            sequencer: notifier.next_sequencer(),
         };
+        emit(self.node, name, bucket, key, details).await;
+    }
+}
+
+/// What an event says beyond its name, bucket and key.
+#[derive(Debug, Default)]
+pub(crate) struct Details {
+    pub size: Option<u64>,
+    pub etag: Option<String>,
+    pub version_id: Option<String>,
+    pub principal: Option<String>,
+    pub source_ip: String,
+    pub request_id: String,
+}
+
+/// Hands the event `name` on `bucket/key` to this node's listeners and queues it for the
+/// bucket's notification rules that want it (returning once it is durable). Costs nothing (no
+/// record built, `details` not called) when nobody listens and no rule wants it.
+pub(crate) async fn emit(
+    node: &Node,
+    name: EventName,
+    bucket: &str,
+    key: &str,
+    details: impl FnOnce() -> Details,
+) {
+    let hub = node.listen.hub();
+    let listened = hub.is_listened();
+    let rules = node.notify.as_ref().and_then(|notifier| {
+        let record = node.layer.bucket_record(bucket).ok()?;
+        let wanted = record.notifications.iter().any(|r| strata_notify::event::rule_matches(r, name, key));
+        wanted.then_some((notifier, record))
+    });
+    if !listened && rules.is_none() {
+        return;
+    }
+    let d = details();
+    let event = Event {
+        name,
+        bucket: bucket.to_owned(),
+        key: key.to_owned(),
+        size: d.size,
+        etag: d.etag,
+        version_id: d.version_id,
+        principal: d.principal,
+        source_ip: d.source_ip,
+        request_id: d.request_id,
+        time_nanos: strata_types::time::now_nanos(),
+        sequencer: node.sequencer.next(),
+    };
+    if listened {
+        hub.publish(&event);
+    }
+    if let Some((notifier, record)) = rules {
         notifier.emit(&record.notifications, &event).await;
     }
 }

@@ -119,6 +119,8 @@ pub async fn scrape(node: &Arc<Node>) -> Reply {
     m.lifecycle_last_pass_seconds.set(load(&lc.last_pass_millis) as f64 / 1000.0);
     m.lifecycle_last_pass_timestamp_seconds
         .set(i64::try_from(load(&lc.last_pass_finished)).unwrap_or(i64::MAX));
+    let subscriptions = node.listen.hub().subscriber_count();
+    m.listen_subscriptions.set(i64::try_from(subscriptions).unwrap_or(i64::MAX));
     m.refresh_process();
     let text = m.encode();
     let len = text.len().to_string();

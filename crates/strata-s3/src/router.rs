@@ -1,5 +1,6 @@
-//! Request → one S3 operation, named as AWS names it. Path-style (`/bucket/key`) and
-//! virtual-host-style (`bucket.domain/key`) addressing. A query naming a sub-resource we do not
+//! Request → one S3 operation, named as AWS names it (MinIO's name for its listen API, a GET
+//! with `events`). Path-style (`/bucket/key`) and virtual-host-style (`bucket.domain/key`)
+//! addressing. A query naming a sub-resource we do not
 //! serve yet routes to `NotImplemented`, never to a plain object or bucket operation.
 
 use http::Method;
@@ -88,6 +89,8 @@ operations! {
     GetBucketLifecycleConfiguration,
     PutBucketLifecycleConfiguration,
     DeleteBucketLifecycle,
+    ListenBucketNotification,
+    ListenNotification,
 }
 
 #[derive(Debug, Clone)]
@@ -210,6 +213,7 @@ pub fn route(
     };
     use Operation as O;
     let operation = match (&bucket, &key, method) {
+        (None, _, &Method::GET) if sub.is_none() && has("events") => O::ListenNotification,
         (None, _, &Method::GET) if sub.is_none() => O::ListBuckets,
         (None, _, _) => {
             return Err(S3Error::new(
@@ -257,6 +261,7 @@ pub fn route(
             (&Method::DELETE, None) => O::DeleteBucket,
             (&Method::HEAD, None) => O::HeadBucket,
             (&Method::POST, None) => O::PostObject,
+            (&Method::GET, None) if has("events") => O::ListenBucketNotification,
             (&Method::GET, None) if query.iter().any(|(k, v)| k == "list-type" && v == "2") => {
                 O::ListObjectsV2
             }
@@ -390,6 +395,13 @@ mod tests {
         assert_eq!(op(Method::POST, "/b", ""), Ok(Operation::PostObject));
         assert_eq!(op(Method::GET, "/b/k", "torrent"), Ok(Operation::GetObjectTorrent));
         assert_eq!(op(Method::GET, "/b", "torrent"), Err(S3ErrorCode::NotImplemented));
+        let listen =
+            "ping=10&prefix=p&suffix=s&events=s3%3AObjectCreated%3A%2A&events=s3%3AObjectRemoved%3A%2A";
+        assert_eq!(op(Method::GET, "/b", listen), Ok(Operation::ListenBucketNotification));
+        assert_eq!(op(Method::GET, "/", listen), Ok(Operation::ListenNotification));
+        assert_eq!(op(Method::GET, "/b", "prefix=p"), Ok(Operation::ListObjects));
+        assert_eq!(op(Method::GET, "/b/k", "events=x"), Ok(Operation::GetObject));
+        assert_eq!(op(Method::PUT, "/b", "events=x"), Ok(Operation::CreateBucket));
         let r = route(&Method::GET, "/b//a%20b/../c", "", None, None).expect("route");
         assert_eq!((r.bucket.as_deref(), r.key.as_deref()), (Some("b"), Some("/a b/../c")));
     }

@@ -14,8 +14,8 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_object::ObjectLayer;
 use strata_types::limits::{
-    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, REQUEST_MEMORY_STREAM,
-    TLS_SEND_BUFFER, XML_BODY_SIZE_MAX,
+    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, LISTEN_CLIENT_MEMORY, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE,
+    REQUEST_MEMORY_STREAM, TLS_SEND_BUFFER, XML_BODY_SIZE_MAX,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -29,8 +29,8 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
 use crate::sigv4::{SecretLookup, Verified};
 use crate::{
-    acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, multipart, notification,
-    object, object_lock, observe, post, tagging, versioning,
+    acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, listen, multipart,
+    notification, object, object_lock, observe, post, tagging, versioning,
 };
 
 /// Settings of the S3 surface.
@@ -76,6 +76,10 @@ pub struct Node {
     pub openid: Option<crate::oidc::OpenId>,
     /// Event notification targets and their queues, when the operator configured any.
     pub notify: Option<Arc<strata_notify::Notifier>>,
+    /// Who listens to this node's events (the listen API), whatever the targets.
+    pub listen: crate::listen::Listening,
+    /// Orders the events of one key (`sequencer` in their records).
+    pub sequencer: strata_notify::Sequencer,
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
     bucket_policies: crate::bucket_policy::Cache,
@@ -91,6 +95,11 @@ impl Node {
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
             openid: None,
             notify: None,
+            listen: crate::listen::Listening::new(strata_notify::RecordContext {
+                region: config.region.clone(),
+                owner_id: config.owner_id.clone(),
+            }),
+            sequencer: strata_notify::Sequencer::default(),
             kms: None,
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
@@ -515,6 +524,8 @@ fn memory_need(operation: &Operation, headers: &HeaderMap) -> u64 {
         }
         O::CopyObject | O::UploadPartCopy => 2 * REQUEST_MEMORY_STREAM,
         O::GetObject | O::HeadObject => 0,
+        // The listener's queue, held while its stream lasts.
+        O::ListenBucketNotification | O::ListenNotification => LISTEN_CLIENT_MEMORY,
         // Bodies read whole into memory: XML documents, bounded.
         _ => declared.unwrap_or(0).min(XML_BODY_SIZE_MAX as u64),
     }
@@ -684,6 +695,8 @@ async fn serve_route(
             lifecycle::put_bucket_lifecycle_configuration(&req, bucket, body).await
         }
         O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(&req, bucket).await,
+        O::ListenBucketNotification => listen::listen_notification(&req, Some(bucket), &route).await,
+        O::ListenNotification => listen::listen_notification(&req, None, &route).await,
         O::DeleteObjects => {
             let allowed = |k: &str, v: Option<&str>| access.may_delete(node, bucket, k, v, &checked);
             let asked = bypass_asked(&parts.headers);

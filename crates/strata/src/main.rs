@@ -412,6 +412,7 @@ async fn server(args: ServerArgs) -> Result<()> {
                         Ok(_) => Ok(Vec::new()),
                         Err(e) => Err(e.to_string()),
                     },
+                    "listen-poll" => strata_s3::listen_peers::serve_peer_poll(&n, &body).await,
                     other => Err(format!("unknown admin operation {other}")),
                 }
             })
@@ -429,14 +430,17 @@ async fn server(args: ServerArgs) -> Result<()> {
         deployment.set_drive_count - deployment.parity_count,
         deployment.parity_count
     );
+    let serving = node.clone();
     match (early, listener) {
         (Some((service, served)), _) => {
-            service.set_node(node);
+            service.set_node(serving);
             let _ = served.await;
         }
-        (None, Some(listener)) => strata_s3::serve(node, listener, tls, limits, shutdown_signal()).await,
+        (None, Some(listener)) => strata_s3::serve(serving, listener, tls, limits, shutdown_signal()).await,
         (None, None) => bail!("no listener"),
     }
+    // Listen streams end with their last chunk rather than a cut connection.
+    node.listen.shutdown().await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -547,6 +551,20 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
             }
         }))
         .await;
+    }
+
+    fn peer_count(&self) -> usize {
+        self.0.len()
+    }
+
+    async fn listen_poll(
+        &self,
+        peer: usize,
+        poll: Vec<u8>,
+        timeout: std::time::Duration,
+    ) -> Result<Vec<u8>, String> {
+        let p = self.0.get(peer).ok_or_else(|| format!("no node {peer}"))?;
+        p.admin("listen-poll", bytes::Bytes::from(poll), timeout).await
     }
 }
 
