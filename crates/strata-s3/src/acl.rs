@@ -407,8 +407,7 @@ pub async fn put_public_access_block(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     let block = parse_public_access_block(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.public_access_block = Some(block)).await?;
     Ok(Reply::empty(StatusCode::OK))

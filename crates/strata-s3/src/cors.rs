@@ -4,7 +4,7 @@
 
 use http::{HeaderMap, Method, StatusCode};
 use strata_object::CorsRule;
-use strata_types::limits::{CORS_RULES_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::CORS_RULES_MAX;
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
@@ -147,8 +147,7 @@ pub async fn get_bucket_cors(req: &Request<'_>, bucket: &str) -> Result<Reply, S
 }
 
 pub async fn put_bucket_cors(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     let rules = parse_cors(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.cors = rules).await?;
     Ok(Reply::empty(StatusCode::OK))

@@ -1,7 +1,7 @@
 //! DeleteObjects: up to 1,000 keys in one request, answered key by key.
 
 use futures_util::stream::{self, StreamExt};
-use strata_types::limits::{DELETE_OBJECTS_KEYS_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::DELETE_OBJECTS_KEYS_MAX;
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
@@ -87,8 +87,7 @@ pub async fn delete_objects(
     body: RequestBody,
     rights: &Rights<'_>,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     xml::check_content_md5(req.headers, &doc)?;
     let (entries, quiet) = parse_delete(&doc)?;
     let layer = &req.node.layer;

@@ -5,7 +5,6 @@
 use http::StatusCode;
 use serde::Deserialize;
 use strata_object::BucketEncryption;
-use strata_types::limits::XML_BODY_SIZE_MAX;
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
@@ -87,8 +86,7 @@ pub async fn put_bucket_encryption(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     let config = parse(&doc)?;
     // A default no new object could be written with is refused now, not on every later PUT.
     if req.node.kms.is_none() {

@@ -14,9 +14,7 @@ use strata_meta::{
 };
 use strata_notify::EventName;
 use strata_object::{LifecycleEvent, LifecycleEvents, ObjectInfo};
-use strata_types::limits::{
-    LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, LIFECYCLE_RULE_ID_LEN_MAX, XML_BODY_SIZE_MAX,
-};
+use strata_types::limits::{LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, LIFECYCLE_RULE_ID_LEN_MAX};
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
@@ -381,8 +379,7 @@ pub async fn put_bucket_lifecycle_configuration(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     xml::check_content_md5(req.headers, &doc)?;
     let config = parse(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.lifecycle = Some(config)).await?;

@@ -7,7 +7,7 @@ use http::StatusCode;
 use strata_meta::{NotificationKind, NotificationRule};
 use strata_notify::{Event, EventName};
 use strata_object::ObjectInfo;
-use strata_types::limits::{NOTIFICATION_RULES_MAX, XML_BODY_SIZE_MAX};
+use strata_types::limits::NOTIFICATION_RULES_MAX;
 
 use crate::body::RequestBody;
 use crate::error::{S3Error, S3ErrorCode};
@@ -229,8 +229,7 @@ pub async fn put_bucket_notification_configuration(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     let rules = parse(&doc)?;
     let unknown: Vec<&str> = rules
         .iter()

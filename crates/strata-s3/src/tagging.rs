@@ -151,8 +151,7 @@ pub async fn put_bucket_tagging(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
+    let doc = xml::bucket_document(req, bucket, body).await?;
     let tags = validate_at_most(parse_tagging(&doc)?, BUCKET_TAGS_MAX)?;
     req.node.layer.put_bucket_tags(bucket, tags).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))

@@ -83,6 +83,17 @@ pub fn malformed() -> crate::error::S3Error {
     )
 }
 
+/// The XML document of a request to a bucket: the bucket must exist (`NoSuchBucket` comes before
+/// anything about the body), the body at most `XML_BODY_SIZE_MAX` bytes.
+pub(crate) async fn bucket_document(
+    req: &crate::server::Request<'_>,
+    bucket: &str,
+    body: crate::body::RequestBody,
+) -> Result<Vec<u8>, crate::error::S3Error> {
+    req.node.layer.bucket_info(bucket)?;
+    Ok(body.collect_small(strata_types::limits::XML_BODY_SIZE_MAX).await?)
+}
+
 /// Appends the character data of a text or entity-reference event to `text`, entities resolved;
 /// other events add nothing.
 pub fn append_text(
