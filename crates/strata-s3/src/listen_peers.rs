@@ -9,14 +9,17 @@
 //! waits up to [`LISTEN_PEER_POLL_WAIT`] for something, and relayed events are never passed on
 //! again (no loops, no duplicates). When its last listener leaves, a node stops its relay and
 //! tells the others to drop its subscription; one not polled for [`LISTEN_PEER_IDLE_MAX`] is
-//! dropped anyway (its node died, or the word was lost), so it stops costing anything.
+//! dropped anyway (its node died, or the word was lost), so it stops costing anything. A poll the
+//! stopped relay had already sent can reach a node after that word (it travels on another
+//! connection), so a node remembers the ids it dropped for [`LISTEN_PEER_IDLE_MAX`] and does not
+//! subscribe them again.
 //!
 //! Each node's events arrive in its order; events of different nodes interleave as the polls
 //! bring them. Events a slow poller missed come back as a count (`lost`), added to the
 //! listening node's `strata_listen_events_dropped_total`; events of a node that was unreachable
 //! are not replayed.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -183,8 +186,35 @@ pub(crate) struct Parked {
 #[derive(Default)]
 struct ParkedState {
     subscriptions: HashMap<String, ParkedSubscription>,
+    /// Subscriptions closed by their relay in the last [`LISTEN_PEER_IDLE_MAX`], oldest first
+    /// (at most [`LISTEN_PEER_SUBSCRIPTIONS_MAX`]): a late poll of one is not subscribed again.
+    closed: VecDeque<(Instant, String)>,
     /// A task drops idle subscriptions while there are any.
     sweeping: bool,
+}
+
+impl ParkedState {
+    /// Drops subscription `id` for good: its relay stopped.
+    fn close(&mut self, id: String) {
+        self.subscriptions.remove(&id);
+        self.forget_closed();
+        if self.closed.len() >= LISTEN_PEER_SUBSCRIPTIONS_MAX {
+            self.closed.pop_front();
+        }
+        self.closed.push_back((Instant::now(), id));
+    }
+
+    /// Whether the relay of `id` stopped lately.
+    fn was_closed(&mut self, id: &str) -> bool {
+        self.forget_closed();
+        self.closed.iter().any(|(_, closed)| closed == id)
+    }
+
+    fn forget_closed(&mut self) {
+        while self.closed.front().is_some_and(|(at, _)| at.elapsed() >= LISTEN_PEER_IDLE_MAX) {
+            self.closed.pop_front();
+        }
+    }
 }
 
 struct ParkedSubscription {
@@ -212,12 +242,14 @@ impl Parked {
         }
         if poll.close {
             let mut state = self.lock();
-            state.subscriptions.remove(&id);
+            state.close(id);
             metrics.listen_peer_subscriptions.set(gauge(state.subscriptions.len()));
             return Ok(Batch::default());
         }
         let wait = Duration::from_millis(poll.wait_ms).min(LISTEN_PEER_POLL_WAIT);
-        let shared = self.check_in(hub, metrics, &id)?;
+        let Some(shared) = self.check_in(hub, metrics, &id)? else {
+            return Ok(Batch::default()); // the relay stopped; nobody reads this answer
+        };
         let Ok(mut subscription) = shared.try_lock_owned() else {
             return Err(format!("subscription {id} is being polled already"));
         };
@@ -229,17 +261,22 @@ impl Parked {
         Ok(batch)
     }
 
-    /// The subscription `id`, made if new (at most [`LISTEN_PEER_SUBSCRIPTIONS_MAX`]).
+    /// The subscription `id`, made if new (at most [`LISTEN_PEER_SUBSCRIPTIONS_MAX`]); `None`
+    /// when its relay closed it lately.
     fn check_in(
         self: &Arc<Self>,
         hub: &Hub,
         metrics: &Arc<Metrics>,
         id: &str,
-    ) -> Result<Arc<tokio::sync::Mutex<Subscription>>, String> {
+    ) -> Result<Option<Arc<tokio::sync::Mutex<Subscription>>>, String> {
         let mut state = self.lock();
-        if !state.subscriptions.contains_key(id) && state.subscriptions.len() >= LISTEN_PEER_SUBSCRIPTIONS_MAX
-        {
-            return Err(format!("this node keeps {LISTEN_PEER_SUBSCRIPTIONS_MAX} subscriptions at most"));
+        if !state.subscriptions.contains_key(id) {
+            if state.was_closed(id) {
+                return Ok(None);
+            }
+            if state.subscriptions.len() >= LISTEN_PEER_SUBSCRIPTIONS_MAX {
+                return Err(format!("this node keeps {LISTEN_PEER_SUBSCRIPTIONS_MAX} subscriptions at most"));
+            }
         }
         let parked = state.subscriptions.entry(id.to_owned()).or_insert_with(|| ParkedSubscription {
             subscription: Arc::new(tokio::sync::Mutex::new(hub.subscribe())),
@@ -252,7 +289,7 @@ impl Parked {
             state.sweeping = true;
             tokio::spawn(sweep(self.clone(), metrics.clone()));
         }
-        Ok(shared)
+        Ok(Some(shared))
     }
 
     /// Drops the subscriptions not polled for [`LISTEN_PEER_IDLE_MAX`] (and not being polled);
@@ -442,6 +479,9 @@ mod tests {
         assert!(parked.serve(&hub, &metrics, poll("one-too-many", 0)).await.is_err());
         let close = Poll { close: true, ..poll("r0", 0) };
         assert_eq!(parked.serve(&hub, &metrics, close).await, Ok(Batch::default()));
+        assert_eq!(metrics.listen_peer_subscriptions.get(), gauge(LISTEN_PEER_SUBSCRIPTIONS_MAX - 1));
+        // A poll the stopped relay sent before its close, arriving after it: not subscribed again.
+        assert_eq!(parked.serve(&hub, &metrics, poll("r0", 10_000)).await, Ok(Batch::default()));
         assert_eq!(metrics.listen_peer_subscriptions.get(), gauge(LISTEN_PEER_SUBSCRIPTIONS_MAX - 1));
         parked.serve(&hub, &metrics, poll("one-more", 0)).await.expect("room again");
         assert!(hub.is_listened());
