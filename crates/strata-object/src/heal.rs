@@ -264,6 +264,8 @@ impl ObjectLayer {
         )?;
         let dist = &version.erasure.distribution;
         let size = version.size;
+        // Rebuilt in the record's blocks (a shard file's frames follow them).
+        let block_size = version.erasure.block_size as usize;
         // The ETag of an encrypted object (and of its parts) is the plaintext's MD5 or a digest
         // of its package tags, which a heal (never decrypting) does not compute; its frames were
         // verified as they were read. Only unencrypted objects are compared with their ETags.
@@ -274,7 +276,8 @@ impl ObjectLayer {
             _ if version.delete_marker => (drives.iter().map(Option::is_some).collect(), None),
             DataLocation::Inline(_) => {
                 let mut body = StreamBody(open.stream(0, size));
-                let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
+                let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+                let mut reader = hashing(reader, etag_checked);
                 let block = reader.next_block().await?;
                 let encoded = encode(erasure.clone(), reader.take_md5(), block).await?;
                 if etag_checked
@@ -286,7 +289,8 @@ impl ObjectLayer {
             }
             DataLocation::File(id) => {
                 let mut body = StreamBody(open.stream(0, size));
-                let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
+                let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+                let mut reader = hashing(reader, etag_checked);
                 let first = reader.next_block().await?;
                 let (md5, written, temp) =
                     write_shard_files(&drives, &mut reader, first, &erasure, dist, id, 1).await?;
@@ -306,7 +310,8 @@ impl ObjectLayer {
                     let stream = open.stream_shared(offset, part.size);
                     offset += part.size;
                     let mut body = StreamBody(stream);
-                    let mut reader = hashing(BlockReader::new(&mut body, erasure.data_count()), etag_checked);
+                    let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+                    let mut reader = hashing(reader, etag_checked);
                     let first = reader.next_block().await?;
                     let (md5, ok, temp) =
                         write_shard_files(&drives, &mut reader, first, &erasure, dist, part.data_id, 1)

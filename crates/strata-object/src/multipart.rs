@@ -8,14 +8,15 @@ use futures_util::future::join_all;
 use md5::{Digest, Md5};
 use strata_drive::{upload_position, Drive, DriveError, UploadsQuery};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadRecord};
-use strata_types::limits::{BLOCK_SIZE, PART_NUMBER_MAX, PART_SIZE_MIN, UPLOADS_ROUND};
+use strata_types::limits::{PART_NUMBER_MAX, PART_SIZE_MIN, UPLOADS_ROUND};
 use uuid::Uuid;
 
 use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{
-    check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions, WriteCondition,
+    block_size_for, check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions,
+    WriteCondition,
 };
 use crate::set::{apply_and_finish, reduce_writes, to_completion, write_quorum, CommitFn, ErasureSet};
 use crate::ObjectInfo;
@@ -130,7 +131,7 @@ impl ObjectLayer {
             erasure: ErasureInfo {
                 data_count: (n - parity) as u8,
                 parity_count: parity as u8,
-                block_size: BLOCK_SIZE as u32,
+                block_size: block_size_for(opts.sse.is_some()) as u32,
                 shard_index: 0,
                 distribution: distribution.clone(),
             },
@@ -214,6 +215,7 @@ impl ObjectLayer {
         let upload = self.read_upload(set, bucket, key, upload_id).await?;
         let e = &upload.erasure;
         let erasure = set.erasure_for(usize::from(e.data_count), usize::from(e.parity_count))?;
+        let block_size = e.block_size as usize;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let mut with_checksum;
         let body: &mut dyn BodyReader = match (upload_checksum(&upload), body.checksum_algorithm()) {
@@ -236,14 +238,16 @@ impl ObjectLayer {
         let (written, checksums, etag) = match sse {
             None => {
                 let written =
-                    write_file_data(set, body, &erasure, &e.distribution, quorum, content_md5).await?;
+                    write_file_data(set, body, &erasure, block_size, &e.distribution, quorum, content_md5)
+                        .await?;
                 let etag = written.md5.unwrap_or_default();
                 (written, body.checksums(), etag)
             }
             Some(sse) => {
                 let mut sealing = crate::sse::SealingBody::new(body, sse, part_number);
                 let written =
-                    write_file_data(set, &mut sealing, &erasure, &e.distribution, quorum, None).await?;
+                    write_file_data(set, &mut sealing, &erasure, block_size, &e.distribution, quorum, None)
+                        .await?;
                 let (etag, checked) = crate::sse::digests(Some(sse), written.md5, &sealing);
                 if content_md5.is_some_and(|want| want != checked) {
                     written.temp.abort().await;

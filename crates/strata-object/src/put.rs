@@ -7,10 +7,11 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
 use md5::{Digest, Md5};
+use strata_crypto::package::{PACKAGE_SIZE, SEALED_PACKAGE_SIZE};
 use strata_drive::{DriveError, ShardWriter};
 use strata_erasure::{bitrot, Erasure};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion};
-use strata_types::limits::{BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
+use strata_types::limits::{BLOCK_SIZE, BLOCK_SIZE_MAX, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
@@ -97,9 +98,26 @@ pub(crate) async fn check_condition(
     }
 }
 
-/// Cuts the body into blocks of exactly `BLOCK_SIZE` (the last may be shorter).
+/// The erasure block size a new object (or upload) is stored with: [`BLOCK_SIZE`] of plain
+/// bytes, or for a sealed body the same 16 packages sealed ([`SEALED_BLOCK_SIZE`]), so a sealed
+/// package never straddles two blocks and a 1 MiB object stays one block once sealed.
+pub(crate) fn block_size_for(sealed: bool) -> usize {
+    if sealed {
+        SEALED_BLOCK_SIZE
+    } else {
+        BLOCK_SIZE
+    }
+}
+
+/// The erasure block size of encrypted objects: the packages of [`BLOCK_SIZE`] plain bytes,
+/// sealed.
+pub const SEALED_BLOCK_SIZE: usize = BLOCK_SIZE / PACKAGE_SIZE * SEALED_PACKAGE_SIZE;
+const _: () = assert!(BLOCK_SIZE.is_multiple_of(PACKAGE_SIZE) && SEALED_BLOCK_SIZE <= BLOCK_SIZE_MAX);
+
+/// Cuts the body into blocks of exactly `block_size` (the last may be shorter).
 pub(crate) struct BlockReader<'a> {
     body: &'a mut dyn BodyReader,
+    block_size: usize,
     pending: Option<Bytes>,
     eof: bool,
     total: u64,
@@ -111,9 +129,11 @@ pub(crate) struct BlockReader<'a> {
 }
 
 impl<'a> BlockReader<'a> {
-    pub(crate) fn new(body: &'a mut dyn BodyReader, data_count: usize) -> Self {
+    /// A reader of `body` in blocks of `block_size` (the record's; see [`block_size_for`]).
+    pub(crate) fn new(body: &'a mut dyn BodyReader, data_count: usize, block_size: usize) -> Self {
         let md5 = (!body.seals()).then(Md5::new);
-        Self { body, pending: None, eof: false, total: 0, capacity: BLOCK_SIZE + data_count, md5 }
+        let capacity = block_size + data_count;
+        Self { body, block_size, pending: None, eof: false, total: 0, capacity, md5 }
     }
 
     /// Computes no MD5 of the bytes read.
@@ -131,7 +151,7 @@ impl<'a> BlockReader<'a> {
 impl BlockReader<'_> {
     pub(crate) async fn next_block(&mut self) -> Result<BytesMut, ObjectError> {
         let mut block = BytesMut::with_capacity(self.capacity);
-        while block.len() < BLOCK_SIZE {
+        while block.len() < self.block_size {
             let chunk = match self.pending.take() {
                 Some(c) => c,
                 None if self.eof => break,
@@ -143,7 +163,7 @@ impl BlockReader<'_> {
                     }
                 },
             };
-            let room = BLOCK_SIZE - block.len();
+            let room = self.block_size - block.len();
             if chunk.len() > room {
                 block.extend_from_slice(&chunk[..room]);
                 self.pending = Some(chunk.slice(room..));
@@ -251,7 +271,8 @@ pub(crate) async fn put_object(
         return Err(ObjectError::WriteQuorum { needed: quorum, online: set.online_count() });
     }
     let distribution = strata_cluster::placement::distribution(t.hash, n);
-    let mut reader = BlockReader::new(body, data_count);
+    let block_size = block_size_for(body.seals());
+    let mut reader = BlockReader::new(body, data_count, block_size);
 
     let first = reader.next_block().await?;
     // `finished[pos]`: the drive at `pos` holds the whole data (a file write may fail half way).
@@ -285,7 +306,7 @@ pub(crate) async fn put_object(
         erasure: ErasureInfo {
             data_count: data_count as u8,
             parity_count: parity_count as u8,
-            block_size: BLOCK_SIZE as u32,
+            block_size: block_size as u32,
             shard_index: 0,
             distribution: distribution.clone(),
         },
@@ -365,17 +386,19 @@ pub(crate) struct Written {
     pub temp: TempShards,
 }
 
-/// Streams a whole body into new temp shard files (no inline form: multipart parts). Checks the
-/// Content-MD5 before returning; on any error the temp files are gone.
+/// Streams a whole body into new temp shard files in blocks of `block_size` (no inline form:
+/// multipart parts). Checks the Content-MD5 before returning; on any error the temp files are
+/// gone.
 pub(crate) async fn write_file_data(
     set: &ErasureSet,
     body: &mut dyn BodyReader,
     erasure: &Arc<Erasure>,
+    block_size: usize,
     distribution: &[u8],
     quorum: usize,
     content_md5: Option<[u8; 16]>,
 ) -> Result<Written, ObjectError> {
-    let mut reader = BlockReader::new(body, erasure.data_count());
+    let mut reader = BlockReader::new(body, erasure.data_count(), block_size);
     let first = reader.next_block().await?;
     let data_id = Uuid::new_v4();
     let (md5, finished, temp) =

@@ -298,7 +298,10 @@ mod tests {
             sealed.extend_from_slice(&c);
         }
         let (etag, checked) = digests(Some(sse), None, &sealing);
-        assert!(BlockReader::new(&mut sealing, 2).take_md5().is_none(), "sealed bytes are not hashed");
+        assert!(
+            BlockReader::new(&mut sealing, 2, crate::put::SEALED_BLOCK_SIZE).take_md5().is_none(),
+            "sealed bytes are not hashed"
+        );
         (sealed, Some(etag), Some(checked))
     }
 
