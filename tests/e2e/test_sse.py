@@ -114,10 +114,15 @@ def test_sse_kms_keys_context_rotation_and_errors(kms_server):
     assert "created key app-key" in admin(kms_server, "kms", "key", "create", "app-key")
     status = admin(kms_server, "kms", "key", "status")
     assert "builtin" in status and "strata-test-key" in status and "online" in status
-    ctx = base64.b64encode(json.dumps({"team": "blue"}).encode()).decode()
+    ctx = base64.b64encode(json.dumps({"team": "blue-unicorn-4417"}).encode()).decode()
     body = data(2 * MiB + 5, 1)
     r = s3.put_object(Bucket="kms", Key="k", Body=body, ServerSideEncryption="aws:kms",
                       SSEKMSKeyId="app-key", SSEKMSEncryptionContext=ctx)
+    # The context is the client's data: sealed in the record, like the object's bytes.
+    upload = s3.create_multipart_upload(Bucket="kms", Key="mp", ServerSideEncryption="aws:kms",
+                                        SSEKMSEncryptionContext=ctx)["UploadId"]
+    assert not on_drives(kms_server, b"blue-unicorn-4417") and not on_drives(kms_server, ctx.encode())
+    s3.abort_multipart_upload(Bucket="kms", Key="mp", UploadId=upload)
     assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == "app-key"
     assert r["ETag"] != f'"{hashlib.md5(body).hexdigest()}"', "SSE-KMS ETags are not the plaintext's MD5"
     got = s3.get_object(Bucket="kms", Key="k")

@@ -216,9 +216,14 @@ pub struct SseEnvelope {
     /// The KMS key that sealed it (S3, Kms).
     #[serde(default)]
     pub kms_key_id: Option<String>,
-    /// The SSE-KMS encryption context (JSON, as the client gave it), bound to the sealed key.
+    /// The SSE-KMS encryption context in clear (canonical JSON), bound to the sealed key: only
+    /// in records written before contexts were sealed; newer ones have `sealed_context`.
     #[serde(default)]
     pub context: Option<String>,
+    /// The SSE-KMS encryption context (canonical JSON) sealed under the object's data key: the
+    /// client's data, unreadable without the KMS, as the object's bytes are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_context: Option<Vec<u8>>,
     /// SSE-C: salt and HMAC of the client's key, to recognise it without storing it.
     #[serde(default)]
     pub key_mac: Option<Vec<u8>>,
@@ -865,6 +870,7 @@ mod tests {
             sealed_key: vec![1; 60],
             kms_key_id: None,
             context: None,
+            sealed_context: None,
             key_mac: Some(vec![2; 48]),
         };
         let mut r = sample();

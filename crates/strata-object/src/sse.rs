@@ -283,6 +283,7 @@ mod tests {
             sealed_key: vec![],
             kms_key_id: None,
             context: None,
+            sealed_context: None,
             key_mac: None,
         };
         SsePut { envelope, cipher: ObjectCipher::new(&DataKey::from_bytes([3; 32]), [7; 16]), plain_md5 }

@@ -315,6 +315,7 @@ fn sealing(seed: u8) -> strata_object::SsePut {
         sealed_key: vec![],
         kms_key_id: None,
         context: None,
+        sealed_context: None,
         key_mac: None,
     };
     strata_object::SsePut { envelope, cipher: cipher(seed), plain_md5: true }

@@ -28,6 +28,9 @@ use crate::server::{Reply, Request};
 pub const CUSTOMER: &str = "x-amz-server-side-encryption-customer-";
 pub const COPY_SOURCE_CUSTOMER: &str = "x-amz-copy-source-server-side-encryption-customer-";
 const SSE_C_AAD: &[u8] = b"strata sse-c v1\0";
+/// Additional data of an encryption context sealed under its object's data key (with the
+/// object id after it).
+const CONTEXT_AAD: &[u8] = b"strata sse-kms context v1\0";
 /// ARN prefix a client may put before a KMS key id (`arn:aws:kms:region:account:key/ID`).
 const KMS_ARN_KEY: &str = ":key/";
 
@@ -162,11 +165,16 @@ fn parse_context(value: &str) -> Result<String, S3Error> {
     serde_json::to_string(&map).map_err(|_| invalid())
 }
 
-/// The KMS context bytes a data key is bound to: the object id, then the client's context.
+/// The KMS context bytes a data key is bound to: the object id, then (in records written before
+/// contexts were sealed) the client's context.
 fn kms_context(object_id: Uuid, context: Option<&str>) -> Vec<u8> {
     let mut c = object_id.as_bytes().to_vec();
     c.extend_from_slice(context.unwrap_or("").as_bytes());
     c
+}
+
+fn context_aad(object_id: Uuid) -> Vec<u8> {
+    [CONTEXT_AAD, object_id.as_bytes()].concat()
 }
 
 fn no_kms() -> S3Error {
@@ -205,6 +213,7 @@ pub async fn seal_new_with(
                 sealed_key,
                 kms_key_id: None,
                 context: None,
+                sealed_context: None,
                 key_mac,
             };
             (envelope, key, Some(customer))
@@ -217,13 +226,20 @@ pub async fn seal_new_with(
                 }
                 _ => (SseKind::S3, kms.default_key_id().to_owned(), None),
             };
-            let generated = kms.generate_key(&key_id, &kms_context(object_id, context.as_deref())).await?;
+            // The data key is bound to the object; the context is sealed under the data key, so
+            // the record holds nothing of it in clear.
+            let generated = kms.generate_key(&key_id, &kms_context(object_id, None)).await?;
+            let sealed_context = context
+                .map(|c| generated.key.seal(c.as_bytes(), &context_aad(object_id)))
+                .transpose()
+                .map_err(internal)?;
             let envelope = SseEnvelope {
                 kind,
                 object_id,
                 sealed_key: generated.ciphertext,
                 kms_key_id: Some(key_id),
-                context,
+                context: None,
+                sealed_context,
                 key_mac: None,
             };
             (envelope, generated.key, None)
@@ -373,6 +389,7 @@ impl CustomerKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use strata_crypto::kms::{GeneratedKey, KeyInfo, KmsError, KmsStatus};
 
     #[test]
     fn kms_key_ids_and_contexts() {
@@ -383,5 +400,85 @@ mod tests {
         for bad in [b64("[1]"), b64(r#"{"a":1}"#), "not base64!".to_owned(), b64("{")] {
             assert_eq!(parse_context(&bad).map_err(|e| e.code), Err(S3ErrorCode::InvalidArgument), "{bad}");
         }
+    }
+
+    /// A KMS over a real key ring, in memory.
+    #[derive(Debug)]
+    struct RingKms(std::sync::Mutex<strata_crypto::keyring::Keyring>);
+
+    #[async_trait::async_trait]
+    impl Kms for RingKms {
+        fn default_key_id(&self) -> &str {
+            "k"
+        }
+        async fn generate_key(&self, id: &str, context: &[u8]) -> Result<GeneratedKey, KmsError> {
+            self.0.lock().expect("ring").generate(id, context)
+        }
+        async fn decrypt_key(&self, id: &str, sealed: &[u8], context: &[u8]) -> Result<DataKey, KmsError> {
+            self.0.lock().expect("ring").decrypt(id, sealed, context)
+        }
+        async fn create_key(&self, id: &str) -> Result<(), KmsError> {
+            self.0.lock().expect("ring").create(id, 0)
+        }
+        async fn list_keys(&self) -> Result<Vec<KeyInfo>, KmsError> {
+            Ok(self.0.lock().expect("ring").list())
+        }
+        async fn rotate_key(&self, id: &str) -> Result<KeyInfo, KmsError> {
+            self.0.lock().expect("ring").rotate(id, 0)
+        }
+        async fn set_key_enabled(&self, id: &str, enabled: bool) -> Result<KeyInfo, KmsError> {
+            self.0.lock().expect("ring").set_enabled(id, enabled)
+        }
+        async fn status(&self) -> KmsStatus {
+            KmsStatus { kind: "test", endpoint: String::new(), default_key: "k".into(), online: true }
+        }
+    }
+
+    fn ring_kms() -> Arc<dyn Kms> {
+        let mut ring = strata_crypto::keyring::Keyring::default();
+        ring.create("k", 0).expect("key");
+        Arc::new(RingKms(std::sync::Mutex::new(ring)))
+    }
+
+    /// Seals and opens one package with `cipher`, sealed by `by`.
+    fn same_cipher(by: &ObjectCipher, cipher: &ObjectCipher) -> bool {
+        let mut sealed = Vec::new();
+        by.seal_package(0, 0, true, b"data", &mut sealed);
+        cipher.open_package(0, 0, true, &mut sealed).is_ok_and(|p| p == b"data")
+    }
+
+    #[tokio::test]
+    async fn an_encryption_context_is_stored_sealed_and_older_clear_ones_still_open() {
+        let kms = ring_kms();
+        let context = r#"{"project":"unicorn-7731"}"#.to_owned();
+        let asked = SseRequest::Kms { key_id: None, context: Some(context.clone()) };
+        let (put, _) = seal_new_with(Some(&kms), asked, false).await.expect("sealed");
+        let e = &put.envelope;
+        assert_eq!(e.context, None, "never in clear");
+        let stored = serde_json::to_vec(e).expect("encodes");
+        assert!(!stored.windows(12).any(|w| w == b"unicorn-7731"), "nothing of it in the record");
+        // The data key opens it; the object's cipher comes from the KMS without it.
+        let key =
+            kms.decrypt_key("k", &e.sealed_key, e.object_id.as_bytes()).await.expect("bound to the object");
+        let sealed = e.sealed_context.as_deref().expect("kept sealed");
+        assert_eq!(key.open(sealed, &context_aad(e.object_id)).expect("opens"), context.as_bytes());
+        assert!(key.open(sealed, &context_aad(Uuid::new_v4())).is_err(), "bound to its object");
+        let opened = open_envelope(Some(&kms), e, None).await.expect("opens");
+        assert!(same_cipher(&put.cipher, &opened));
+
+        // A record written before: the context in clear and bound into the data key.
+        let object_id = Uuid::new_v4();
+        let generated = kms.generate_key("k", &kms_context(object_id, Some(&context))).await.expect("key");
+        let old = SseEnvelope {
+            kind: SseKind::Kms,
+            object_id,
+            sealed_key: generated.ciphertext,
+            kms_key_id: Some("k".into()),
+            context: Some(context),
+            sealed_context: None,
+            key_mac: None,
+        };
+        let opened = open_envelope(Some(&kms), &old, None).await.expect("opens");
+        assert!(same_cipher(&ObjectCipher::new(&generated.key, *object_id.as_bytes()), &opened));
     }
 }
