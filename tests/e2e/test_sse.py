@@ -162,6 +162,47 @@ def test_sse_kms_keys_context_rotation_and_errors(kms_server):
     assert "KMS.NotFoundException" in admin(kms_server, "kms", "key", "disable", "no-such-key", check=False)
 
 
+def test_dsse_kms_two_layers_every_boundary_multipart_and_default(kms_server):
+    s3 = kms_server.client()
+    s3.create_bucket(Bucket="dsse")
+    admin(kms_server, "kms", "key", "create", "dual-key")
+    for i, n in enumerate(SIZES):
+        body = data(n, 70 + i)
+        r = s3.put_object(Bucket="dsse", Key=f"k{i}", Body=body, ServerSideEncryption="aws:kms:dsse",
+                          SSEKMSKeyId="dual-key")
+        assert (r["ServerSideEncryption"], r["SSEKMSKeyId"]) == ("aws:kms:dsse", "dual-key")
+        assert n == 0 or r["ETag"] != f'"{hashlib.md5(body).hexdigest()}"', "not the plaintext's MD5"
+        got = s3.get_object(Bucket="dsse", Key=f"k{i}")
+        assert got["Body"].read() == body and got["ServerSideEncryption"] == "aws:kms:dsse", n
+        head = s3.head_object(Bucket="dsse", Key=f"k{i}")
+        assert (head["ContentLength"], head["SSEKMSKeyId"]) == (n, "dual-key")
+        if n > 10:
+            a, b = n // 3, n // 3 + n // 2
+            ranged = s3.get_object(Bucket="dsse", Key=f"k{i}", Range=f"bytes={a}-{b}")["Body"].read()
+            assert ranged == body[a:b + 1], n
+    assert not on_drives(kms_server, b"PLAINTEXT-79-PLAINTEXT-79"), "no plaintext on any drive"
+    # Multipart: each part in two layers; the object reads back whole and by part.
+    chunks = [data(5 * MiB, 80), data(MiB + 3, 81)]
+    multipart(s3, "dsse", "mp", chunks, create={"ServerSideEncryption": "aws:kms:dsse"})
+    got = s3.get_object(Bucket="dsse", Key="mp")
+    assert got["Body"].read() == b"".join(chunks) and got["ServerSideEncryption"] == "aws:kms:dsse"
+    assert s3.get_object(Bucket="dsse", Key="mp", PartNumber=2)["Body"].read() == chunks[1]
+    # A bucket default of aws:kms:dsse applies to objects sent without headers.
+    s3.put_bucket_encryption(Bucket="dsse", ServerSideEncryptionConfiguration={"Rules": [
+        {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms:dsse", "KMSMasterKeyID": "dual-key"}}]})
+    rule = s3.get_bucket_encryption(Bucket="dsse")["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms:dsse"
+    s3.put_object(Bucket="dsse", Key="by-default", Body=b"defaulted")
+    head = s3.head_object(Bucket="dsse", Key="by-default")
+    assert (head["ServerSideEncryption"], head["SSEKMSKeyId"]) == ("aws:kms:dsse", "dual-key")
+    assert s3.get_object(Bucket="dsse", Key="by-default")["Body"].read() == b"defaulted"
+    # An unknown key is refused before anything is stored; a key id with AES256 too.
+    assert error(s3.put_object, Bucket="dsse", Key="bad", Body=b"z", ServerSideEncryption="aws:kms:dsse",
+                 SSEKMSKeyId="no-such-key") == (400, "KMS.NotFoundException")
+    assert error(s3.put_object, Bucket="dsse", Key="bad", Body=b"z", ServerSideEncryption="AES256",
+                 SSEKMSKeyId="dual-key") == (400, "InvalidArgument")
+
+
 def test_sse_c_over_tls_keys_and_errors(tls_server):
     s3 = tls_server.client()
     s3.create_bucket(Bucket="cust")
@@ -262,6 +303,7 @@ def test_copies_across_every_kind(tls_server):
         "plain": ({}, {}, {}),
         "s3": ({"ServerSideEncryption": "AES256"}, {}, {}),
         "kms": ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "copy-key"}, {}, {}),
+        "dsse": ({"ServerSideEncryption": "aws:kms:dsse", "SSEKMSKeyId": "copy-key"}, {}, {}),
         "c": ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key_a},
               {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key_a},
               {"CopySourceSSECustomerAlgorithm": "AES256", "CopySourceSSECustomerKey": key_a}),

@@ -145,9 +145,12 @@ def test_transit_kms_down_sealed_and_back(bao):
         body = os.urandom(3 * 1024 * 1024 + 5)
         s3.put_object(Bucket="vault", Key="s3", Body=body, ServerSideEncryption="AES256")
         s3.put_object(Bucket="vault", Key="kms", Body=body, ServerSideEncryption="aws:kms", SSEKMSKeyId="app-key")
+        s3.put_object(Bucket="vault", Key="dsse", Body=body, ServerSideEncryption="aws:kms:dsse",
+                      SSEKMSKeyId="app-key")
         s3.put_object(Bucket="vault", Key="plain", Body=b"plain")
         assert s3.get_object(Bucket="vault", Key="s3")["Body"].read() == body
         assert s3.get_object(Bucket="vault", Key="kms")["SSEKMSKeyId"] == "app-key"
+        assert s3.get_object(Bucket="vault", Key="dsse")["Body"].read() == body
         assert error(s3.put_object, Bucket="vault", Key="x", Body=b"x", ServerSideEncryption="aws:kms",
                      SSEKMSKeyId="no-such-key") == (400, "KMS.NotFoundException")
         # Rotation in the KMS: new objects use version 2, old ones still read.
@@ -181,6 +184,8 @@ def test_transit_kms_down_sealed_and_back(bao):
         s3 = server.client()
         assert s3.get_object(Bucket="vault", Key="s3")["Body"].read() == body
         assert s3.get_object(Bucket="vault", Key="kms")["Body"].read() == body
+        got = s3.get_object(Bucket="vault", Key="dsse")
+        assert got["Body"].read() == body and got["ServerSideEncryption"] == "aws:kms:dsse"
     finally:
         server.cleanup()
 

@@ -30,8 +30,8 @@ pub struct Endpoint {
     pub object_headers: Vec<(String, String)>,
 }
 
-/// The request headers of `--sse`: `s3` (SSE-S3), `kms` (SSE-KMS with the default key) or `c`
-/// (SSE-C with a key made for the run).
+/// The request headers of `--sse`: `s3` (SSE-S3), `kms` (SSE-KMS with the default key), `dsse`
+/// (DSSE-KMS, two layers, with the default key) or `c` (SSE-C with a key made for the run).
 pub fn sse_headers(kind: Option<&str>) -> Result<Vec<(String, String)>> {
     use base64::Engine;
     let h = |k: &str, v: &str| (k.to_owned(), v.to_owned());
@@ -39,6 +39,7 @@ pub fn sse_headers(kind: Option<&str>) -> Result<Vec<(String, String)>> {
         None => Vec::new(),
         Some("s3") => vec![h("x-amz-server-side-encryption", "AES256")],
         Some("kms") => vec![h("x-amz-server-side-encryption", "aws:kms")],
+        Some("dsse") => vec![h("x-amz-server-side-encryption", "aws:kms:dsse")],
         Some("c") => {
             let seed = strata_types::time::now_nanos().to_le_bytes();
             let key: [u8; 32] = sha2::Sha256::digest(seed).into();
@@ -49,7 +50,7 @@ pub fn sse_headers(kind: Option<&str>) -> Result<Vec<(String, String)>> {
                 h("x-amz-server-side-encryption-customer-key-md5", &b64.encode(Md5::digest(key))),
             ]
         }
-        Some(other) => anyhow::bail!("--sse {other}: use s3, kms or c"),
+        Some(other) => anyhow::bail!("--sse {other}: use s3, kms, dsse or c"),
     })
 }
 

@@ -102,8 +102,9 @@ pub struct BenchArgs {
     /// With --tls, accept any server certificate (self-signed test deployments).
     #[arg(long, env = "STRATA_BENCH_INSECURE")]
     pub insecure: bool,
-    /// Server-side encryption of the objects: s3 (SSE-S3), kms (SSE-KMS, the default key) or c
-    /// (SSE-C with a key made for the run; the server must allow it: TLS, or
+    /// Server-side encryption of the objects: s3 (SSE-S3), kms (SSE-KMS, the default key), dsse
+    /// (DSSE-KMS: two layers, the default key) or c (SSE-C with a key made for the run; the
+    /// server must allow it: TLS, or
     /// STRATA_SSE_C_ALLOW_HTTP=on).
     #[arg(long, env = "STRATA_BENCH_SSE")]
     pub sse: Option<String>,

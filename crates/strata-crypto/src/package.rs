@@ -14,8 +14,16 @@
 //! nonce under a key. Opening checks all of it: a package moved elsewhere in the segment, to
 //! another segment or another object, a segment cut after any package (the new last package was
 //! sealed as not last), or one grown past its last, each fails as [`CryptoError`].
+//!
+//! Dual-layer encryption (DSSE-KMS) adds a second, independent layer: with a second data key,
+//! each package's GCM ciphertext (not its tag) is encrypted again with AES-256-CTR, counter block
+//! `nonce || 0u32` (big-endian counter), before it is stored; opening removes it first. Sizes and
+//! offsets are those of one layer, and the GCM tag still authenticates every stored byte (a
+//! changed byte of the outer layer changes the inner ciphertext).
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM};
+use aws_lc_rs::cipher::{EncryptingKey, EncryptionContext, UnboundCipherKey, AES_256};
+use aws_lc_rs::iv::FixedLength;
 use bytes::Bytes;
 
 use crate::{CryptoError, DataKey};
@@ -85,6 +93,8 @@ pub fn sealed_range(plain_size: u64, offset: u64, len: u64) -> SealedRange {
 #[derive(Clone)]
 pub struct ObjectCipher {
     key: std::sync::Arc<LessSafeKey>,
+    /// DSSE's second layer (AES-256-CTR under its own key), if any.
+    outer: Option<std::sync::Arc<EncryptingKey>>,
     object_id: [u8; 16],
 }
 
@@ -98,7 +108,33 @@ impl ObjectCipher {
     pub fn new(key: &DataKey, object_id: [u8; 16]) -> Self {
         // A 32-byte key is always a valid AES-256 key.
         let unbound = UnboundKey::new(&AES_256_GCM, key.as_bytes()).expect("AES-256 takes 32-byte keys");
-        Self { key: std::sync::Arc::new(LessSafeKey::new(unbound)), object_id }
+        Self { key: std::sync::Arc::new(LessSafeKey::new(unbound)), outer: None, object_id }
+    }
+
+    /// This cipher with a second layer under `key` (DSSE-KMS; see the module documentation).
+    pub fn with_second_layer(mut self, key: &DataKey) -> Self {
+        // A 32-byte key is always a valid AES-256 key, and CTR takes it.
+        let unbound = UnboundCipherKey::new(&AES_256, key.as_bytes()).expect("AES-256 takes 32-byte keys");
+        self.outer = Some(std::sync::Arc::new(EncryptingKey::ctr(unbound).expect("AES-256-CTR")));
+        self
+    }
+
+    /// Whether packages carry the second layer.
+    pub fn is_dual_layer(&self) -> bool {
+        self.outer.is_some()
+    }
+
+    /// Applies (or removes: CTR is its own inverse) the second layer to package `index` of
+    /// `segment`'s ciphertext; nothing without one.
+    fn outer_layer(&self, segment: u32, index: u64, ciphertext: &mut [u8]) {
+        let Some(outer) = &self.outer else { return };
+        let mut block = [0u8; 16];
+        block[..4].copy_from_slice(&segment.to_le_bytes());
+        block[4..12].copy_from_slice(&index.to_le_bytes());
+        // A package is 4,096 counter blocks at most: the counter never wraps into the nonce.
+        outer
+            .less_safe_encrypt(ciphertext, EncryptionContext::Iv128(FixedLength::from(block)))
+            .expect("CTR takes any length");
     }
 
     fn nonce_aad(&self, segment: u32, index: u64, last: bool) -> (Nonce, [u8; 30]) {
@@ -124,6 +160,7 @@ impl ObjectCipher {
             .key
             .seal_in_place_separate_tag(nonce, Aad::from(aad), &mut out[start..])
             .expect("a package is within AES-GCM's limits");
+        self.outer_layer(segment, index, &mut out[start..]);
         out.extend_from_slice(tag.as_ref());
     }
 
@@ -140,6 +177,8 @@ impl ObjectCipher {
             return Err(CryptoError::Malformed("package length"));
         }
         let (nonce, aad) = self.nonce_aad(segment, index, last);
+        let ciphertext_len = sealed.len() - TAG_SIZE;
+        self.outer_layer(segment, index, &mut sealed[..ciphertext_len]);
         self.key.open_in_place(nonce, Aad::from(aad), sealed).map_err(|_| CryptoError::Authentication)
     }
 
@@ -161,6 +200,15 @@ impl ObjectCipher {
         }
         let (nonce, aad) = self.nonce_aad(segment, index, last);
         let (ciphertext, tag) = sealed.split_at(sealed.len() - TAG_SIZE);
+        if self.outer.is_some() {
+            plain.copy_from_slice(ciphertext);
+            self.outer_layer(segment, index, plain);
+            return self
+                .key
+                .open_in_place_separate_tag(nonce, Aad::from(aad), tag, plain)
+                .map(drop)
+                .map_err(|_| CryptoError::Authentication);
+        }
         self.key
             .open_separate_gather(nonce, Aad::from(aad), ciphertext, tag, plain)
             .map_err(|_| CryptoError::Authentication)
@@ -485,6 +533,46 @@ mod tests {
                 Err(CryptoError::Authentication),
                 "bit at {i}"
             );
+        }
+    }
+
+    #[test]
+    fn the_second_layer_round_trips_and_needs_both_keys() {
+        let single = cipher(1, 2);
+        let dual = cipher(1, 2).with_second_layer(&DataKey::from_bytes([9; 32]));
+        let other_outer = cipher(1, 2).with_second_layer(&DataKey::from_bytes([8; 32]));
+        assert!(dual.is_dual_layer() && !single.is_dual_layer());
+        for n in SIZES {
+            let plain = plaintext(n);
+            let sealed = seal(&dual, 3, &plain, 1000.min(n.max(1)));
+            assert_eq!(sealed.len() as u64, sealed_size(n as u64), "one layer's sizes, size {n}");
+            // Gathered packages open in place, whole ones straight into the output: both paths.
+            assert_eq!(open_all(&dual, 3, &sealed, n as u64).expect("opens"), plain, "size {n}");
+            let count = package_count(n as u64);
+            let (mut o, mut out) = (dual.opener(3, 0, count), Vec::new());
+            o.update(&sealed, &mut out).expect("whole packages open");
+            o.finish(count, &mut out).expect("ends");
+            assert_eq!(out.concat(), plain, "size {n} in one piece");
+            let inner_only = seal(&single, 3, &plain, usize::MAX);
+            if n > 0 {
+                assert_ne!(sealed, inner_only, "the stored bytes are not the inner layer's");
+                assert_eq!(open_all(&single, 3, &sealed, n as u64), Err(CryptoError::Authentication));
+                assert_eq!(open_all(&other_outer, 3, &sealed, n as u64), Err(CryptoError::Authentication));
+            }
+            for (d, s) in sealed.chunks(SEALED_PACKAGE_SIZE).zip(inner_only.chunks(SEALED_PACKAGE_SIZE)) {
+                assert_eq!(
+                    d[d.len() - TAG_SIZE..],
+                    s[s.len() - TAG_SIZE..],
+                    "the tags are the inner layer's"
+                );
+            }
+        }
+        let plain = plaintext(2 * P + 3);
+        let sealed = seal(&dual, 0, &plain, usize::MAX);
+        for i in [0, 100, P, P + 15, P + 16, sealed.len() - 1] {
+            let mut bad = sealed.clone();
+            bad[i] ^= 0x40;
+            assert_eq!(open_all(&dual, 0, &bad, plain.len() as u64), Err(CryptoError::Authentication), "{i}");
         }
     }
 

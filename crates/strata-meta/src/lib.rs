@@ -202,6 +202,9 @@ pub enum SseKind {
     Kms,
     /// SSE-C: sealed by the client's own key, of which only a salted MAC is kept.
     C,
+    /// DSSE-KMS (`aws:kms:dsse`): two layers, each under its own data key from the KMS key the
+    /// client named (the second key in `sealed_outer_key`).
+    Dsse,
 }
 
 /// The encryption of a version (or of an upload, whose parts all use it). Present only on
@@ -224,6 +227,10 @@ pub struct SseEnvelope {
     /// client's data, unreadable without the KMS, as the object's bytes are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed_context: Option<Vec<u8>>,
+    /// Dsse: the second layer's data key, sealed by the same KMS key (context: the object id and
+    /// "outer").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_outer_key: Option<Vec<u8>>,
     /// SSE-C: salt and HMAC of the client's key, to recognise it without storing it.
     #[serde(default)]
     pub key_mac: Option<Vec<u8>>,
@@ -662,9 +669,9 @@ impl Versioning {
 /// A bucket's default encryption (`PutBucketEncryption`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BucketEncryption {
-    /// `AES256` or `aws:kms`.
+    /// `AES256`, `aws:kms` or `aws:kms:dsse`.
     pub algorithm: String,
-    /// With `aws:kms`: the key (default: the KMS's default key).
+    /// With `aws:kms` and `aws:kms:dsse`: the key (default: the KMS's default key).
     #[serde(default)]
     pub kms_key_id: Option<String>,
     #[serde(default)]
@@ -871,6 +878,7 @@ mod tests {
             kms_key_id: None,
             context: None,
             sealed_context: None,
+            sealed_outer_key: None,
             key_mac: Some(vec![2; 48]),
         };
         let mut r = sample();

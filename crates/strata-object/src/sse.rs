@@ -284,6 +284,7 @@ mod tests {
             kms_key_id: None,
             context: None,
             sealed_context: None,
+            sealed_outer_key: None,
             key_mac: None,
         };
         SsePut { envelope, cipher: ObjectCipher::new(&DataKey::from_bytes([3; 32]), [7; 16]), plain_md5 }

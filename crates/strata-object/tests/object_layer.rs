@@ -316,6 +316,7 @@ fn sealing(seed: u8) -> strata_object::SsePut {
         kms_key_id: None,
         context: None,
         sealed_context: None,
+        sealed_outer_key: None,
         key_mac: None,
     };
     strata_object::SsePut { envelope, cipher: cipher(seed), plain_md5: true }

@@ -37,8 +37,8 @@ fn invalid(message: &str) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidArgument, message)
 }
 
-/// A `ServerSideEncryptionConfiguration` document: one rule, `AES256` or `aws:kms` (with an
-/// optional key id).
+/// A `ServerSideEncryptionConfiguration` document: one rule, `AES256`, `aws:kms` or
+/// `aws:kms:dsse` (the two with an optional key id).
 pub(crate) fn parse(doc: &[u8]) -> Result<BucketEncryption, S3Error> {
     let text = std::str::from_utf8(doc).map_err(|_| xml::malformed())?;
     let config: Configuration = quick_xml::de::from_str(text).map_err(|_| xml::malformed())?;
@@ -48,13 +48,15 @@ pub(crate) fn parse(doc: &[u8]) -> Result<BucketEncryption, S3Error> {
     let default = rule.apply_server_side_encryption_by_default.as_ref().ok_or_else(xml::malformed)?;
     let key_id = default.kms_key_id.as_deref().map(str::trim).filter(|k| !k.is_empty());
     match (default.algorithm.trim(), key_id) {
-        ("AES256", Some(_)) => Err(invalid("a KMSMasterKeyID is allowed only with the aws:kms algorithm")),
-        ("AES256" | "aws:kms", _) => Ok(BucketEncryption {
+        ("AES256", Some(_)) => {
+            Err(invalid("a KMSMasterKeyID is allowed only with the aws:kms and aws:kms:dsse algorithms"))
+        }
+        ("AES256" | "aws:kms" | "aws:kms:dsse", _) => Ok(BucketEncryption {
             algorithm: default.algorithm.trim().to_owned(),
             kms_key_id: key_id.map(str::to_owned),
             bucket_key_enabled: rule.bucket_key_enabled.unwrap_or(false),
         }),
-        _ => Err(invalid("The SSEAlgorithm must be AES256 or aws:kms")),
+        _ => Err(invalid("The SSEAlgorithm must be AES256, aws:kms or aws:kms:dsse")),
     }
 }
 

@@ -46,7 +46,15 @@ fn bad(code: S3ErrorCode, message: &str) -> S3Error {
 #[derive(Debug)]
 pub enum SseRequest {
     S3,
-    Kms { key_id: Option<String>, context: Option<String> },
+    Kms {
+        key_id: Option<String>,
+        context: Option<String>,
+    },
+    /// `aws:kms:dsse`: as `Kms`, in two layers.
+    Dsse {
+        key_id: Option<String>,
+        context: Option<String>,
+    },
     C(CustomerKey),
 }
 
@@ -123,10 +131,10 @@ pub fn requested(
     let algorithm = header(req.headers, "x-amz-server-side-encryption");
     let key_id = header(req.headers, "x-amz-server-side-encryption-aws-kms-key-id");
     let context = header(req.headers, "x-amz-server-side-encryption-context");
-    if key_id.is_some() && algorithm != Some("aws:kms") {
+    if key_id.is_some() && !matches!(algorithm, Some("aws:kms" | "aws:kms:dsse")) {
         return Err(bad(
             S3ErrorCode::InvalidArgument,
-            "Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms",
+            "Server Side Encryption with AWS KMS managed key requires HTTP header x-amz-server-side-encryption : aws:kms or aws:kms:dsse",
         ));
     }
     let context = context.map(parse_context).transpose()?;
@@ -140,6 +148,7 @@ pub fn requested(
         (None, Some(c)) => Some(SseRequest::C(c)),
         (Some("AES256"), None) => Some(SseRequest::S3),
         (Some("aws:kms"), None) => Some(SseRequest::Kms { key_id: key_id.map(kms_key_id), context }),
+        (Some("aws:kms:dsse"), None) => Some(SseRequest::Dsse { key_id: key_id.map(kms_key_id), context }),
         (Some(_), None) => {
             return Err(bad(S3ErrorCode::InvalidArgument, "The encryption method specified is not supported"))
         }
@@ -148,6 +157,9 @@ pub fn requested(
     Ok(asked.or_else(|| {
         default.map(|d| match d.algorithm.as_str() {
             "aws:kms" => SseRequest::Kms { key_id: d.kms_key_id.as_deref().map(kms_key_id), context: None },
+            "aws:kms:dsse" => {
+                SseRequest::Dsse { key_id: d.kms_key_id.as_deref().map(kms_key_id), context: None }
+            }
             _ => SseRequest::S3,
         })
     }))
@@ -171,6 +183,11 @@ fn kms_context(object_id: Uuid, context: Option<&str>) -> Vec<u8> {
     let mut c = object_id.as_bytes().to_vec();
     c.extend_from_slice(context.unwrap_or("").as_bytes());
     c
+}
+
+/// The KMS context of a dual-layer object's second data key.
+fn outer_context(object_id: Uuid) -> Vec<u8> {
+    [object_id.as_bytes().as_slice(), b"outer"].concat()
 }
 
 fn context_aad(object_id: Uuid) -> Vec<u8> {
@@ -201,7 +218,7 @@ pub async fn seal_new_with(
     plain_md5: bool,
 ) -> Result<(SsePut, Option<CustomerKey>), S3Error> {
     let object_id = Uuid::new_v4();
-    let (envelope, key, customer) = match asked {
+    let (envelope, key, outer_key, customer) = match asked {
         SseRequest::C(customer) => {
             let key = DataKey::generate().map_err(internal)?;
             let sealed_key =
@@ -214,15 +231,19 @@ pub async fn seal_new_with(
                 kms_key_id: None,
                 context: None,
                 sealed_context: None,
+                sealed_outer_key: None,
                 key_mac,
             };
-            (envelope, key, Some(customer))
+            (envelope, key, None, Some(customer))
         }
-        SseRequest::S3 | SseRequest::Kms { .. } => {
+        SseRequest::S3 | SseRequest::Kms { .. } | SseRequest::Dsse { .. } => {
             let kms = kms.ok_or_else(no_kms)?;
             let (kind, key_id, context) = match asked {
                 SseRequest::Kms { key_id, context } => {
                     (SseKind::Kms, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
+                }
+                SseRequest::Dsse { key_id, context } => {
+                    (SseKind::Dsse, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
                 }
                 _ => (SseKind::S3, kms.default_key_id().to_owned(), None),
             };
@@ -233,6 +254,11 @@ pub async fn seal_new_with(
                 .map(|c| generated.key.seal(c.as_bytes(), &context_aad(object_id)))
                 .transpose()
                 .map_err(internal)?;
+            // DSSE's second layer: a second data key of the same KMS key, bound apart.
+            let outer = match kind {
+                SseKind::Dsse => Some(kms.generate_key(&key_id, &outer_context(object_id)).await?),
+                _ => None,
+            };
             let envelope = SseEnvelope {
                 kind,
                 object_id,
@@ -240,12 +266,16 @@ pub async fn seal_new_with(
                 kms_key_id: Some(key_id),
                 context: None,
                 sealed_context,
+                sealed_outer_key: outer.as_ref().map(|o| o.ciphertext.clone()),
                 key_mac: None,
             };
-            (envelope, generated.key, None)
+            (envelope, generated.key, outer.map(|o| o.key), None)
         }
     };
-    let cipher = ObjectCipher::new(&key, *object_id.as_bytes());
+    let mut cipher = ObjectCipher::new(&key, *object_id.as_bytes());
+    if let Some(outer) = &outer_key {
+        cipher = cipher.with_second_layer(outer);
+    }
     // The plaintext MD5 is the ETag of SSE-S3 objects.
     let plain_md5 = envelope.kind == SseKind::S3 || plain_md5;
     Ok((SsePut { envelope, cipher, plain_md5 }, customer))
@@ -316,14 +346,26 @@ pub async fn open_envelope(
                 .open_key(&envelope.sealed_key, &[SSE_C_AAD, object_id.as_bytes()].concat())
                 .map_err(|_| bad(S3ErrorCode::AccessDenied, "Access Denied"))?
         }
-        SseKind::S3 | SseKind::Kms => {
+        SseKind::S3 | SseKind::Kms | SseKind::Dsse => {
             if customer.is_some() {
                 return Err(not_applicable());
             }
             let kms = kms.ok_or_else(no_kms)?;
             let key_id = envelope.kms_key_id.as_deref().unwrap_or(kms.default_key_id());
             let context = kms_context(object_id, envelope.context.as_deref());
-            kms.decrypt_key(key_id, &envelope.sealed_key, &context).await?
+            let key = kms.decrypt_key(key_id, &envelope.sealed_key, &context).await?;
+            if envelope.kind == SseKind::Dsse {
+                let Some(sealed) = envelope.sealed_outer_key.as_deref() else {
+                    tracing::error!(%object_id, "a dual-layer object without its second key");
+                    return Err(bad(
+                        S3ErrorCode::InternalError,
+                        "We encountered an internal error. Please try again.",
+                    ));
+                };
+                let outer = kms.decrypt_key(key_id, sealed, &outer_context(object_id)).await?;
+                return Ok(ObjectCipher::new(&key, *object_id.as_bytes()).with_second_layer(&outer));
+            }
+            key
         }
     };
     Ok(ObjectCipher::new(&key, *object_id.as_bytes()))
@@ -356,8 +398,9 @@ pub fn with_headers(mut reply: Reply, envelope: Option<&SseEnvelope>, customer_m
     let Some(e) = envelope else { return reply };
     match e.kind {
         SseKind::S3 => reply = reply.header("x-amz-server-side-encryption", "AES256"),
-        SseKind::Kms => {
-            reply = reply.header("x-amz-server-side-encryption", "aws:kms");
+        SseKind::Kms | SseKind::Dsse => {
+            let algorithm = if e.kind == SseKind::Dsse { "aws:kms:dsse" } else { "aws:kms" };
+            reply = reply.header("x-amz-server-side-encryption", algorithm);
             if let Some(id) = &e.kms_key_id {
                 reply = reply.header("x-amz-server-side-encryption-aws-kms-key-id", id);
             }
@@ -476,9 +519,34 @@ mod tests {
             kms_key_id: Some("k".into()),
             context: Some(context),
             sealed_context: None,
+            sealed_outer_key: None,
             key_mac: None,
         };
         let opened = open_envelope(Some(&kms), &old, None).await.expect("opens");
         assert!(same_cipher(&ObjectCipher::new(&generated.key, *object_id.as_bytes()), &opened));
+    }
+
+    #[tokio::test]
+    async fn dsse_objects_have_two_layers_under_two_data_keys() {
+        let kms = ring_kms();
+        let asked = SseRequest::Dsse { key_id: None, context: None };
+        let (put, _) = seal_new_with(Some(&kms), asked, false).await.expect("sealed");
+        let e = &put.envelope;
+        assert_eq!(e.kind, SseKind::Dsse);
+        assert!(put.cipher.is_dual_layer(), "written in two layers");
+        let inner = kms.decrypt_key("k", &e.sealed_key, e.object_id.as_bytes()).await.expect("first key");
+        let sealed_outer = e.sealed_outer_key.as_deref().expect("a second key");
+        let outer =
+            kms.decrypt_key("k", sealed_outer, &outer_context(e.object_id)).await.expect("second key");
+        assert_ne!(inner.as_bytes(), outer.as_bytes(), "two independent data keys");
+        let both = ObjectCipher::new(&inner, *e.object_id.as_bytes()).with_second_layer(&outer);
+        assert!(same_cipher(&put.cipher, &both));
+        assert!(!same_cipher(&put.cipher, &ObjectCipher::new(&inner, *e.object_id.as_bytes())));
+        let opened = open_envelope(Some(&kms), e, None).await.expect("opens");
+        assert!(opened.is_dual_layer() && same_cipher(&put.cipher, &opened));
+        // A record that lost its second key is an error, never a read in one layer.
+        let broken = SseEnvelope { sealed_outer_key: None, ..e.clone() };
+        let err = open_envelope(Some(&kms), &broken, None).await.map(drop);
+        assert_eq!(err.map_err(|e| e.code), Err(S3ErrorCode::InternalError));
     }
 }
