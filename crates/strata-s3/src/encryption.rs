@@ -124,7 +124,9 @@ mod tests {
         let c = parse(&doc(&rule("aws:kms", "<KMSMasterKeyID>k1</KMSMasterKeyID>"))).expect("parses");
         assert_eq!(c.kms_key_id.as_deref(), Some("k1"));
         let code = |d: Vec<u8>| parse(&d).map_err(|e| e.code).err();
-        assert_eq!(code(doc(&rule("aws:kms:dsse", ""))), Some(S3ErrorCode::InvalidArgument));
+        let c = parse(&doc(&rule("aws:kms:dsse", "<KMSMasterKeyID>k2</KMSMasterKeyID>"))).expect("parses");
+        assert_eq!((c.algorithm.as_str(), c.kms_key_id.as_deref()), ("aws:kms:dsse", Some("k2")));
+        assert_eq!(code(doc(&rule("aws:kms:other", ""))), Some(S3ErrorCode::InvalidArgument));
         assert_eq!(
             code(doc(&rule("AES256", "<KMSMasterKeyID>k1</KMSMasterKeyID>"))),
             Some(S3ErrorCode::InvalidArgument)
