@@ -24,10 +24,12 @@ NOT_APPLICABLE = (400, "InvalidRequest")
 
 # Arguments of an object write that each ask for one guarantee, with the refusal expected.
 OBJECT_GUARANTEES = [
-    # This server has no KMS: SSE-S3 and SSE-KMS cannot be given, so they are refused.
+    # This server has no KMS: SSE-S3, SSE-KMS and DSSE-KMS cannot be given, so they are refused;
+    # an algorithm S3 does not have is refused as such.
     ({"ServerSideEncryption": "AES256"}, NOT_IMPLEMENTED),
     ({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": "my-key"}, NOT_IMPLEMENTED),
-    ({"ServerSideEncryption": "aws:kms:dsse"}, (400, "InvalidArgument")),
+    ({"ServerSideEncryption": "aws:kms:dsse"}, NOT_IMPLEMENTED),
+    ({"ServerSideEncryption": "aws:kms:other"}, (400, "InvalidArgument")),
     # SSE-C over plain HTTP: the key would cross the network in clear.
     ({"SSECustomerAlgorithm": "AES256", "SSECustomerKey": SSE_C_KEY}, (400, "InvalidRequest")),
     ({"ObjectLockMode": "COMPLIANCE", "ObjectLockRetainUntilDate": RETAIN}, NO_LOCK),
