@@ -118,11 +118,20 @@ def test_sse_kms_keys_context_rotation_and_errors(kms_server):
     body = data(2 * MiB + 5, 1)
     r = s3.put_object(Bucket="kms", Key="k", Body=body, ServerSideEncryption="aws:kms",
                       SSEKMSKeyId="app-key", SSEKMSEncryptionContext=ctx)
-    # The context is the client's data: sealed in the record, like the object's bytes.
-    upload = s3.create_multipart_upload(Bucket="kms", Key="mp", ServerSideEncryption="aws:kms",
-                                        SSEKMSEncryptionContext=ctx)["UploadId"]
+    # The context is the client's data: echoed on the writes, as AWS does, then kept sealed in the
+    # record like the object's bytes; no read shows it.
+    assert r["SSEKMSEncryptionContext"] == ctx
+    created = s3.create_multipart_upload(Bucket="kms", Key="mp", ServerSideEncryption="aws:kms",
+                                         SSEKMSEncryptionContext=ctx)
+    assert created["SSEKMSEncryptionContext"] == ctx
+    copied = s3.copy_object(Bucket="kms", Key="copy", CopySource="kms/k", ServerSideEncryption="aws:kms:dsse",
+                            SSEKMSEncryptionContext=ctx)
+    assert copied["SSEKMSEncryptionContext"] == ctx and copied["ServerSideEncryption"] == "aws:kms:dsse"
+    assert s3.get_object(Bucket="kms", Key="copy")["Body"].read() == body
+    for read in (s3.head_object(Bucket="kms", Key="k"), s3.get_object(Bucket="kms", Key="copy")):
+        assert "SSEKMSEncryptionContext" not in read
     assert not on_drives(kms_server, b"blue-unicorn-4417") and not on_drives(kms_server, ctx.encode())
-    s3.abort_multipart_upload(Bucket="kms", Key="mp", UploadId=upload)
+    s3.abort_multipart_upload(Bucket="kms", Key="mp", UploadId=created["UploadId"])
     assert r["ServerSideEncryption"] == "aws:kms" and r["SSEKMSKeyId"] == "app-key"
     assert r["ETag"] != f'"{hashlib.md5(body).hexdigest()}"', "SSE-KMS ETags are not the plaintext's MD5"
     got = s3.get_object(Bucket="kms", Key="k")

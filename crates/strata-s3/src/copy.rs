@@ -153,6 +153,7 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     x.close("CopyObjectResult");
     let md5 = customer.as_ref().map(|c| c.md5());
     let reply = crate::sse::with_headers(Reply::xml(x.finish()), info.sse.as_ref(), md5);
+    let reply = crate::sse::with_written_context(reply, req, info.sse.as_ref());
     let reply = crate::object::version_header(reply, &info);
     let reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
     source_version(req, reply, &src_bucket, which, source_info.version_id)

@@ -86,6 +86,7 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     if let Some((a, t)) = checksum {
         reply = reply.header("x-amz-checksum-algorithm", a.name()).header("x-amz-checksum-type", t.name());
     }
+    let reply = crate::sse::with_written_context(reply, req, envelope.as_ref());
     Ok(crate::sse::with_headers(reply, envelope.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
 

@@ -238,6 +238,7 @@ pub async fn put_object(
     req.notify(strata_notify::EventName::ObjectCreatedPut, bucket, key, Some(&info)).await;
     let reply = version_header(stored_reply(&info.etag, &info.checksums), &info);
     let reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
+    let reply = crate::sse::with_written_context(reply, req, info.sse.as_ref());
     Ok(crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
 

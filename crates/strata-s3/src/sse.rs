@@ -393,6 +393,17 @@ fn not_applicable() -> S3Error {
     bad(S3ErrorCode::InvalidRequest, "The encryption parameters are not applicable to this object.")
 }
 
+/// On the response to a write that created an SSE-KMS or DSSE-KMS object or upload (PutObject,
+/// CopyObject, CreateMultipartUpload): the encryption context the request gave, echoed as AWS
+/// does. Reads never show it (it is kept sealed).
+pub fn with_written_context(reply: Reply, req: &Request<'_>, envelope: Option<&SseEnvelope>) -> Reply {
+    let kms = envelope.is_some_and(|e| matches!(e.kind, SseKind::Kms | SseKind::Dsse));
+    match header(req.headers, "x-amz-server-side-encryption-context") {
+        Some(context) if kms => reply.header("x-amz-server-side-encryption-context", context),
+        _ => reply,
+    }
+}
+
 /// The encryption response headers AWS sends with an object (PUT, GET, HEAD, copies, parts).
 pub fn with_headers(mut reply: Reply, envelope: Option<&SseEnvelope>, customer_md5: Option<&str>) -> Reply {
     let Some(e) = envelope else { return reply };
