@@ -74,11 +74,11 @@ def test_speedtest_with_encryption_reports_beside_plain(server):
         assert encrypted["sealed_objects"] == encrypted["put"]["objects"] > 0
         for phase in ["put", "get"]:
             assert encrypted[phase]["objects"] > 0 and encrypted[phase]["errors"] == 0, (phase, encrypted)
-        for kind in ["kms", "c"]:
+        for kind, label in [("kms", "SSE-KMS"), ("dsse", "DSSE-KMS"), ("c", "SSE-C")]:
             table = admin(sealed, "speedtest", "--size", "256KiB", "--concurrent", "2", "--duration", "500ms",
                           "--sse", kind)
             assert table.returncode == 0, table.stderr
-            assert f"SSE-{kind.upper()} PUT:" in table.stdout and "% of plain" in table.stdout, table.stdout
+            assert f"{label} PUT:" in table.stdout and "% of plain" in table.stdout, table.stdout
     finally:
         sealed.cleanup()
     # Without a KMS, SSE-S3 and SSE-KMS are refused as a PUT would refuse them; SSE-C works.

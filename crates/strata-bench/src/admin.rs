@@ -158,8 +158,9 @@ pub struct SpeedtestArgs {
     #[arg(long)]
     pub json: bool,
     /// Also run the test with server-side encryption (s3: SSE-S3, kms: SSE-KMS with the default
-    /// key, c: SSE-C with a random key) and report it beside the plain run.
-    #[arg(long, value_parser = ["s3", "kms", "c"])]
+    /// key, dsse: DSSE-KMS with the default key, c: SSE-C with a random key) and report it beside
+    /// the plain run.
+    #[arg(long, value_parser = ["s3", "kms", "dsse", "c"])]
     pub sse: Option<String>,
 }
 
@@ -302,7 +303,8 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
         }
         return Ok(());
     };
-    eprintln!("speedtest: the same with SSE-{} ...", sse.to_uppercase());
+    let label = if sse == "dsse" { "DSSE-KMS".to_owned() } else { format!("SSE-{}", sse.to_uppercase()) };
+    eprintln!("speedtest: the same with {label} ...");
     let sealed = a.conn.call(Method::POST, "speedtest", &format!("{query}&sse={sse}")).await?;
     if a.json {
         let both = serde_json::json!({ "plain": plain, "encrypted": sealed });
@@ -311,12 +313,12 @@ async fn speedtest(a: SpeedtestArgs) -> Result<()> {
     }
     println!("plain:");
     print_speedtest(&plain);
-    println!("SSE-{}:", sse.to_uppercase());
+    println!("{label}:");
     print_speedtest(&sealed);
     for (op, phase) in [("PUT", "aggregate_put"), ("GET", "aggregate_get")] {
         let mib = |r: &Value| r[phase]["mib_per_sec"].as_f64().unwrap_or(0.0);
         let share = if mib(&plain) > 0.0 { mib(&sealed) / mib(&plain) * 100.0 } else { 0.0 };
-        println!("SSE-{} {op}: {share:.0} % of plain", sse.to_uppercase());
+        println!("{label} {op}: {share:.0} % of plain");
     }
     Ok(())
 }

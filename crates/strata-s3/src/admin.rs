@@ -174,13 +174,14 @@ pub struct SpeedtestParams {
     pub sse: Option<SpeedtestSse>,
 }
 
-/// The server-side encryption a speedtest's objects get (`sse=s3|kms|c`): sealed and opened on
+/// The server-side encryption a speedtest's objects get (`sse=s3|kms|dsse|c`): sealed and opened on
 /// the same path a PUT and GET of that kind take, data keys from the KMS included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SpeedtestSse {
     S3,
     Kms,
+    Dsse,
     C,
 }
 
@@ -207,8 +208,9 @@ impl SpeedtestParams {
             None | Some("" | "none") => None,
             Some("s3") => Some(SpeedtestSse::S3),
             Some("kms") => Some(SpeedtestSse::Kms),
+            Some("dsse") => Some(SpeedtestSse::Dsse),
             Some("c") => Some(SpeedtestSse::C),
-            Some(_) => return Err(bad("sse must be s3, kms, c or none")),
+            Some(_) => return Err(bad("sse must be s3, kms, dsse, c or none")),
         };
         if !(1..=strata_types::limits::PUT_OBJECT_SIZE_MAX).contains(&size) {
             return Err(bad("size must be between 1 B and 5 GiB"));
@@ -494,7 +496,7 @@ impl Sealing {
         let Some(kind) = kind else { return Ok(None) };
         let customer = match kind {
             SpeedtestSse::C => Some(crate::sse::CustomerKey::generate()?),
-            SpeedtestSse::S3 | SpeedtestSse::Kms => None,
+            SpeedtestSse::S3 | SpeedtestSse::Kms | SpeedtestSse::Dsse => None,
         };
         Ok(Some(Self { kind, kms: node.kms.clone(), customer }))
     }
@@ -504,6 +506,7 @@ impl Sealing {
         let asked = match (self.kind, &self.customer) {
             (SpeedtestSse::C, Some(c)) => crate::sse::SseRequest::C(c.clone()),
             (SpeedtestSse::Kms, _) => crate::sse::SseRequest::Kms { key_id: None, context: None },
+            (SpeedtestSse::Dsse, _) => crate::sse::SseRequest::Dsse { key_id: None, context: None },
             _ => crate::sse::SseRequest::S3,
         };
         Ok(crate::sse::seal_new_with(self.kms.as_ref(), asked, false).await?.0)
@@ -601,10 +604,12 @@ fn aggregate(results: &[Throughput]) -> Throughput {
 }
 
 async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
-    if matches!(params.sse, Some(SpeedtestSse::S3 | SpeedtestSse::Kms)) && node.kms.is_none() {
+    if matches!(params.sse, Some(SpeedtestSse::S3 | SpeedtestSse::Kms | SpeedtestSse::Dsse))
+        && node.kms.is_none()
+    {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
-            "An SSE-S3 or SSE-KMS speedtest needs a KMS: set STRATA_KMS_SECRET_KEY (or STRATA_KMS_VAULT_ENDPOINT).",
+            "An SSE-S3, SSE-KMS or DSSE-KMS speedtest needs a KMS: set STRATA_KMS_SECRET_KEY (or STRATA_KMS_VAULT_ENDPOINT).",
         ));
     }
     let sealing = Sealing::new(node, params.sse)?;
@@ -710,7 +715,12 @@ mod tests {
         .expect("given");
         assert_eq!((p.size, p.concurrent, p.duration_secs, p.autotune), (1 << 20, 4, 2.0, true));
         assert_eq!(p.sse, None);
-        for (given, sse) in [("s3", SpeedtestSse::S3), ("kms", SpeedtestSse::Kms), ("c", SpeedtestSse::C)] {
+        for (given, sse) in [
+            ("s3", SpeedtestSse::S3),
+            ("kms", SpeedtestSse::Kms),
+            ("dsse", SpeedtestSse::Dsse),
+            ("c", SpeedtestSse::C),
+        ] {
             assert_eq!(SpeedtestParams::parse(&q(&[("sse", given)])).expect("sse").sse, Some(sse));
         }
         assert_eq!(SpeedtestParams::parse(&q(&[("sse", "none")])).expect("none").sse, None);
