@@ -370,25 +370,29 @@ async fn sealed_objects_are_stored_in_blocks_of_whole_packages() {
         assert_eq!(got, &plain[off..off + len], "{key} range");
     }
 
-    // A sealed upload's parts go in the same blocks; the object reads back whole.
+    // A sealed upload's parts go in the same blocks (written with drive 3 down, then healed onto
+    // it); the object reads back whole, with two drives offline.
     let opts = PutOptions { sse: Some(sealing(70)), ..Default::default() };
-    let upload = full.create_multipart_upload("b", "m", opts).await.expect("create");
+    let upload = down.create_multipart_upload("b", "m", opts).await.expect("create");
     let parts = [pattern(5 * mib, 71), pattern(mib + 1, 72)];
     let mut done = Vec::new();
     for (i, part) in parts.iter().enumerate() {
         let number = i as u32 + 1;
         let sse = sealing(70);
-        let info = full
+        let info = down
             .upload_part_sealed("b", "m", upload, number, &mut body(part), None, Some(&sse))
             .await
             .expect("part");
         done.push(CompletePart { number, etag: info.etag, checksums: BTreeMap::new() });
     }
-    full.complete_multipart_upload("b", "m", upload, &done, CompleteOptions::default())
+    down.complete_multipart_upload("b", "m", upload, &done, CompleteOptions::default())
         .await
         .expect("complete");
     let (record, _) = drives[0].read_record("b", "m", false).await.expect("record");
     assert_eq!(record.latest().expect("version").erasure.block_size as usize, SEALED_BLOCK_SIZE);
+    let r = full.heal_object("b", "m", true).await.expect("heal");
+    assert_eq!(r.healed_drives, [drives[3].endpoint().to_owned()]);
     let whole: Vec<u8> = parts.concat();
-    assert_eq!(read_plain(&full, "m", 70, 0, whole.len() as u64).await, whole);
+    let two_down = layer(&drives, &[0, 1]).await;
+    assert_eq!(read_plain(&two_down, "m", 70, 0, whole.len() as u64).await, whole);
 }
