@@ -505,8 +505,9 @@ impl Sealing {
     async fn seal(&self) -> Result<strata_object::SsePut, S3Error> {
         let asked = match (self.kind, &self.customer) {
             (SpeedtestSse::C, Some(c)) => crate::sse::SseRequest::C(c.clone()),
-            (SpeedtestSse::Kms, _) => crate::sse::SseRequest::Kms { key_id: None, context: None },
-            (SpeedtestSse::Dsse, _) => crate::sse::SseRequest::Dsse { key_id: None, context: None },
+            (kind @ (SpeedtestSse::Kms | SpeedtestSse::Dsse), _) => {
+                crate::sse::SseRequest::Kms { key_id: None, context: None, dual: kind == SpeedtestSse::Dsse }
+            }
             _ => crate::sse::SseRequest::S3,
         };
         Ok(crate::sse::seal_new_with(self.kms.as_ref(), asked, false).await?.0)

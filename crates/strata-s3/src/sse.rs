@@ -46,14 +46,11 @@ fn bad(code: S3ErrorCode, message: &str) -> S3Error {
 #[derive(Debug)]
 pub enum SseRequest {
     S3,
+    /// `aws:kms`, or with `dual` `aws:kms:dsse` (two layers).
     Kms {
         key_id: Option<String>,
         context: Option<String>,
-    },
-    /// `aws:kms:dsse`: as `Kms`, in two layers.
-    Dsse {
-        key_id: Option<String>,
-        context: Option<String>,
+        dual: bool,
     },
     C(CustomerKey),
 }
@@ -147,8 +144,9 @@ pub fn requested(
         }
         (None, Some(c)) => Some(SseRequest::C(c)),
         (Some("AES256"), None) => Some(SseRequest::S3),
-        (Some("aws:kms"), None) => Some(SseRequest::Kms { key_id: key_id.map(kms_key_id), context }),
-        (Some("aws:kms:dsse"), None) => Some(SseRequest::Dsse { key_id: key_id.map(kms_key_id), context }),
+        (Some(a @ ("aws:kms" | "aws:kms:dsse")), None) => {
+            Some(SseRequest::Kms { key_id: key_id.map(kms_key_id), context, dual: a == "aws:kms:dsse" })
+        }
         (Some(_), None) => {
             return Err(bad(S3ErrorCode::InvalidArgument, "The encryption method specified is not supported"))
         }
@@ -156,10 +154,11 @@ pub fn requested(
     };
     Ok(asked.or_else(|| {
         default.map(|d| match d.algorithm.as_str() {
-            "aws:kms" => SseRequest::Kms { key_id: d.kms_key_id.as_deref().map(kms_key_id), context: None },
-            "aws:kms:dsse" => {
-                SseRequest::Dsse { key_id: d.kms_key_id.as_deref().map(kms_key_id), context: None }
-            }
+            a @ ("aws:kms" | "aws:kms:dsse") => SseRequest::Kms {
+                key_id: d.kms_key_id.as_deref().map(kms_key_id),
+                context: None,
+                dual: a == "aws:kms:dsse",
+            },
             _ => SseRequest::S3,
         })
     }))
@@ -236,14 +235,12 @@ pub async fn seal_new_with(
             };
             (envelope, key, None, Some(customer))
         }
-        SseRequest::S3 | SseRequest::Kms { .. } | SseRequest::Dsse { .. } => {
+        SseRequest::S3 | SseRequest::Kms { .. } => {
             let kms = kms.ok_or_else(no_kms)?;
             let (kind, key_id, context) = match asked {
-                SseRequest::Kms { key_id, context } => {
-                    (SseKind::Kms, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
-                }
-                SseRequest::Dsse { key_id, context } => {
-                    (SseKind::Dsse, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
+                SseRequest::Kms { key_id, context, dual } => {
+                    let kind = if dual { SseKind::Dsse } else { SseKind::Kms };
+                    (kind, key_id.unwrap_or_else(|| kms.default_key_id().to_owned()), context)
                 }
                 _ => (SseKind::S3, kms.default_key_id().to_owned(), None),
             };
@@ -505,7 +502,7 @@ mod tests {
     async fn an_encryption_context_is_stored_sealed_and_older_clear_ones_still_open() {
         let kms = ring_kms();
         let context = r#"{"project":"unicorn-7731"}"#.to_owned();
-        let asked = SseRequest::Kms { key_id: None, context: Some(context.clone()) };
+        let asked = SseRequest::Kms { key_id: None, context: Some(context.clone()), dual: false };
         let (put, _) = seal_new_with(Some(&kms), asked, false).await.expect("sealed");
         let e = &put.envelope;
         assert_eq!(e.context, None, "never in clear");
@@ -540,7 +537,7 @@ mod tests {
     #[tokio::test]
     async fn dsse_objects_have_two_layers_under_two_data_keys() {
         let kms = ring_kms();
-        let asked = SseRequest::Dsse { key_id: None, context: None };
+        let asked = SseRequest::Kms { key_id: None, context: None, dual: true };
         let (put, _) = seal_new_with(Some(&kms), asked, false).await.expect("sealed");
         let e = &put.envelope;
         assert_eq!(e.kind, SseKind::Dsse);
