@@ -47,6 +47,8 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Creates (or truncates) a file for appending.
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Creates a file for appending; `AlreadyExists` when the name is taken.
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens a file for reading.
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
@@ -145,6 +147,10 @@ impl Fs for RealFs {
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(File::create(path)?)))
+    }
+
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(Box::new(RealFile(File::create_new(path)?)))
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {

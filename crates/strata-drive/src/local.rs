@@ -386,7 +386,8 @@ fn make_folders(fs: &dyn Fs, sys: &Path) -> std::io::Result<()> {
 /// Who of a shard file's creation and its cancelled caller comes last (see `create_shard_file`).
 #[derive(Default)]
 struct CreateClaim {
-    created: bool,
+    /// The file the create made, once it made one.
+    created: Option<PathBuf>,
     abandoned: bool,
 }
 
@@ -394,7 +395,6 @@ struct CreateClaim {
 struct AbandonedCreate {
     claim: Arc<Mutex<CreateClaim>>,
     fs: Arc<dyn Fs>,
-    path: PathBuf,
     armed: bool,
 }
 
@@ -405,8 +405,8 @@ impl Drop for AbandonedCreate {
         }
         let Ok(mut c) = self.claim.lock() else { return };
         c.abandoned = true;
-        if c.created {
-            remove_in_background(self.fs.clone(), std::mem::take(&mut self.path));
+        if let Some(path) = c.created.take() {
+            remove_in_background(self.fs.clone(), path);
         }
     }
 }
@@ -416,6 +416,8 @@ struct LocalShardWriter {
     /// The temp file, removed when the writer is dropped before it finished (a request that
     /// failed or was cancelled half way): nothing will ever commit it.
     path: PathBuf,
+    /// Where the finished file goes when `path` is a name of its own (see `create_shard_file`).
+    rename_to: Option<PathBuf>,
     fs: Arc<dyn Fs>,
     finished: bool,
 }
@@ -455,12 +457,16 @@ impl ShardWriter for LocalShardWriter {
 
     async fn finish(&mut self) -> DriveResult<()> {
         let file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let (fs, from, to) = (self.fs.clone(), self.path.clone(), self.rename_to.clone());
         blocking(move || {
             file.sync_data()?;
             // The bytes are durable; keeping them in the page cache only displaces hotter pages
             // (and on this VM kind every fresh page-cache page is a costly host fault). Reads of
             // new objects come from the drive.
             file.drop_cache();
+            if let Some(to) = to {
+                fs.rename(&from, &to)?;
+            }
             Ok(())
         })
         .await?;
@@ -652,26 +658,42 @@ impl Drive for LocalDrive {
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
-        let (path, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
+        let (named, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
+        // A temp file is never shared: a write's data id is new, but two heals of one object
+        // (two nodes, or a heal on read beside a scan) rebuild the same data id on the same
+        // drive. The first writes `tmp/<data id>` itself; a writer that finds the name taken
+        // writes a name of its own and moves it onto `tmp/<data id>` once its frames are
+        // durable, so whichever file a commit moves into place is a whole one.
+        let own = self.tmp.join(format!("{}.{}", data_id.simple(), Uuid::new_v4().simple()));
         // The create runs on another thread and finishes even if this call is cancelled
         // meanwhile: whichever of the two comes second removes the file nobody will write.
         let claim = Arc::new(Mutex::new(CreateClaim::default()));
-        let mut guard =
-            AbandonedCreate { claim: claim.clone(), fs: fs.clone(), path: path.clone(), armed: true };
-        let at = path.clone();
-        let file = blocking(move || {
+        let mut guard = AbandonedCreate { claim: claim.clone(), fs: fs.clone(), armed: true };
+        let (at, alt) = (named.clone(), own.clone());
+        let (file, path) = blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            let file = fs.create(&at)?;
+            let (file, path) = match fs.create_new(&at) {
+                Ok(f) => (f, at),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new(&alt)?, alt),
+                Err(e) => return Err(e.into()),
+            };
             let mut c = claim.lock().map_err(|_| DriveError::Offline("create claim poisoned".into()))?;
             if c.abandoned {
-                let _ = fs.remove_file(&at);
+                let _ = fs.remove_file(&path);
             }
-            c.created = true;
-            Ok(file)
+            c.created = Some(path.clone());
+            Ok((file, path))
         })
         .await?;
         guard.armed = false;
-        Ok(Box::new(LocalShardWriter { file: Some(file), path, fs: self.fs.clone(), finished: false }))
+        let rename_to = (path != named).then_some(named);
+        Ok(Box::new(LocalShardWriter {
+            file: Some(file),
+            path,
+            rename_to,
+            fs: self.fs.clone(),
+            finished: false,
+        }))
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
@@ -707,7 +729,12 @@ impl Drive for LocalDrive {
                 // the index commits the record that points at it.
                 blocking(move || {
                     Self::ensure_online(fs.as_ref(), &sys)?;
-                    fs.rename(&from, &to)?;
+                    match fs.rename(&from, &to) {
+                        // Two heals of one version rebuilt this data id here, and the other's
+                        // commit moved the whole file in first.
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound && fs.metadata(&to).is_ok() => {}
+                        r => r?,
+                    }
                     Ok(vec![to])
                 })
                 .await?

@@ -548,6 +548,16 @@ impl Fs for SimFs {
         Ok(Box::new(SimFile { fs: self.clone(), ino }))
     }
 
+    fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        let mut s = self.lock_state();
+        if s.lookup(path).is_ok() {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, format!("{} exists", path.display())));
+        }
+        let ino = s.new_file(path)?;
+        s.event();
+        Ok(Box::new(SimFile { fs: self.clone(), ino }))
+    }
+
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         let mut s = self.lock_state();
         let ino = s.lookup(path)?;

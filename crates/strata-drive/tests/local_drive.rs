@@ -106,6 +106,47 @@ async fn replacing_a_version_frees_its_data() {
     drop(dir);
 }
 
+/// Two heals of one object rebuild the same data id on a drive at once: neither may write into
+/// the other's file, and both commits succeed with a whole file in place.
+#[tokio::test]
+async fn two_writers_of_one_data_id_never_share_a_file() {
+    let (dir, d) = drive().await;
+    let id = Uuid::new_v4();
+    let mut a = d.create_shard_file(id).await.expect("create a");
+    let mut b = d.create_shard_file(id).await.expect("create b");
+    for i in 0..4u8 {
+        a.write_frame([i; 32], Bytes::from(vec![b'a'; 100])).await.expect("write a");
+        b.write_frame([i; 32], Bytes::from(vec![b'b'; 100])).await.expect("write b");
+    }
+    a.finish().await.expect("finish a");
+    d.commit_version("b", "k", version(DataLocation::File(id), 400), None, Uuid::new_v4())
+        .await
+        .expect("commit a");
+    b.finish().await.expect("finish b");
+    d.commit_version("b", "k", version(DataLocation::File(id), 400), None, Uuid::new_v4())
+        .await
+        .expect("commit b");
+    // A commit whose file the other one already moved in finds it in place.
+    d.commit_version("b", "k", version(DataLocation::File(id), 400), None, Uuid::new_v4())
+        .await
+        .expect("commit after the file moved in");
+    let r = d.open_shard_file(id).await.expect("open");
+    let bytes = r.read_at(0, 4 * 132).await.expect("read");
+    let whole = |c: u8| (0..4u8).flat_map(|i| [[i; 32].to_vec(), vec![c; 100]].concat()).collect::<Vec<u8>>();
+    assert!(bytes[..] == whole(b'a')[..] || bytes[..] == whole(b'b')[..], "the file mixes two writers");
+    assert!(r.read_at(4 * 132, 1).await.is_err(), "the file is longer than one writer's frames");
+    // Nothing is left in temp.
+    let tmp = dir.path().join(".strata.sys/tmp");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 0);
+    // A writer dropped unfinished removes only its own file.
+    let first = d.create_shard_file(id).await.expect("create");
+    let second = d.create_shard_file(id).await.expect("create");
+    drop(second);
+    wait_until(|| std::fs::read_dir(&tmp).expect("tmp").count() == 1).await;
+    drop(first);
+    wait_until(|| std::fs::read_dir(&tmp).expect("tmp").count() == 0).await;
+}
+
 #[tokio::test]
 async fn bucket_rules() {
     let (_dir, d) = drive().await;

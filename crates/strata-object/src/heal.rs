@@ -24,6 +24,7 @@ use strata_meta::{DataLocation, ObjectVersion};
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
+use crate::healer::Healing;
 use crate::layer::ObjectLayer;
 use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
 use crate::set::{normalized, same_version, to_completion, ErasureSet};
@@ -191,11 +192,41 @@ async fn version_ids(set: &ErasureSet, bucket: &str, key: &str) -> Vec<Option<Uu
     out
 }
 
+/// This node's turn to heal one object; the object's entry goes with the last turn.
+struct HealTurn<'a> {
+    healing: &'a Healing,
+    name: (String, String),
+    _held: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl<'a> HealTurn<'a> {
+    async fn take(healing: &'a Healing, bucket: &str, key: &str) -> HealTurn<'a> {
+        let name = (bucket.to_owned(), key.to_owned());
+        let turn = {
+            let mut map = healing.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(name.clone()).or_default().clone()
+        };
+        HealTurn { healing, name, _held: turn.lock_owned().await }
+    }
+}
+
+impl Drop for HealTurn<'_> {
+    fn drop(&mut self) {
+        let mut map = self.healing.lock().unwrap_or_else(|p| p.into_inner());
+        // Only the map and this turn hold it: nobody waits behind.
+        if map.get(&self.name).is_some_and(|m| Arc::strong_count(m) == 2) {
+            map.remove(&self.name);
+        }
+    }
+}
+
 impl ObjectLayer {
     /// Heals every version of one object (see the module documentation), the current one first;
     /// `deep` verifies every frame of every drive's data instead of the last one.
     pub async fn heal_object(&self, bucket: &str, key: &str, deep: bool) -> Result<HealResult, ObjectError> {
         self.bucket_info(bucket)?;
+        // A second heal of the object waits for the first, then finds little or nothing to do.
+        let _turn = HealTurn::take(&self.healer.healing, bucket, key).await;
         let (set, hash) = self.locate(bucket, key);
         let ids = version_ids(set, bucket, key).await;
         if ids.is_empty() {

@@ -228,12 +228,18 @@ impl Default for ScanConfig {
     }
 }
 
+/// Per object (bucket, key): the turn its heals take on this node.
+pub(crate) type Healing = Mutex<std::collections::HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
+
 pub struct Healer {
     /// Something changed since the state was last saved.
     dirty: std::sync::atomic::AtomicBool,
     tx: mpsc::Sender<(String, String)>,
     rx: Mutex<Option<mpsc::Receiver<(String, String)>>>,
     queued: Mutex<HashSet<(String, String)>>,
+    /// The objects being healed on this node, one heal of an object at a time (a heal on read
+    /// beside a scan would rebuild the same shards twice).
+    pub(crate) healing: Healing,
     queue_healed: AtomicU64,
     queue_failed: AtomicU64,
     priority: AtomicU8,
@@ -262,6 +268,7 @@ impl Healer {
             tx,
             rx: Mutex::new(Some(rx)),
             queued: Mutex::new(HashSet::new()),
+            healing: Mutex::new(Default::default()),
             queue_healed: AtomicU64::new(0),
             queue_failed: AtomicU64::new(0),
             priority: AtomicU8::new(1),
