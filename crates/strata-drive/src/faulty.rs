@@ -98,6 +98,10 @@ pub enum Fault {
     /// Shard writes only ([`Op::WriteFrame`]): the file takes this many bytes in all, then every
     /// write fails. Elsewhere it is no fault.
     CutAfter(u64),
+    /// Shard writes only ([`Op::WriteFrame`]): the frame is stored with one byte of its shard
+    /// flipped and the write reports success, as a drive that acknowledges what it did not store.
+    /// Elsewhere it is no fault.
+    Lie,
 }
 
 /// An explicit fault: which operations, what, and on which of their calls.
@@ -183,7 +187,16 @@ enum Action {
     OutOfFiles,
     Delay(Duration),
     Hang(watch::Receiver<u64>),
-    CutAfter(u64),
+    Twist(WriteTwist),
+}
+
+/// What a fault does to a shard write that goes ahead.
+#[derive(Debug, Clone, Copy)]
+enum WriteTwist {
+    /// The file's byte budget.
+    Cut(u64),
+    /// The frame is stored corrupted; the write reports success.
+    Lie,
 }
 
 impl std::fmt::Debug for FaultyDrive {
@@ -290,15 +303,17 @@ impl Shared {
             Fault::OutOfFiles => Action::OutOfFiles,
             Fault::Delay(d) => Action::Delay(d),
             Fault::Hang => Action::Hang(self.release.subscribe()),
-            Fault::CutAfter(n) if op == Op::WriteFrame => Action::CutAfter(n),
-            Fault::CutAfter(_) => return None,
+            Fault::CutAfter(n) if op == Op::WriteFrame => Action::Twist(WriteTwist::Cut(n)),
+            Fault::Lie if op == Op::WriteFrame => Action::Twist(WriteTwist::Lie),
+            Fault::CutAfter(_) | Fault::Lie => return None,
         };
         self.injected.fetch_add(1, Ordering::Relaxed);
         Some(action)
     }
 
-    /// Applies the fault drawn for `op`, if any: `Err` for a failure; `Ok(Some(n))` for a cut.
-    async fn inject(&self, op: Op) -> DriveResult<Option<u64>> {
+    /// Applies the fault drawn for `op`, if any: `Err` for a failure; `Ok(Some(_))` for what a
+    /// shard write must do to its frame.
+    async fn inject(&self, op: Op) -> DriveResult<Option<WriteTwist>> {
         match self.decide(op) {
             None => Ok(None),
             Some(Action::Fail) => {
@@ -318,7 +333,7 @@ impl Shared {
                 }
                 Ok(None)
             }
-            Some(Action::CutAfter(n)) => Ok(Some(n)),
+            Some(Action::Twist(t)) => Ok(Some(t)),
         }
     }
 }
@@ -334,8 +349,15 @@ struct FaultyWriter {
 #[async_trait]
 impl ShardWriter for FaultyWriter {
     async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-        if let Some(n) = self.shared.inject(Op::WriteFrame).await? {
-            self.cut = Some(self.cut.map_or(n, |c| c.min(n)));
+        let mut shard = shard;
+        match self.shared.inject(Op::WriteFrame).await? {
+            Some(WriteTwist::Cut(n)) => self.cut = Some(self.cut.map_or(n, |c| c.min(n))),
+            Some(WriteTwist::Lie) if !shard.is_empty() => {
+                let mut bad = shard.to_vec();
+                bad[0] ^= 0x01;
+                shard = Bytes::from(bad);
+            }
+            _ => {}
         }
         let frame_size = (bitrot::HASH_SIZE + shard.len()) as u64;
         if let Some(budget) = self.cut {

@@ -414,6 +414,20 @@ impl ObjectLayer {
         .await?;
         for (pos, r) in outcomes.into_iter().enumerate() {
             let Some(drive) = &set.drives[pos] else { continue };
+            // What a drive acknowledged is read back against the record before it counts as
+            // healed: a drive that stored something else (or a slip in the rebuild) is a failure
+            // to report, not a success; reads would find it as bitrot and heal it again.
+            let r = match r {
+                Some(Ok(())) if !matches!(version.data, DataLocation::Inline(_)) => {
+                    if data_ok(drive, &version, None, true).await {
+                        Some(Ok(()))
+                    } else {
+                        tracing::error!(drive = drive.endpoint(), %bucket, %key, "healed data does not read back");
+                        Some(Err(DriveError::Io(std::io::Error::other("healed data does not read back"))))
+                    }
+                }
+                r => r,
+            };
             match r {
                 Some(Ok(())) => result.healed_drives.push(drive.endpoint().to_owned()),
                 Some(Err(e)) => {

@@ -310,3 +310,31 @@ async fn out_of_open_files_is_named_not_a_quorum_error() {
     rig.clear_faults();
     assert_eq!(read_all(&rig.layer, "k", 0, old.len() as u64).await.expect("get"), old);
 }
+
+/// A drive that acknowledges frames it stored corrupted is not counted as healed: the heal reads
+/// back what it committed, reports the drive as failed, and a later heal onto an honest drive
+/// succeeds. Reads stay exact throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_onto_a_drive_that_lies_is_reported_failed() {
+    let rig = Rig::new(4).await;
+    let data = pattern(3 << 20, 91);
+    // Written while drive 3 refuses shard files and commits: it lacks the object.
+    rig.faulty[3].add_rule(Rule::every(Fault::Fail));
+    rig.layer
+        .put_object("b", "k", &mut body(&data), PutOptions::default())
+        .await
+        .expect("put with one drive failing");
+    rig.clear_faults();
+    let endpoint = rig.faulty[3].endpoint().to_owned();
+
+    rig.faulty[3].add_rule(Rule::new(Op::WriteFrame, Fault::Lie).after(1).times(1));
+    let r = rig.layer.heal_object("b", "k", true).await.expect("heal runs");
+    assert!(r.healed_drives.is_empty(), "{r:?}");
+    assert_eq!(r.failed_drives, std::slice::from_ref(&endpoint), "the lie is found by reading back");
+    assert_eq!(read_all(&rig.layer, "k", 0, data.len() as u64).await.expect("reads"), &data[..]);
+
+    rig.clear_faults();
+    let r = rig.layer.heal_object("b", "k", true).await.expect("heal again");
+    assert_eq!(r.healed_drives, [endpoint], "{r:?}");
+    assert!(rig.layer.heal_object("b", "k", true).await.expect("and again").was_healthy());
+}
