@@ -5,11 +5,14 @@
 mod common;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::Drive;
-use strata_object::{CompleteOptions, CompletePart, ObjectError, ObjectLayer, PutOptions, StreamBody};
+use strata_object::{
+    CompleteOptions, CompletePart, DriveSlot, LayerOptions, ObjectError, ObjectLayer, PutOptions, StreamBody,
+};
 use uuid::Uuid;
 
 use common::{body, pattern, read_all, Rig};
@@ -337,4 +340,49 @@ async fn a_heal_onto_a_drive_that_lies_is_reported_failed() {
     let r = rig.layer.heal_object("b", "k", true).await.expect("heal again");
     assert_eq!(r.healed_drives, [endpoint], "{r:?}");
     assert!(rig.layer.heal_object("b", "k", true).await.expect("and again").was_healthy());
+}
+
+/// Heals of one object run at once on one node (a heal on read beside a scan) and on two nodes
+/// (two layers over the same drives, each with its own turns): every one succeeds, none counts a
+/// drive failed, and the rebuilt shards read back whole. Writes onto the healed drive are slowed
+/// so the heals overlap. Before shard writers of one data id stopped sharing a temp file, the
+/// second heal truncated the first's file and one of them failed its commit or its read-back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_heals_of_one_object_all_succeed() {
+    let rig = Rig::new(4).await;
+    let slots: Vec<DriveSlot> = rig.faulty.iter().map(|d| Some(d.clone() as Arc<dyn Drive>)).collect();
+    let other = ObjectLayer::new_with(
+        Uuid::from_u128(1),
+        vec![vec![slots]],
+        strata_cluster::layout::default_parity(4),
+        None,
+        LayerOptions { drive_op_timeout: Duration::from_secs(30) },
+    )
+    .await
+    .expect("second node's layer");
+    let endpoint = rig.faulty[3].endpoint().to_owned();
+    for round in 0..4u8 {
+        let key = format!("k{round}");
+        let data = pattern((3 << 20) + usize::from(round) * 1000, 100 + u64::from(round));
+        rig.faulty[3].add_rule(Rule::every(Fault::Fail));
+        rig.layer.put_object("b", &key, &mut body(&data), PutOptions::default()).await.expect("put");
+        rig.clear_faults();
+        rig.faulty[3].add_rule(Rule::new(Op::WriteFrame, Fault::Delay(Duration::from_millis(20))));
+        let heals = [&rig.layer, &rig.layer, &other, &other].map(|layer| layer.heal_object("b", &key, true));
+        let results = futures_util::future::join_all(heals).await;
+        rig.clear_faults();
+        let mut healed = 0;
+        for r in results {
+            let r = r.expect("every heal runs");
+            assert!(r.failed_drives.is_empty(), "round {round}: {r:?}");
+            healed += usize::from(r.healed_drives.contains(&endpoint));
+        }
+        assert!(healed >= 1, "round {round}: nobody healed the drive");
+        assert!(rig.layer.heal_object("b", &key, true).await.expect("check").was_healthy(), "round {round}");
+        rig.faulty[0].add_rule(Rule::every(Fault::Fail));
+        rig.faulty[1].add_rule(Rule::every(Fault::Fail));
+        assert_eq!(read_all(&rig.layer, &key, 0, data.len() as u64).await.expect("read"), &data[..]);
+        rig.clear_faults();
+    }
+    assert_eq!(rig.temp_files(), 0, "a heal left a temp file");
 }
