@@ -303,6 +303,85 @@ def test_multipart_sse_s3_and_sse_c(tls_server):
     assert sizes == {"s3": len(whole), "c": len(whole)}
 
 
+def sha256_b64(b):
+    return base64.b64encode(hashlib.sha256(b).digest()).decode()
+
+
+def test_sse_c_checksums_are_sealed_and_shown_only_with_the_key(tls_server):
+    """An SSE-C object's checksums (the plaintext's) are stored sealed under its key and shown
+    only to a caller with the key: HEAD/GET checksum mode, GetObjectAttributes, ListParts and
+    CompleteMultipartUpload, as AWS asks for the SSE-C headers there."""
+    s3 = tls_server.client()
+    s3.create_bucket(Bucket="sums")
+    key, other = os.urandom(32), os.urandom(32)
+    sse_c = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": key}
+    # GetObjectAttributes, ListParts and Complete take the key as sent (boto3 encodes it only
+    # for the operations that read or write data): base64, with its MD5.
+    sent = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": base64.b64encode(key).decode(),
+            "SSECustomerKeyMD5": md5_b64(key)}
+    wrong = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": base64.b64encode(other).decode(),
+             "SSECustomerKeyMD5": md5_b64(other)}
+    body = data(3 * PKG + 5, 7)
+    r = s3.put_object(Bucket="sums", Key="one", Body=body, ChecksumAlgorithm="SHA256", **sse_c)
+    assert r["ChecksumSHA256"] == sha256_b64(body)
+    head = s3.head_object(Bucket="sums", Key="one", ChecksumMode="ENABLED", **sse_c)
+    assert head["ChecksumSHA256"] == sha256_b64(body)
+    got = s3.get_object(Bucket="sums", Key="one", ChecksumMode="ENABLED", **sse_c)
+    assert got["ChecksumSHA256"] == sha256_b64(body) and got["Body"].read() == body
+    attrs = s3.get_object_attributes(Bucket="sums", Key="one", ObjectAttributes=["Checksum", "ObjectSize"], **sent)
+    assert attrs["Checksum"]["ChecksumSHA256"] == sha256_b64(body) and attrs["ObjectSize"] == len(body)
+    assert error(s3.get_object_attributes, Bucket="sums", Key="one", ObjectAttributes=["Checksum"]) == (
+        400, "InvalidRequest")
+    assert error(s3.get_object_attributes, Bucket="sums", Key="one", ObjectAttributes=["Checksum"],
+                 **wrong) == (403, "AccessDenied")
+
+    # Multipart: parts sealed one by one, the composite sealed at Complete.
+    chunks = [data(5 * MiB, 8), data(5 * MiB + 3, 9), data(1000, 10)]
+    up = s3.create_multipart_upload(Bucket="sums", Key="multi", ChecksumAlgorithm="SHA256", **sse_c)["UploadId"]
+    parts = []
+    for i, c in enumerate(chunks, start=1):
+        r = s3.upload_part(Bucket="sums", Key="multi", UploadId=up, PartNumber=i, Body=c,
+                           ChecksumAlgorithm="SHA256", **sse_c)
+        assert r["ChecksumSHA256"] == sha256_b64(c)
+        parts.append({"PartNumber": i, "ETag": r["ETag"], "ChecksumSHA256": r["ChecksumSHA256"]})
+    shown = s3.list_parts(Bucket="sums", Key="multi", UploadId=up, **sent)["Parts"]
+    assert [p.get("ChecksumSHA256") for p in shown] == [sha256_b64(c) for c in chunks]
+    hidden = s3.list_parts(Bucket="sums", Key="multi", UploadId=up)["Parts"]
+    assert [p["PartNumber"] for p in hidden] == [1, 2, 3]
+    assert not any("ChecksumSHA256" in p for p in hidden), "part checksums shown without the key"
+    assert error(s3.list_parts, Bucket="sums", Key="multi", UploadId=up, **wrong) == (403, "AccessDenied")
+    assert error(s3.complete_multipart_upload, Bucket="sums", Key="multi", UploadId=up,
+                 MultipartUpload={"Parts": parts}) == (400, "InvalidRequest")
+    assert error(s3.complete_multipart_upload, Bucket="sums", Key="multi", UploadId=up,
+                 MultipartUpload={"Parts": parts}, **wrong) == (403, "AccessDenied")
+    composite = base64.b64encode(hashlib.sha256(b"".join(
+        hashlib.sha256(c).digest() for c in chunks)).digest()).decode() + "-3"
+    done = s3.complete_multipart_upload(Bucket="sums", Key="multi", UploadId=up,
+                                        MultipartUpload={"Parts": parts}, **sent)
+    assert done["ChecksumSHA256"] == composite
+    head = s3.head_object(Bucket="sums", Key="multi", ChecksumMode="ENABLED", **sse_c)
+    assert head["ChecksumSHA256"] == composite
+    second = s3.head_object(Bucket="sums", Key="multi", PartNumber=2, ChecksumMode="ENABLED", **sse_c)
+    assert second["ChecksumSHA256"] == sha256_b64(chunks[1])
+    attrs = s3.get_object_attributes(Bucket="sums", Key="multi", ObjectAttributes=["Checksum", "ObjectParts"],
+                                     **sent)
+    assert attrs["Checksum"]["ChecksumSHA256"] == composite
+    assert [p["ChecksumSHA256"] for p in attrs["ObjectParts"]["Parts"]] == [sha256_b64(c) for c in chunks]
+    assert s3.get_object(Bucket="sums", Key="multi", **sse_c)["Body"].read() == b"".join(chunks)
+
+    # Nothing of any checksum is on a drive, in base64 or raw.
+    for b in [body, *chunks]:
+        assert not on_drives(tls_server, sha256_b64(b).encode()), "a checksum is stored in clear"
+        assert not on_drives(tls_server, hashlib.sha256(b).digest())
+    assert not on_drives(tls_server, composite.encode())
+    # ... and they survive a restart (read from the sealed records, not a cache).
+    tls_server.stop()
+    tls_server.start()
+    s3 = tls_server.client()
+    head = s3.head_object(Bucket="sums", Key="multi", ChecksumMode="ENABLED", **sse_c)
+    assert head["ChecksumSHA256"] == composite
+
+
 def test_copies_across_every_kind(tls_server):
     s3 = tls_server.client()
     s3.create_bucket(Bucket="copies")

@@ -37,6 +37,11 @@ pub const TAG_SIZE: usize = 16;
 pub const SEALED_PACKAGE_SIZE: usize = PACKAGE_SIZE + TAG_SIZE;
 /// The format byte that opens every package's associated data.
 const FORMAT: u8 = 1;
+/// The format byte that opens the associated data of metadata sealed under an object's key.
+const METADATA_FORMAT: u8 = 2;
+/// The first four bytes of a metadata nonce: a segment number no package has (segments are 0
+/// and part numbers up to 10,000), so metadata never shares a nonce with a package.
+const METADATA_SEGMENT: [u8; 4] = [0xff; 4];
 
 /// The number of packages a segment of `plain_size` bytes is sealed in (at least one).
 pub fn package_count(plain_size: u64) -> u64 {
@@ -147,6 +152,44 @@ impl ObjectCipher {
         aad[17..29].copy_from_slice(&nonce);
         aad[29] = u8::from(last);
         (Nonce::assume_unique_for_key(nonce), aad)
+    }
+
+    /// Seals a few bytes of the object's metadata (SSE-C checksums) under its data key:
+    /// `nonce (12) || ciphertext || tag (16)`, the nonce `ff ff ff ff || 8 random bytes`, the
+    /// associated data `METADATA_FORMAT (0x02) || object id || label`. The label says what the
+    /// bytes are, so sealed metadata cannot stand in for other metadata of the object.
+    pub fn seal_metadata(&self, label: &[u8], plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        let mut nonce = [0u8; 12];
+        nonce[..4].copy_from_slice(&METADATA_SEGMENT);
+        crate::random_fill(&mut nonce[4..])?;
+        let mut out = Vec::with_capacity(12 + plain.len() + TAG_SIZE);
+        out.extend_from_slice(&nonce);
+        out.extend_from_slice(plain);
+        let aad = [&[METADATA_FORMAT][..], &self.object_id, label].concat();
+        let tag = self
+            .key
+            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut out[12..])
+            .map_err(|_| CryptoError::Malformed("too long to seal"))?;
+        out.extend_from_slice(tag.as_ref());
+        Ok(out)
+    }
+
+    /// Opens metadata sealed by [`ObjectCipher::seal_metadata`] with the same label.
+    pub fn open_metadata(&self, label: &[u8], sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        if sealed.len() < 12 + TAG_SIZE || sealed[..4] != METADATA_SEGMENT {
+            return Err(CryptoError::Malformed("sealed metadata"));
+        }
+        let mut nonce = [0u8; 12];
+        nonce.copy_from_slice(&sealed[..12]);
+        let mut body = sealed[12..].to_vec();
+        let aad = [&[METADATA_FORMAT][..], &self.object_id, label].concat();
+        let len = self
+            .key
+            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut body)
+            .map_err(|_| CryptoError::Authentication)?
+            .len();
+        body.truncate(len);
+        Ok(body)
     }
 
     /// Appends package `index` of `segment` (plaintext `plain`, at most a package) to `out`.
@@ -418,6 +461,30 @@ mod tests {
                 assert_eq!(open_all(&c, 0, &sealed, n as u64).expect("opens"), plain, "size {n}");
             }
         }
+    }
+
+    #[test]
+    fn metadata_opens_only_under_its_key_object_and_label() {
+        let c = cipher(1, 2);
+        let sealed = c.seal_metadata(b"checksums\0", b"CRC32=abc").expect("seal");
+        assert_eq!(c.open_metadata(b"checksums\0", &sealed).expect("opens"), b"CRC32=abc");
+        assert!(!sealed.windows(3).any(|w| w == b"abc"), "sealed in clear");
+        // Two seals of the same bytes differ (random nonces), and both open.
+        let again = c.seal_metadata(b"checksums\0", b"CRC32=abc").expect("seal");
+        assert_ne!(sealed, again);
+        assert!(c.open_metadata(b"checksums\0", &again).is_ok());
+        // Another label, object or key, a flipped bit, a cut: all refused.
+        assert!(c.open_metadata(b"checksums\x01", &sealed).is_err());
+        assert!(cipher(1, 3).open_metadata(b"checksums\0", &sealed).is_err());
+        assert!(cipher(9, 2).open_metadata(b"checksums\0", &sealed).is_err());
+        for i in 0..sealed.len() {
+            let mut bad = sealed.clone();
+            bad[i] ^= 1;
+            assert!(c.open_metadata(b"checksums\0", &bad).is_err(), "bit flipped in byte {i}");
+        }
+        assert!(c.open_metadata(b"checksums\0", &sealed[..sealed.len() - 1]).is_err());
+        // Its nonce is never a package's: packages' segments are below 0xffffffff.
+        assert_eq!(sealed[..4], [0xff; 4]);
     }
 
     #[test]

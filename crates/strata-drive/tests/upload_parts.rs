@@ -20,7 +20,15 @@ async fn part_file(d: &LocalDrive, number: u32) -> PartInfo {
     let shard = Bytes::from(vec![number as u8; 100]);
     w.write_frame(bitrot::hash(&shard), shard).await.expect("write");
     w.finish().await.expect("finish");
-    PartInfo { number, size: 100, etag: "00".into(), data_id: id, mod_time: 1, checksums: Default::default() }
+    PartInfo {
+        number,
+        size: 100,
+        etag: "00".into(),
+        data_id: id,
+        mod_time: 1,
+        checksums: Default::default(),
+        sealed_checksums: None,
+    }
 }
 
 #[tokio::test]

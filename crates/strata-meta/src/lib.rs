@@ -117,9 +117,13 @@ pub struct PartInfo {
     /// Nanoseconds since the Unix epoch (when the part was uploaded).
     #[serde(default)]
     pub mod_time: u64,
-    /// Verified S3 checksums of the part (algorithm name → base64).
+    /// Verified S3 checksums of the part (algorithm name → base64); empty when they are sealed.
     #[serde(default)]
     pub checksums: BTreeMap<String, String>,
+    /// A part of an SSE-C upload: its checksums (the plaintext's) sealed under the upload's data
+    /// key, shown only to a caller with the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_checksums: Option<Vec<u8>>,
 }
 
 /// A multipart upload in progress, as every drive of its set records it.
@@ -234,6 +238,10 @@ pub struct SseEnvelope {
     /// SSE-C: salt and HMAC of the client's key, to recognise it without storing it.
     #[serde(default)]
     pub key_mac: Option<Vec<u8>>,
+    /// SSE-C: the object's checksums (the plaintext's) sealed under its data key; the version's
+    /// `checksums` are then empty. Shown only to a caller with the key, as AWS does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_checksums: Option<Vec<u8>>,
 }
 
 /// One version of an object.
@@ -880,6 +888,7 @@ mod tests {
             sealed_context: None,
             sealed_outer_key: None,
             key_mac: Some(vec![2; 48]),
+            sealed_checksums: Some(vec![3; 40]),
         };
         let mut r = sample();
         r.versions[0].sse = Some(Box::new(envelope));
@@ -905,6 +914,7 @@ mod tests {
             data_id: Uuid::from_u128(u128::from(number)),
             mod_time: 1,
             checksums: BTreeMap::new(),
+            sealed_checksums: None,
         };
         let multipart = |parts: Vec<PartInfo>, size: u64| {
             let mut r = sample();

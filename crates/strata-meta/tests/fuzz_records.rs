@@ -24,6 +24,7 @@ fn part(number: u32) -> PartInfo {
         data_id: Uuid::from_u128(u128::from(number)),
         mod_time: 1_700_000_000,
         checksums: BTreeMap::from([("CRC32".to_owned(), "AAAAAA==".to_owned())]),
+        sealed_checksums: None,
     }
 }
 

@@ -91,4 +91,8 @@ pub enum ObjectError {
     /// repairs, or a damaged record): no byte of them is returned.
     #[error("sealed data does not open: {0}")]
     Sealed(String),
+    /// An SSE-C upload's sealed part checksums are needed (CompleteMultipartUpload of an upload
+    /// with a checksum algorithm, or naming part checksums) and the request has no customer key.
+    #[error("the SSE-C key is needed to read the upload's checksums")]
+    CustomerKeyNeeded,
 }

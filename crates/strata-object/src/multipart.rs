@@ -37,6 +37,9 @@ pub struct CompleteOptions {
     pub condition: Option<WriteCondition>,
     /// A whole-object checksum the client computed (`x-amz-checksum-*` on the request).
     pub checksum: Option<(Algorithm, String)>,
+    /// An SSE-C upload: the cipher of the request's customer key, which opens the parts' sealed
+    /// checksums (needed when they have any).
+    pub customer_cipher: Option<strata_crypto::package::ObjectCipher>,
 }
 
 /// An upload's checksum algorithm and type.
@@ -52,11 +55,19 @@ fn completed_checksums(
     upload: &UploadRecord,
     requested: &[CompletePart],
     chosen: &[PartInfo],
-    expected: &Option<(Algorithm, String)>,
+    opts: &CompleteOptions,
 ) -> Result<BTreeMap<String, String>, ObjectError> {
+    let expected = &opts.checksum;
+    // SSE-C parts' checksums are sealed: opened with the request's key, which is needed only
+    // when they are (an upload with a checksum algorithm, or a request naming part checksums).
+    let open = |p: &PartInfo| crate::sse::part_checksums(p, opts.customer_cipher.as_ref());
     for (want, part) in requested.iter().zip(chosen) {
+        if want.checksums.is_empty() {
+            continue;
+        }
+        let stored = open(part)?;
         for (algorithm, value) in &want.checksums {
-            if part.checksums.get(algorithm).is_some_and(|stored| stored != value) {
+            if stored.get(algorithm).is_some_and(|stored| stored != value) {
                 return Err(ObjectError::InvalidPart(want.number));
             }
         }
@@ -71,9 +82,10 @@ fn completed_checksums(
             )));
         }
     }
+    let parts: Vec<BTreeMap<String, String>> = chosen.iter().map(open).collect::<Result<_, _>>()?;
     let mut values = Vec::with_capacity(chosen.len());
-    for p in chosen {
-        let v = p.checksums.get(a.name()).ok_or_else(|| {
+    for (p, checksums) in chosen.iter().zip(&parts) {
+        let v = checksums.get(a.name()).ok_or_else(|| {
             ObjectError::Internal(format!("part {} has no {} checksum", p.number, a.name()))
         })?;
         values.push((v.as_str(), p.size));
@@ -256,13 +268,19 @@ impl ObjectLayer {
                 (written, sealing.checksums(), etag)
             }
         };
+        // SSE-C: stored sealed; the reply still shows them.
+        let sealed_checksums = match sse {
+            Some(sse) => crate::sse::seal_checksums(&sse.envelope, &sse.cipher, part_number, &checksums)?,
+            None => None,
+        };
         let part = PartInfo {
             number: part_number,
             size: written.size,
             etag: hex::encode(etag),
             data_id: written.data_id,
             mod_time: strata_types::time::now_nanos(),
-            checksums,
+            checksums: if sealed_checksums.is_some() { BTreeMap::new() } else { checksums.clone() },
+            sealed_checksums,
         };
         // Part commits and Complete of one object take its lock, so every drive sees them in the
         // same order (two uploads of one part number end the same everywhere) and Complete reads
@@ -311,7 +329,7 @@ impl ObjectLayer {
             }
             return Err(e);
         }
-        Ok(part)
+        Ok(PartInfo { checksums, ..part })
     }
 
     /// Parts a read quorum of drives agrees on, by part number.
@@ -389,7 +407,16 @@ impl ObjectLayer {
             }
             chosen.push(part.clone());
         }
-        let checksums = completed_checksums(&upload, requested, &chosen, &opts.checksum)?;
+        let checksums = completed_checksums(&upload, requested, &chosen, &opts)?;
+        // SSE-C: the object's checksums are sealed like its parts'; the reply still shows them.
+        let mut sse = upload.sse.clone();
+        let mut stored_checksums = checksums.clone();
+        if let (Some(envelope), Some(cipher)) = (sse.as_mut(), &opts.customer_cipher) {
+            if let Some(sealed) = crate::sse::seal_checksums(envelope, cipher, 0, &checksums)? {
+                envelope.sealed_checksums = Some(sealed);
+                stored_checksums.clear();
+            }
+        }
         let mut md5 = Md5::new();
         for p in &chosen {
             md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);
@@ -402,14 +429,14 @@ impl ObjectLayer {
             etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
             headers: upload.headers.clone(),
             user_metadata: upload.user_metadata.clone(),
-            checksums,
+            checksums: stored_checksums,
             erasure: upload.erasure.clone(),
             data: DataLocation::Multipart(upload_id),
             parts: chosen,
             tags: upload.tags.clone(),
             retention: upload.retention,
             legal_hold: upload.legal_hold,
-            sse: upload.sse.clone(),
+            sse,
             acl: upload.acl.clone(),
         };
         let e = &upload.erasure;
@@ -443,7 +470,9 @@ impl ObjectLayer {
         if crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        Ok(ObjectInfo::from_version(bucket, key, &version))
+        let mut info = ObjectInfo::from_version(bucket, key, &version);
+        info.checksums = checksums;
+        Ok(info)
     }
 
     pub async fn abort_multipart_upload(

@@ -294,6 +294,15 @@ pub(crate) async fn put_object(
         temp.abort().await;
         return Err(ObjectError::BadDigest);
     }
+    // SSE-C: the checksums go into the envelope sealed; the reply still shows them.
+    let checksums = reader.body.checksums();
+    let (mut sse, mut stored_checksums) = (opts.sse, checksums.clone());
+    if let Some(s) = sse.as_mut() {
+        if let Some(sealed) = crate::sse::seal_checksums(&s.envelope, &s.cipher, 0, &checksums)? {
+            s.envelope.sealed_checksums = Some(sealed);
+            stored_checksums.clear();
+        }
+    }
     let version = ObjectVersion {
         version_id: t.version_id,
         mod_time: strata_types::time::now_nanos(),
@@ -302,7 +311,7 @@ pub(crate) async fn put_object(
         etag: hex::encode(digest),
         headers: opts.headers,
         user_metadata: opts.user_metadata,
-        checksums: reader.body.checksums(),
+        checksums: stored_checksums,
         erasure: ErasureInfo {
             data_count: data_count as u8,
             parity_count: parity_count as u8,
@@ -315,7 +324,7 @@ pub(crate) async fn put_object(
         tags: opts.tags,
         retention: opts.retention,
         legal_hold: opts.legal_hold,
-        sse: opts.sse.map(|s| Box::new(s.envelope)),
+        sse: sse.map(|s| Box::new(s.envelope)),
         acl: opts.acl,
     };
     let op = Uuid::new_v4();
@@ -361,7 +370,9 @@ pub(crate) async fn put_object(
     if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
     }
-    Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
+    let mut info = ObjectInfo::from_version(t.bucket, t.key, &version);
+    info.checksums = checksums;
+    Ok(info)
 }
 
 /// The error of a drive whose shard write did not finish: it takes no commit. Offline (its file

@@ -133,6 +133,68 @@ pub(crate) fn digests(
     (etag, checked.unwrap_or(etag))
 }
 
+/// What sealed checksums are bound to: the object's (segment 0) or a part's.
+fn checksums_label(segment: u32) -> Vec<u8> {
+    [&b"checksums\0"[..], &segment.to_le_bytes()].concat()
+}
+
+/// SSE-C: `checksums` (the plaintext's) sealed under the data key for `segment` (0: the whole
+/// object; a part number), or `None` when there are none. AWS shows an SSE-C object's checksums
+/// only to a caller with its key; they say something of the plaintext.
+pub(crate) fn seal_checksums(
+    envelope: &SseEnvelope,
+    cipher: &ObjectCipher,
+    segment: u32,
+    checksums: &BTreeMap<String, String>,
+) -> Result<Option<Vec<u8>>, ObjectError> {
+    if envelope.kind != strata_meta::SseKind::C || checksums.is_empty() {
+        return Ok(None);
+    }
+    let text = serde_json::to_vec(checksums).map_err(|e| ObjectError::Internal(e.to_string()))?;
+    let sealed =
+        cipher.seal_metadata(&checksums_label(segment), &text).map_err(|e| damaged(&e.to_string()))?;
+    Ok(Some(sealed))
+}
+
+/// Opens checksums sealed by [`seal_checksums`].
+pub fn open_checksums(
+    cipher: &ObjectCipher,
+    segment: u32,
+    sealed: &[u8],
+) -> Result<BTreeMap<String, String>, ObjectError> {
+    let text = cipher
+        .open_metadata(&checksums_label(segment), sealed)
+        .map_err(|e| damaged(&format!("sealed checksums: {e}")))?;
+    serde_json::from_slice(&text).map_err(|e| damaged(&format!("sealed checksums: {e}")))
+}
+
+/// A part's checksums in clear: opened with `cipher` when sealed (an error without it).
+pub(crate) fn part_checksums(
+    part: &strata_meta::PartInfo,
+    cipher: Option<&ObjectCipher>,
+) -> Result<BTreeMap<String, String>, ObjectError> {
+    match (&part.sealed_checksums, cipher) {
+        (None, _) => Ok(part.checksums.clone()),
+        (Some(sealed), Some(c)) => open_checksums(c, part.number, sealed),
+        (Some(_), None) => Err(ObjectError::CustomerKeyNeeded),
+    }
+}
+
+impl crate::ObjectInfo {
+    /// Opens the object's and its parts' sealed checksums (SSE-C) with the object's cipher.
+    pub fn open_checksums(&mut self, cipher: &ObjectCipher) -> Result<(), ObjectError> {
+        if let Some(sealed) = self.sse.as_ref().and_then(|e| e.sealed_checksums.as_deref()) {
+            self.checksums = open_checksums(cipher, 0, sealed)?;
+        }
+        for p in &mut self.parts {
+            if let Some(sealed) = &p.sealed_checksums {
+                p.checksums = open_checksums(cipher, p.number, sealed)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 fn damaged(what: &str) -> ObjectError {
     ObjectError::Sealed(what.to_owned())
 }
@@ -286,6 +348,7 @@ mod tests {
             sealed_context: None,
             sealed_outer_key: None,
             key_mac: None,
+            sealed_checksums: None,
         };
         SsePut { envelope, cipher: ObjectCipher::new(&DataKey::from_bytes([3; 32]), [7; 16]), plain_md5 }
     }

@@ -318,6 +318,7 @@ fn sealing(seed: u8) -> strata_object::SsePut {
         sealed_context: None,
         sealed_outer_key: None,
         key_mac: None,
+        sealed_checksums: None,
     };
     strata_object::SsePut { envelope, cipher: cipher(seed), plain_md5: true }
 }

@@ -259,6 +259,10 @@ impl From<ObjectError> for S3Error {
                 tracing::error!(error = %e, "an encrypted object does not open");
                 (C::InternalError, "The object's encrypted data cannot be read: too many of its shards are damaged.")
             }
+            ObjectError::CustomerKeyNeeded => (
+                C::InvalidRequest,
+                "The upload's part checksums are sealed under its customer-provided encryption key: the request must include that key (x-amz-server-side-encryption-customer-* headers).",
+            ),
         };
         if matches!(code, C::InternalError | C::SlowDown) {
             tracing::warn!(error = %e, "request failed");

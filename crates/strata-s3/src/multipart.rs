@@ -213,8 +213,30 @@ pub async fn complete(
         let v = req.headers.get(a.header())?.to_str().ok()?;
         Some((a, v.trim().to_owned()))
     });
-    let opts = CompleteOptions { condition: crate::object::write_condition(req.headers)?, checksum };
-    let info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, opts).await?;
+    // SSE-C: the parts' checksums are sealed under the upload's key, which the request must
+    // then carry (as AWS asks of an upload with checksums).
+    let customer = match crate::sse::customer_key(req, crate::sse::CUSTOMER)? {
+        Some(_) => match req.node.layer.upload_info(bucket, key, id).await {
+            Ok(upload) => crate::sse::customer_cipher(req, upload.sse.as_deref()).await?,
+            // Completed before: the object's own envelope opens below.
+            Err(strata_object::ObjectError::NoSuchUpload) => None,
+            Err(e) => return Err(e.into()),
+        },
+        None => None,
+    };
+    let opts = CompleteOptions {
+        condition: crate::object::write_condition(req.headers)?,
+        checksum,
+        customer_cipher: customer.as_ref().map(|(c, _)| c.clone()),
+    };
+    let mut info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, opts).await?;
+    let customer = match customer {
+        Some(c) => Some(c),
+        None => crate::sse::customer_cipher(req, info.sse.as_ref()).await?,
+    };
+    if let Some((cipher, _)) = &customer {
+        info.open_checksums(cipher)?;
+    }
     req.notify(strata_notify::EventName::ObjectCreatedCompleteMultipartUpload, bucket, key, Some(&info))
         .await;
     let mut x = xml::Writer::new();
@@ -230,7 +252,7 @@ pub async fn complete(
     x.close("CompleteMultipartUploadResult");
     let reply = crate::object::version_header(Reply::xml(x.finish()), &info);
     let reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
-    Ok(crate::sse::with_headers(reply, info.sse.as_ref(), None))
+    Ok(crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|(_, md5)| md5.as_str())))
 }
 
 pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
@@ -263,7 +285,15 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     let id = upload_id(route)?;
     let max_parts = number_param(route, "max-parts", 1000)?.min(1000);
     let marker = number_param(route, "part-number-marker", 0)?;
-    let (upload, parts) = req.node.layer.list_parts(bucket, key, id).await?;
+    let (upload, mut parts) = req.node.layer.list_parts(bucket, key, id).await?;
+    // SSE-C: the parts' checksums are sealed; shown only when the request carries the key.
+    if let Some((cipher, _)) = crate::sse::customer_cipher(req, upload.sse.as_deref()).await? {
+        for p in &mut parts {
+            if let Some(sealed) = &p.sealed_checksums {
+                p.checksums = strata_object::open_checksums(&cipher, p.number, sealed)?;
+            }
+        }
+    }
     let owners = Owners::of_bucket(req, bucket)?;
     let after: Vec<_> = parts.into_iter().filter(|p| p.number as usize > marker).collect();
     let truncated = after.len() > max_parts;

@@ -411,10 +411,14 @@ pub async fn get_object(
     let part_number = route.param("partNumber").map(|_| crate::multipart::part_number(route)).transpose()?;
     let which = crate::versioning::version_ref(route)?;
     let open = req.node.layer.open_object_version(bucket, key, which, !head).await?;
-    let info = open.info.clone();
+    let mut info = open.info.clone();
     let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
     let (cipher, customer_md5) =
         crate::sse::open_stored(req, info.sse.as_ref(), crate::sse::CUSTOMER).await?;
+    // SSE-C: the checksums are sealed under the key the request just proved.
+    if let Some(c) = &cipher {
+        info.open_checksums(c)?;
+    }
     if let Err(e) = check_conditions(req.headers, &info) {
         if e.code == S3ErrorCode::NotModified {
             let reply = Reply::empty(StatusCode::NOT_MODIFIED)
@@ -534,8 +538,16 @@ pub async fn get_object_attributes(
         ));
     }
     let which = crate::versioning::version_ref(route)?;
-    let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
+    let mut info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
     let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
+    // An SSE-C object's attributes need its key, as its metadata does on HEAD (AWS); its
+    // checksums are sealed under it.
+    if info.sse.as_ref().is_some_and(|e| e.kind == strata_object::SseKind::C) {
+        let (cipher, _) = crate::sse::open_stored(req, info.sse.as_ref(), crate::sse::CUSTOMER).await?;
+        if let Some(c) = &cipher {
+            info.open_checksums(c)?;
+        }
+    }
     let mut x = crate::xml::Writer::new();
     x.root("GetObjectAttributesResponse");
     for attribute in &wanted {

@@ -232,6 +232,7 @@ pub async fn seal_new_with(
                 sealed_context: None,
                 sealed_outer_key: None,
                 key_mac,
+                sealed_checksums: None,
             };
             (envelope, key, None, Some(customer))
         }
@@ -265,6 +266,7 @@ pub async fn seal_new_with(
                 sealed_context,
                 sealed_outer_key: outer.as_ref().map(|o| o.ciphertext.clone()),
                 key_mac: None,
+                sealed_checksums: None,
             };
             (envelope, generated.key, outer.map(|o| o.key), None)
         }
@@ -366,6 +368,19 @@ pub async fn open_envelope(
         }
     };
     Ok(ObjectCipher::new(&key, *object_id.as_bytes()))
+}
+
+/// SSE-C: the cipher of the request's customer key for `envelope` (checked as on a read: the
+/// wrong key is `AccessDenied`) and the key's MD5 to echo, when the request carries a key and
+/// the envelope is SSE-C; `None` otherwise. It opens sealed checksums.
+pub async fn customer_cipher(
+    req: &Request<'_>,
+    envelope: Option<&SseEnvelope>,
+) -> Result<Option<(ObjectCipher, String)>, S3Error> {
+    let Some(envelope) = envelope.filter(|e| e.kind == SseKind::C) else { return Ok(None) };
+    let Some(customer) = customer_key(req, CUSTOMER)? else { return Ok(None) };
+    let cipher = open_envelope(req.node.kms.as_ref(), envelope, Some(&customer)).await?;
+    Ok(Some((cipher, customer.md5)))
 }
 
 /// How a part of an upload is sealed: the upload's envelope with its data key (from the KMS, or
@@ -529,6 +544,7 @@ mod tests {
             sealed_context: None,
             sealed_outer_key: None,
             key_mac: None,
+            sealed_checksums: None,
         };
         let opened = open_envelope(Some(&kms), &old, None).await.expect("opens");
         assert!(same_cipher(&ObjectCipher::new(&generated.key, *object_id.as_bytes()), &opened));
