@@ -19,7 +19,6 @@
 //! For tests, [`FaultyDrive`] wraps any drive and fails, slows, hangs or cuts short its operations.
 
 pub mod faulty;
-mod frames;
 pub mod fs;
 mod index;
 mod local;

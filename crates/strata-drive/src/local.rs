@@ -484,12 +484,12 @@ impl ShardReader for LocalShardReader {
     async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
         let file = self.file.clone();
         blocking(move || {
-            let mut buf = crate::frames::take(len);
+            let mut buf = strata_types::buffers::take(len);
             file.read_exact_at(&mut buf, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
                 _ => DriveError::from(e),
             })?;
-            Ok(crate::frames::into_bytes(buf))
+            Ok(strata_types::buffers::into_bytes(buf))
         })
         .await
     }
@@ -499,13 +499,13 @@ impl ShardReader for LocalShardReader {
     async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
         let file = self.file.clone();
         blocking(move || {
-            let mut frame = crate::frames::take(bitrot::HASH_SIZE + shard_size);
+            let mut frame = strata_types::buffers::take(bitrot::HASH_SIZE + shard_size);
             file.read_exact_at(&mut frame, offset).map_err(|e| match e.kind() {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
                 _ => DriveError::from(e),
             })?;
             let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
-            Ok(crate::frames::into_bytes(frame).slice(range))
+            Ok(strata_types::buffers::into_bytes(frame).slice(range))
         })
         .await
     }

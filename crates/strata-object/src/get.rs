@@ -250,15 +250,21 @@ impl OpenObject {
             let block_start = block * layout.block_size;
             let mut pos = block_start;
             for shard in shards {
-                let shard_end = (pos + shard.len() as u64).min(block_start + layout.block_len(block));
+                let shard_len = shard.len() as u64;
+                let shard_end = (pos + shard_len).min(block_start + layout.block_len(block));
                 let (from, to) = (offset.max(pos), end.min(shard_end));
                 if from < to {
-                    let piece = shard.slice((from - pos) as usize..(to - pos) as usize);
+                    // A whole shard goes as it is: the only holder of its buffer, the reader may
+                    // work in it (an encrypted GET decrypts in place).
+                    let piece = match (from - pos, to - pos) {
+                        (0, n) if n == shard_len => shard,
+                        (a, b) => shard.slice(a as usize..b as usize),
+                    };
                     if tx.send(Ok(piece)).await.is_err() {
                         return Ok(false);
                     }
                 }
-                pos += shard.len() as u64;
+                pos += shard_len;
             }
         }
         Ok(true)

@@ -1,5 +1,6 @@
 //! Vocabulary shared by every Strata layer.
 //!
+//! - [`buffers`]: large buffers written whole and sent, kept for reuse (no zeroing, no faults).
 //! - [`limits`]: every size, count and timeout limit in one place, each saying why it exists
 //!   and which S3 error fires past it.
 //! - [`names`]: validated [`BucketName`] and [`ObjectKey`]; outside bytes become these at the
@@ -7,6 +8,7 @@
 //! - [`time`]: the few calendar conversions S3 needs (ISO 8601 and the compact SigV4 form),
 //!   written against Unix seconds so no calendar crate is needed.
 
+pub mod buffers;
 pub mod fuzz;
 pub mod limits;
 pub mod names;
