@@ -13,5 +13,5 @@ trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -ksf "https://127.0.0.1:$port/health/ready" >/dev/null && break; sleep 0.1; done
 sse=$([ "$kind" = plain ] && echo "" || echo "--sse $kind")
 ( [ "${PERF:-1}" = 0 ] && exit 0; sleep 5; perf record -F 999 -g -p $pid -o /tmp/prof/perf-tls-$kind.data -- sleep 8 >/dev/null 2>&1 ) & pp=$!
-$bin bench get --host 127.0.0.1:$port --access-key benchadmin --secret-key benchadmin-secret --concurrent 16 --server-pid $pid --bucket bench-tls-$kind --obj.size 16MiB --objects 32 --duration 15s --tls --insecure $sse 2>&1 | grep -E "MiB/s|CPU|rror" || true
+$bin bench get --host 127.0.0.1:$port --access-key benchadmin --secret-key benchadmin-secret --concurrent 16 --server-pid $pid --bucket bench-tls-$kind --obj.size ${SIZE:-16MiB} --objects ${OBJECTS:-32} --duration 15s --tls --insecure $sse 2>&1 | grep -E "MiB/s|CPU|rror" || true
 wait $pp
