@@ -63,7 +63,7 @@ pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
 pub use put::{BodyReader, PutOptions, WriteCondition, SEALED_BLOCK_SIZE};
-pub use sse::{open_checksums, SsePut};
+pub use sse::{open_part_checksums, SsePut};
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{
     Acl, BucketRecord, CorsRule, DefaultRetention, Grant, Grantee, Group, LifecycleConfig,

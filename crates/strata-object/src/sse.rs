@@ -157,7 +157,7 @@ pub(crate) fn seal_checksums(
 }
 
 /// Opens checksums sealed by [`seal_checksums`].
-pub fn open_checksums(
+fn open_checksums(
     cipher: &ObjectCipher,
     segment: u32,
     sealed: &[u8],
@@ -180,18 +180,26 @@ pub(crate) fn part_checksums(
     }
 }
 
+/// Opens the sealed checksums (SSE-C) of `parts` in place with their object's (upload's) cipher.
+pub fn open_part_checksums(
+    parts: &mut [strata_meta::PartInfo],
+    cipher: &ObjectCipher,
+) -> Result<(), ObjectError> {
+    for p in parts {
+        if let Some(sealed) = &p.sealed_checksums {
+            p.checksums = open_checksums(cipher, p.number, sealed)?;
+        }
+    }
+    Ok(())
+}
+
 impl crate::ObjectInfo {
     /// Opens the object's and its parts' sealed checksums (SSE-C) with the object's cipher.
     pub fn open_checksums(&mut self, cipher: &ObjectCipher) -> Result<(), ObjectError> {
         if let Some(sealed) = self.sse.as_ref().and_then(|e| e.sealed_checksums.as_deref()) {
             self.checksums = open_checksums(cipher, 0, sealed)?;
         }
-        for p in &mut self.parts {
-            if let Some(sealed) = &p.sealed_checksums {
-                p.checksums = open_checksums(cipher, p.number, sealed)?;
-            }
-        }
-        Ok(())
+        open_part_checksums(&mut self.parts, cipher)
     }
 }
 

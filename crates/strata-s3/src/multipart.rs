@@ -288,11 +288,7 @@ pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Rout
     let (upload, mut parts) = req.node.layer.list_parts(bucket, key, id).await?;
     // SSE-C: the parts' checksums are sealed; shown only when the request carries the key.
     if let Some((cipher, _)) = crate::sse::customer_cipher(req, upload.sse.as_deref()).await? {
-        for p in &mut parts {
-            if let Some(sealed) = &p.sealed_checksums {
-                p.checksums = strata_object::open_checksums(&cipher, p.number, sealed)?;
-            }
-        }
+        strata_object::open_part_checksums(&mut parts, &cipher)?;
     }
     let owners = Owners::of_bucket(req, bucket)?;
     let after: Vec<_> = parts.into_iter().filter(|p| p.number as usize > marker).collect();
