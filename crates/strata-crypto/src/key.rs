@@ -21,6 +21,44 @@ pub const MAC_SALT_SIZE: usize = 16;
 pub const KEY_MAC_SIZE: usize = MAC_SALT_SIZE + 32;
 const KEY_MAC_LABEL: &[u8] = b"strata sse-c key mac v1\0";
 
+/// Seals `plain` under `key` with `nonce`, bound to `aad`: `nonce || ciphertext || tag`, the
+/// form of every small sealed value (keys, contexts, metadata).
+pub(crate) fn seal_with_nonce(
+    key: &LessSafeKey,
+    nonce: [u8; NONCE_LEN],
+    plain: &[u8],
+    aad: &[u8],
+) -> Result<Vec<u8>, CryptoError> {
+    let mut out = Vec::with_capacity(NONCE_LEN + plain.len() + TAG_SIZE);
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(plain);
+    let tag = key
+        .seal_in_place_separate_tag(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::from(aad),
+            &mut out[NONCE_LEN..],
+        )
+        .map_err(|_| CryptoError::Malformed("too long to seal"))?;
+    out.extend_from_slice(tag.as_ref());
+    Ok(out)
+}
+
+/// Opens `nonce || ciphertext || tag` made by [`seal_with_nonce`] under `key` with the same `aad`.
+pub(crate) fn open_with_nonce(key: &LessSafeKey, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>, CryptoError> {
+    if sealed.len() < NONCE_LEN + TAG_SIZE {
+        return Err(CryptoError::Malformed("sealed bytes too short"));
+    }
+    let mut nonce = [0u8; NONCE_LEN];
+    nonce.copy_from_slice(&sealed[..NONCE_LEN]);
+    let mut body = sealed[NONCE_LEN..].to_vec();
+    let len = key
+        .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut body)
+        .map_err(|_| CryptoError::Authentication)?
+        .len();
+    body.truncate(len);
+    Ok(body)
+}
+
 /// A 256-bit key, zeroed when dropped.
 #[derive(Clone, PartialEq, Eq)]
 pub struct DataKey([u8; KEY_SIZE]);
@@ -71,36 +109,12 @@ impl DataKey {
     pub fn seal(&self, plain: &[u8], aad: &[u8]) -> Result<Vec<u8>, CryptoError> {
         let mut nonce = [0u8; NONCE_LEN];
         random_fill(&mut nonce)?;
-        let mut out = Vec::with_capacity(NONCE_LEN + plain.len() + TAG_SIZE);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(plain);
-        let tag = self
-            .aead()
-            .seal_in_place_separate_tag(
-                Nonce::assume_unique_for_key(nonce),
-                Aad::from(aad),
-                &mut out[NONCE_LEN..],
-            )
-            .map_err(|_| CryptoError::Malformed("too long to seal"))?;
-        out.extend_from_slice(tag.as_ref());
-        Ok(out)
+        seal_with_nonce(&self.aead(), nonce, plain, aad)
     }
 
     /// Opens bytes sealed by [`DataKey::seal`] under this key with the same `aad`.
     pub fn open(&self, sealed: &[u8], aad: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        if sealed.len() < NONCE_LEN + TAG_SIZE {
-            return Err(CryptoError::Malformed("sealed bytes too short"));
-        }
-        let mut nonce = [0u8; NONCE_LEN];
-        nonce.copy_from_slice(&sealed[..NONCE_LEN]);
-        let mut body = sealed[NONCE_LEN..].to_vec();
-        let len = self
-            .aead()
-            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut body)
-            .map_err(|_| CryptoError::Authentication)?
-            .len();
-        body.truncate(len);
-        Ok(body)
+        open_with_nonce(&self.aead(), sealed, aad)
     }
 
     /// Seals `key` under this key (as a key-encryption key), bound to `aad`.

@@ -162,34 +162,19 @@ impl ObjectCipher {
         let mut nonce = [0u8; 12];
         nonce[..4].copy_from_slice(&METADATA_SEGMENT);
         crate::random_fill(&mut nonce[4..])?;
-        let mut out = Vec::with_capacity(12 + plain.len() + TAG_SIZE);
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(plain);
-        let aad = [&[METADATA_FORMAT][..], &self.object_id, label].concat();
-        let tag = self
-            .key
-            .seal_in_place_separate_tag(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut out[12..])
-            .map_err(|_| CryptoError::Malformed("too long to seal"))?;
-        out.extend_from_slice(tag.as_ref());
-        Ok(out)
+        crate::key::seal_with_nonce(&self.key, nonce, plain, &self.metadata_aad(label))
     }
 
     /// Opens metadata sealed by [`ObjectCipher::seal_metadata`] with the same label.
     pub fn open_metadata(&self, label: &[u8], sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
-        if sealed.len() < 12 + TAG_SIZE || sealed[..4] != METADATA_SEGMENT {
+        if !sealed.starts_with(&METADATA_SEGMENT) {
             return Err(CryptoError::Malformed("sealed metadata"));
         }
-        let mut nonce = [0u8; 12];
-        nonce.copy_from_slice(&sealed[..12]);
-        let mut body = sealed[12..].to_vec();
-        let aad = [&[METADATA_FORMAT][..], &self.object_id, label].concat();
-        let len = self
-            .key
-            .open_in_place(Nonce::assume_unique_for_key(nonce), Aad::from(aad), &mut body)
-            .map_err(|_| CryptoError::Authentication)?
-            .len();
-        body.truncate(len);
-        Ok(body)
+        crate::key::open_with_nonce(&self.key, sealed, &self.metadata_aad(label))
+    }
+
+    fn metadata_aad(&self, label: &[u8]) -> Vec<u8> {
+        [&[METADATA_FORMAT][..], &self.object_id, label].concat()
     }
 
     /// Appends package `index` of `segment` (plaintext `plain`, at most a package) to `out`.
