@@ -210,32 +210,6 @@ impl ObjectCipher {
         self.key.open_in_place(nonce, Aad::from(aad), sealed).map_err(|_| CryptoError::Authentication)
     }
 
-    /// Opens package `index` of `segment` whose sealed bytes are `in_out[shift..]`, leaving its
-    /// plaintext at the front of `in_out` (moved down over the `shift` bytes before it); returns
-    /// the plaintext's length. Opening a run of packages where they lie this way gathers their
-    /// plaintext without another buffer.
-    pub fn open_package_shifted(
-        &self,
-        segment: u32,
-        index: u64,
-        last: bool,
-        in_out: &mut [u8],
-        shift: usize,
-    ) -> Result<usize, CryptoError> {
-        let sealed_len = in_out.len().checked_sub(shift).ok_or(CryptoError::Malformed("package shift"))?;
-        if !(TAG_SIZE..=SEALED_PACKAGE_SIZE).contains(&sealed_len) {
-            return Err(CryptoError::Malformed("package length"));
-        }
-        let (nonce, aad) = self.nonce_aad(segment, index, last);
-        let ciphertext_end = in_out.len() - TAG_SIZE;
-        self.outer_layer(segment, index, &mut in_out[shift..ciphertext_end]);
-        let plain = self
-            .key
-            .open_within(nonce, Aad::from(aad), in_out, shift..)
-            .map_err(|_| CryptoError::Authentication)?;
-        Ok(plain.len())
-    }
-
     /// Opens package `index` of `segment` from `sealed` into `plain` (its length minus the tag,
     /// written whole): decrypting is the only pass over the bytes.
     pub fn open_package_into(
@@ -355,39 +329,6 @@ impl Opener {
             self.open_whole(&sealed[..whole], out)?;
         }
         self.buf.extend_from_slice(&sealed[whole..]);
-        Ok(())
-    }
-
-    /// [`Opener::update`] for sealed bytes handed over: whole packages in a buffer nobody else
-    /// holds are opened where they lie, each one's plaintext moved down over the tags before it,
-    /// so the run's plaintext is one piece of the same buffer (no allocation, no zero-filled
-    /// buffer, no page faults on fresh memory). Anything else takes the copying path.
-    pub fn update_owned(&mut self, sealed: Bytes, out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
-        if !self.buf.is_empty() || sealed.len() < SEALED_PACKAGE_SIZE {
-            return self.update(&sealed, out);
-        }
-        let mut owned = match sealed.try_into_mut() {
-            Ok(owned) => owned,
-            Err(shared) => return self.update(&shared, out),
-        };
-        let packages = owned.len() / SEALED_PACKAGE_SIZE;
-        let whole = packages * SEALED_PACKAGE_SIZE;
-        if whole < owned.len() {
-            self.buf.extend_from_slice(&owned[whole..]);
-            owned.truncate(whole);
-        }
-        for i in 0..packages {
-            if self.index >= self.package_count {
-                return Err(CryptoError::Truncated);
-            }
-            let last = self.index + 1 == self.package_count;
-            let (to, from) = (i * PACKAGE_SIZE, i * SEALED_PACKAGE_SIZE);
-            let region = &mut owned[to..from + SEALED_PACKAGE_SIZE];
-            self.cipher.open_package_shifted(self.segment, self.index, last, region, from - to)?;
-            self.index += 1;
-        }
-        owned.truncate(packages * PACKAGE_SIZE);
-        out.push(owned.freeze());
         Ok(())
     }
 
@@ -577,11 +518,11 @@ mod tests {
         }
     }
 
-    /// Sealed bytes handed over in owned chunks open in place, and give what the copying path
-    /// gives: every size, chunks of whole packages and not, shared chunks, one and two layers;
-    /// a flipped bit, a package moved or a foreign key fail.
+    /// Sealed bytes in chunks of whole packages and not, held elsewhere too or not, open to the
+    /// plaintext (whole packages in one chunk as one piece): every size, one and two layers; a
+    /// flipped bit, a package moved or a foreign key fail.
     #[test]
-    fn owned_chunks_open_in_place_like_the_copying_path() {
+    fn chunks_of_any_size_open_like_one_piece() {
         let single = cipher(1, 2);
         let dual = cipher(1, 2).with_second_layer(&DataKey::from_bytes([9; 32]));
         let open_owned = |c: &ObjectCipher, sealed: &[u8], n: usize, step: usize, share: bool| {
@@ -591,9 +532,9 @@ mod tests {
             for chunk in sealed.chunks(step) {
                 let chunk = Bytes::copy_from_slice(chunk);
                 if share {
-                    kept.push(chunk.clone()); // another holder: the copying path
+                    kept.push(chunk.clone()); // another holder of the chunk
                 }
-                o.update_owned(chunk, &mut out)?;
+                o.update(&chunk, &mut out)?;
             }
             o.finish(count, &mut out)?;
             Ok::<_, CryptoError>((out.concat(), out.len()))

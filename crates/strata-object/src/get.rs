@@ -254,12 +254,7 @@ impl OpenObject {
                 let shard_end = (pos + shard_len).min(block_start + layout.block_len(block));
                 let (from, to) = (offset.max(pos), end.min(shard_end));
                 if from < to {
-                    // A whole shard goes as it is: the only holder of its buffer, the reader may
-                    // work in it (an encrypted GET decrypts in place).
-                    let piece = match (from - pos, to - pos) {
-                        (0, n) if n == shard_len => shard,
-                        (a, b) => shard.slice(a as usize..b as usize),
-                    };
+                    let piece = shard.slice((from - pos) as usize..(to - pos) as usize);
                     if tx.send(Ok(piece)).await.is_err() {
                         return Ok(false);
                     }

@@ -299,8 +299,7 @@ async fn open_stream(
     let fail = |e: strata_crypto::CryptoError| damaged(&e.to_string());
     let mut out = Vec::new();
     while let Some(chunk) = sealed.recv().await {
-        // Whole shards come as buffers nobody else holds: opened where they lie.
-        opener.update_owned(chunk?, &mut out).map_err(fail)?;
+        opener.update(&chunk?, &mut out).map_err(fail)?;
         if !send_plain(&mut window, &mut out, tx).await {
             return Ok(false);
         }
