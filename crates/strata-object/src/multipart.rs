@@ -269,17 +269,15 @@ impl ObjectLayer {
             }
         };
         // SSE-C: stored sealed; the reply still shows them.
-        let sealed_checksums = match sse {
-            Some(sse) => crate::sse::seal_checksums(&sse.envelope, &sse.cipher, part_number, &checksums)?,
-            None => None,
-        };
+        let (stored_checksums, sealed_checksums) =
+            crate::sse::seal_checksums(sse.map(|s| (&s.envelope, &s.cipher)), part_number, &checksums)?;
         let part = PartInfo {
             number: part_number,
             size: written.size,
             etag: hex::encode(etag),
             data_id: written.data_id,
             mod_time: strata_types::time::now_nanos(),
-            checksums: if sealed_checksums.is_some() { BTreeMap::new() } else { checksums.clone() },
+            checksums: stored_checksums,
             sealed_checksums,
         };
         // Part commits and Complete of one object take its lock, so every drive sees them in the
@@ -409,14 +407,13 @@ impl ObjectLayer {
         }
         let checksums = completed_checksums(&upload, requested, &chosen, &opts)?;
         // SSE-C: the object's checksums are sealed like its parts'; the reply still shows them.
-        let mut sse = upload.sse.clone();
-        let mut stored_checksums = checksums.clone();
-        if let (Some(envelope), Some(cipher)) = (sse.as_mut(), &opts.customer_cipher) {
-            if let Some(sealed) = crate::sse::seal_checksums(envelope, cipher, 0, &checksums)? {
-                envelope.sealed_checksums = Some(sealed);
-                stored_checksums.clear();
-            }
-        }
+        let (stored_checksums, sealed) = crate::sse::seal_checksums(
+            upload.sse.as_deref().zip(opts.customer_cipher.as_ref()),
+            0,
+            &checksums,
+        )?;
+        let sse =
+            upload.sse.clone().map(|e| Box::new(strata_meta::SseEnvelope { sealed_checksums: sealed, ..*e }));
         let mut md5 = Md5::new();
         for p in &chosen {
             md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);

@@ -296,13 +296,8 @@ pub(crate) async fn put_object(
     }
     // SSE-C: the checksums go into the envelope sealed; the reply still shows them.
     let checksums = reader.body.checksums();
-    let (mut sse, mut stored_checksums) = (opts.sse, checksums.clone());
-    if let Some(s) = sse.as_mut() {
-        if let Some(sealed) = crate::sse::seal_checksums(&s.envelope, &s.cipher, 0, &checksums)? {
-            s.envelope.sealed_checksums = Some(sealed);
-            stored_checksums.clear();
-        }
-    }
+    let (stored_checksums, sealed) =
+        crate::sse::seal_checksums(opts.sse.as_ref().map(|s| (&s.envelope, &s.cipher)), 0, &checksums)?;
     let version = ObjectVersion {
         version_id: t.version_id,
         mod_time: strata_types::time::now_nanos(),
@@ -324,7 +319,7 @@ pub(crate) async fn put_object(
         tags: opts.tags,
         retention: opts.retention,
         legal_hold: opts.legal_hold,
-        sse: sse.map(|s| Box::new(s.envelope)),
+        sse: opts.sse.map(|s| Box::new(strata_meta::SseEnvelope { sealed_checksums: sealed, ..s.envelope })),
         acl: opts.acl,
     };
     let op = Uuid::new_v4();

@@ -138,22 +138,26 @@ fn checksums_label(segment: u32) -> Vec<u8> {
     [&b"checksums\0"[..], &segment.to_le_bytes()].concat()
 }
 
-/// SSE-C: `checksums` (the plaintext's) sealed under the data key for `segment` (0: the whole
-/// object; a part number), or `None` when there are none. AWS shows an SSE-C object's checksums
-/// only to a caller with its key; they say something of the plaintext.
+/// Checksums by algorithm name, base64 values.
+type Checksums = BTreeMap<String, String>;
+
+/// How a record keeps `checksums` (the plaintext's) of `segment` (0: the whole object; a part
+/// number): for SSE-C (`sse` its envelope and cipher) sealed under the data key, the map in clear
+/// then empty, since AWS shows them only to a caller with the key; otherwise in clear. Returns
+/// (the map in clear, the sealed bytes).
 pub(crate) fn seal_checksums(
-    envelope: &SseEnvelope,
-    cipher: &ObjectCipher,
+    sse: Option<(&SseEnvelope, &ObjectCipher)>,
     segment: u32,
-    checksums: &BTreeMap<String, String>,
-) -> Result<Option<Vec<u8>>, ObjectError> {
-    if envelope.kind != strata_meta::SseKind::C || checksums.is_empty() {
-        return Ok(None);
-    }
+    checksums: &Checksums,
+) -> Result<(Checksums, Option<Vec<u8>>), ObjectError> {
+    let Some((_, cipher)) = sse.filter(|(e, _)| e.kind == strata_meta::SseKind::C && !checksums.is_empty())
+    else {
+        return Ok((checksums.clone(), None));
+    };
     let text = serde_json::to_vec(checksums).map_err(|e| ObjectError::Internal(e.to_string()))?;
     let sealed =
         cipher.seal_metadata(&checksums_label(segment), &text).map_err(|e| damaged(&e.to_string()))?;
-    Ok(Some(sealed))
+    Ok((BTreeMap::new(), Some(sealed)))
 }
 
 /// Opens checksums sealed by [`seal_checksums`].
