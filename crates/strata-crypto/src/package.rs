@@ -313,6 +313,9 @@ pub struct Opener {
 impl Opener {
     /// Takes more sealed bytes; appends the plaintext of every package completed to `out`, as
     /// pieces of buffers opened in place: the sealed bytes are copied once, the plaintext never.
+    /// When a package fails to open, `out` has the plaintext of every package before it and
+    /// [`Opener::next_package`] is the one that failed, so a caller can read it again (from
+    /// elsewhere) and go on from there.
     pub fn update(&mut self, mut sealed: &[u8], out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
         if !self.buf.is_empty() {
             let take = (SEALED_PACKAGE_SIZE - self.buf.len()).min(sealed.len());
@@ -337,15 +340,38 @@ impl Opener {
         let packages = sealed.len() / SEALED_PACKAGE_SIZE;
         // A reused buffer: decrypting writes all of it, so it need not be zeroed (nor faulted in).
         let mut plain = strata_types::buffers::take(packages * PACKAGE_SIZE);
+        let mut result = Ok(());
+        let mut opened = 0;
         for (package, into) in sealed.chunks(SEALED_PACKAGE_SIZE).zip(plain.chunks_mut(PACKAGE_SIZE)) {
-            if self.index >= self.package_count {
-                return Err(CryptoError::Truncated);
+            result = self.open_next(|c, segment, index, last| {
+                c.open_package_into(segment, index, last, package, into)
+            });
+            if result.is_err() {
+                break;
             }
-            let last = self.index + 1 == self.package_count;
-            self.cipher.open_package_into(self.segment, self.index, last, package, into)?;
-            self.index += 1;
+            opened += 1;
         }
-        out.push(strata_types::buffers::into_bytes(plain));
+        // Only whole packages before the one that failed: none of them was the last, so each
+        // is a full package of plaintext.
+        plain.truncate(opened * PACKAGE_SIZE);
+        if !plain.is_empty() {
+            out.push(strata_types::buffers::into_bytes(plain));
+        }
+        result
+    }
+
+    /// Opens the next package with `open` (given the cipher, segment, index and whether it is
+    /// the segment's last) and moves past it if it opened.
+    fn open_next(
+        &mut self,
+        open: impl FnOnce(&ObjectCipher, u32, u64, bool) -> Result<(), CryptoError>,
+    ) -> Result<(), CryptoError> {
+        if self.index >= self.package_count {
+            return Err(CryptoError::Truncated);
+        }
+        let last = self.index + 1 == self.package_count;
+        open(&self.cipher, self.segment, self.index, last)?;
+        self.index += 1;
         Ok(())
     }
 
@@ -353,19 +379,22 @@ impl Opener {
     /// place and appends each one's plaintext to `out`.
     fn open_run(&mut self, mut run: Vec<u8>, out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
         let mut plain = Vec::with_capacity(run.len().div_ceil(SEALED_PACKAGE_SIZE));
+        let mut result = Ok(());
         for (i, package) in run.chunks_mut(SEALED_PACKAGE_SIZE).enumerate() {
-            if self.index >= self.package_count {
-                return Err(CryptoError::Truncated);
+            let mut len = 0;
+            result = self.open_next(|c, segment, index, last| {
+                len = c.open_package(segment, index, last, package)?.len();
+                Ok(())
+            });
+            if result.is_err() {
+                break;
             }
-            let last = self.index + 1 == self.package_count;
-            let len = self.cipher.open_package(self.segment, self.index, last, package)?.len();
             let start = i * SEALED_PACKAGE_SIZE;
             plain.push(start..start + len);
-            self.index += 1;
         }
         let run = Bytes::from(run);
         out.extend(plain.into_iter().filter(|r| !r.is_empty()).map(|r| run.slice(r)));
-        Ok(())
+        result
     }
 
     /// Ends the stream: a partly gathered package must be the segment's last (a short final
@@ -575,6 +604,40 @@ mod tests {
                         );
                     }
                     assert!(open_owned(&cipher(7, 2), &sealed, n, sealed.len(), false).is_err());
+                }
+            }
+        }
+    }
+
+    /// A package that does not open leaves the plaintext of every package before it and names
+    /// itself, whatever the chunks; an opener from it over good bytes finishes the stream.
+    #[test]
+    fn a_failed_package_keeps_those_before_it_and_the_stream_resumes_there() {
+        let dual = cipher(1, 2).with_second_layer(&DataKey::from_bytes([9; 32]));
+        for c in [&cipher(1, 2), &dual] {
+            let n = 5 * P + 17;
+            let plain = plaintext(n);
+            let sealed = seal(c, 3, &plain, usize::MAX);
+            let count = package_count(n as u64);
+            for bad_package in [0usize, 2, 5] {
+                let mut bad = sealed.clone();
+                bad[bad_package * SEALED_PACKAGE_SIZE + 10] ^= 0x10;
+                for step in [sealed.len(), 3 * SEALED_PACKAGE_SIZE, SEALED_PACKAGE_SIZE, 1000, P + 7] {
+                    let (mut o, mut out) = (c.opener(3, 0, count), Vec::new());
+                    let failed = bad.chunks(step).try_for_each(|chunk| o.update(chunk, &mut out));
+                    // `finish` opens a last package still being gathered: the one it names.
+                    let at = o.next_package();
+                    let failed = failed
+                        .map_err(|e| (e, at))
+                        .and_then(|()| o.finish(count, &mut out).map_err(|e| (e, at)));
+                    let what = format!("package {bad_package} step {step}");
+                    assert_eq!(failed, Err((CryptoError::Authentication, bad_package as u64)), "{what}");
+                    let before = out.concat();
+                    assert_eq!(before, &plain[..bad_package * P], "{what}");
+                    let (mut o, mut out) = (c.opener(3, bad_package as u64, count), Vec::new());
+                    o.update(&sealed[bad_package * SEALED_PACKAGE_SIZE..], &mut out).expect("opens");
+                    o.finish(count, &mut out).expect("ends");
+                    assert_eq!([before, out.concat()].concat(), plain, "package {bad_package} step {step}");
                 }
             }
         }

@@ -81,6 +81,17 @@ impl HealNotice {
 /// The body of a GET: chunks in order; an `Err` ends the stream (the client sees a short body).
 pub type ObjectStream = mpsc::Receiver<Result<Bytes, ObjectError>>;
 
+/// How a read checks the shard blocks it reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// By their bitrot hashes: a block that fails is read from parity instead.
+    Hashes,
+    /// Not at all here: the caller opens every byte of the stream under AES-GCM, whose tags
+    /// catch whatever the hashes would (and more: bytes of another object or package), and reads
+    /// again with [`Check::Hashes`] from the first package that does not open.
+    Tags,
+}
+
 /// Resolves and opens a version of an object; with `healer`, a version some online drive lacks
 /// (or holds badly) is queued for healing. A delete marker is [`ObjectError::DeleteMarker`]; a
 /// version id no read quorum holds is [`ObjectError::NoSuchVersion`].
@@ -190,15 +201,15 @@ impl OpenObject {
     /// Streams bytes `[offset, offset + len)` (already checked against the size). Blocks are
     /// read, verified and decoded one ahead of the client, through a bounded channel.
     pub fn stream(self, offset: u64, len: u64) -> ObjectStream {
-        Arc::new(self).stream_shared(offset, len)
+        Arc::new(self).stream_shared(offset, len, Check::Hashes)
     }
 
     /// As [`OpenObject::stream`], for several ranges of one opened object.
-    pub(crate) fn stream_shared(self: &Arc<Self>, offset: u64, len: u64) -> ObjectStream {
+    pub(crate) fn stream_shared(self: &Arc<Self>, offset: u64, len: u64, check: Check) -> ObjectStream {
         let (tx, rx) = mpsc::channel(2 * self.erasure.data_count().max(2));
         let this = self.clone();
         tokio::spawn(async move {
-            if let Err(e) = this.produce(offset, len, &tx).await {
+            if let Err(e) = this.produce(offset, len, check, &tx).await {
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -209,13 +220,14 @@ impl OpenObject {
         &self,
         offset: u64,
         len: u64,
+        check: Check,
         tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
     ) -> Result<(), ObjectError> {
         let block_size = self.version.erasure.block_size as usize;
         let data_count = self.erasure.data_count();
         let ShardSource::Parts(drives) = &self.source else {
             let layout = ShardLayout::new(self.version.size, block_size, data_count);
-            self.stream_range(&self.source, &layout, offset, len, tx).await?;
+            self.stream_range(&self.source, &layout, offset, len, check, tx).await?;
             return Ok(());
         };
         let end = offset + len;
@@ -226,7 +238,7 @@ impl OpenObject {
             if from < to {
                 let source = ShardSource::Files(open_files(drives, part.data_id, data_count).await?);
                 let layout = ShardLayout::new(part.size, block_size, data_count);
-                if !self.stream_range(&source, &layout, from - part_start, to - from, tx).await? {
+                if !self.stream_range(&source, &layout, from - part_start, to - from, check, tx).await? {
                     return Ok(());
                 }
             }
@@ -242,11 +254,12 @@ impl OpenObject {
         layout: &ShardLayout,
         offset: u64,
         len: u64,
+        check: Check,
         tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
     ) -> Result<bool, ObjectError> {
         let end = offset + len;
         for block in layout.blocks_for_range(offset, len) {
-            let shards = self.read_block(source, layout, block).await?;
+            let shards = self.read_block(source, layout, block, check).await?;
             let block_start = block * layout.block_size;
             let mut pos = block_start;
             for shard in shards {
@@ -265,19 +278,20 @@ impl OpenObject {
         Ok(true)
     }
 
-    /// Reads and verifies the data shards of one block, reaching for parity shards only when a
-    /// data shard is missing or bad.
+    /// Reads (and checks, as `check` says) the data shards of one block, reaching for parity
+    /// shards only when a data shard is missing or bad.
     async fn read_block(
         &self,
         source: &ShardSource,
         layout: &ShardLayout,
         block: u64,
+        check: Check,
     ) -> Result<Vec<Bytes>, ObjectError> {
         let data_count = self.erasure.data_count();
         let shard_count = self.erasure.shard_count();
         let shard_size = layout.shard_size(block) as usize;
         let mut shards: Vec<Option<Bytes>> =
-            read_shards(source, 0..data_count, layout, block, shard_size, &self.given_up).await;
+            read_shards(source, 0..data_count, layout, block, shard_size, check, &self.given_up).await;
         if shards.iter().any(Option::is_none) {
             // A shard that was there to read and failed (rot, a vanished file) needs healing; one
             // on a drive that is offline has nothing to read and nothing a heal could fix now.
@@ -285,8 +299,16 @@ impl OpenObject {
             if let (true, Some(h)) = (failed, &self.heal) {
                 h.send();
             }
-            let parity =
-                read_shards(source, data_count..shard_count, layout, block, shard_size, &self.given_up).await;
+            let parity = read_shards(
+                source,
+                data_count..shard_count,
+                layout,
+                block,
+                shard_size,
+                check,
+                &self.given_up,
+            )
+            .await;
             shards.extend(parity);
         } else {
             shards.resize(shard_count, None);
@@ -316,13 +338,18 @@ async fn read_shards(
     layout: &ShardLayout,
     block: u64,
     shard_size: usize,
+    check: Check,
     given_up: &[AtomicBool],
 ) -> Vec<Option<Bytes>> {
     match source {
         ShardSource::Inline(frames) => indexes
             .map(|i| {
                 let frame = frames.get(i)?.as_ref()?;
-                bitrot::verify(frame, shard_size).ok().map(|r| frame.slice(r))
+                let range = match check {
+                    Check::Hashes => bitrot::verify(frame, shard_size),
+                    Check::Tags => bitrot::shard_range(frame, shard_size),
+                };
+                range.ok().map(|r| frame.slice(r))
             })
             .collect(),
         ShardSource::Files(readers) => {
@@ -333,7 +360,11 @@ async fn read_shards(
                 if gone.load(Ordering::Relaxed) {
                     return None;
                 }
-                match reader.read_frame(offset, shard_size).await {
+                let read = match check {
+                    Check::Hashes => reader.read_frame(offset, shard_size).await,
+                    Check::Tags => reader.read_frame_unhashed(offset, shard_size).await,
+                };
+                match read {
                     Ok(shard) => Some(shard),
                     // Offline mid-read is a time-out (or a vanished drive): one is enough.
                     Err(DriveError::Offline(_)) => {

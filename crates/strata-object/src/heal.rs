@@ -338,7 +338,7 @@ impl ObjectLayer {
                 let mut offset = 0;
                 let open = Arc::new(open);
                 for part in &version.parts {
-                    let stream = open.stream_shared(offset, part.size);
+                    let stream = open.stream_shared(offset, part.size, crate::get::Check::Hashes);
                     offset += part.size;
                     let mut body = StreamBody(stream);
                     let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);

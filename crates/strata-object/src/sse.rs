@@ -16,11 +16,12 @@ use md5::{Digest, Md5};
 use strata_crypto::package::{
     package_count, plain_size, sealed_range, ObjectCipher, Sealer, SEALED_PACKAGE_SIZE, TAG_SIZE,
 };
+use strata_crypto::CryptoError;
 use strata_meta::SseEnvelope;
 use tokio::sync::mpsc;
 
 use crate::error::{BodyError, ObjectError};
-use crate::get::{ObjectStream, OpenObject};
+use crate::get::{Check, ObjectStream, OpenObject};
 use crate::put::BodyReader;
 
 /// What a write encrypts with: the envelope to store, and the cipher of its data key.
@@ -258,12 +259,26 @@ impl OpenObject {
             let (from, to) = (offset.max(plain_start), end.min(plain_start + plain));
             if from < to {
                 let r = sealed_range(plain, from - plain_start, to - from);
-                let sealed = self.stream_shared(sealed_start + r.sealed_offset, r.sealed_len);
-                let window = Window { skip: r.skip, left: to - from };
+                let mut window = Window { skip: r.skip, left: to - from };
+                let sealed_end = r.sealed_offset + r.sealed_len;
                 let end_package = r.first_package + r.sealed_len.div_ceil(SEALED_PACKAGE_SIZE as u64);
-                let opener = cipher.opener(segment, r.first_package, package_count(plain));
-                if !open_stream(sealed, opener, end_package, window, tx).await? {
-                    return Ok(());
+                // The tags check every byte, so the shards are first read without their hashes;
+                // from a package that does not open, they are read again checked, which finds
+                // and skips a rotten shard (and queues its healing) as any read does.
+                let (mut first, mut check) = (r.first_package, Check::Tags);
+                loop {
+                    let from_sealed = first * SEALED_PACKAGE_SIZE as u64;
+                    let sealed =
+                        self.stream_shared(sealed_start + from_sealed, sealed_end - from_sealed, check);
+                    let opener = cipher.opener(segment, first, package_count(plain));
+                    match open_stream(sealed, opener, end_package, &mut window, tx).await? {
+                        Opened::All => break,
+                        Opened::ClientGone => return Ok(()),
+                        Opened::Failed { package, .. } if check == Check::Tags && package < end_package => {
+                            (first, check) = (package, Check::Hashes);
+                        }
+                        Opened::Failed { error, .. } => return Err(damaged(&error.to_string())),
+                    }
                 }
             }
             plain_start += plain;
@@ -291,25 +306,44 @@ impl Window {
     }
 }
 
-/// Opens a stream of sealed bytes and sends its window of plaintext; `false` when the client
-/// went away.
+/// How far [`open_stream`] got.
+enum Opened {
+    /// Every package of the stream opened and its plaintext was sent.
+    All,
+    /// The client went away.
+    ClientGone,
+    /// `package` did not open; the plaintext of every package before it was sent.
+    Failed { package: u64, error: CryptoError },
+}
+
+/// Opens a stream of sealed bytes and sends its window of plaintext.
 async fn open_stream(
     mut sealed: ObjectStream,
     mut opener: strata_crypto::package::Opener,
     end_package: u64,
-    mut window: Window,
+    window: &mut Window,
     tx: &mpsc::Sender<Result<Bytes, ObjectError>>,
-) -> Result<bool, ObjectError> {
-    let fail = |e: strata_crypto::CryptoError| damaged(&e.to_string());
+) -> Result<Opened, ObjectError> {
     let mut out = Vec::new();
     while let Some(chunk) = sealed.recv().await {
-        opener.update(&chunk?, &mut out).map_err(fail)?;
-        if !send_plain(&mut window, &mut out, tx).await {
-            return Ok(false);
+        let opened = opener.update(&chunk?, &mut out);
+        if !send_plain(window, &mut out, tx).await {
+            return Ok(Opened::ClientGone);
+        }
+        if let Err(error) = opened {
+            return Ok(Opened::Failed { package: opener.next_package(), error });
         }
     }
-    opener.finish(end_package, &mut out).map_err(fail)?;
-    Ok(send_plain(&mut window, &mut out, tx).await)
+    // `finish` opens a short last package still being gathered: the next one.
+    let package = opener.next_package();
+    let opened = opener.finish(end_package, &mut out);
+    if !send_plain(window, &mut out, tx).await {
+        return Ok(Opened::ClientGone);
+    }
+    Ok(match opened {
+        Ok(()) => Opened::All,
+        Err(error) => Opened::Failed { package, error },
+    })
 }
 
 /// Sends the window's share of the opened pieces in `out` (emptied); `false` when the client

@@ -397,3 +397,103 @@ async fn sealed_objects_are_stored_in_blocks_of_whole_packages() {
     let two_down = layer(&drives, &[0, 1]).await;
     assert_eq!(read_plain(&two_down, "m", 70, 0, whole.len() as u64).await, whole);
 }
+
+/// The plaintext a decrypting read sends before it ends, and how it ended.
+async fn read_plain_until(
+    l: &ObjectLayer,
+    key: &str,
+    seed: u8,
+    offset: u64,
+    len: u64,
+) -> (Vec<u8>, Result<(), ObjectError>) {
+    let open = l.open_object("b", key, true).await.expect("open");
+    let mut rx = open.stream_decrypted(cipher(seed), offset, len);
+    let mut out = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        match chunk {
+            Ok(c) => out.extend_from_slice(&c),
+            Err(e) => return (out, Err(e)),
+        }
+    }
+    (out, Ok(()))
+}
+
+/// Changes every frame of every shard file on drive `name`: `damage` gets each frame's bytes
+/// (the 32-byte hash, then the shard bytes).
+fn damage_frames(root: &Path, name: &str, frame_size: usize, damage: impl Fn(&mut [u8])) {
+    for entry in walk(&root.join(name).join(".strata.sys/data")) {
+        let mut bytes = std::fs::read(&entry).expect("read shard");
+        for frame in bytes.chunks_mut(frame_size) {
+            damage(frame);
+        }
+        std::fs::write(&entry, bytes).expect("write shard");
+    }
+}
+
+/// A decrypting read trusts the packages' tags, not the frames' hashes: frames whose hashes are
+/// damaged but whose bytes are intact read (where a plain object's do not), and rotten bytes
+/// make a package fail to open, from which the read goes on with the hashes checked: it skips
+/// the rotten shards (queueing a heal) and sends exact plaintext, or, with more rot than parity,
+/// ends with an error after a correct prefix, never a wrong byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sealed_reads_trust_the_tags_and_check_the_hashes_only_after_a_failed_package() {
+    let mib = 1usize << 20;
+    let size = 3 * mib + 12345;
+    let plain = pattern(size, 80);
+    let frame_size = 32 + SEALED_BLOCK_SIZE / 2;
+    async fn put(l: &ObjectLayer, key: &str, data: &Bytes, sealed: bool) {
+        let opts = PutOptions { sse: sealed.then(|| sealing(80)), ..Default::default() };
+        l.put_object("b", key, &mut body(data), opts).await.expect("put");
+    }
+
+    // Hashes damaged, bytes intact, on the two drives left when the other two are offline.
+    for sealed in [true, false] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let drives = open_drives(dir.path(), 4).await;
+        let l = layer(&drives, &[]).await;
+        l.make_bucket("b").await.expect("bucket");
+        put(&l, "k", &plain, sealed).await;
+        let frame = if sealed { frame_size } else { 32 + (1 << 20) / 2 };
+        for name in ["d0", "d1"] {
+            damage_frames(dir.path(), name, frame, |f| f[3] ^= 0x40);
+        }
+        let two_down = layer(&drives, &[2, 3]).await;
+        if sealed {
+            assert_eq!(
+                read_plain(&two_down, "k", 80, 0, size as u64).await,
+                plain,
+                "tags checked, not hashes"
+            );
+            assert_eq!(two_down.healer().queue_length(), 0, "nothing noticed");
+        } else {
+            let res = read_all(&two_down, "k", 0, size as u64).await;
+            assert!(matches!(res, Err(ObjectError::ReadQuorum { .. })), "plain reads check hashes: {res:?}");
+        }
+    }
+
+    // Rotten bytes (hashes intact) on two drives: exact plaintext, whole and by range, and the
+    // object is queued for healing.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let drives = open_drives(dir.path(), 4).await;
+    let l = layer(&drives, &[]).await;
+    l.make_bucket("b").await.expect("bucket");
+    put(&l, "k", &plain, true).await;
+    for name in ["d0", "d2"] {
+        damage_frames(dir.path(), name, frame_size, |f| {
+            let i = f.len() / 2;
+            f[i] ^= 0x08;
+        });
+    }
+    assert_eq!(l.healer().queue_length(), 0);
+    assert_eq!(read_plain(&l, "k", 80, 0, size as u64).await, plain);
+    assert_eq!(l.healer().queue_length(), 1, "the rot was noticed");
+    for (off, len) in [(0, 1), (mib - 5, 10), (size / 3, size / 2), (size - 7, 7)] {
+        let got = read_plain(&l, "k", 80, off as u64, len as u64).await;
+        assert_eq!(got, &plain[off..off + len], "range {off}+{len}");
+    }
+    // A third rotten drive is more than parity: a correct prefix, then an error.
+    damage_frames(dir.path(), "d1", frame_size, |f| f[40] ^= 1);
+    let (sent, end) = read_plain_until(&l, "k", 80, 0, size as u64).await;
+    assert!(matches!(end, Err(ObjectError::ReadQuorum { .. })), "{end:?}");
+    assert_eq!(sent, &plain[..sent.len()], "only authenticated bytes are sent");
+}
