@@ -167,7 +167,8 @@ impl BodyReader for RequestBody {
 pub enum ResponseBody {
     Empty,
     Full(Option<Bytes>),
-    Stream(ObjectStream),
+    /// An object stream, and its first chunk when it was taken before the headers.
+    Stream(Option<Bytes>, ObjectStream),
     /// A body and the admission of its request, given back when the body is dropped (sent in
     /// full, or the client went away).
     Admitted(Box<ResponseBody>, crate::budget::Admission),
@@ -186,9 +187,11 @@ impl Body for ResponseBody {
         match self.get_mut() {
             ResponseBody::Empty => Poll::Ready(None),
             ResponseBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
-            ResponseBody::Stream(rx) | ResponseBody::Listen(rx, _) => {
-                rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data)))
-            }
+            ResponseBody::Stream(first, rx) => match first.take() {
+                Some(chunk) => Poll::Ready(Some(Ok(Frame::data(chunk)))),
+                None => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+            },
+            ResponseBody::Listen(rx, _) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
             ResponseBody::Admitted(body, _) => Pin::new(body.as_mut()).poll_frame(cx),
         }
     }
@@ -197,7 +200,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Empty => true,
             ResponseBody::Full(b) => b.is_none(),
-            ResponseBody::Stream(_) | ResponseBody::Listen(..) => false,
+            ResponseBody::Stream(..) | ResponseBody::Listen(..) => false,
             ResponseBody::Admitted(body, _) => body.is_end_stream(),
         }
     }
@@ -206,7 +209,7 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Empty => SizeHint::with_exact(0),
             ResponseBody::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
-            ResponseBody::Stream(_) | ResponseBody::Listen(..) => SizeHint::default(),
+            ResponseBody::Stream(..) | ResponseBody::Listen(..) => SizeHint::default(),
             ResponseBody::Admitted(body, _) => body.size_hint(),
         }
     }

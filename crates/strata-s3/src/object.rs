@@ -475,10 +475,20 @@ pub async fn get_object(
         let buffers =
             if info.size > INLINE_SIZE_MAX { len.saturating_add(2 * BLOCK_SIZE as u64) } else { len };
         req.admission.reserve(buffers.min(REQUEST_MEMORY_STREAM))?;
-        reply.body = ResponseBody::Stream(match cipher {
+        let mut stream = match cipher {
             Some(cipher) => open.stream_decrypted(cipher, offset, len),
             None => open.stream(offset, len),
-        });
+        };
+        // The first chunk before the status line: a GET whose first block cannot be read (too
+        // few good shards, a package that does not open) is answered with its S3 error, which
+        // clients retry, rather than a 200 whose body breaks off. Later blocks still can only
+        // cut the body short.
+        let first = match stream.recv().await {
+            Some(Ok(chunk)) => Some(chunk),
+            Some(Err(e)) => return Err(e.into()),
+            None => None,
+        };
+        reply.body = ResponseBody::Stream(first, stream);
     }
     Ok(reply)
 }
