@@ -2,6 +2,7 @@
 
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -44,9 +45,25 @@ SECRET_KEY = "e2e-secret-key"
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, below the kernel's range of ephemeral ports: a port from that
+    range can be taken meanwhile by an outgoing connection's own end, and a node that keeps
+    connecting to a peer not yet listening there can even connect to itself (TCP self-connect),
+    holding the peer's port so that it cannot start."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    for _ in range(1000):
+        port = random.randint(10000, max(10001, low - 1))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def remove_drive(path):

@@ -435,10 +435,10 @@ impl NodeClient {
 
     /// Marks the node offline and starts probing it in the background until it answers.
     pub fn mark_offline(self: &Arc<Self>, why: &str) {
-        if self.online.swap(false, Ordering::Relaxed) {
+        if self.online.swap(false, Ordering::SeqCst) {
             tracing::warn!(node = %self.name, reason = why, "node is offline; retrying in the background");
         }
-        if self.probing.swap(true, Ordering::Relaxed) {
+        if self.probing.swap(true, Ordering::SeqCst) {
             return;
         }
         let this = self.clone();
@@ -446,8 +446,11 @@ impl NodeClient {
             loop {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 if this.probe().await {
-                    this.online.store(true, Ordering::Relaxed);
-                    this.probing.store(false, Ordering::Relaxed);
+                    // Probing ends before the node counts as online: a call that fails in
+                    // between then starts a new probe. (The other order left a node marked
+                    // offline in that gap with no probe to bring it back.)
+                    this.probing.store(false, Ordering::SeqCst);
+                    this.online.store(true, Ordering::SeqCst);
                     tracing::info!(node = %this.name, "node is back online");
                     if let Some(f) = this.on_return.get() {
                         f(&this.name);
