@@ -340,60 +340,48 @@ impl Opener {
         let packages = sealed.len() / SEALED_PACKAGE_SIZE;
         // A reused buffer: decrypting writes all of it, so it need not be zeroed (nor faulted in).
         let mut plain = strata_types::buffers::take(packages * PACKAGE_SIZE);
-        let mut result = Ok(());
-        let mut opened = 0;
-        for (package, into) in sealed.chunks(SEALED_PACKAGE_SIZE).zip(plain.chunks_mut(PACKAGE_SIZE)) {
-            result = self.open_next(|c, segment, index, last| {
-                c.open_package_into(segment, index, last, package, into)
-            });
-            if result.is_err() {
-                break;
-            }
-            opened += 1;
-        }
-        // Only whole packages before the one that failed: none of them was the last, so each
-        // is a full package of plaintext.
-        plain.truncate(opened * PACKAGE_SIZE);
+        let first = self.index;
+        let result = sealed.chunks(SEALED_PACKAGE_SIZE).zip(plain.chunks_mut(PACKAGE_SIZE)).try_for_each(
+            |(package, into)| {
+                let (index, last) = self.next()?;
+                self.cipher.open_package_into(self.segment, index, last, package, into)?;
+                self.index += 1;
+                Ok(())
+            },
+        );
+        // Only the packages before one that failed, none of them the last: each a full package.
+        plain.truncate((self.index - first) as usize * PACKAGE_SIZE);
         if !plain.is_empty() {
             out.push(strata_types::buffers::into_bytes(plain));
         }
         result
     }
 
-    /// Opens the next package with `open` (given the cipher, segment, index and whether it is
-    /// the segment's last) and moves past it if it opened.
-    fn open_next(
-        &mut self,
-        open: impl FnOnce(&ObjectCipher, u32, u64, bool) -> Result<(), CryptoError>,
-    ) -> Result<(), CryptoError> {
+    /// The next package's index and whether it is the segment's last; past the last,
+    /// [`CryptoError::Truncated`].
+    fn next(&self) -> Result<(u64, bool), CryptoError> {
         if self.index >= self.package_count {
             return Err(CryptoError::Truncated);
         }
-        let last = self.index + 1 == self.package_count;
-        open(&self.cipher, self.segment, self.index, last)?;
-        self.index += 1;
-        Ok(())
+        Ok((self.index, self.index + 1 == self.package_count))
     }
 
     /// Opens `run` (whole packages; the segment's last may be short) package by package in
     /// place and appends each one's plaintext to `out`.
     fn open_run(&mut self, mut run: Vec<u8>, out: &mut Vec<Bytes>) -> Result<(), CryptoError> {
-        let mut plain = Vec::with_capacity(run.len().div_ceil(SEALED_PACKAGE_SIZE));
-        let mut result = Ok(());
-        for (i, package) in run.chunks_mut(SEALED_PACKAGE_SIZE).enumerate() {
-            let mut len = 0;
-            result = self.open_next(|c, segment, index, last| {
-                len = c.open_package(segment, index, last, package)?.len();
-                Ok(())
-            });
-            if result.is_err() {
-                break;
-            }
-            let start = i * SEALED_PACKAGE_SIZE;
-            plain.push(start..start + len);
-        }
+        let mut lens = Vec::with_capacity(run.len().div_ceil(SEALED_PACKAGE_SIZE));
+        let result = run.chunks_mut(SEALED_PACKAGE_SIZE).try_for_each(|package| {
+            let (index, last) = self.next()?;
+            lens.push(self.cipher.open_package(self.segment, index, last, package)?.len());
+            self.index += 1;
+            Ok(())
+        });
         let run = Bytes::from(run);
-        out.extend(plain.into_iter().filter(|r| !r.is_empty()).map(|r| run.slice(r)));
+        let pieces = lens
+            .into_iter()
+            .enumerate()
+            .map(|(i, len)| i * SEALED_PACKAGE_SIZE..i * SEALED_PACKAGE_SIZE + len);
+        out.extend(pieces.filter(|r| !r.is_empty()).map(|r| run.slice(r)));
         result
     }
 
