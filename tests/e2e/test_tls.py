@@ -2,9 +2,13 @@
 
 import http.client
 import os
+import socket
 import ssl
 import subprocess
+import threading
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -58,3 +62,68 @@ def test_bench_and_admin_over_tls(tls_server, certs):
     out = strata(tls_server, "admin", "speedtest", "--tls", "--insecure", "--size", "1MiB", "--concurrent", "2",
                  "--duration", "500ms", "--json")
     assert out.returncode == 0, out.stderr
+
+
+def _read_response(conn, pace):
+    """Status, headers and body of one HTTP/1.1 response read from `conn` 4 KiB at a time, pausing
+    `pace` seconds after every 64 KiB (a client slower than the server)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = conn.recv(4096)
+        assert chunk, "connection closed inside the response head"
+        buf += chunk
+    head, body = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:])}
+    length, since_pause = int(headers["content-length"]), 0
+    parts = [body]
+    received = len(body)
+    while received < length:
+        chunk = conn.recv(min(4096, length - received))
+        assert chunk, f"connection closed after {received} of {length} body bytes"
+        parts.append(chunk)
+        received += len(chunk)
+        since_pause += len(chunk)
+        if since_pause >= 64 * 1024:
+            since_pause = 0
+            time.sleep(pace)
+    return int(lines[0].split()[1]), headers, b"".join(parts)
+
+
+def test_slow_readers_over_tls_get_every_byte(tls_server, certs):
+    """Bodies larger than the TLS send buffer, read by clients with small socket buffers that stop
+    and start, arrive whole and in order, on kept-alive connections, beside each other."""
+    s3 = tls_server.client()
+    s3.create_bucket(Bucket="slow")
+    data = os.urandom(5 * 1024 * 1024 + 12345)
+    s3.put_object(Bucket="slow", Key="k", Body=data)
+    ctx = ssl.create_default_context(cafile=str(certs / "public.crt"))
+    errors = []
+
+    def reader(pace):
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+            sock.settimeout(30)
+            sock.connect(("127.0.0.1", tls_server.port))
+            with ctx.wrap_socket(sock, server_hostname="127.0.0.1") as conn:
+                for rng in (None, "bytes=1048000-4300000", None):
+                    params = {"Bucket": "slow", "Key": "k"} | ({"Range": rng} if rng else {})
+                    url = urllib.parse.urlsplit(s3.generate_presigned_url("get_object", Params=params))
+                    extra = f"Range: {rng}\r\n" if rng else ""
+                    conn.sendall(f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\n{extra}\r\n".encode())
+                    status, _, body = _read_response(conn, pace)
+                    if rng:
+                        assert status == 206 and body == data[1048000:4300001], (status, len(body))
+                    else:
+                        assert status == 200 and body == data, (status, len(body))
+        except Exception as e:  # noqa: BLE001 - reported by the test thread
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=reader, args=(pace,)) for pace in (0.02, 0.005, 0.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads), "a reader hung"
+    assert errors == []

@@ -165,10 +165,14 @@ pub const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_se
 pub const REQUEST_HEADERS_MAX: usize = 100;
 
 /// Ciphertext a TLS connection may hold before it writes to the socket (rustls' default is
-/// 64 KiB): a GET of 1 MiB leaves in four writes instead of sixteen. The buffer fills only while
-/// a client reads slower than the server sends, so the worst case is this much per open
-/// connection ([`CONNECTIONS_MAX`]).
-pub const TLS_SEND_BUFFER: usize = 256 * 1024;
+/// 64 KiB): room for a whole block of a response body and its headers, so a block is sealed
+/// into records in one pass and leaves in one `writev` (rustls writes up to 64 records, 1 MiB,
+/// per call). With server and client pinned to a core each, a TLS GET of 1 MiB objects costs the
+/// server ~0.83 ms of CPU per MiB with this buffer against ~0.99 with 256 KiB
+/// (`docs/bench/2026-11-26-tls.md`). The buffer fills only while a client reads slower than the
+/// server sends, so the worst case is this much per open connection ([`CONNECTIONS_MAX`]), of the
+/// order of the kernel's own send buffer for such a connection.
+pub const TLS_SEND_BUFFER: usize = BLOCK_SIZE + 64 * 1024;
 
 /// Share of the memory ceiling (`STRATA_MEMORY_MAX`) used when it is not set: of the smaller of
 /// the machine's RAM and the cgroup's `memory.max`.

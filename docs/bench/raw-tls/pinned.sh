@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# warp GET 1 MiB (16 concurrent, 200 objects) over plain HTTP and over TLS with the server pinned
+# to CPU 0 and warp to CPU 1, so each side's cost shows apart: MiB/s, and per MiB the server's
+# CPU (ms), system calls and context switches (perf stat on the server for 8 s in the middle of
+# a 20 s run). ROUNDS alternations.
+# usage: BIN=target/release/strata ROUNDS=2 docs/bench/raw-tls/pinned.sh
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+bin=${BIN:-target/release/strata}
+warp=$(scripts/install-warp.sh)
+data=$(mktemp -d /tmp/warp-pin.XXXX)
+mkdir -p "$data/certs"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
+    -addext subjectAltName=IP:127.0.0.1 -keyout "$data/certs/private.key" -out "$data/certs/public.crt" 2>/dev/null
+export STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret
+hp=$((20000 + RANDOM % 10000)); tp=$((hp + 1))
+taskset -c 0 "$bin" server --address "127.0.0.1:$hp" "$data/h{1...4}" > "$data/http.log" 2>&1 & h=$!
+taskset -c 0 "$bin" server --address "127.0.0.1:$tp" --certs-dir "$data/certs" "$data/t{1...4}" > "$data/tls.log" 2>&1 & t=$!
+trap 'kill $h $t 2>/dev/null; wait $h $t 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$hp/health/ready" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do curl -ksf "https://127.0.0.1:$tp/health/ready" >/dev/null && break; sleep 0.1; done
+measure() { # name port server-pid flags...
+    local name=$1 port=$2 spid=$3; shift 3
+    (cd "$data" && exec taskset -c 1 "$warp" get --host "127.0.0.1:$port" --access-key benchadmin \
+        --secret-key benchadmin-secret --obj.size 1MiB --objects 200 --concurrent 16 --duration 20s \
+        --noclear --quiet "$@" > "$data/$name.out" 2>&1) &
+    local w=$!
+    sleep 10
+    perf stat -e task-clock,context-switches,raw_syscalls:sys_enter -p "$spid" -o "$data/$name-server.txt" -- sleep 8 >/dev/null 2>&1
+    wait $w
+    local rate
+    rate=$(grep -oE 'Average: [0-9.]+' "$data/$name.out" | head -1 | awk '{print $2}')
+    python3 - "$name" "$rate" "$data/$name-server.txt" <<'PY'
+import re, sys
+name, rate, path = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+v = {}
+for line in open(path):
+    m = re.match(r'\s*([\d,.]+)\s+(?:msec\s+)?(\S+)', line)
+    if m:
+        v[m.group(2)] = float(m.group(1).replace(',', ''))
+mib = rate * 8
+print(f"{name}: {rate:7.1f} MiB/s  server {v['task-clock']/mib:.3f} ms CPU/MiB  "
+      f"{v['raw_syscalls:sys_enter']/mib:.1f} syscalls/MiB  {v['context-switches']/mib:.2f} switches/MiB")
+PY
+}
+for r in $(seq "${ROUNDS:-2}"); do
+    if [ -n "${TLS_ONLY:-}" ]; then measure "tls-$r" $tp $t --tls --insecure; continue; fi
+    if [ $((r % 2)) = 1 ]; then measure "http-$r" $hp $h; measure "tls-$r" $tp $t --tls --insecure
+    else measure "tls-$r" $tp $t --tls --insecure; measure "http-$r" $hp $h; fi
+done
