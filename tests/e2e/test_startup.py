@@ -139,6 +139,7 @@ def test_second_server_on_the_same_drives_is_refused_and_changes_nothing():
         assert "cannot listen" in err, err
         # Same drives, another port: every drive is in use.
         other = Server(drive_count=4)
+        other.dir.rmdir()  # its own folder, unused: it runs on the first server's drives
         other.drives, other.dir = srv.drives, srv.dir
         err = run_and_fail(other)
         assert "in use by another process" in err, err
