@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GET 1 MiB on one fresh server, plain or encrypted; optionally perf stat / perf record on it.
 # usage: BIN=path/to/strata docs/bench/raw-sse-blocks/ab-get.sh plain|s3|kms SECONDS [stat|perf]
-# (SIZE=bytes changes the object size, OBJECTS the object count; outputs go to /tmp/prof)
+# (SIZE=bytes changes the object size, OBJECTS the object count, OP=put measures PUTs instead;
+# outputs go to /tmp/prof)
 set -euo pipefail
 mkdir -p /tmp/prof
 cd "$(dirname "$0")/../../.."
@@ -25,5 +26,8 @@ if [ "${3:-}" = perf ]; then
   ( sleep 4; perf record -F 999 -g -p $pid -o /tmp/prof/perf-$kind.data -- sleep 8 >/dev/null 2>&1 ) &
   perfpid=$!
 fi
-$bin bench get --host "127.0.0.1:$port" --access-key benchadmin --secret-key benchadmin-secret --concurrent 16 --server-pid $pid --bucket b$kind --obj.size ${SIZE:-1MiB} --objects ${OBJECTS:-200} --duration $dur $sse 2>/dev/null | grep -E "MiB/s|CPU"
+op=${OP:-get}
+objects=$([ "$op" = get ] && echo "--objects ${OBJECTS:-200}" || true)
+# shellcheck disable=SC2086
+$bin bench $op --host "127.0.0.1:$port" --access-key benchadmin --secret-key benchadmin-secret --concurrent 16 --server-pid $pid --bucket b$kind --obj.size ${SIZE:-1MiB} $objects --duration $dur $sse 2>/dev/null | grep -E "MiB/s|CPU"
 [ -n "$perfpid" ] && wait $perfpid || true

@@ -6,19 +6,7 @@
 # usage: BIN=target/release/strata ROUNDS=2 docs/bench/raw-tls/pinned.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-bin=${BIN:-target/release/strata}
-warp=$(scripts/install-warp.sh)
-data=$(mktemp -d /tmp/warp-pin.XXXX)
-mkdir -p "$data/certs"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=127.0.0.1 \
-    -addext subjectAltName=IP:127.0.0.1 -keyout "$data/certs/private.key" -out "$data/certs/public.crt" 2>/dev/null
-export STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret
-hp=$((20000 + RANDOM % 10000)); tp=$((hp + 1))
-taskset -c 0 "$bin" server --address "127.0.0.1:$hp" "$data/h{1...4}" > "$data/http.log" 2>&1 & h=$!
-taskset -c 0 "$bin" server --address "127.0.0.1:$tp" --certs-dir "$data/certs" "$data/t{1...4}" > "$data/tls.log" 2>&1 & t=$!
-trap 'kill $h $t 2>/dev/null; wait $h $t 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$hp/health/ready" >/dev/null && break; sleep 0.1; done
-for _ in $(seq 100); do curl -ksf "https://127.0.0.1:$tp/health/ready" >/dev/null && break; sleep 0.1; done
+PIN="taskset -c 0" source docs/bench/raw-tls/servers.sh
 measure() { # name port server-pid flags...
     local name=$1 port=$2 spid=$3; shift 3
     (cd "$data" && exec taskset -c 1 "$warp" get --host "127.0.0.1:$port" --access-key benchadmin \
