@@ -502,16 +502,40 @@ def test_restart_and_a_lost_drive_healed_without_keys(kms_server):
             d.with_name(d.name + ".away").rename(d)
 
 
+def data_drives(server, s3, bucket, key):
+    """The drives that hold the data shards of `bucket/key` in EC 2+2 (placement follows the name
+    alone), found with a plain object of that name whose shards are recognised on the drives, then
+    deleted again."""
+    before = {d: set(data_files(d)) for d in server.drives}
+    probe = os.urandom(256 * 1024)
+    s3.put_object(Bucket=bucket, Key=key, Body=probe)
+    halves = (probe[:128 * 1024], probe[128 * 1024:])
+    files = [d / n for d in server.drives for n in set(data_files(d)) - before[d]]
+    held = [p.parents[3] for p in files if p.read_bytes()[32:] in halves]
+    assert len(files) == 4 and len(held) == 2, (files, held)
+    s3.delete_object(Bucket=bucket, Key=key)
+    wait_for(lambda: not any(p.exists() for p in files), what="the probe's shard files to go")
+    return held
+
+
 def test_tampered_ciphertext_is_read_around_healed_and_never_returned(kms_server):
     """Rotten sealed bytes on drives: a GET finds the package that does not open, reads on from
     there with every shard's hash checked (exact plaintext from the good shards) and the rotten
     shards are rewritten; with more rot than parity a GET fails and never sends a wrong byte."""
     s3 = kms_server.client()
     s3.create_bucket(Bucket="rot")
-    objects = {"s3": data(3 * MiB + 17, 60), "kms": data(MiB + 1, 61), "mp": data(5 * MiB, 62) + data(MiB, 63)}
-    s3.put_object(Bucket="rot", Key="s3", Body=objects["s3"], ServerSideEncryption="AES256")
-    s3.put_object(Bucket="rot", Key="kms", Body=objects["kms"], ServerSideEncryption="aws:kms")
-    multipart(s3, "rot", "mp", [data(5 * MiB, 62), data(MiB, 63)], create={"ServerSideEncryption": "AES256"})
+    # Reads open data shards only, and drives 1 and 2 rot below: each name is one that puts a data
+    # shard there (placement follows the name; four in one do not), so every read meets rot.
+    rotten = set(kms_server.drives[1:3])
+    s3_key, kms_key, mp_key = (
+        next(k for k in (f"{kind}-{i}" for i in range(40)) if rotten & set(data_drives(kms_server, s3, "rot", k)))
+        for kind in ("s3", "kms", "mp")
+    )
+    objects = {s3_key: data(3 * MiB + 17, 60), kms_key: data(MiB + 1, 61), mp_key: data(5 * MiB, 62) + data(MiB, 63)}
+    s3.put_object(Bucket="rot", Key=s3_key, Body=objects[s3_key], ServerSideEncryption="AES256")
+    s3.put_object(Bucket="rot", Key=kms_key, Body=objects[kms_key], ServerSideEncryption="aws:kms")
+    multipart(s3, "rot", mp_key, [data(5 * MiB, 62), data(MiB, 63)], create={"ServerSideEncryption": "AES256"})
+    healed_before = heal_status(kms_server)["queue_healed"]
 
     def rot(drive, step):
         for p in data_files(drive).values():
@@ -528,8 +552,9 @@ def test_tampered_ciphertext_is_read_around_healed_and_never_returned(kms_server
         got = s3.get_object(Bucket="rot", Key=k, Range="bytes=70000-170099")["Body"].read()
         assert got == v[70000:170100], k
     wait_for(lambda: heal_status(kms_server)["queue_length"] == 0, what="the heal queue to drain")
+    assert heal_status(kms_server)["queue_healed"] - healed_before >= len(objects), "every read found rot"
     restored = [(d, n) for (d, n), b in good.items() if (d / n).read_bytes() == b]
-    assert restored, "the shards the reads found rotten are rewritten"
+    assert len(restored) == len(good), "the shards the reads found rotten are rewritten"
     for k, v in objects.items():
         assert s3.get_object(Bucket="rot", Key=k)["Body"].read() == v, k
     # Rot in every frame on three of four drives is more than parity (2): a GET sends the bytes

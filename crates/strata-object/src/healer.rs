@@ -490,13 +490,15 @@ impl ObjectLayer {
             let layer = self.clone();
             tokio::spawn(async move {
                 while let Some((bucket, key)) = rx.recv().await {
-                    if let Ok(mut q) = layer.healer.queued.lock() {
-                        q.remove(&(bucket.clone(), key.clone()));
-                    }
                     // Deep: something was found wrong with this object, so every frame is checked.
                     let began = std::time::Instant::now();
                     let r = layer.heal_object(&bucket, &key, true).await;
                     let spent = began.elapsed();
+                    // Counted as queued until healed, so an idle status means nothing is left to do;
+                    // a read that finds it damaged meanwhile adds nothing (this deep heal covers it).
+                    if let Ok(mut q) = layer.healer.queued.lock() {
+                        q.remove(&(bucket.clone(), key.clone()));
+                    }
                     let (_, failed) = layer.healer.account(&r);
                     if let Err(e) = &r {
                         tracing::warn!(%bucket, %key, error = %e, "queued heal failed");
