@@ -177,8 +177,9 @@ impl ObjectCipher {
         [&[METADATA_FORMAT][..], &self.object_id, label].concat()
     }
 
-    /// Appends package `index` of `segment` (plaintext `plain`, at most a package) to `out`.
-    pub fn seal_package(&self, segment: u32, index: u64, last: bool, plain: &[u8], out: &mut Vec<u8>) {
+    /// Appends package `index` of `segment` (plaintext `plain`, at most a package) to `out`:
+    /// the plaintext is copied there once and sealed where it lies.
+    pub fn seal_package(&self, segment: u32, index: u64, last: bool, plain: &[u8], out: &mut impl SealedOut) {
         assert!(plain.len() <= PACKAGE_SIZE, "a package holds at most PACKAGE_SIZE bytes");
         let (nonce, aad) = self.nonce_aad(segment, index, last);
         let start = out.len();
@@ -272,7 +273,7 @@ pub struct Sealer {
 
 impl Sealer {
     /// Takes more plaintext; appends the packages now known not to be the last to `out`.
-    pub fn update(&mut self, mut plain: &[u8], out: &mut Vec<u8>) {
+    pub fn update(&mut self, mut plain: &[u8], out: &mut impl SealedOut) {
         while !plain.is_empty() {
             if self.pending.len() == PACKAGE_SIZE {
                 self.cipher.seal_package(self.segment, self.index, false, &self.pending, out);
@@ -293,8 +294,32 @@ impl Sealer {
     }
 
     /// Seals the last package (possibly empty) into `out`.
-    pub fn finish(self, out: &mut Vec<u8>) {
+    pub fn finish(self, out: &mut impl SealedOut) {
         self.cipher.seal_package(self.segment, self.index, true, &self.pending, out);
+    }
+
+    /// Plaintext bytes taken but not sealed yet (at most a package). Feeding `n` more seals
+    /// `(pending + n - 1) / PACKAGE_SIZE` packages: a full one only once a byte follows it.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+/// A buffer sealed packages are appended to: a `Vec<u8>`, or the `BytesMut` of an erasure block
+/// being filled (so a PUT seals its data where it will be encoded from).
+pub trait SealedOut: std::ops::DerefMut<Target = [u8]> {
+    fn extend_from_slice(&mut self, bytes: &[u8]);
+}
+
+impl SealedOut for Vec<u8> {
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        Vec::extend_from_slice(self, bytes);
+    }
+}
+
+impl SealedOut for bytes::BytesMut {
+    fn extend_from_slice(&mut self, bytes: &[u8]) {
+        bytes::BytesMut::extend_from_slice(self, bytes);
     }
 }
 

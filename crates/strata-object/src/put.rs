@@ -43,6 +43,33 @@ pub trait BodyReader: Send {
     fn tags_md5(&self) -> Option<[u8; 16]> {
         None
     }
+    /// Appends the body's next bytes to `block` until it holds `block_size` bytes (`Ok(true)`)
+    /// or the body has ended (`Ok(false)`); `rest` carries a chunk's bytes past the block to
+    /// the next call. A sealing body seals straight into `block` instead (and keeps its own rest).
+    async fn fill_block(
+        &mut self,
+        block: &mut BytesMut,
+        block_size: usize,
+        rest: &mut Option<Bytes>,
+    ) -> Result<bool, BodyError> {
+        while block.len() < block_size {
+            let chunk = match rest.take() {
+                Some(c) => c,
+                None => match self.next_chunk().await? {
+                    Some(c) => c,
+                    None => return Ok(false),
+                },
+            };
+            let room = block_size - block.len();
+            if chunk.len() > room {
+                block.extend_from_slice(&chunk[..room]);
+                *rest = Some(chunk.slice(room..));
+            } else {
+                block.extend_from_slice(&chunk);
+            }
+        }
+        Ok(true)
+    }
 }
 
 /// What the client asked to store with the object.
@@ -151,25 +178,8 @@ impl<'a> BlockReader<'a> {
 impl BlockReader<'_> {
     pub(crate) async fn next_block(&mut self) -> Result<BytesMut, ObjectError> {
         let mut block = BytesMut::with_capacity(self.capacity);
-        while block.len() < self.block_size {
-            let chunk = match self.pending.take() {
-                Some(c) => c,
-                None if self.eof => break,
-                None => match self.body.next_chunk().await? {
-                    Some(c) => c,
-                    None => {
-                        self.eof = true;
-                        break;
-                    }
-                },
-            };
-            let room = self.block_size - block.len();
-            if chunk.len() > room {
-                block.extend_from_slice(&chunk[..room]);
-                self.pending = Some(chunk.slice(room..));
-            } else {
-                block.extend_from_slice(&chunk);
-            }
+        if !self.eof {
+            self.eof = !self.body.fill_block(&mut block, self.block_size, &mut self.pending).await?;
         }
         self.total += block.len() as u64;
         if self.total > PUT_OBJECT_SIZE_MAX {

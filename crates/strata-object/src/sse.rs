@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use md5::{Digest, Md5};
 use strata_crypto::package::{
-    package_count, plain_size, sealed_range, ObjectCipher, Sealer, SEALED_PACKAGE_SIZE, TAG_SIZE,
+    package_count, plain_size, sealed_range, ObjectCipher, Sealer, PACKAGE_SIZE, SEALED_PACKAGE_SIZE,
+    TAG_SIZE,
 };
 use strata_crypto::CryptoError;
 use strata_meta::SseEnvelope;
@@ -38,6 +39,8 @@ pub struct SsePut {
 pub(crate) struct SealingBody<'a> {
     inner: &'a mut dyn BodyReader,
     sealer: Option<Sealer>,
+    /// Plaintext read from `inner` and not yet sealed: it would seal past the block being filled.
+    rest: Option<Bytes>,
     md5: Option<Md5>,
     plain_md5: Option<[u8; 16]>,
     tags: Md5,
@@ -48,46 +51,70 @@ impl<'a> SealingBody<'a> {
     pub(crate) fn new(inner: &'a mut dyn BodyReader, sse: &SsePut, segment: u32) -> Self {
         let md5 = sse.plain_md5.then(Md5::new);
         let sealer = Some(sse.cipher.sealer(segment));
-        Self { inner, sealer, md5, plain_md5: None, tags: Md5::new(), tags_md5: None }
+        Self { inner, sealer, rest: None, md5, plain_md5: None, tags: Md5::new(), tags_md5: None }
     }
+}
 
-    /// Hashes the tag of every package in `sealed` (whole packages, the last may be short).
-    fn hash_tags(&mut self, sealed: &[u8]) {
-        for package in sealed.chunks(SEALED_PACKAGE_SIZE) {
-            self.tags.update(&package[package.len().saturating_sub(TAG_SIZE)..]);
-        }
+/// Hashes the tag of every package in `sealed` (whole packages, the last may be short).
+fn hash_tags(tags: &mut Md5, sealed: &[u8]) {
+    for package in sealed.chunks(SEALED_PACKAGE_SIZE) {
+        tags.update(&package[package.len().saturating_sub(TAG_SIZE)..]);
     }
 }
 
 #[async_trait]
 impl BodyReader for SealingBody<'_> {
     async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        loop {
-            let Some(sealer) = self.sealer.as_mut() else { return Ok(None) };
-            match self.inner.next_chunk().await? {
-                Some(chunk) => {
-                    if let Some(m) = self.md5.as_mut() {
-                        m.update(&chunk);
+        let mut out = BytesMut::new();
+        self.fill_block(&mut out, crate::put::SEALED_BLOCK_SIZE, &mut None).await?;
+        Ok((!out.is_empty()).then(|| out.freeze()))
+    }
+
+    /// Seals the plaintext straight into `block` (whole packages: `block_size` and what `block`
+    /// holds are multiples of a sealed package), its one copy; the PUT encodes the block where
+    /// it lies. `rest` is unused: plaintext past the block waits in `self.rest`.
+    async fn fill_block(
+        &mut self,
+        block: &mut BytesMut,
+        block_size: usize,
+        _rest: &mut Option<Bytes>,
+    ) -> Result<bool, BodyError> {
+        debug_assert!(block_size.is_multiple_of(SEALED_PACKAGE_SIZE));
+        while block.len() < block_size {
+            let Some(sealer) = self.sealer.as_mut() else { return Ok(false) };
+            let chunk = match self.rest.take() {
+                Some(c) => c,
+                None => match self.inner.next_chunk().await? {
+                    Some(c) => {
+                        if let Some(m) = self.md5.as_mut() {
+                            m.update(&c);
+                        }
+                        c
                     }
-                    let mut out = Vec::with_capacity(chunk.len() + SEALED_PACKAGE_SIZE);
-                    sealer.update(&chunk, &mut out);
-                    if !out.is_empty() {
-                        self.hash_tags(&out);
-                        return Ok(Some(Bytes::from(out)));
+                    None => {
+                        let start = block.len();
+                        if let Some(sealer) = self.sealer.take() {
+                            sealer.finish(block);
+                        }
+                        hash_tags(&mut self.tags, &block[start..]);
+                        self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
+                        self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
+                        return Ok(false);
                     }
-                }
-                None => {
-                    let mut out = Vec::with_capacity(SEALED_PACKAGE_SIZE);
-                    if let Some(sealer) = self.sealer.take() {
-                        sealer.finish(&mut out);
-                    }
-                    self.hash_tags(&out);
-                    self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
-                    self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
-                    return Ok(Some(Bytes::from(out)));
-                }
+                },
+            };
+            // Feed no more than seals the packages the block has room for (the sealer seals a
+            // full package once a byte follows it); the last package, at the end, fits too.
+            let room = (block_size - block.len()) / SEALED_PACKAGE_SIZE;
+            let take = chunk.len().min((room + 1) * PACKAGE_SIZE - sealer.pending());
+            let start = block.len();
+            sealer.update(&chunk[..take], block);
+            hash_tags(&mut self.tags, &block[start..]);
+            if take < chunk.len() {
+                self.rest = Some(chunk.slice(take..));
             }
         }
+        Ok(true)
     }
 
     fn checksums(&self) -> BTreeMap<String, String> {
@@ -436,5 +463,43 @@ mod tests {
         // SSE-S3: the plaintext's MD5, as an unencrypted object's.
         let (_, etag, checked) = seal_all(&plain, &sse(SseKind::S3, true)).await;
         assert_eq!((etag, checked), (Some(plain_md5), Some(plain_md5)));
+    }
+
+    /// A PUT's blocks, sealed in place: every block but the last exactly full, whole packages,
+    /// never reallocated, and together the bytes a sealer makes of the whole plaintext, for
+    /// objects ending at and around every package and block boundary and chunks of any size.
+    #[tokio::test]
+    async fn blocks_are_sealed_in_place_and_equal_the_whole_stream_sealed() {
+        let p = PACKAGE_SIZE;
+        let block_plain = crate::put::SEALED_BLOCK_SIZE / SEALED_PACKAGE_SIZE * p;
+        let sse = sse(SseKind::S3, true);
+        for size in
+            [0, 1, p - 1, p, p + 1, block_plain - 1, block_plain, block_plain + 1, 2 * block_plain + 17]
+        {
+            let plain: Vec<u8> = (0..size as u32).map(|i| (i * 31 + i / 7) as u8).collect();
+            let mut whole = Vec::new();
+            let mut sealer = sse.cipher.sealer(0);
+            sealer.update(&plain, &mut whole);
+            sealer.finish(&mut whole);
+            for step in [1000, 70_001, p, block_plain, block_plain + 1, 3 * block_plain] {
+                let mut body = Chunks(plain.chunks(step).map(Bytes::copy_from_slice).collect());
+                let mut sealing = SealingBody::new(&mut body, &sse, 0);
+                let mut reader = BlockReader::new(&mut sealing, 2, crate::put::SEALED_BLOCK_SIZE);
+                let mut blocks = Vec::new();
+                loop {
+                    let block = reader.next_block().await.expect("reads");
+                    if block.is_empty() {
+                        break;
+                    }
+                    assert_eq!(block.capacity(), crate::put::SEALED_BLOCK_SIZE + 2, "sealed where it lies");
+                    blocks.push(block);
+                }
+                let (last, full) = blocks.split_last().expect("an object has a block");
+                assert!(full.iter().all(|b| b.len() == crate::put::SEALED_BLOCK_SIZE), "{size}/{step}");
+                assert!(!last.is_empty() && last.len() <= crate::put::SEALED_BLOCK_SIZE, "{size}/{step}");
+                assert_eq!(blocks.concat(), whole, "{size} bytes in chunks of {step}");
+                assert_eq!(sealing.plain_md5(), Some(Md5::digest(&plain).into()), "{size}/{step}");
+            }
+        }
     }
 }
