@@ -113,8 +113,9 @@ def test_heal_on_read_rewrites_missing_and_rotten_shards():
         assert (d1 / shard).read_bytes() == original
         status = heal_status(server)
         assert status["queue_failed"] == 0 and status["drives"][str(d1)]["objects"] >= 1, status
-        # The reads that met rot (d2 held a data shard) had it rewritten, byte for byte; rot in
-        # shards no read needed (parity) is left to a deep scan.
+        # Rot the heals met was rewritten, byte for byte: at least big's shard on d2 (its heal,
+        # queued for the missing file, checks every frame), and any data shard on d2 a read met;
+        # rot in shards nothing read (parity of the other objects) is left to a deep scan.
         now = {name: (d2 / name).read_bytes() for name in rotten}
         rewritten = [n for n in rotten if now[n] == rotten[n]]
         assert rewritten and status["drives"][str(d2)]["objects"] >= 1, status
@@ -124,6 +125,38 @@ def test_heal_on_read_rewrites_missing_and_rotten_shards():
         assert all((d2 / n).read_bytes() == rotten[n] for n in rotten)
         # Every shard on d1 and d2 verifies: read everything with the other two drives gone.
         read_all_with_only(server, objects, keep=[d1, d2])
+    finally:
+        server.cleanup()
+
+
+def test_a_missing_part_file_is_noticed_by_a_read_and_rewritten():
+    """A multipart object's part files are opened part by part as a read reaches them: a drive
+    that holds the object's record but lost a part's file queues a heal, whichever shard it held."""
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="heal-mp")
+        up = s3.create_multipart_upload(Bucket="heal-mp", Key="mp")["UploadId"]
+        chunks, parts, files = [os.urandom(5 * MiB), os.urandom(MiB + 3)], [], []
+        for i, c in enumerate(chunks, start=1):
+            before = {d: set(data_files(d)) for d in server.drives}
+            etag = s3.upload_part(Bucket="heal-mp", Key="mp", UploadId=up, PartNumber=i, Body=c)["ETag"]
+            parts.append({"PartNumber": i, "ETag": etag})
+            files.append({d: d / n for d in server.drives for n in set(data_files(d)) - before[d]})
+        s3.complete_multipart_upload(Bucket="heal-mp", Key="mp", UploadId=up, MultipartUpload={"Parts": parts})
+        assert [len(f) for f in files] == [4, 4], files
+        # Every drive loses the second part's file in turn: a data or a parity shard.
+        for d, lost in files[1].items():
+            original = lost.read_bytes()
+            lost.unlink()
+            got = s3.get_object(Bucket="heal-mp", Key="mp", Range=f"bytes={5 * MiB}-")["Body"].read()
+            assert got == chunks[1]
+            wait_for(lambda: lost.exists() and heal_status(server)["queue_length"] == 0,
+                     what=f"the part file on {d.name} to be rewritten")
+            assert lost.read_bytes() == original, d
+        assert s3.get_object(Bucket="heal-mp", Key="mp")["Body"].read() == b"".join(chunks)
+        status = heal_status(server)
+        assert status["queue_healed"] >= 4 and status["queue_failed"] == 0, status
     finally:
         server.cleanup()
 
@@ -216,9 +249,10 @@ def test_kill_during_healing_resumes_and_converges():
         time.sleep(1.2)  # the healer saves its progress every second
         server.kill()
         server.start()
-        wait_for(lambda: heal_status(server)["scan"]["state"] == "idle", timeout=120, what="the resumed scan")
+        # Idle alone could be the state before the saved scan is loaded: wait for it resumed and done.
+        resumed = lambda s: s["resumed"] >= 1 and s["state"] == "idle"
+        wait_for(lambda: resumed(heal_status(server)["scan"]), timeout=120, what="the resumed scan")
         scan = heal_status(server)["scan"]
-        assert scan["resumed"] >= 1, scan
         assert scan["objects_scanned"] == scan["objects_total"] == len(objects), scan
         assert scan["objects_remaining"] == 0 and scan["objects_failed"] == 0, scan
         # Objects healed after the last save (≤ 1 s) before the kill are checked again, healthy.
@@ -299,8 +333,10 @@ def test_status_tells_the_truth_about_a_wiped_drive_and_scans_queue():
         wait_for(lambda: heal_status(server)["state"] == "idle", what="healing to settle")
         assert heal_status(server)["unavailable_drives"] == []
         # Two scans asked for at once: the second waits for the first; both run to the end.
+        # (Deep and at low priority, the first takes 4x its reads of every shard plus 5 ms an
+        # object: long enough for the next two commands.)
         admin(server, "heal", "priority", "low")
-        first = heal_start(server)
+        first = heal_start(server, "--deep")
         out = admin(server, "heal", "start", "--deep")
         assert "queued" in out, out
         second = int(re.search(r"heal scan (\d+)", out).group(1))

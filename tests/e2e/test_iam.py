@@ -300,7 +300,7 @@ def test_iam_state_survives_losing_parity_drives(server, s3, bucket, tmp_path):
 
     s3.put_object(Bucket=bucket, Key="k", Body=b"v")
     user(server, tmp_path, "lena", READ_LIST)
-    # Two of four drives (the parity) lost while running: users still sign in, and after a
+    # Two of four drives (as many as the parity) lost while running: users still sign in, and after a
     # restart onto blank drives too.
     remove_drive(server.drives[0])
     remove_drive(server.drives[3])

@@ -26,13 +26,15 @@ enum ShardSource {
     Parts(Vec<Option<Arc<dyn Drive>>>),
 }
 
-/// Opens shard file `id` on each drive (by shard index) that has one. Fails only when too few
-/// open because the process ran out of open files (or memory): more drives would not help, and
-/// nothing is wrong with the shards, so no heal either.
+/// Opens shard file `id` on each drive (by shard index) that has one. A drive that holds the
+/// version's record but not the file needs healing (`heal` is told), whether or not a read will
+/// need that shard. Fails only when too few open because the process ran out of open files (or
+/// memory): more drives would not help, and nothing is wrong with the shards, so no heal either.
 async fn open_files(
     drives: &[Option<Arc<dyn Drive>>],
     id: uuid::Uuid,
     data_count: usize,
+    heal: Option<&HealNotice>,
 ) -> Result<Vec<Option<Arc<dyn ShardReader>>>, ObjectError> {
     let opened = join_all(drives.iter().map(|d| async move {
         match d {
@@ -46,7 +48,12 @@ async fn open_files(
             return Err(e);
         }
     }
-    Ok(opened.into_iter().map(Result::ok).collect())
+    let files: Vec<_> = opened.into_iter().map(Result::ok).collect();
+    let missing = files.iter().zip(drives).any(|(f, d)| d.is_some() && f.is_none());
+    if let (true, Some(h)) = (missing, heal) {
+        h.send();
+    }
+    Ok(files)
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a
@@ -182,12 +189,7 @@ pub(crate) async fn open_version(
             }
             match version.data {
                 DataLocation::File(id) => {
-                    let files = open_files(&by_shard, id, erasure.data_count()).await?;
-                    let missing = files.iter().zip(&by_shard).any(|(f, d)| d.is_some() && f.is_none());
-                    if let (true, Some(h)) = (missing, &heal) {
-                        h.send();
-                    }
-                    ShardSource::Files(files)
+                    ShardSource::Files(open_files(&by_shard, id, erasure.data_count(), heal.as_ref()).await?)
                 }
                 _ => ShardSource::Parts(by_shard),
             }
@@ -236,7 +238,8 @@ impl OpenObject {
             let part_end = part_start + part.size;
             let (from, to) = (offset.max(part_start), end.min(part_end));
             if from < to {
-                let source = ShardSource::Files(open_files(drives, part.data_id, data_count).await?);
+                let files = open_files(drives, part.data_id, data_count, self.heal.as_ref()).await?;
+                let source = ShardSource::Files(files);
                 let layout = ShardLayout::new(part.size, block_size, data_count);
                 if !self.stream_range(&source, &layout, from - part_start, to - from, check, tx).await? {
                     return Ok(());
