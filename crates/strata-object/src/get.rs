@@ -27,8 +27,8 @@ enum ShardSource {
 }
 
 /// Opens shard file `id` on each drive (by shard index) that has one. A drive that holds the
-/// version's record but not the file needs healing (`heal` is told), whether or not a read will
-/// need that shard. Fails only when too few open because the process ran out of open files (or
+/// version's record but lost the file (or cannot read it) needs healing (`heal` is told),
+/// whether or not a read will need that shard. Fails only when too few open because the process ran out of open files (or
 /// memory): more drives would not help, and nothing is wrong with the shards, so no heal either.
 async fn open_files(
     drives: &[Option<Arc<dyn Drive>>],
@@ -48,12 +48,20 @@ async fn open_files(
             return Err(e);
         }
     }
-    let files: Vec<_> = opened.into_iter().map(Result::ok).collect();
-    let missing = files.iter().zip(drives).any(|(f, d)| d.is_some() && f.is_none());
-    if let (true, Some(h)) = (missing, heal) {
+    // Missing or unreadable, that is; a drive that timed out (offline) or a process out of open
+    // files has nothing a heal could fix now.
+    let lost = |r: &Result<_, strata_drive::DriveError>| {
+        matches!(
+            r,
+            Err(strata_drive::DriveError::NotFound
+                | strata_drive::DriveError::Corrupt(_)
+                | strata_drive::DriveError::Io(_))
+        )
+    };
+    if let (true, Some(h)) = (opened.iter().any(lost), heal) {
         h.send();
     }
-    Ok(files)
+    Ok(opened.into_iter().map(Result::ok).collect())
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a

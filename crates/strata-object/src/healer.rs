@@ -3,7 +3,7 @@
 //! buckets (`heal start`, the periodic scanner), with their progress for `heal status` and
 //! metrics.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -231,12 +231,25 @@ impl Default for ScanConfig {
 /// Per object (bucket, key): the turn its heals take on this node.
 pub(crate) type Healing = Mutex<std::collections::HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
 
+/// Where an object of the heal queue is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Queued {
+    Waiting,
+    /// Its heal runs; `again`: something was found wrong with it meanwhile (a write that missed
+    /// a drive after the heal passed that version, say), so it is queued again once this ends.
+    Healing {
+        again: bool,
+    },
+}
+
 pub struct Healer {
     /// Something changed since the state was last saved.
     dirty: std::sync::atomic::AtomicBool,
     tx: mpsc::Sender<(String, String)>,
     rx: Mutex<Option<mpsc::Receiver<(String, String)>>>,
-    queued: Mutex<HashSet<(String, String)>>,
+    /// The objects in the heal queue, waiting or being healed: counted until their heal ends,
+    /// so an idle status means nothing is left to do.
+    queued: Mutex<HashMap<(String, String), Queued>>,
     /// The objects being healed on this node, one heal of an object at a time (a heal on read
     /// beside a scan would rebuild the same shards twice).
     pub(crate) healing: Healing,
@@ -267,7 +280,7 @@ impl Healer {
             dirty: Default::default(),
             tx,
             rx: Mutex::new(Some(rx)),
-            queued: Mutex::new(HashSet::new()),
+            queued: Mutex::new(HashMap::new()),
             healing: Mutex::new(Default::default()),
             queue_healed: AtomicU64::new(0),
             queue_failed: AtomicU64::new(0),
@@ -285,13 +298,39 @@ impl Healer {
     pub fn notify(&self, bucket: &str, key: &str) {
         let entry = (bucket.to_owned(), key.to_owned());
         let Ok(mut queued) = self.queued.lock() else { return };
-        if queued.contains(&entry) {
-            return;
+        match queued.get_mut(&entry) {
+            Some(Queued::Waiting) => return,
+            Some(Queued::Healing { again }) => {
+                *again = true;
+                return;
+            }
+            None => {}
         }
         if self.tx.try_send(entry.clone()).is_ok() {
-            queued.insert(entry);
+            queued.insert(entry, Queued::Waiting);
             self.dirty.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The queue's worker took `entry` and heals it now.
+    fn heal_begins(&self, entry: &(String, String)) {
+        if let Ok(mut q) = self.queued.lock() {
+            q.insert(entry.clone(), Queued::Healing { again: false });
+        }
+    }
+
+    /// `entry`'s heal ended: out of the queue only now, or straight back in if it was found
+    /// wrong again while healing (what the heal had passed by then, it did not see). Returns
+    /// whether it was queued again.
+    fn heal_ends(&self, entry: &(String, String)) -> bool {
+        let Ok(mut q) = self.queued.lock() else { return false };
+        let again = q.get(entry) == Some(&Queued::Healing { again: true });
+        if again && self.tx.try_send(entry.clone()).is_ok() {
+            q.insert(entry.clone(), Queued::Waiting);
+            return true;
+        }
+        q.remove(entry);
+        false
     }
 
     pub fn set_config(&self, config: ScanConfig) {
@@ -372,7 +411,7 @@ impl Healer {
     fn snapshot(&self) -> Saved {
         Saved {
             saved: strata_types::time::now_nanos(),
-            queue: self.queued.lock().map(|q| q.iter().cloned().collect()).unwrap_or_default(),
+            queue: self.queued.lock().map(|q| q.keys().cloned().collect()).unwrap_or_default(),
             scan: self.scan.lock().map(|s| s.clone()).unwrap_or_default(),
         }
     }
@@ -489,16 +528,14 @@ impl ObjectLayer {
         if let Some(mut rx) = rx {
             let layer = self.clone();
             tokio::spawn(async move {
-                while let Some((bucket, key)) = rx.recv().await {
+                while let Some(entry) = rx.recv().await {
+                    layer.healer.heal_begins(&entry);
+                    let (bucket, key) = (&entry.0, &entry.1);
                     // Deep: something was found wrong with this object, so every frame is checked.
                     let began = std::time::Instant::now();
-                    let r = layer.heal_object(&bucket, &key, true).await;
+                    let r = layer.heal_object(bucket, key, true).await;
                     let spent = began.elapsed();
-                    // Counted as queued until healed, so an idle status means nothing is left to do;
-                    // a read that finds it damaged meanwhile adds nothing (this deep heal covers it).
-                    if let Ok(mut q) = layer.healer.queued.lock() {
-                        q.remove(&(bucket.clone(), key.clone()));
-                    }
+                    layer.healer.heal_ends(&entry);
                     let (_, failed) = layer.healer.account(&r);
                     if let Err(e) = &r {
                         tracing::warn!(%bucket, %key, error = %e, "queued heal failed");
@@ -826,6 +863,38 @@ mod tests {
         assert!((800..1200).contains(&hits), "{hits}");
         assert!(!(0..1000).any(|i| sampled("b", &format!("k{i}"), 7, 0.0)));
         assert!((0..1000).all(|i| sampled("b", &format!("k{i}"), 7, 1.0)));
+    }
+
+    /// An object counts as queued until its heal ends; found wrong while it heals, it goes back
+    /// in when the heal ends (once, however often it was found); waiting, it is not queued twice.
+    #[test]
+    fn the_queue_counts_heals_until_they_end_and_takes_back_what_was_found_meanwhile() {
+        let h = Healer::new();
+        let mut rx = h.rx.lock().expect("lock").take().expect("receiver");
+        let entry = ("b".to_owned(), "k".to_owned());
+        h.notify("b", "k");
+        h.notify("b", "k");
+        assert_eq!(rx.try_recv().ok(), Some(entry.clone()));
+        assert!(rx.try_recv().is_err(), "queued once while waiting");
+        h.heal_begins(&entry);
+        assert_eq!(h.queue_length(), 1, "counted while it heals");
+        assert_eq!(h.status().state, "healing");
+        assert!(!h.heal_ends(&entry));
+        assert_eq!((h.queue_length(), h.status().state.as_str()), (0, "idle"));
+        // Found wrong twice during the next heal: queued again once, when it ends.
+        h.notify("b", "k");
+        assert_eq!(rx.try_recv().ok(), Some(entry.clone()));
+        h.heal_begins(&entry);
+        h.notify("b", "k");
+        h.notify("b", "k");
+        assert!(rx.try_recv().is_err(), "not sent while its heal runs");
+        assert!(h.heal_ends(&entry));
+        assert_eq!(h.queue_length(), 1);
+        assert_eq!(rx.try_recv().ok(), Some(entry.clone()));
+        assert!(rx.try_recv().is_err());
+        h.heal_begins(&entry);
+        assert!(!h.heal_ends(&entry));
+        assert_eq!(h.queue_length(), 0);
     }
 
     #[test]

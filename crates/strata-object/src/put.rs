@@ -52,24 +52,34 @@ pub trait BodyReader: Send {
         block_size: usize,
         rest: &mut Option<Bytes>,
     ) -> Result<bool, BodyError> {
-        while block.len() < block_size {
-            let chunk = match rest.take() {
-                Some(c) => c,
-                None => match self.next_chunk().await? {
-                    Some(c) => c,
-                    None => return Ok(false),
-                },
-            };
-            let room = block_size - block.len();
-            if chunk.len() > room {
-                block.extend_from_slice(&chunk[..room]);
-                *rest = Some(chunk.slice(room..));
-            } else {
-                block.extend_from_slice(&chunk);
-            }
-        }
-        Ok(true)
+        copy_chunks(self, block, block_size, rest).await
     }
+}
+
+/// [`BodyReader::fill_block`] by copying `body`'s chunks into `block`.
+pub(crate) async fn copy_chunks<B: BodyReader + ?Sized>(
+    body: &mut B,
+    block: &mut BytesMut,
+    block_size: usize,
+    rest: &mut Option<Bytes>,
+) -> Result<bool, BodyError> {
+    while block.len() < block_size {
+        let chunk = match rest.take() {
+            Some(c) => c,
+            None => match body.next_chunk().await? {
+                Some(c) => c,
+                None => return Ok(false),
+            },
+        };
+        let room = block_size - block.len();
+        if chunk.len() > room {
+            block.extend_from_slice(&chunk[..room]);
+            *rest = Some(chunk.slice(room..));
+        } else {
+            block.extend_from_slice(&chunk);
+        }
+    }
+    Ok(true)
 }
 
 /// What the client asked to store with the object.

@@ -53,6 +53,12 @@ impl<'a> SealingBody<'a> {
         let sealer = Some(sse.cipher.sealer(segment));
         Self { inner, sealer, rest: None, md5, plain_md5: None, tags: Md5::new(), tags_md5: None }
     }
+
+    /// The body has ended and its last package is sealed: the digests are final.
+    fn finished(&mut self) {
+        self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
+        self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
+    }
 }
 
 /// Hashes the tag of every package in `sealed` (whole packages, the last may be short).
@@ -64,22 +70,53 @@ fn hash_tags(tags: &mut Md5, sealed: &[u8]) {
 
 #[async_trait]
 impl BodyReader for SealingBody<'_> {
+    /// The packages sealed from the next chunk(s) of plaintext, in a buffer of their own: what
+    /// [`Self::fill_block`] cuts blocks from when they are not whole packages.
     async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        let mut out = BytesMut::new();
-        self.fill_block(&mut out, crate::put::SEALED_BLOCK_SIZE, &mut None).await?;
-        Ok((!out.is_empty()).then(|| out.freeze()))
+        loop {
+            let Some(sealer) = self.sealer.as_mut() else { return Ok(None) };
+            let chunk = match self.rest.take() {
+                Some(c) => Some(c),
+                None => self.inner.next_chunk().await?.inspect(|c| {
+                    if let Some(m) = self.md5.as_mut() {
+                        m.update(c);
+                    }
+                }),
+            };
+            let mut out = Vec::with_capacity(chunk.as_ref().map_or(0, Bytes::len) + SEALED_PACKAGE_SIZE);
+            let ended = chunk.is_none();
+            match chunk {
+                Some(chunk) => sealer.update(&chunk, &mut out),
+                None => {
+                    if let Some(sealer) = self.sealer.take() {
+                        sealer.finish(&mut out);
+                    }
+                }
+            }
+            hash_tags(&mut self.tags, &out);
+            if ended {
+                self.finished();
+            }
+            if !out.is_empty() {
+                return Ok(Some(Bytes::from(out)));
+            }
+        }
     }
 
-    /// Seals the plaintext straight into `block` (whole packages: `block_size` and what `block`
-    /// holds are multiples of a sealed package), its one copy; the PUT encodes the block where
-    /// it lies. `rest` is unused: plaintext past the block waits in `self.rest`.
+    /// Seals the plaintext straight into `block` when blocks are whole packages (every sealed
+    /// upload and object since blocks became 16 packages): the PUT encodes the block where it
+    /// lies. An upload begun before then records 1 MiB blocks: for it, packages are sealed
+    /// chunk by chunk ([`Self::next_chunk`]) and the blocks cut from them, with `rest`.
     async fn fill_block(
         &mut self,
         block: &mut BytesMut,
         block_size: usize,
-        _rest: &mut Option<Bytes>,
+        rest: &mut Option<Bytes>,
     ) -> Result<bool, BodyError> {
-        debug_assert!(block_size.is_multiple_of(SEALED_PACKAGE_SIZE));
+        if !block_size.is_multiple_of(SEALED_PACKAGE_SIZE) || !block.len().is_multiple_of(SEALED_PACKAGE_SIZE)
+        {
+            return crate::put::copy_chunks(self, block, block_size, rest).await;
+        }
         while block.len() < block_size {
             let Some(sealer) = self.sealer.as_mut() else { return Ok(false) };
             let chunk = match self.rest.take() {
@@ -97,8 +134,7 @@ impl BodyReader for SealingBody<'_> {
                             sealer.finish(block);
                         }
                         hash_tags(&mut self.tags, &block[start..]);
-                        self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
-                        self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
+                        self.finished();
                         return Ok(false);
                     }
                 },
@@ -499,6 +535,50 @@ mod tests {
                 assert!(!last.is_empty() && last.len() <= crate::put::SEALED_BLOCK_SIZE, "{size}/{step}");
                 assert_eq!(blocks.concat(), whole, "{size} bytes in chunks of {step}");
                 assert_eq!(sealing.plain_md5(), Some(Md5::digest(&plain).into()), "{size}/{step}");
+                let mut tags = Md5::new();
+                for package in whole.chunks(SEALED_PACKAGE_SIZE) {
+                    tags.update(&package[package.len() - TAG_SIZE..]);
+                }
+                assert_eq!(sealing.tags_md5(), Some(tags.finalize().into()), "{size}/{step}");
+            }
+        }
+    }
+
+    /// Uploads begun before sealed blocks were whole packages record 1 MiB blocks (or any size
+    /// a record allows): their parts are cut into blocks of exactly that size, as the stream
+    /// sealed whole, with the same digests, and never hang.
+    #[tokio::test]
+    async fn blocks_of_any_recorded_size_are_cut_from_the_sealed_stream() {
+        let block_plain = crate::put::SEALED_BLOCK_SIZE / SEALED_PACKAGE_SIZE * PACKAGE_SIZE;
+        let plain: Vec<u8> = (0..(3 * block_plain + 5) as u32).map(|i| (i * 13 + i / 5) as u8).collect();
+        let sse = sse(SseKind::Kms, true);
+        let mut whole = Vec::new();
+        let mut sealer = sse.cipher.sealer(0);
+        sealer.update(&plain, &mut whole);
+        sealer.finish(&mut whole);
+        let mut tags = Md5::new();
+        for package in whole.chunks(SEALED_PACKAGE_SIZE) {
+            tags.update(&package[package.len() - TAG_SIZE..]);
+        }
+        let tags: [u8; 16] = tags.finalize().into();
+        for block_size in [strata_types::limits::BLOCK_SIZE, 1000, SEALED_PACKAGE_SIZE + 1] {
+            for step in [65_536, 1_000_003] {
+                let mut body = Chunks(plain.chunks(step).map(Bytes::copy_from_slice).collect());
+                let mut sealing = SealingBody::new(&mut body, &sse, 0);
+                let mut reader = BlockReader::new(&mut sealing, 2, block_size);
+                let mut blocks = Vec::new();
+                loop {
+                    let block = reader.next_block().await.expect("reads");
+                    if block.is_empty() {
+                        break;
+                    }
+                    blocks.push(block);
+                }
+                let (_, full) = blocks.split_last().expect("an object has a block");
+                assert!(full.iter().all(|b| b.len() == block_size), "{block_size}/{step}");
+                assert_eq!(blocks.concat(), whole, "blocks of {block_size} from chunks of {step}");
+                assert_eq!(sealing.plain_md5(), Some(Md5::digest(&plain).into()));
+                assert_eq!(sealing.tags_md5(), Some(tags));
             }
         }
     }
