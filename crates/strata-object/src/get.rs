@@ -28,8 +28,9 @@ enum ShardSource {
 
 /// Opens shard file `id` on each drive (by shard index) that has one. A drive that holds the
 /// version's record but lost the file (or cannot read it) needs healing (`heal` is told),
-/// whether or not a read will need that shard. Fails only when too few open because the process ran out of open files (or
-/// memory): more drives would not help, and nothing is wrong with the shards, so no heal either.
+/// whether or not a read will need that shard. Fails only when too few open because the process
+/// ran out of open files (or memory): more drives would not help, and nothing is wrong with the
+/// shards, so no heal either.
 async fn open_files(
     drives: &[Option<Arc<dyn Drive>>],
     id: uuid::Uuid,

@@ -14,8 +14,8 @@ use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use md5::{Digest, Md5};
 use strata_crypto::package::{
-    package_count, plain_size, sealed_range, ObjectCipher, Sealer, PACKAGE_SIZE, SEALED_PACKAGE_SIZE,
-    TAG_SIZE,
+    package_count, plain_size, sealed_range, ObjectCipher, SealedOut, Sealer, PACKAGE_SIZE,
+    SEALED_PACKAGE_SIZE, TAG_SIZE,
 };
 use strata_crypto::CryptoError;
 use strata_meta::SseEnvelope;
@@ -54,8 +54,35 @@ impl<'a> SealingBody<'a> {
         Self { inner, sealer, rest: None, md5, plain_md5: None, tags: Md5::new(), tags_md5: None }
     }
 
-    /// The body has ended and its last package is sealed: the digests are final.
-    fn finished(&mut self) {
+    /// The next plaintext: what a block had no room for, else the next chunk of the body (into
+    /// the plaintext's MD5 as it is read).
+    async fn next_plain(&mut self) -> Result<Option<Bytes>, BodyError> {
+        if let Some(c) = self.rest.take() {
+            return Ok(Some(c));
+        }
+        let chunk = self.inner.next_chunk().await?;
+        if let (Some(m), Some(c)) = (self.md5.as_mut(), &chunk) {
+            m.update(c);
+        }
+        Ok(chunk)
+    }
+
+    /// Seals `plain` into `out` (the packages now known not to be the last), tags hashed.
+    fn seal(&mut self, plain: &[u8], out: &mut impl SealedOut) {
+        let start = out.len();
+        if let Some(sealer) = self.sealer.as_mut() {
+            sealer.update(plain, out);
+        }
+        hash_tags(&mut self.tags, &out[start..]);
+    }
+
+    /// The body has ended: seals the last package into `out`; the digests are final.
+    fn seal_last(&mut self, out: &mut impl SealedOut) {
+        let start = out.len();
+        if let Some(sealer) = self.sealer.take() {
+            sealer.finish(out);
+        }
+        hash_tags(&mut self.tags, &out[start..]);
         self.plain_md5 = self.md5.take().map(|m| m.finalize().into());
         self.tags_md5 = Some(std::mem::take(&mut self.tags).finalize().into());
     }
@@ -73,34 +100,20 @@ impl BodyReader for SealingBody<'_> {
     /// The packages sealed from the next chunk(s) of plaintext, in a buffer of their own: what
     /// [`Self::fill_block`] cuts blocks from when they are not whole packages.
     async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        loop {
-            let Some(sealer) = self.sealer.as_mut() else { return Ok(None) };
-            let chunk = match self.rest.take() {
-                Some(c) => Some(c),
-                None => self.inner.next_chunk().await?.inspect(|c| {
-                    if let Some(m) = self.md5.as_mut() {
-                        m.update(c);
-                    }
-                }),
-            };
-            let mut out = Vec::with_capacity(chunk.as_ref().map_or(0, Bytes::len) + SEALED_PACKAGE_SIZE);
-            let ended = chunk.is_none();
-            match chunk {
-                Some(chunk) => sealer.update(&chunk, &mut out),
-                None => {
-                    if let Some(sealer) = self.sealer.take() {
-                        sealer.finish(&mut out);
-                    }
+        while self.sealer.is_some() {
+            let mut out = Vec::new();
+            match self.next_plain().await? {
+                Some(chunk) => {
+                    out.reserve(chunk.len() + SEALED_PACKAGE_SIZE);
+                    self.seal(&chunk, &mut out);
                 }
-            }
-            hash_tags(&mut self.tags, &out);
-            if ended {
-                self.finished();
+                None => self.seal_last(&mut out),
             }
             if !out.is_empty() {
                 return Ok(Some(Bytes::from(out)));
             }
         }
+        Ok(None)
     }
 
     /// Seals the plaintext straight into `block` when blocks are whole packages (every sealed
@@ -117,40 +130,22 @@ impl BodyReader for SealingBody<'_> {
         {
             return crate::put::copy_chunks(self, block, block_size, rest).await;
         }
-        while block.len() < block_size {
-            let Some(sealer) = self.sealer.as_mut() else { return Ok(false) };
-            let chunk = match self.rest.take() {
-                Some(c) => c,
-                None => match self.inner.next_chunk().await? {
-                    Some(c) => {
-                        if let Some(m) = self.md5.as_mut() {
-                            m.update(&c);
-                        }
-                        c
-                    }
-                    None => {
-                        let start = block.len();
-                        if let Some(sealer) = self.sealer.take() {
-                            sealer.finish(block);
-                        }
-                        hash_tags(&mut self.tags, &block[start..]);
-                        self.finished();
-                        return Ok(false);
-                    }
-                },
+        while block.len() < block_size && self.sealer.is_some() {
+            let Some(chunk) = self.next_plain().await? else {
+                self.seal_last(block);
+                return Ok(false);
             };
             // Feed no more than seals the packages the block has room for (the sealer seals a
             // full package once a byte follows it); the last package, at the end, fits too.
             let room = (block_size - block.len()) / SEALED_PACKAGE_SIZE;
-            let take = chunk.len().min((room + 1) * PACKAGE_SIZE - sealer.pending());
-            let start = block.len();
-            sealer.update(&chunk[..take], block);
-            hash_tags(&mut self.tags, &block[start..]);
+            let pending = self.sealer.as_ref().map_or(0, Sealer::pending);
+            let take = chunk.len().min((room + 1) * PACKAGE_SIZE - pending);
+            self.seal(&chunk[..take], block);
             if take < chunk.len() {
                 self.rest = Some(chunk.slice(take..));
             }
         }
-        Ok(true)
+        Ok(self.sealer.is_some())
     }
 
     fn checksums(&self) -> BTreeMap<String, String> {
