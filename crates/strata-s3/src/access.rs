@@ -23,10 +23,10 @@ use strata_iam::{
 use strata_object::{Owner, Permission, VersionRef};
 
 use crate::authz::{self, AuthType, Check, Deferred, Facts};
+use crate::context::Node;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants::{self, AclOf};
 use crate::router::{Operation, Route};
-use crate::server::Node;
 use crate::sigv4::{self, SecretLookup, Verified};
 
 /// What the connection tells about a request; the server puts it in each request's extensions.

@@ -18,10 +18,10 @@ use strata_types::limits::{ACL_GRANTS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants::{self, Named, Requested, Resolver};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 

@@ -30,8 +30,8 @@ use tokio::sync::Mutex;
 
 use crate::access::{self, Access};
 use crate::body::ResponseBody;
+use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply};
 use crate::sigv4::{self, Payload};
 
 pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";

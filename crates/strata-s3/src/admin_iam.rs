@@ -33,8 +33,8 @@ use strata_iam::{builtin, IamError, Target};
 use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 
 use crate::admin::json_reply;
+use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply};
 
 type Query = [(String, String)];
 

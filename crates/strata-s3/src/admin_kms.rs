@@ -14,8 +14,8 @@ use serde_json::json;
 use strata_crypto::kms::KeyInfo;
 
 use crate::admin::json_reply;
+use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply};
 
 type Query = [(String, String)];
 

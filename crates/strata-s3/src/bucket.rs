@@ -7,10 +7,10 @@ use strata_types::BucketName;
 
 use crate::acl::write_owner;
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants;
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::xml;
 
 /// ListBuckets, paged as the current API pages it: `prefix`, `bucket-region`, `max-buckets`

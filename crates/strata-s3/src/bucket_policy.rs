@@ -18,8 +18,8 @@ use strata_object::BodyError;
 
 use crate::access::{Access, Identity};
 use crate::body::RequestBody;
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply, Request};
 use crate::xml;
 
 /// A bucket's policy, compiled.

@@ -9,9 +9,9 @@ use strata_crypto::package::ObjectCipher;
 use strata_object::{ObjectError, ObjectInfo, OpenObject, PutOptions, StreamBody, VersionRef};
 use strata_types::ObjectKey;
 
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_conditions_with, put_options};
-use crate::server::{Reply, Request};
 use crate::xml;
 
 /// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=...`.

@@ -7,8 +7,8 @@ use strata_object::CorsRule;
 use strata_types::limits::CORS_RULES_MAX;
 
 use crate::body::RequestBody;
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply, Request};
 use crate::xml;
 use crate::xml::malformed;
 

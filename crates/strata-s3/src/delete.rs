@@ -5,8 +5,8 @@ use strata_types::limits::DELETE_OBJECTS_KEYS_MAX;
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::S3Error;
-use crate::server::{Reply, Request};
 use crate::xml;
 use crate::xml::malformed;
 use strata_object::{DeleteOutcome, VersionRef};

@@ -7,8 +7,8 @@ use serde::Deserialize;
 use strata_object::BucketEncryption;
 
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Reply, Request};
 use crate::xml;
 
 #[derive(Deserialize)]

@@ -24,8 +24,8 @@ use sha2::{Digest, Sha256};
 use strata_object::{Acl, BucketRecord, Grant, Grantee, Group, ObjectOwnership, Owner, Permission};
 use strata_types::limits::ACL_GRANTS_MAX;
 
+use crate::context::Node;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::Node;
 
 pub const ALL_USERS_URI: &str = "http://acs.amazonaws.com/groups/global/AllUsers";
 pub const AUTHENTICATED_USERS_URI: &str = "http://acs.amazonaws.com/groups/global/AuthenticatedUsers";

@@ -50,6 +50,7 @@ pub mod bucket_policy;
 pub mod budget;
 pub mod chunked;
 pub mod conn;
+pub mod context;
 pub mod copy;
 pub mod cors;
 pub mod delete;
@@ -86,5 +87,6 @@ pub mod xml;
 mod fuzz_tests;
 
 pub use conn::ConnectionLimits;
+pub use context::{Node, Reply, Request, S3Config};
 pub use router::Operation;
-pub use server::{serve, serve_service, InternalHandler, Node, S3Config, Service};
+pub use server::{serve, serve_service, InternalHandler, Service};

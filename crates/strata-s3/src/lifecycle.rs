@@ -17,8 +17,8 @@ use strata_object::{LifecycleEvent, LifecycleEvents, ObjectInfo};
 use strata_types::limits::{LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, LIFECYCLE_RULE_ID_LEN_MAX};
 
 use crate::body::RequestBody;
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply, Request};
 use crate::xml::{self, malformed};
 
 #[derive(Deserialize)]

@@ -28,10 +28,10 @@ use strata_types::limits::{
 use tokio::sync::{mpsc, Notify};
 
 use crate::body::ResponseBody;
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::listen_peers::{Parked, Relay};
 use crate::router::Route;
-use crate::server::{Node, Reply, Request};
 
 /// The node's listeners: the fan-out, who listens here, and other nodes' subscriptions.
 pub struct Listening {

@@ -36,7 +36,7 @@ use strata_types::limits::{
 use tokio::sync::watch;
 
 use crate::admin::ClusterAdmin;
-use crate::server::Node;
+use crate::context::Node;
 
 /// One poll of a node's events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,10 +11,10 @@ use uuid::Uuid;
 use crate::acl::write_owner;
 use crate::body::RequestBody;
 use crate::bucket::Owners;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_declared_length, checksum_elements, put_options, stored_reply};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::xml;
 
 pub(crate) fn upload_id(route: &Route) -> Result<Uuid, S3Error> {

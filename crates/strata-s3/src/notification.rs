@@ -10,8 +10,8 @@ use strata_object::ObjectInfo;
 use strata_types::limits::NOTIFICATION_RULES_MAX;
 
 use crate::body::RequestBody;
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply, Request};
 use crate::xml::{self, malformed};
 
 /// Who asked, as event records name it: the request id and the client's address.

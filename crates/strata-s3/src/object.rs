@@ -13,9 +13,9 @@ use strata_types::ObjectKey;
 
 use crate::body::{ChecksumRequest, RequestBody, ResponseBody};
 use crate::chunked::ChunkedDecoder;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::sigv4::Payload;
 use strata_object::checksum::{Algorithm, ChecksumType};
 

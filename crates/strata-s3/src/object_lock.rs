@@ -8,9 +8,9 @@ use strata_types::limits::{OBJECT_LOCK_DAYS_MAX, OBJECT_LOCK_YEARS_MAX, XML_BODY
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 

@@ -8,8 +8,8 @@ use http::StatusCode;
 use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
 
 use crate::body::ResponseBody;
+use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply};
 use crate::sigv4;
 
 pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];

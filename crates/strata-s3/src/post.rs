@@ -19,8 +19,8 @@ use strata_object::{BodyError, BodyReader};
 use strata_types::limits::PUT_OBJECT_SIZE_MAX;
 use strata_types::ObjectKey;
 
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply, Request};
 use crate::sigv4::{self, Payload, SecretLookup, Verified};
 use crate::xml;
 

@@ -3,16 +3,15 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
-use strata_object::ObjectLayer;
 use strata_types::limits::{
     HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, LISTEN_CLIENT_MEMORY, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE,
     REQUEST_MEMORY_STREAM, TLS_SEND_BUFFER, XML_BODY_SIZE_MAX,
@@ -23,152 +22,15 @@ use tokio::sync::Semaphore;
 
 use crate::access::{Access, ConnInfo};
 use crate::body::ResponseBody;
-use crate::budget::{Admission, Budget};
+use crate::budget::Admission;
 use crate::conn::{Activity, ConnectionLimits, Tracked};
+use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{route_with_headers, Operation};
-use crate::sigv4::{SecretLookup, Verified};
 use crate::{
     acl, admin, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, listen, multipart,
     notification, object, object_lock, observe, post, tagging, versioning,
 };
-
-/// Settings of the S3 surface.
-#[derive(Debug, Clone)]
-pub struct S3Config {
-    pub region: String,
-    /// Enables virtual-host-style requests under this domain.
-    pub domain: Option<String>,
-    pub root_user: String,
-    pub root_password: String,
-    /// The canonical owner id shown in listings.
-    pub owner_id: String,
-    /// Parity for `REDUCED_REDUNDANCY` (`None` = same as standard).
-    pub rrs_parity: Option<usize>,
-    /// Serve `/metrics` without authentication (`STRATA_PROMETHEUS_AUTH_TYPE=public`).
-    pub prometheus_public: bool,
-    /// The address this node serves on (`host:port`), as reports name the node.
-    pub endpoint: String,
-    /// The memory ceiling (`STRATA_MEMORY_MAX`): past it new requests get `503 SlowDown`.
-    pub memory_max: u64,
-    /// Longest wait for the next piece of a request body (`STRATA_IDLE_TIMEOUT`); past it:
-    /// `RequestTimeout`.
-    pub idle_timeout: std::time::Duration,
-    /// Accept SSE-C keys over plain HTTP (`STRATA_SSE_C_ALLOW_HTTP=on`; for tests and for TLS
-    /// ended by a proxy in front). Otherwise they are refused, as AWS refuses them.
-    pub sse_c_allow_http: bool,
-    /// Ownership controls of buckets created without `x-amz-object-ownership`
-    /// (`STRATA_DEFAULT_OBJECT_OWNERSHIP`): AWS's `BucketOwnerEnforced`, or `NotSet` for ACLs
-    /// on as Ceph RGW keeps them.
-    pub default_object_ownership: strata_object::ObjectOwnership,
-}
-
-/// Process state shared by every request.
-pub struct Node {
-    pub layer: Arc<ObjectLayer>,
-    pub config: S3Config,
-    pub metrics: Arc<Metrics>,
-    /// The other nodes, for admin operations that span the deployment (distributed mode).
-    pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
-    /// Users, groups, policies and keys (the root user stays in `config`).
-    pub iam: crate::iam::Iam,
-    /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
-    pub openid: Option<crate::oidc::OpenId>,
-    /// Event notification targets and their queues, when the operator configured any.
-    pub notify: Option<Arc<strata_notify::Notifier>>,
-    /// Who listens to this node's events (the listen API), whatever the targets.
-    pub listen: crate::listen::Listening,
-    /// Orders the events of one key (`sequencer` in their records).
-    pub sequencer: strata_notify::Sequencer,
-    /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
-    pub kms: Option<Arc<dyn strata_crypto::Kms>>,
-    bucket_policies: crate::bucket_policy::Cache,
-    budget: Budget,
-    requests: AtomicU64,
-    started: u64,
-}
-
-impl Node {
-    pub fn new(layer: Arc<ObjectLayer>, config: S3Config, metrics: Arc<Metrics>) -> Self {
-        Self {
-            layer,
-            iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
-            openid: None,
-            notify: None,
-            listen: crate::listen::Listening::new(strata_notify::RecordContext {
-                region: config.region.clone(),
-                owner_id: config.owner_id.clone(),
-            }),
-            sequencer: strata_notify::Sequencer::default(),
-            kms: None,
-            bucket_policies: Default::default(),
-            budget: Budget::new(config.memory_max),
-            config,
-            metrics,
-            cluster: None,
-            requests: AtomicU64::new(0),
-            started: strata_types::time::now_nanos(),
-        }
-    }
-}
-
-impl Node {
-    /// The compiled policy of `bucket` as it applies to `access` (see [`crate::bucket_policy`]).
-    pub fn bucket_policy_for(&self, bucket: &str, access: &Access) -> Option<Arc<strata_iam::Policy>> {
-        self.bucket_policies.policy_for(self, bucket, access)
-    }
-}
-
-impl SecretLookup for Node {
-    fn secret(&self, access_key: &str) -> Option<String> {
-        (access_key == self.config.root_user).then(|| self.config.root_password.clone())
-    }
-}
-
-/// One authenticated request, as handlers see it.
-pub struct Request<'a> {
-    pub node: &'a Node,
-    pub headers: &'a HeaderMap,
-    pub auth: &'a Verified,
-    /// What the request holds; handlers reserve more buffer memory from it when they stream.
-    pub admission: &'a Admission,
-    /// The request id and client address, for event records.
-    pub origin: crate::notification::Origin,
-    /// The request came over TLS (SSE-C keys are refused otherwise, unless allowed).
-    pub tls: bool,
-}
-
-/// What a handler answers.
-pub struct Reply {
-    pub status: StatusCode,
-    pub headers: HeaderMap,
-    pub body: ResponseBody,
-}
-
-impl Reply {
-    pub fn empty(status: StatusCode) -> Self {
-        Self { status, headers: HeaderMap::new(), body: ResponseBody::Empty }
-    }
-
-    pub fn xml(doc: String) -> Self {
-        let len = doc.len().to_string();
-        Self {
-            status: StatusCode::OK,
-            headers: HeaderMap::new(),
-            body: ResponseBody::Full(Some(Bytes::from(doc))),
-        }
-        .header("content-type", "application/xml")
-        .header("content-length", &len)
-    }
-
-    /// Adds a header; a value that is not a valid header value is dropped.
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
-            self.headers.append(n, v);
-        }
-        self
-    }
-}
 
 /// Answers requests under a private path prefix (inter-node RPC) before S3 sees them.
 pub type InternalHandler = Arc<

@@ -21,8 +21,8 @@ use strata_crypto::{DataKey, Kms};
 use strata_object::{BucketEncryption, SseEnvelope, SseKind, SsePut};
 use uuid::Uuid;
 
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Reply, Request};
 
 /// The SSE-C request headers, and the copy source's.
 pub const CUSTOMER: &str = "x-amz-server-side-encryption-customer-";

@@ -30,8 +30,8 @@ use strata_types::limits::{
 
 use crate::access::Credentials;
 use crate::admin_iam::random_string;
+use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::server::{Node, Reply};
 use crate::{sigv4, xml};
 
 const NAMESPACE: &str = "https://sts.amazonaws.com/doc/2011-06-15/";

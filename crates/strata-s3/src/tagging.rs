@@ -9,9 +9,9 @@ use strata_types::limits::{
 use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 use strata_object::VersionRef;

@@ -14,9 +14,9 @@ use uuid::Uuid;
 
 use crate::body::RequestBody;
 use crate::bucket::{encode_name, url_encoding};
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::router::Route;
-use crate::server::{Reply, Request};
 use crate::xml;
 
 /// A version id as S3 shows it.

@@ -86,7 +86,7 @@ pub fn malformed() -> crate::error::S3Error {
 /// The XML document of a request to a bucket: the bucket must exist (`NoSuchBucket` comes before
 /// anything about the body), the body at most `XML_BODY_SIZE_MAX` bytes.
 pub(crate) async fn bucket_document(
-    req: &crate::server::Request<'_>,
+    req: &crate::context::Request<'_>,
     bucket: &str,
     body: crate::body::RequestBody,
 ) -> Result<Vec<u8>, crate::error::S3Error> {
