@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GET 1 MiB on one fresh server, plain or encrypted; optionally perf stat / perf record on it.
-# usage: BIN=path/to/strata docs/bench/raw-sse-blocks/ab-get.sh plain|s3|kms SECONDS [stat|perf]
+# usage: BIN=path/to/strata docs/bench/2026-11-26-sse-blocks/ab-get.sh plain|s3|kms SECONDS [stat|perf]
 # (SIZE=bytes changes the object size, OBJECTS the object count, OP=put measures PUTs instead;
 # outputs go to /tmp/prof)
 set -euo pipefail

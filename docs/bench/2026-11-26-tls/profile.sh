@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # perf record of the server (pinned to CPU 0) during warp GET 1 MiB (pinned to CPU 1), over plain
 # HTTP and over TLS; writes perf reports (flat, by symbol) to OUT/{http,tls}.txt.
-# usage: BIN=target/release/strata OUT=/tmp/prof docs/bench/raw-tls/profile.sh
+# usage: BIN=target/release/strata OUT=/tmp/prof docs/bench/2026-11-26-tls/profile.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 out=${OUT:-/tmp/prof}; mkdir -p "$out"
-PIN="taskset -c 0" source docs/bench/raw-tls/servers.sh
+PIN="taskset -c 0" source docs/bench/2026-11-26-tls/servers.sh
 prof() { # name port server-pid flags...
     local name=$1 port=$2 spid=$3; shift 3
     (cd "$data" && exec taskset -c 1 "$warp" get --host "127.0.0.1:$port" --access-key benchadmin \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GET 16 MiB over TLS on one fresh server, plain or SSE-C, with perf record on the server.
-# usage: [PERF=0] docs/bench/raw-sse-4/ab-get-tls.sh path/to/strata c|plain   (profile: /tmp/prof/perf-tls-KIND.data)
+# usage: [PERF=0] docs/bench/2026-11-26-sse-buffers/ab-get-tls.sh path/to/strata c|plain   (profile: /tmp/prof/perf-tls-KIND.data)
 set -euo pipefail
 mkdir -p /tmp/prof
 bin=$1; kind=$2

@@ -1,5 +1,5 @@
-# Sourced by the warp-over-TLS scripts (raw-tls/pinned.sh, raw-tls/profile.sh,
-# raw-sse-4/warp-tls.sh) from the checkout's root: one release strata over plain HTTP and one over
+# Sourced by the warp-over-TLS scripts (2026-11-26-tls/pinned.sh, 2026-11-26-tls/profile.sh,
+# 2026-11-26-sse-buffers/warp-tls.sh) from the checkout's root: one release strata over plain HTTP and one over
 # TLS (4 folders each, EC 2+2, a fresh self-signed certificate), ready when this returns. Sets
 # bin, warp, data, hp and tp (ports), h and t (pids); PIN (e.g. "taskset -c 0") runs both servers
 # under it. Both are stopped and their data removed on exit.

@@ -3,10 +3,10 @@
 # to CPU 0 and warp to CPU 1, so each side's cost shows apart: MiB/s, and per MiB the server's
 # CPU (ms), system calls and context switches (perf stat on the server for 8 s in the middle of
 # a 20 s run). ROUNDS alternations.
-# usage: BIN=target/release/strata ROUNDS=2 docs/bench/raw-tls/pinned.sh
+# usage: BIN=target/release/strata ROUNDS=2 docs/bench/2026-11-26-tls/pinned.sh
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-PIN="taskset -c 0" source docs/bench/raw-tls/servers.sh
+PIN="taskset -c 0" source docs/bench/2026-11-26-tls/servers.sh
 measure() { # name port server-pid flags...
     local name=$1 port=$2 spid=$3; shift 3
     (cd "$data" && exec taskset -c 1 "$warp" get --host "127.0.0.1:$port" --access-key benchadmin \

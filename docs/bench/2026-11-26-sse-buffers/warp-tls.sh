@@ -4,10 +4,10 @@
 # issue ("warp GET 1 MiB over TLS reaches 59 % of plain HTTP here").
 # With `cpu`: CPU per MiB of warp (the client) and of strata (the server), perf stat on both
 # processes for 8 s in the middle of a 25 s run, two rounds.
-# usage: BIN=target/release/strata ROUNDS=3 DURATION=20s docs/bench/raw-sse-4/warp-tls.sh [cpu]
+# usage: BIN=target/release/strata ROUNDS=3 DURATION=20s docs/bench/2026-11-26-sse-buffers/warp-tls.sh [cpu]
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
-source docs/bench/raw-tls/servers.sh
+source docs/bench/2026-11-26-tls/servers.sh
 run() { # name port flags...
     local name=$1 port=$2; shift 2
     (cd "$data" && "$warp" get --host "127.0.0.1:$port" --access-key benchadmin --secret-key benchadmin-secret \
