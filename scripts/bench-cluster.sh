@@ -5,7 +5,7 @@
 # (STRATA_BIN=path uses that binary instead of building one: for before/after comparisons.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw/cluster}
+out=${1:-docs/bench/$(date +%F)-cluster}
 mkdir -p "$out"
 bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}
 data=$(mktemp -d "$(dirname "$bin")/bench-cluster.XXXX")

@@ -8,7 +8,7 @@
 # Usage: scripts/bench-data-protection.sh [OUTDIR] [ROUNDS]   (STRATA_BIN=path: use that binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw-data-protection}
+out=${1:-docs/bench/$(date +%F)-data-protection}
 rounds=${2:-4}
 dur=${DURATION:-10s}
 mkdir -p "$out"

@@ -4,7 +4,7 @@
 # A release strata over 4 folders (EC 2+2) on this machine. Usage: scripts/bench-heal.sh [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw-heal}
+out=${1:-docs/bench/$(date +%F)-healing}
 mkdir -p "$out"
 bin=$(scripts/build-strata.sh --release)
 data=$(mktemp -d "$(dirname "$bin")/heal-bench.XXXX")

@@ -6,7 +6,7 @@
 # Usage: scripts/bench-iam.sh [OUTDIR] [ROUNDS]   (STRATA_BIN=path: use that binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw-iam}
+out=${1:-docs/bench/$(date +%F)-iam}
 rounds=${2:-10}
 mkdir -p "$out"
 bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}

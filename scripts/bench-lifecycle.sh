@@ -13,7 +13,7 @@
 # Usage: scripts/bench-lifecycle.sh [OUTDIR]   (STRATA_BIN=path: use that binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw-lifecycle}
+out=${1:-docs/bench/$(date +%F)-lifecycle}
 fill=${FILL:-40s}
 dur=${DURATION:-15s}
 rounds=${ROUNDS:-2}

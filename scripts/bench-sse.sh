@@ -10,7 +10,7 @@
 # Figures are only worth keeping from a quiet machine (see docs/bench/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw-sse}
+out=${1:-docs/bench/$(date +%F)-sse}
 dur=${DURATION:-15s}
 mkdir -p "$out"
 bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}

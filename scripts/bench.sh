@@ -3,7 +3,7 @@
 # driven by `strata bench` at 16 concurrent clients. Usage: scripts/bench.sh [OUTDIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-docs/bench/raw}
+out=${1:-docs/bench/$(date +%F)-single-node}
 mkdir -p "$out"
 # STRATA_BIN=path uses that binary instead of building one (before/after comparisons).
 bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}
