@@ -169,9 +169,9 @@ pub const REQUEST_HEADERS_MAX: usize = 100;
 /// into records in one pass and leaves in one `writev` (rustls writes up to 64 records, 1 MiB,
 /// per call). With server and client pinned to a core each, a TLS GET of 1 MiB objects costs the
 /// server ~0.81–0.84 ms of CPU per MiB with this buffer against ~0.87–1.00 with 256 KiB
-/// (`docs/bench/2026-11-26-tls.md`). The buffer fills only while a client reads slower than the
-/// server sends, so the worst case is this much per open connection ([`CONNECTIONS_MAX`]), of the
-/// order of the kernel's own send buffer for such a connection.
+/// (`docs/bench/2026-11-26-sse.md`, "The TLS send buffer"). The buffer fills only while a client
+/// reads slower than the server sends, so the worst case is this much per open connection
+/// ([`CONNECTIONS_MAX`]), of the order of the kernel's own send buffer for such a connection.
 pub const TLS_SEND_BUFFER: usize = BLOCK_SIZE + 64 * 1024;
 
 /// Share of the memory ceiling (`STRATA_MEMORY_MAX`) used when it is not set: of the smaller of
