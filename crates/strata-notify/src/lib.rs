@@ -10,7 +10,9 @@
 //!   (one `fdatasync` per batch of concurrent events), delivered in order, at least once, with
 //!   exponential backoff.
 //! - [`listen`]: the in-memory fan-out to listeners (MinIO's listen API, `mc watch`): every
-//!   event, whatever the configurations, lossy and never waited for.
+//!   event, whatever the configurations, lossy and never waited for; [`listening`]: a node's
+//!   listeners and, over several nodes, the [`relay`] that brings the other nodes' events by
+//!   long poll.
 //!
 //! Data enters through [`Notifier::emit`] and [`listen::Hub::publish`], called by the S3
 //! handlers after an operation succeeded, and leaves through the delivery tasks and the
@@ -20,8 +22,10 @@
 
 pub mod event;
 pub mod listen;
+pub mod listening;
 pub mod nats;
 pub mod queue;
+pub mod relay;
 pub mod target;
 
 use std::path::Path;

@@ -576,13 +576,6 @@ pub trait ClusterAdmin: Send + Sync {
     /// Tells every other node that the IAM state changed (they reload it before this returns,
     /// or are unreachable and reload on their next periodic read).
     async fn iam_changed(&self);
-
-    /// How many other nodes there are (numbered from 0 for [`ClusterAdmin::listen_poll`]).
-    fn peer_count(&self) -> usize;
-
-    /// Sends a listen poll (JSON [`crate::listen_peers::Poll`]) to node `peer`, answered by its
-    /// [`crate::listen_peers::serve_peer_poll`]; the answer within `timeout`.
-    async fn listen_poll(&self, peer: usize, poll: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String>;
 }
 
 /// Sums the nodes' throughputs; latencies are the slowest node's, CPU and memory the total.

@@ -173,7 +173,7 @@ pub enum ResponseBody {
     /// full, or the client went away).
     Admitted(Box<ResponseBody>, crate::budget::Admission),
     /// A listen stream: its lines, and the listener it counts as until it is dropped.
-    Listen(ObjectStream, crate::listen::Listener),
+    Listen(ObjectStream, strata_notify::listening::Listener),
 }
 
 impl Body for ResponseBody {

@@ -60,7 +60,7 @@ pub struct Node {
     /// Event notification targets and their queues, when the operator configured any.
     pub notify: Option<Arc<strata_notify::Notifier>>,
     /// Who listens to this node's events (the listen API), whatever the targets.
-    pub listen: crate::listen::Listening,
+    pub listen: strata_notify::listening::Listening,
     /// Orders the events of one key (`sequencer` in their records).
     pub sequencer: strata_notify::Sequencer,
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
@@ -78,10 +78,13 @@ impl Node {
             iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
             openid: None,
             notify: None,
-            listen: crate::listen::Listening::new(strata_notify::RecordContext {
-                region: config.region.clone(),
-                owner_id: config.owner_id.clone(),
-            }),
+            listen: strata_notify::listening::Listening::new(
+                strata_notify::RecordContext {
+                    region: config.region.clone(),
+                    owner_id: config.owner_id.clone(),
+                },
+                metrics.clone(),
+            ),
             sequencer: strata_notify::Sequencer::default(),
             kms: None,
             bucket_policies: Default::default(),

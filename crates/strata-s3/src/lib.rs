@@ -16,8 +16,8 @@
 //!   (retention, legal hold, the bucket's lock configuration).
 //! - [`notification`]: the bucket notification configuration calls, and `Request::notify`, the
 //!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s);
-//!   [`listen`]: MinIO's listen API (`mc watch`), streaming every event to whoever listens,
-//!   across nodes through [`listen_peers`].
+//!   [`listen`]: MinIO's listen API (`mc watch`), streaming every event to whoever listens
+//!   (across nodes through `strata_notify`'s relay).
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`access`]: who a request is and whether the policies, or where the bucket allows them the
 //!   ACLs ([`grants`]: owners, canonical ids, canned ACLs and grants), let it through.
@@ -63,7 +63,6 @@ pub mod kms;
 pub mod kms_cache;
 pub mod lifecycle;
 pub mod listen;
-pub mod listen_peers;
 pub mod multipart;
 pub mod notification;
 pub mod object;

@@ -4,158 +4,28 @@
 //! event, `{"Records":[record]}` ([`strata_notify::event::listen_json`]), and keep-alives while
 //! idle (`{"Records":[]}` every `ping` seconds, or a space every half second without `ping`).
 //!
-//! Each listener is a subscription to the node's [`Hub`] read by one task (the pump), which
+//! Each listener is a subscription to the node's [`strata_notify::listen::Hub`] read by one task (the pump), which
 //! filters and queues lines for the connection; the queue is bounded and the pump never waits
 //! for it, so a slow reader loses events (counted) and never slows a PUT. The client leaving
 //! drops the response body, whose [`Listener`] counts listeners, and the queue's receiver, which
-//! ends the pump (and with it the subscription). Over several nodes the first listener starts a
-//! relay that polls every other node for its events ([`crate::listen_peers`]); the last one to
-//! leave stops it. At shutdown [`Listening::shutdown`] ends every stream cleanly.
+//! ends the pump (and with it the subscription). Who listens, and the relay of the other nodes'
+//! events, are [`strata_notify::listening`]'s.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use strata_metrics::Metrics;
-use strata_notify::listen::{Filter, Hub, Next, Subscription};
-use strata_notify::RecordContext;
+use strata_notify::listen::{Filter, Next, Subscription};
 use strata_object::ObjectError;
-use strata_types::limits::{
-    LISTEN_CLIENTS_MAX, LISTEN_CLIENT_QUEUE_EVENTS, LISTEN_KEEPALIVE_INTERVAL, LISTEN_PEER_SUBSCRIBE_TIMEOUT,
-    LISTEN_SHUTDOWN_WAIT,
-};
-use tokio::sync::{mpsc, Notify};
+use strata_types::limits::{LISTEN_CLIENT_QUEUE_EVENTS, LISTEN_KEEPALIVE_INTERVAL};
+use tokio::sync::mpsc;
 
 use crate::body::ResponseBody;
-use crate::context::{Node, Reply, Request};
+use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::listen_peers::{Parked, Relay};
 use crate::router::Route;
-
-/// The node's listeners: the fan-out, who listens here, and other nodes' subscriptions.
-pub struct Listening {
-    pub(crate) hub: Arc<Hub>,
-    listeners: Arc<Listeners>,
-    pub(crate) parked: Arc<Parked>,
-}
-
-struct Listeners {
-    state: Mutex<ListenersState>,
-    /// Told when the last listener left.
-    gone: Notify,
-}
-
-#[derive(Default)]
-struct ListenersState {
-    count: usize,
-    /// Polls the other nodes while anyone listens here.
-    relay: Option<Relay>,
-}
-
-impl Listeners {
-    fn lock(&self) -> MutexGuard<'_, ListenersState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// One listener, held by its response body: counted while the stream lasts.
-pub struct Listener {
-    listeners: Arc<Listeners>,
-    metrics: Arc<Metrics>,
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.metrics.listen_clients.dec();
-        let (last, relay) = {
-            let mut state = self.listeners.lock();
-            state.count = state.count.saturating_sub(1);
-            let last = state.count == 0;
-            (last, if last { state.relay.take() } else { None })
-        };
-        if let Some(relay) = relay {
-            relay.stop();
-        }
-        if last {
-            self.listeners.gone.notify_waiters();
-        }
-    }
-}
-
-impl Listening {
-    pub fn new(ctx: RecordContext) -> Self {
-        Self {
-            hub: Arc::new(Hub::new(ctx)),
-            listeners: Arc::new(Listeners { state: Mutex::default(), gone: Notify::new() }),
-            parked: Arc::new(Parked::default()),
-        }
-    }
-
-    /// The fan-out every event of this node goes through.
-    pub fn hub(&self) -> &Hub {
-        &self.hub
-    }
-
-    /// Listen streams open on this node.
-    pub fn listener_count(&self) -> usize {
-        self.listeners.lock().count
-    }
-
-    /// Ends every listen stream (their last chunk sent) and waits, at most
-    /// [`LISTEN_SHUTDOWN_WAIT`], until they are gone. For server shutdown.
-    pub async fn shutdown(&self) {
-        self.hub.close();
-        let gone = async {
-            loop {
-                let notified = self.listeners.gone.notified();
-                tokio::pin!(notified);
-                notified.as_mut().enable();
-                if self.listener_count() == 0 {
-                    return;
-                }
-                notified.await;
-            }
-        };
-        if tokio::time::timeout(LISTEN_SHUTDOWN_WAIT, gone).await.is_err() {
-            tracing::debug!(listeners = self.listener_count(), "listen streams still open at shutdown");
-        }
-    }
-
-    /// Admits one more listener (past [`LISTEN_CLIENTS_MAX`]: `SlowDown`) and subscribes it to
-    /// this node's events, then (over several nodes) to the other nodes', waiting at most
-    /// [`LISTEN_PEER_SUBSCRIBE_TIMEOUT`] for them.
-    async fn attach(&self, node: &Node) -> Result<(Subscription, Listener), S3Error> {
-        // Subscribed before it counts as a listener: once the count shows it, no event is missed.
-        let subscription = self.hub.subscribe();
-        let (listener, ready) = {
-            let mut state = self.listeners.lock();
-            if state.count >= LISTEN_CLIENTS_MAX {
-                return Err(S3Error::new(
-                    S3ErrorCode::SlowDown,
-                    "Too many listeners on this server; please retry later.",
-                ));
-            }
-            state.count += 1;
-            node.metrics.listen_clients.inc();
-            let listener = Listener { listeners: self.listeners.clone(), metrics: node.metrics.clone() };
-            if state.relay.is_none() {
-                let peers = node.cluster.clone().filter(|c| c.peer_count() > 0);
-                state.relay = peers.map(|c| Relay::start(c, self.hub.clone(), node.metrics.clone()));
-            }
-            (listener, state.relay.as_ref().map(Relay::ready))
-        };
-        if let Some(mut ready) = ready {
-            let subscribed = tokio::time::timeout(LISTEN_PEER_SUBSCRIBE_TIMEOUT, ready.wait_for(|r| *r));
-            if subscribed.await.is_err() {
-                tracing::debug!(
-                    "a node did not subscribe this listener in time; its events come once it answers"
-                );
-            }
-        }
-        Ok((subscription, listener))
-    }
-}
 
 /// What a listener keeps the connection open with while no event comes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -238,7 +108,9 @@ pub async fn listen_notification(
     if let Some(b) = bucket {
         req.node.layer.bucket_info(b)?;
     }
-    let (subscription, listener) = req.node.listen.attach(req.node).await?;
+    let (subscription, listener) = req.node.listen.attach().await.map_err(|_| {
+        S3Error::new(S3ErrorCode::SlowDown, "Too many listeners on this server; please retry later.")
+    })?;
     let (tx, rx) = mpsc::channel(LISTEN_CLIENT_QUEUE_EVENTS);
     let metrics = req.node.metrics.clone();
     tokio::spawn(pump(Pump { subscription, filter, tx, keepalive: params.keepalive, metrics }));
@@ -299,7 +171,8 @@ async fn pump(mut p: Pump) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_notify::{Event, EventName};
+    use strata_notify::listen::Hub;
+    use strata_notify::{Event, EventName, RecordContext};
 
     fn route(query: &str) -> Route {
         crate::router::route(&http::Method::GET, "/b", query, None, None).expect("routes")

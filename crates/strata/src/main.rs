@@ -391,7 +391,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
     if let Some(d) = &prepared.distributed {
-        node.cluster = Some(Arc::new(PeerAdmin(d.peers.clone())));
+        let peers = Arc::new(PeerAdmin(d.peers.clone()));
+        node.listen.set_peers(peers.clone());
+        node.cluster = Some(peers);
     }
     let node = Arc::new(node);
     if let Some(settings) = lifecycle {
@@ -412,7 +414,11 @@ async fn server(args: ServerArgs) -> Result<()> {
                         Ok(_) => Ok(Vec::new()),
                         Err(e) => Err(e.to_string()),
                     },
-                    "listen-poll" => strata_s3::listen_peers::serve_peer_poll(&n, &body).await,
+                    "listen-poll" => {
+                        let poll =
+                            serde_json::from_slice(&body).map_err(|e| format!("bad listen poll: {e}"))?;
+                        serde_json::to_vec(&n.listen.serve_poll(poll).await).map_err(|e| e.to_string())
+                    }
                     other => Err(format!("unknown admin operation {other}")),
                 }
             })
@@ -552,19 +558,27 @@ impl strata_s3::admin::ClusterAdmin for PeerAdmin {
         }))
         .await;
     }
+}
 
+#[async_trait::async_trait]
+impl strata_notify::relay::ListenPeers for PeerAdmin {
     fn peer_count(&self) -> usize {
         self.0.len()
     }
 
-    async fn listen_poll(
+    async fn poll(
         &self,
         peer: usize,
-        poll: Vec<u8>,
+        poll: strata_notify::relay::Poll,
         timeout: std::time::Duration,
-    ) -> Result<Vec<u8>, String> {
-        let p = self.0.get(peer).ok_or_else(|| format!("no node {peer}"))?;
-        p.admin("listen-poll", bytes::Bytes::from(poll), timeout).await
+    ) -> Result<strata_notify::relay::Batch, strata_notify::relay::PollError> {
+        use strata_notify::relay::PollError;
+        let p = self.0.get(peer).ok_or_else(|| PollError::Unanswered(format!("no node {peer}")))?;
+        let body = serde_json::to_vec(&poll).map_err(|e| PollError::Unanswered(e.to_string()))?;
+        let answer =
+            p.admin("listen-poll", bytes::Bytes::from(body), timeout).await.map_err(PollError::Unanswered)?;
+        serde_json::from_slice::<Result<_, PollError>>(&answer)
+            .map_err(|e| PollError::Unanswered(format!("bad listen answer: {e}")))?
     }
 }
 

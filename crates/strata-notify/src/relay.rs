@@ -2,9 +2,9 @@
 //! node served.
 //!
 //! Node RPC answers whole requests, so events travel by long poll. While a node has listeners it
-//! runs one [`Relay`]: a task that polls every other node (admin RPC `listen-poll`, JSON
-//! [`Poll`] in, [`Batch`] out) and publishes what they answer into its own hub, marked as
-//! relayed. The polled node keeps a [`Parked`] subscription per polling node, named by the
+//! runs one [`Relay`]: a task that polls every other node ([`ListenPeers::poll`]: a [`Poll`] in,
+//! a [`Batch`] out; the RPC layer carries them) and publishes what they answer into its own hub,
+//! marked as relayed. The polled node keeps a [`Parked`] subscription per polling node, named by the
 //! relay's random id: a poll drains what that subscription gathered since the last one, or
 //! waits up to [`LISTEN_PEER_POLL_WAIT`] for something, and relayed events are never passed on
 //! again (no loops, no duplicates). When its last listener leaves, a node stops its relay and
@@ -23,20 +23,48 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use serde::{Deserialize, Serialize};
 use strata_metrics::Metrics;
-use strata_notify::listen::{Hub, Next, Subscription};
-use strata_notify::EventName;
 use strata_types::limits::{
     LISTEN_PEER_BATCH_EVENTS, LISTEN_PEER_IDLE_MAX, LISTEN_PEER_POLL_WAIT, LISTEN_PEER_RETRY_MAX,
     LISTEN_PEER_RETRY_MIN, LISTEN_PEER_SUBSCRIPTIONS_MAX, RPC_TIMEOUT,
 };
 use tokio::sync::watch;
 
-use crate::admin::ClusterAdmin;
-use crate::context::Node;
+use crate::listen::{Hub, Next, Subscription};
+use crate::EventName;
+
+/// The other nodes of the deployment, as the relay reaches them (the RPC layer implements it).
+#[async_trait]
+pub trait ListenPeers: Send + Sync {
+    /// How many other nodes there are (numbered from 0 for [`ListenPeers::poll`]).
+    fn peer_count(&self) -> usize;
+
+    /// Sends `poll` to node `peer`, answered by its [`crate::listening::Listening::serve_poll`];
+    /// the answer within `timeout`.
+    async fn poll(&self, peer: usize, poll: Poll, timeout: Duration) -> Result<Batch, PollError>;
+}
+
+/// Why a poll got no batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum PollError {
+    /// The subscription id is empty or longer than [`SUBSCRIPTION_ID_LEN_MAX`].
+    #[error("a subscription id has 1 to {SUBSCRIPTION_ID_LEN_MAX} characters")]
+    BadSubscription,
+    /// The polled node keeps [`LISTEN_PEER_SUBSCRIPTIONS_MAX`] subscriptions at most.
+    #[error("the node keeps {LISTEN_PEER_SUBSCRIPTIONS_MAX} subscriptions at most")]
+    TooManySubscriptions,
+    /// Another poll of the same subscription is being answered.
+    #[error("subscription {0} is being polled already")]
+    Busy(String),
+    /// The poll did not reach the node, or its answer did not come back (the transport's own
+    /// error, as text).
+    #[error("the node did not answer the poll: {0}")]
+    Unanswered(String),
+}
 
 /// One poll of a node's events.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,37 +98,33 @@ pub struct RemoteEvent {
 }
 
 /// Longest subscription id a poll may name (a UUID is 36 characters).
-const SUBSCRIPTION_ID_LEN_MAX: usize = 64;
+pub const SUBSCRIPTION_ID_LEN_MAX: usize = 64;
 
 /// A node's relay of the other nodes' events (see the module documentation).
 pub(crate) struct Relay {
     task: tokio::task::JoinHandle<()>,
     ready: watch::Receiver<bool>,
-    cluster: Arc<dyn ClusterAdmin>,
+    peers: Arc<dyn ListenPeers>,
     subscription: String,
 }
 
 impl Relay {
-    /// Starts polling every node of `cluster` into `hub`.
-    pub(crate) fn start(cluster: Arc<dyn ClusterAdmin>, hub: Arc<Hub>, metrics: Arc<Metrics>) -> Self {
+    /// Starts polling every node of `peers` into `hub`.
+    pub(crate) fn start(peers: Arc<dyn ListenPeers>, hub: Arc<Hub>, metrics: Arc<Metrics>) -> Self {
         let (ready_tx, ready) = watch::channel(false);
         let subscription = uuid::Uuid::new_v4().to_string();
-        let (polled, id) = (cluster.clone(), subscription.clone());
+        let (polled, id) = (peers.clone(), subscription.clone());
         let task = tokio::spawn(async move {
-            let (cluster, subscription) = (polled, id);
-            let peers = 0..cluster.peer_count();
-            let relay = Polling {
-                cluster: cluster.as_ref(),
-                subscription: &subscription,
-                hub: &hub,
-                metrics: &metrics,
-            };
+            let (nodes, subscription) = (polled, id);
+            let peers = 0..nodes.peer_count();
+            let relay =
+                Polling { nodes: nodes.as_ref(), subscription: &subscription, hub: &hub, metrics: &metrics };
             // Subscribe on every node first (a poll that does not wait), then let listeners in.
             join_all(peers.clone().map(|peer| relay.poll(peer, Duration::ZERO))).await;
             let _ = ready_tx.send(true);
             join_all(peers.map(|peer| relay.keep_polling(peer))).await;
         });
-        Self { task, ready, cluster, subscription }
+        Self { task, ready, peers, subscription }
     }
 
     /// Becomes `true` once every node answered (or failed) the first poll.
@@ -112,20 +136,17 @@ impl Relay {
     /// within one RPC time-out; a node it misses drops it once idle).
     pub(crate) fn stop(self) {
         self.task.abort();
-        let Ok(body) = serde_json::to_vec(&Poll { subscription: self.subscription, wait_ms: 0, close: true })
-        else {
-            return;
-        };
-        let cluster = self.cluster;
+        let close = Poll { subscription: self.subscription, wait_ms: 0, close: true };
+        let nodes = self.peers;
         tokio::spawn(async move {
-            let peers = 0..cluster.peer_count();
-            join_all(peers.map(|peer| cluster.listen_poll(peer, body.clone(), RPC_TIMEOUT))).await;
+            let peers = 0..nodes.peer_count();
+            join_all(peers.map(|peer| nodes.poll(peer, close.clone(), RPC_TIMEOUT))).await;
         });
     }
 }
 
 struct Polling<'a> {
-    cluster: &'a dyn ClusterAdmin,
+    nodes: &'a dyn ListenPeers,
     subscription: &'a str,
     hub: &'a Hub,
     metrics: &'a Metrics,
@@ -133,15 +154,13 @@ struct Polling<'a> {
 
 impl Polling<'_> {
     /// One poll of node `peer`; its events published here.
-    async fn poll(&self, peer: usize, wait: Duration) -> Result<(), String> {
+    async fn poll(&self, peer: usize, wait: Duration) -> Result<(), PollError> {
         let poll = Poll {
             subscription: self.subscription.to_owned(),
             wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             close: false,
         };
-        let body = serde_json::to_vec(&poll).map_err(|e| e.to_string())?;
-        let answer = self.cluster.listen_poll(peer, body, wait + RPC_TIMEOUT).await?;
-        let batch: Batch = serde_json::from_slice(&answer).map_err(|e| format!("bad listen answer: {e}"))?;
+        let batch = self.nodes.poll(peer, poll, wait + RPC_TIMEOUT).await?;
         deliver(self.hub, self.metrics, batch);
         Ok(())
     }
@@ -235,10 +254,10 @@ impl Parked {
         hub: &Hub,
         metrics: &Arc<Metrics>,
         poll: Poll,
-    ) -> Result<Batch, String> {
+    ) -> Result<Batch, PollError> {
         let id = poll.subscription;
         if id.is_empty() || id.len() > SUBSCRIPTION_ID_LEN_MAX {
-            return Err(format!("a subscription id has 1 to {SUBSCRIPTION_ID_LEN_MAX} characters"));
+            return Err(PollError::BadSubscription);
         }
         if poll.close {
             let mut state = self.lock();
@@ -251,7 +270,7 @@ impl Parked {
             return Ok(Batch::default()); // the relay stopped; nobody reads this answer
         };
         let Ok(mut subscription) = shared.try_lock_owned() else {
-            return Err(format!("subscription {id} is being polled already"));
+            return Err(PollError::Busy(id));
         };
         let batch = collect(&mut subscription, wait).await;
         drop(subscription);
@@ -268,14 +287,14 @@ impl Parked {
         hub: &Hub,
         metrics: &Arc<Metrics>,
         id: &str,
-    ) -> Result<Option<Arc<tokio::sync::Mutex<Subscription>>>, String> {
+    ) -> Result<Option<Arc<tokio::sync::Mutex<Subscription>>>, PollError> {
         let mut state = self.lock();
         if !state.subscriptions.contains_key(id) {
             if state.was_closed(id) {
                 return Ok(None);
             }
             if state.subscriptions.len() >= LISTEN_PEER_SUBSCRIPTIONS_MAX {
-                return Err(format!("this node keeps {LISTEN_PEER_SUBSCRIPTIONS_MAX} subscriptions at most"));
+                return Err(PollError::TooManySubscriptions);
             }
         }
         let parked = state.subscriptions.entry(id.to_owned()).or_insert_with(|| ParkedSubscription {
@@ -372,18 +391,10 @@ fn take(batch: &mut Batch, next: Next) -> bool {
     true
 }
 
-/// Answers another node's listen poll (admin RPC `listen-poll`): JSON [`Poll`] in, JSON
-/// [`Batch`] out.
-pub async fn serve_peer_poll(node: &Node, body: &[u8]) -> Result<Vec<u8>, String> {
-    let poll: Poll = serde_json::from_slice(body).map_err(|e| format!("bad listen poll: {e}"))?;
-    let batch = node.listen.parked.serve(&node.listen.hub, &node.metrics, poll).await?;
-    serde_json::to_vec(&batch).map_err(|e| e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_notify::{Event, RecordContext};
+    use crate::{Event, RecordContext};
 
     fn hub() -> Hub {
         Hub::new(RecordContext { region: "us-east-1".into(), owner_id: "o".into() })
