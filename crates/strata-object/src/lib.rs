@@ -62,7 +62,7 @@ pub use lifecycle_pass::{
 pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
-pub use put::{BodyReader, PutOptions, WriteCondition, SEALED_BLOCK_SIZE};
+pub use put::{BodyReader, BytesBody, PutOptions, WriteCondition, SEALED_BLOCK_SIZE};
 pub use sse::{open_part_checksums, SsePut};
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{

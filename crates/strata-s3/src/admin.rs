@@ -13,7 +13,6 @@
 //!   and reports per node and in aggregate. Objects go to a hidden bucket that S3 listings never
 //!   show, so normal traffic is untouched.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,7 +23,7 @@ use http::StatusCode;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde::Serialize;
-use strata_object::{BodyError, BodyReader, HealPriority, HealScope, ListRequest, ObjectError, PutOptions};
+use strata_object::{BodyError, BytesBody, HealPriority, HealScope, ListRequest, ObjectError, PutOptions};
 use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 use tokio::sync::Mutex;
 
@@ -269,36 +268,6 @@ pub struct SpeedtestReport {
     pub aggregate_get: Throughput,
 }
 
-/// A body served from bytes already in memory, in pieces of at most 1 MiB sliced from them (no
-/// copy): a speedtest object cut from one shared random buffer, the sealed IAM state.
-pub(crate) struct SharedBody {
-    data: Bytes,
-    sent: usize,
-}
-
-impl SharedBody {
-    pub(crate) fn new(data: Bytes) -> Self {
-        Self { data, sent: 0 }
-    }
-}
-
-#[async_trait]
-impl BodyReader for SharedBody {
-    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
-        if self.sent == self.data.len() {
-            return Ok(None);
-        }
-        let end = (self.sent + (1 << 20)).min(self.data.len());
-        let chunk = self.data.slice(self.sent..end);
-        self.sent = end;
-        Ok(Some(chunk))
-    }
-
-    fn checksums(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
-}
-
 fn rss_mib() -> f64 {
     strata_types::process::memory_kib("self", "VmRSS:").unwrap_or(0) as f64 / 1024.0
 }
@@ -391,7 +360,7 @@ async fn put_phase(
                 options.sse = Some(s.seal().await.map_err(speedtest_error)?);
             }
             let size = data.len() as u64;
-            let mut body = SharedBody::new(data);
+            let mut body = BytesBody::new(data);
             let info = layer.put_object(SPEEDTEST_BUCKET, &key, &mut body, options).await?;
             let mut written = written.lock().await;
             written.0.push(key);

@@ -1,7 +1,7 @@
 //! The IAM part of the admin API, under `/_strata/admin/v1/iam/`: users, groups, named policies
 //! and service accounts. Answers are JSON; secrets travel only in request bodies (never in a
 //! query, which logs keep) and are shown once, when a service account is made. Every change is
-//! stored through [`crate::iam::Iam::change`] and told to the other nodes before the answer.
+//! stored through [`strata_system::iam::Iam::change`] and told to the other nodes before the answer.
 //!
 //! | method and path | does | admin action |
 //! |---|---|---|
@@ -25,11 +25,11 @@
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
-use ring::rand::{SecureRandom, SystemRandom};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use strata_iam::state::{IamState, Status};
 use strata_iam::{builtin, IamError, Target};
+use strata_system::credentials::{random_string, ACCESS_KEY_ALPHABET, SECRET_ALPHABET};
 use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 
 use crate::admin::json_reply;
@@ -327,16 +327,6 @@ fn list_service_accounts(state: &IamState, parent: Option<&str>) -> Value {
     json!({ "serviceAccounts": accounts })
 }
 
-/// `len` random characters from `alphabet`.
-pub(crate) fn random_string(alphabet: &[u8], len: usize) -> Result<String, S3Error> {
-    let mut bytes = vec![0u8; len];
-    SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| S3Error::new(S3ErrorCode::InternalError, "no randomness available"))?;
-    // 256 is not a multiple of the alphabet's size: the small bias does not matter at 20+ chars.
-    Ok(bytes.iter().map(|b| alphabet[*b as usize % alphabet.len()] as char).collect())
-}
-
 async fn add_service_account(node: &Node, query: &Query, body: &Bytes) -> Result<Reply, S3Error> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -350,15 +340,13 @@ async fn add_service_account(node: &Node, query: &Query, body: &Bytes) -> Result
     }
     let parent = required(query, "parent")?;
     let new: NewAccount = if body.is_empty() { body_json(b"{}")? } else { body_json(body)? };
-    const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let access_key = match new.access_key {
         Some(k) => k,
-        None => random_string(UPPER, 20)?,
+        None => random_string(ACCESS_KEY_ALPHABET, 20)?,
     };
     let secret_key = match new.secret_key {
         Some(s) => s,
-        None => random_string(ANY, 40)?,
+        None => random_string(SECRET_ALPHABET, 40)?,
     };
     let policy = match new.policy {
         None | Some(Value::Null) => None,

@@ -54,9 +54,9 @@ pub struct Node {
     /// The other nodes, for admin operations that span the deployment (distributed mode).
     pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
     /// Users, groups, policies and keys (the root user stays in `config`).
-    pub iam: crate::iam::Iam,
+    pub iam: strata_system::iam::Iam,
     /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
-    pub openid: Option<crate::oidc::OpenId>,
+    pub openid: Option<strata_system::oidc::OpenId>,
     /// Event notification targets and their queues, when the operator configured any.
     pub notify: Option<Arc<strata_notify::Notifier>>,
     /// Who listens to this node's events (the listen API), whatever the targets.
@@ -65,7 +65,7 @@ pub struct Node {
     pub sequencer: strata_notify::Sequencer,
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
-    bucket_policies: crate::bucket_policy::Cache,
+    bucket_policies: strata_system::bucket_policy::Cache,
     pub(crate) budget: Budget,
     pub(crate) requests: AtomicU64,
     pub(crate) started: u64,
@@ -75,7 +75,7 @@ impl Node {
     pub fn new(layer: Arc<ObjectLayer>, config: S3Config, metrics: Arc<Metrics>) -> Self {
         Self {
             layer,
-            iam: crate::iam::Iam::new(&config.root_user, &config.root_password),
+            iam: strata_system::iam::Iam::new(&config.root_user, &config.root_password),
             openid: None,
             notify: None,
             listen: strata_notify::listening::Listening::new(
@@ -99,9 +99,11 @@ impl Node {
 }
 
 impl Node {
-    /// The compiled policy of `bucket` as it applies to `access` (see [`crate::bucket_policy`]).
+    /// The compiled policy of `bucket` as it applies to `access` (see
+    /// [`strata_system::bucket_policy`]).
     pub fn bucket_policy_for(&self, bucket: &str, access: &Access) -> Option<Arc<strata_iam::Policy>> {
-        self.bucket_policies.policy_for(self, bucket, access)
+        let anonymous = access.identity == crate::access::Identity::Anonymous;
+        self.bucket_policies.policy_for(&self.layer, bucket, anonymous)
     }
 }
 

@@ -5,6 +5,9 @@ use http::StatusCode;
 use strata_crypto::KmsError;
 use strata_iam::{IamError, PolicyError};
 use strata_object::{BodyError, ObjectError};
+use strata_system::credentials::NoRandomness;
+use strata_system::iam::StoreError;
+use strata_system::oidc::OidcError;
 use strata_types::NameError;
 
 macro_rules! codes {
@@ -364,6 +367,42 @@ impl From<IamError> for S3Error {
                 tracing::error!(error = %e, "the stored IAM state is not usable");
                 C::InternalError
             }
+        };
+        S3Error::new(code, &e.to_string())
+    }
+}
+
+/// The IAM state could not be read or stored: the object layer's answer, the IAM API's code for
+/// a refused change, `LimitExceeded` past its size, and `500` (logged) when it cannot be unsealed.
+impl From<StoreError> for S3Error {
+    fn from(e: StoreError) -> S3Error {
+        match e {
+            StoreError::Object(o) => o.into(),
+            StoreError::Invalid(i) => i.into(),
+            StoreError::TooLarge => S3Error::new(S3ErrorCode::LimitExceeded, &e.to_string()),
+            StoreError::Random(r) => r.into(),
+            StoreError::Unseal | StoreError::Damaged(_) => {
+                tracing::error!(error = %e, "IAM state");
+                S3Error::new(S3ErrorCode::InternalError, "The IAM state cannot be read.")
+            }
+        }
+    }
+}
+
+/// No randomness for new credentials: `500`.
+impl From<NoRandomness> for S3Error {
+    fn from(_: NoRandomness) -> S3Error {
+        S3Error::new(S3ErrorCode::InternalError, "no randomness available")
+    }
+}
+
+/// An identity token refused: STS's codes.
+impl From<OidcError> for S3Error {
+    fn from(e: OidcError) -> S3Error {
+        let code = match e {
+            OidcError::Invalid(_) => S3ErrorCode::InvalidIdentityToken,
+            OidcError::Expired => S3ErrorCode::ExpiredTokenException,
+            OidcError::Unreachable => S3ErrorCode::IDPCommunicationError,
         };
         S3Error::new(code, &e.to_string())
     }

@@ -21,14 +21,11 @@
 //! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`access`]: who a request is and whether the policies, or where the bucket allows them the
 //!   ACLs ([`grants`]: owners, canonical ids, canned ACLs and grants), let it through.
-//! - [`iam`]: the IAM state: stored sealed in the hidden system bucket, compiled into the
-//!   `Directory` requests are authenticated and authorized against, reloaded on a peer's notice.
-//! - [`kms`]: the built-in KMS (named keys sealed by the master key, stored in the system
-//!   bucket); [`vault`] an external one (the transit engine of OpenBao or
-//!   Vault); [`kms_cache`] the data key cache in front of
-//!   either; [`admin_kms`] their admin operations.
+//! - [`admin_kms`]: the KMS's admin operations (the IAM state, the KMS and their stores are
+//!   `strata_system`'s).
 //! - [`sts`]: STS `AssumeRole` and `AssumeRoleWithWebIdentity` (temporary credentials), at
-//!   `POST /` with a form body; [`oidc`] verifies OpenID Connect identity tokens.
+//!   `POST /` with a form body; the sessions themselves and the identity tokens' checks are
+//!   `strata_system`'s.
 //! - [`sse`]: SSE-S3, SSE-KMS and SSE-C headers → the data key of a new or stored object,
 //!   and the encryption headers of responses.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
@@ -58,9 +55,6 @@ pub mod encryption;
 pub mod error;
 pub mod grants;
 pub mod headers;
-pub mod iam;
-pub mod kms;
-pub mod kms_cache;
 pub mod lifecycle;
 pub mod listen;
 pub mod multipart;
@@ -68,7 +62,6 @@ pub mod notification;
 pub mod object;
 pub mod object_lock;
 pub mod observe;
-pub mod oidc;
 pub mod post;
 pub mod router;
 pub mod server;
@@ -78,7 +71,6 @@ pub mod sse;
 pub mod sts;
 pub mod tagging;
 pub mod tls;
-pub mod vault;
 pub mod versioning;
 pub mod xml;
 

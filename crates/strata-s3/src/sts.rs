@@ -13,7 +13,7 @@
 //! the rest of the IAM state, so they work on every node, and are dropped after their expiry.
 //!
 //! `AssumeRoleWithWebIdentity` is unsigned: its `WebIdentityToken`, an OpenID Connect ID token
-//! verified by [`crate::oidc`], is the credential. The session's parent is the token's subject
+//! verified by [`strata_system::oidc`], is the credential. The session's parent is the token's subject
 //! (no IAM user) and its rights are the policies the token's policy claim names (each must
 //! exist), narrowed by the optional session `Policy`.
 //!
@@ -22,21 +22,17 @@
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use strata_iam::state::Session;
-use strata_iam::Secret;
+use strata_system::sts::{Issued, SessionRequest};
 use strata_types::limits::{
     STS_BODY_SIZE_MAX, STS_DURATION_DEFAULT_SECS, STS_DURATION_MAX_SECS, STS_DURATION_MIN_SECS,
 };
 
 use crate::access::Credentials;
-use crate::admin_iam::random_string;
 use crate::context::{Node, Reply};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::{sigv4, xml};
 
 const NAMESPACE: &str = "https://sts.amazonaws.com/doc/2011-06-15/";
-const UPPER: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-const ANY: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /// Is this request for STS (rather than S3)? `POST /` with a form body: S3 has no such operation.
 pub fn is_sts(parts: &http::request::Parts) -> bool {
@@ -97,8 +93,8 @@ fn field<'f>(form: &'f Form, name: &str) -> Option<&'f str> {
 }
 
 /// The parameters both actions share: lifetime, session name, session policy.
-fn session_parameters(form: &Form) -> Result<(u64, String, Option<String>), S3Error> {
-    let duration = match field(form, "DurationSeconds") {
+fn session_request(form: &Form) -> Result<SessionRequest, S3Error> {
+    let duration_secs = match field(form, "DurationSeconds") {
         None => STS_DURATION_DEFAULT_SECS,
         Some(d) => d
             .parse::<u64>()
@@ -113,18 +109,13 @@ fn session_parameters(form: &Form) -> Result<(u64, String, Option<String>), S3Er
         return Err(validation("RoleSessionName must be 2 to 64 of A-Z a-z 0-9 and _+=,.@-"));
     }
     let policy = field(form, "Policy").filter(|p| !p.is_empty()).map(str::to_owned);
-    Ok((duration, name, policy))
+    Ok(SessionRequest { duration_secs, name, policy })
 }
 
-/// New temporary credentials, ready to be stored and answered.
-struct Issued {
-    access_key: String,
-    secret: String,
-    token: String,
-    parent: String,
-    name: String,
-    expiry: u64,
-    /// AssumeRoleWithWebIdentity: the token's subject and audience.
+/// What an action answers: the credentials, and for AssumeRoleWithWebIdentity the token's
+/// subject and audience.
+struct Answer {
+    issued: Issued,
     web: Option<(String, String)>,
 }
 
@@ -135,32 +126,14 @@ async fn issue(
     parent: String,
     form: &Form,
     federated: Option<std::collections::BTreeSet<String>>,
-) -> Result<Issued, S3Error> {
-    let (duration, name, policy) = session_parameters(form)?;
+) -> Result<Answer, S3Error> {
+    let request = session_request(form)?;
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let issued = Issued {
-        access_key: random_string(UPPER, 20)?,
-        secret: random_string(ANY, 40)?,
-        token: random_string(ANY, 96)?,
-        parent,
-        name,
-        expiry: now + duration,
-        web: None,
-    };
-    let session = Session {
-        secret: Secret::new(&issued.secret)?,
-        token: Secret::new(&issued.token)?,
-        parent: issued.parent.clone(),
-        name: issued.name.clone(),
-        policy,
-        expiry: issued.expiry,
-        federated_policies: federated,
-    };
-    node.iam.change(&node.layer, |s| s.add_session(&issued.access_key, session.clone(), now)).await?;
+    let issued = strata_system::sts::issue(&node.iam, &node.layer, parent, request, federated, now).await?;
     if let Some(cluster) = &node.cluster {
         cluster.iam_changed().await;
     }
-    Ok(issued)
+    Ok(Answer { issued, web: None })
 }
 
 async fn assume_role(
@@ -168,7 +141,7 @@ async fn assume_role(
     parts: &http::request::Parts,
     body: &[u8],
     form: &Form,
-) -> Result<Issued, S3Error> {
+) -> Result<Answer, S3Error> {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let directory = node.iam.directory();
     let token = crate::access::session_token(parts);
@@ -186,7 +159,7 @@ async fn assume_role(
 }
 
 /// AssumeRoleWithWebIdentity: unsigned; the identity token is the credential.
-async fn assume_role_with_web_identity(node: &Node, form: &Form) -> Result<Issued, S3Error> {
+async fn assume_role_with_web_identity(node: &Node, form: &Form) -> Result<Answer, S3Error> {
     let Some(openid) = &node.openid else {
         return Err(S3Error::new(
             S3ErrorCode::InvalidIdentityToken,
@@ -209,14 +182,15 @@ async fn assume_role_with_web_identity(node: &Node, form: &Form) -> Result<Issue
             &format!("The token names unknown policy {missing:?}."),
         ));
     }
-    let mut issued = issue(node, identity.subject.clone(), form, Some(identity.policies)).await?;
-    issued.web = Some((identity.subject, identity.audience));
-    Ok(issued)
+    let mut answer = issue(node, identity.subject.clone(), form, Some(identity.policies)).await?;
+    answer.web = Some((identity.subject, identity.audience));
+    Ok(answer)
 }
 
-impl Issued {
+impl Answer {
     /// The action's response document.
     fn reply(&self, action: &str, request_id: &str) -> Reply {
+        let issued = &self.issued;
         let mut x = xml::Writer::new();
         x.open_ns(&format!("{action}Response"), NAMESPACE);
         x.open(&format!("{action}Result"));
@@ -225,14 +199,14 @@ impl Issued {
             x.elem("Audience", audience);
         }
         x.open("AssumedRoleUser");
-        x.elem("Arn", &format!("arn:aws:sts:::assumed-role/{}/{}", self.parent, self.name));
-        x.elem("AssumedRoleId", &format!("{}:{}", self.access_key, self.name));
+        x.elem("Arn", &format!("arn:aws:sts:::assumed-role/{}/{}", issued.parent, issued.name));
+        x.elem("AssumedRoleId", &format!("{}:{}", issued.access_key, issued.name));
         x.close("AssumedRoleUser");
         x.open("Credentials");
-        x.elem("AccessKeyId", &self.access_key);
-        x.elem("SecretAccessKey", &self.secret);
-        x.elem("SessionToken", &self.token);
-        x.elem("Expiration", &strata_types::time::iso8601(self.expiry * 1_000_000_000));
+        x.elem("AccessKeyId", &issued.access_key);
+        x.elem("SecretAccessKey", &issued.secret);
+        x.elem("SessionToken", &issued.token);
+        x.elem("Expiration", &strata_types::time::iso8601(issued.expiry * 1_000_000_000));
         x.close("Credentials");
         x.close(&format!("{action}Result"));
         x.open("ResponseMetadata");

@@ -381,12 +381,12 @@ async fn server(args: ServerArgs) -> Result<()> {
         check_every,
         drive_trouble,
     );
-    strata_s3::iam::Iam::prepare(&layer).await.context("creating the system bucket")?;
+    strata_system::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
     if let Some((user, password)) = previous_credentials(&node.config.root_user)? {
         node.iam.set_previous_root(&user, &password);
     }
-    node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_s3::oidc::OpenId::new);
+    node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_system::oidc::OpenId::new);
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
@@ -487,9 +487,9 @@ async fn kms_from_env(
     layer: &Arc<strata_object::ObjectLayer>,
 ) -> Result<Option<Arc<dyn strata_crypto::Kms>>> {
     let kms: Arc<dyn strata_crypto::Kms> =
-        match strata_s3::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)? {
+        match strata_system::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)? {
             Some(config) => {
-                let vault = strata_s3::vault::VaultKms::start(config)
+                let vault = strata_system::vault::VaultKms::start(config)
                     .await
                     .map_err(anyhow::Error::msg)
                     .context("starting the KMS client (STRATA_KMS_VAULT_*)")?;
@@ -506,7 +506,7 @@ async fn kms_from_env(
                 let master = strata_crypto::kms::MasterKey::parse(&value)
                     .map_err(|e| anyhow::anyhow!("{var}: {e}"))?;
                 let name = master.name.clone();
-                let kms = strata_s3::kms::BuiltinKms::start(layer.clone(), master)
+                let kms = strata_system::kms::BuiltinKms::start(layer.clone(), master)
                     .await
                     .with_context(|| format!("starting the built-in KMS ({var})"))?;
                 tracing::info!(default_key = %name, "built-in KMS ready");
@@ -521,7 +521,7 @@ async fn kms_from_env(
         Err(_) => strata_types::limits::KMS_KEY_CACHE_TTL,
     };
     let entries = strata_types::limits::KMS_KEY_CACHE_ENTRIES_MAX;
-    Ok(Some(Arc::new(strata_s3::kms_cache::CachedKms::new(kms, ttl, entries))))
+    Ok(Some(Arc::new(strata_system::kms_cache::CachedKms::new(kms, ttl, entries))))
 }
 
 fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
@@ -627,8 +627,8 @@ fn notifier_from_env(
     Ok(Some(Arc::new(notifier)))
 }
 
-fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_s3::oidc::OpenIdConfig>> {
-    use strata_s3::oidc::Provider;
+fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_system::oidc::OpenIdConfig>> {
+    use strata_system::oidc::Provider;
     let var = |name: &str| {
         [format!("STRATA_IDENTITY_OPENID_{name}"), format!("MINIO_IDENTITY_OPENID_{name}")]
             .into_iter()
@@ -654,7 +654,7 @@ fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_
             bail!("OpenID provider URL {url}: http:// or https:// expected");
         }
     }
-    Ok(Some(strata_s3::oidc::OpenIdConfig {
+    Ok(Some(strata_system::oidc::OpenIdConfig {
         provider,
         client_id: var("CLIENT_ID"),
         claim: var("CLAIM_NAME").unwrap_or_else(|| "policy".to_owned()),
@@ -691,7 +691,7 @@ fn outbound_tls(certs_dir: Option<&std::path::Path>) -> Result<rustls::ClientCon
 fn spawn_iam_refresh(node: Arc<Node>) {
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(strata_s3::iam::IAM_RELOAD_INTERVAL).await;
+            tokio::time::sleep(strata_system::iam::IAM_RELOAD_INTERVAL).await;
             if let Err(e) = node.iam.load(&node.layer).await {
                 tracing::warn!(error = %e, "cannot reload the IAM state");
             }

@@ -23,8 +23,6 @@ use http_body_util::BodyExt;
 use ring::signature::{RsaPublicKeyComponents, RSA_PKCS1_2048_8192_SHA256};
 use serde_json::Value;
 
-use crate::error::{S3Error, S3ErrorCode};
-
 /// How long fetched keys are trusted before they are fetched again.
 pub const JWKS_MAX_AGE: Duration = Duration::from_secs(300);
 /// Least time between two fetches (a token naming an unknown key cannot make us hammer the
@@ -67,6 +65,20 @@ impl std::fmt::Debug for OpenIdConfig {
     }
 }
 
+/// Why a token was not accepted. The S3 layer answers each with STS's code:
+/// `InvalidIdentityToken`, `ExpiredTokenException` and `IDPCommunicationError`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OidcError {
+    /// The token is malformed, not signed by the provider, or its claims do not hold.
+    #[error("{0}")]
+    Invalid(&'static str),
+    #[error("Token expired")]
+    Expired,
+    /// The provider's keys could not be fetched (the reason is logged).
+    #[error("The identity provider's keys cannot be fetched.")]
+    Unreachable,
+}
+
 /// What a verified token says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WebIdentity {
@@ -97,11 +109,11 @@ impl std::fmt::Debug for OpenId {
     }
 }
 
-fn invalid(message: &str) -> S3Error {
-    S3Error::new(S3ErrorCode::InvalidIdentityToken, message)
+fn invalid(message: &'static str) -> OidcError {
+    OidcError::Invalid(message)
 }
 
-fn b64url(part: &str) -> Result<Vec<u8>, S3Error> {
+fn b64url(part: &str) -> Result<Vec<u8>, OidcError> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(part.trim_end_matches('='))
         .map_err(|_| invalid("The token is not base64url."))
@@ -113,7 +125,7 @@ impl OpenId {
     }
 
     /// Verifies `token` at `now` (Unix seconds).
-    pub async fn verify(&self, token: &str, now: u64) -> Result<WebIdentity, S3Error> {
+    pub async fn verify(&self, token: &str, now: u64) -> Result<WebIdentity, OidcError> {
         let mut parts = token.split('.');
         let (Some(h), Some(p), Some(s), None) = (parts.next(), parts.next(), parts.next(), parts.next())
         else {
@@ -134,13 +146,13 @@ impl OpenId {
         self.check_claims(&claims, &issuer, now)
     }
 
-    fn check_claims(&self, claims: &Value, issuer: &str, now: u64) -> Result<WebIdentity, S3Error> {
+    fn check_claims(&self, claims: &Value, issuer: &str, now: u64) -> Result<WebIdentity, OidcError> {
         if claims["iss"].as_str() != Some(issuer) {
             return Err(invalid("The token was not issued by the configured provider."));
         }
         let exp = claims["exp"].as_u64().ok_or_else(|| invalid("The token has no expiry (exp)."))?;
         if exp <= now {
-            return Err(S3Error::new(S3ErrorCode::ExpiredTokenException, "Token expired"));
+            return Err(OidcError::Expired);
         }
         if claims["nbf"].as_u64().is_some_and(|nbf| nbf > now + SKEW_SECS) {
             return Err(invalid("The token is not valid yet (nbf)."));
@@ -170,7 +182,7 @@ impl OpenId {
 
     /// The issuer and the key named `kid` (or the only key, for a token naming none), fetching
     /// the keys when they are not known or too old.
-    async fn key(&self, kid: Option<&str>) -> Result<(String, RsaKey), S3Error> {
+    async fn key(&self, kid: Option<&str>) -> Result<(String, RsaKey), OidcError> {
         let mut keys = self.keys.lock().await;
         let pick = |k: &Keys| {
             let key = match kid {
@@ -193,7 +205,7 @@ impl OpenId {
     }
 
     /// The issuer and keys: from the discovery document first when configured so.
-    async fn fetch(&self) -> Result<Keys, S3Error> {
+    async fn fetch(&self) -> Result<Keys, OidcError> {
         let (issuer, jwks_url) = match &self.config.provider {
             Provider::Direct { issuer, jwks_url } => (issuer.clone(), jwks_url.clone()),
             Provider::Discovery { config_url } => {
@@ -208,7 +220,7 @@ impl OpenId {
     }
 
     /// GET `url` (`http://` or `https://`), its body up to [`JWKS_SIZE_MAX`].
-    async fn get(&self, url: &str) -> Result<Bytes, S3Error> {
+    async fn get(&self, url: &str) -> Result<Bytes, OidcError> {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config((*self.config.tls).clone())
             .https_or_http()
@@ -230,10 +242,10 @@ impl OpenId {
     }
 }
 
-/// The provider could not be asked (logged with the reason; the client sees the S3 code only).
-fn unreachable_provider(url: &str, what: &str) -> S3Error {
+/// The provider could not be asked (logged with the reason; the client sees the STS code only).
+fn unreachable_provider(url: &str, what: &str) -> OidcError {
     tracing::warn!(url, what, "cannot fetch the OpenID provider's keys");
-    S3Error::new(S3ErrorCode::IDPCommunicationError, "The identity provider's keys cannot be fetched.")
+    OidcError::Unreachable
 }
 
 /// `issuer` and `jwks_uri` of an OpenID discovery document.
@@ -293,14 +305,22 @@ mod tests {
         let with = |k: &str, v: Value| {
             let mut c = good.clone();
             c[k] = v;
-            o.check_claims(&c, "http://idp", 100).map_err(|e| e.code)
+            o.check_claims(&c, "http://idp", 100).map_err(|e| matches!(e, OidcError::Invalid(_)))
         };
-        assert_eq!(with("iss", "http://other".into()), Err(S3ErrorCode::InvalidIdentityToken));
-        assert_eq!(with("exp", 100.into()), Err(S3ErrorCode::ExpiredTokenException));
-        assert_eq!(with("exp", Value::Null), Err(S3ErrorCode::InvalidIdentityToken));
-        assert_eq!(with("nbf", 1000.into()), Err(S3ErrorCode::InvalidIdentityToken));
-        assert_eq!(with("aud", "other".into()), Err(S3ErrorCode::InvalidIdentityToken));
-        assert_eq!(with("sub", "".into()), Err(S3ErrorCode::InvalidIdentityToken));
+        let invalid = Err(true);
+        assert_eq!(with("iss", "http://other".into()), invalid);
+        assert_eq!(
+            o.check_claims(
+                &serde_json::json!({"iss": "http://idp", "aud": "strata", "exp": 100, "sub": "u"}),
+                "http://idp",
+                100
+            ),
+            Err(OidcError::Expired)
+        );
+        assert_eq!(with("exp", Value::Null), invalid);
+        assert_eq!(with("nbf", 1000.into()), invalid);
+        assert_eq!(with("aud", "other".into()), invalid);
+        assert_eq!(with("sub", "".into()), invalid);
         assert_eq!(with("policy", serde_json::json!(["a", "b"])).map(|i| i.policies.len()), Ok(2));
     }
 
@@ -309,8 +329,8 @@ mod tests {
         let o = openid();
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
         for token in ["", "a.b", "a.b.c.d", "!!.e30.sig", "e30.e30.sig"] {
-            let got = rt.block_on(o.verify(token, 0)).map_err(|e| e.code);
-            assert_eq!(got, Err(S3ErrorCode::InvalidIdentityToken), "{token}");
+            let got = rt.block_on(o.verify(token, 0));
+            assert!(matches!(got, Err(OidcError::Invalid(_))), "{token}: {got:?}");
         }
         assert!(parse_jwks(b"{}").is_none());
         let keys =

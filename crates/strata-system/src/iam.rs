@@ -8,7 +8,7 @@
 //! quorum lock), so two nodes changing the state at once never lose either change: the loser
 //! reads again and re-applies its change. Each stored state carries a generation number, one
 //! more than the state it replaced. After a change the other nodes are told to reload (through
-//! [`crate::admin::ClusterAdmin::iam_changed`]); a node that missed the notice reloads every
+//! the peer notice the admin API and STS send); a node that missed the notice reloads every
 //! [`IAM_RELOAD_INTERVAL`].
 //!
 //! Sealing: AES-256-GCM under a key derived from the root credentials (HMAC-SHA256 of the root
@@ -30,11 +30,8 @@ use strata_types::limits::{IAM_CHANGE_ATTEMPTS, IAM_STATE_SIZE_MAX};
 
 pub use strata_types::limits::IAM_RELOAD_INTERVAL;
 
-use crate::error::{S3Error, S3ErrorCode};
+use crate::SYSTEM_BUCKET;
 
-/// The hidden bucket of the system's own objects (not a valid S3 bucket name, so no client can
-/// create or address it; S3 requests naming it are refused).
-pub const SYSTEM_BUCKET: &str = ".strata-sys";
 /// The IAM state's object in [`SYSTEM_BUCKET`].
 pub const STATE_KEY: &str = "iam/state";
 
@@ -73,20 +70,8 @@ pub enum StoreError {
     Invalid(#[from] IamError),
     #[error("the IAM state would exceed {IAM_STATE_SIZE_MAX} bytes")]
     TooLarge,
-}
-
-impl From<StoreError> for S3Error {
-    fn from(e: StoreError) -> S3Error {
-        match e {
-            StoreError::Object(o) => o.into(),
-            StoreError::Invalid(i) => i.into(),
-            StoreError::TooLarge => S3Error::new(S3ErrorCode::LimitExceeded, &e.to_string()),
-            StoreError::Unseal | StoreError::Damaged(_) => {
-                tracing::error!(error = %e, "IAM state");
-                S3Error::new(S3ErrorCode::InternalError, "The IAM state cannot be read.")
-            }
-        }
-    }
+    #[error(transparent)]
+    Random(#[from] crate::credentials::NoRandomness),
 }
 
 /// The IAM state of this node: the compiled snapshot requests use, and the way to change it.
@@ -111,7 +96,7 @@ impl std::fmt::Debug for Iam {
 fn seal_key(root_user: &str, root_secret: &str) -> LessSafeKey {
     let mut message = SEAL_LABEL.to_vec();
     message.extend_from_slice(root_user.as_bytes());
-    let derived = crate::sigv4::hmac(root_secret.as_bytes(), &message);
+    let derived = crate::hmac_sha256(root_secret.as_bytes(), &message);
     // A 32-byte key is always a valid AES-256 key.
     let key = UnboundKey::new(&AES_256_GCM, &derived).expect("AES-256 takes 32-byte keys");
     LessSafeKey::new(key)
@@ -156,14 +141,6 @@ impl Iam {
         }
         if let Ok(mut l) = self.loaded.lock() {
             *l = (etag, generation);
-        }
-    }
-
-    /// Makes sure the system bucket exists (first start of a deployment).
-    pub async fn prepare(layer: &ObjectLayer) -> Result<(), ObjectError> {
-        match layer.make_bucket(SYSTEM_BUCKET).await {
-            Ok(()) | Err(ObjectError::BucketExists) => Ok(()),
-            Err(e) => Err(e),
         }
     }
 
@@ -278,7 +255,7 @@ impl Iam {
                 None => WriteCondition::NoneMatchAny,
             };
             let opts = PutOptions { condition: Some(condition), ..Default::default() };
-            let mut body = crate::admin::SharedBody::new(self.seal(&stored)?);
+            let mut body = strata_object::BytesBody::new(self.seal(&stored)?);
             match layer.put_object(SYSTEM_BUCKET, STATE_KEY, &mut body, opts).await {
                 Ok(info) => {
                     self.install(directory, Some(info.etag), stored.generation);

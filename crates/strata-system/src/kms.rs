@@ -18,7 +18,7 @@ use strata_crypto::{DataKey, Kms, KmsError};
 use strata_object::{ObjectError, ObjectLayer, PutOptions, WriteCondition};
 use strata_types::limits::{KMS_CHANGE_ATTEMPTS, KMS_KEYRING_SIZE_MAX, KMS_RELOAD_INTERVAL};
 
-use crate::iam::SYSTEM_BUCKET;
+use crate::SYSTEM_BUCKET;
 
 /// The key ring's object in [`SYSTEM_BUCKET`].
 pub const KEYRING_KEY: &str = "kms/keyring";
@@ -154,7 +154,7 @@ impl BuiltinKms {
                 None => WriteCondition::NoneMatchAny,
             };
             let opts = PutOptions { condition: Some(condition), ..Default::default() };
-            let mut body = crate::admin::SharedBody::new(Bytes::from(sealed));
+            let mut body = strata_object::BytesBody::new(Bytes::from(sealed));
             match self.layer.put_object(SYSTEM_BUCKET, KEYRING_KEY, &mut body, opts).await {
                 Ok(info) => {
                     tracing::info!(generation = ring.generation, "KMS key ring changed");

@@ -1,0 +1,52 @@
+//! The system services: what a node keeps beside the object layer, stored as documents in the
+//! hidden [`SYSTEM_BUCKET`] through the same erasure layer (so they survive and heal like any
+//! object), cached in memory, and reloaded when another node says it changed them.
+//!
+//! - [`iam`]: users, groups, policies, service accounts and sessions, sealed under a key from
+//!   the root credentials, compiled into the `Directory` every request is checked against;
+//!   [`credentials`] makes new keys and secrets.
+//! - [`sts`]: temporary credentials (the sessions STS's `AssumeRole*` answers with);
+//!   [`oidc`] verifies the OpenID Connect identity tokens `AssumeRoleWithWebIdentity` takes.
+//! - [`kms`]: the built-in KMS (named keys sealed by the master key); [`vault`]: an external
+//!   one (the transit engine of OpenBao or Vault); [`kms_cache`]: the data key cache in front
+//!   of either.
+//! - [`bucket_policy`]: each bucket's policy compiled once per node from its record.
+//!
+//! Data enters through the admin API and STS (changes) and leaves as snapshots read by every
+//! request. Invariants: a change is stored under a conditional write on the state it was
+//! computed from, so two nodes changing one document never lose either change; nothing here
+//! knows HTTP: the S3 crate maps every error of this crate to its S3 code in one place.
+//!
+//! This crate must never import the S3 protocol crate, the admin API or the RPC layer.
+
+pub mod bucket_policy;
+pub mod credentials;
+pub mod iam;
+pub mod kms;
+pub mod kms_cache;
+pub mod oidc;
+pub mod sts;
+pub mod vault;
+
+use hmac::{Hmac, Mac};
+use strata_object::{ObjectError, ObjectLayer};
+
+/// The hidden bucket of the system's own objects (not a valid S3 bucket name, so no client can
+/// create or address it; S3 requests naming it are refused).
+pub const SYSTEM_BUCKET: &str = ".strata-sys";
+
+/// Makes sure the system bucket exists (first start of a deployment).
+pub async fn prepare(layer: &ObjectLayer) -> Result<(), ObjectError> {
+    match layer.make_bucket(SYSTEM_BUCKET).await {
+        Ok(()) | Err(ObjectError::BucketExists) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// HMAC-SHA256 of `data` under `key` (key derivation for the sealed IAM state).
+pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
+    // HMAC takes keys of any length.
+    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
+    mac.update(data);
+    mac.finalize().into_bytes().into()
+}
