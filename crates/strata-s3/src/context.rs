@@ -5,7 +5,9 @@
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
+use std::time::Duration;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use strata_metrics::Metrics;
@@ -52,7 +54,7 @@ pub struct Node {
     pub config: S3Config,
     pub metrics: Arc<Metrics>,
     /// The other nodes, for admin operations that span the deployment (distributed mode).
-    pub cluster: Option<Arc<dyn crate::admin::ClusterAdmin>>,
+    pub cluster: Option<Arc<dyn ClusterAdmin>>,
     /// Users, groups, policies and keys (the root user stays in `config`).
     pub iam: strata_system::iam::Iam,
     /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
@@ -66,9 +68,9 @@ pub struct Node {
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
     bucket_policies: strata_system::bucket_policy::Cache,
-    pub(crate) budget: Budget,
-    pub(crate) requests: AtomicU64,
-    pub(crate) started: u64,
+    budget: Budget,
+    requests: AtomicU64,
+    started: u64,
 }
 
 impl Node {
@@ -104,6 +106,20 @@ impl Node {
     pub fn bucket_policy_for(&self, bucket: &str, access: &Access) -> Option<Arc<strata_iam::Policy>> {
         let anonymous = access.identity == crate::access::Identity::Anonymous;
         self.bucket_policies.policy_for(&self.layer, bucket, anonymous)
+    }
+}
+
+impl Node {
+    /// A new request id: the start time, then a count of requests (hex).
+    pub fn next_request_id(&self) -> String {
+        let n = self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{:X}{:08X}", self.started / 1_000_000, n)
+    }
+
+    /// Admits one request, holding `memory` bytes of the budget until its reply is sent (past the
+    /// ceiling: `503 SlowDown`).
+    pub fn admit(&self, memory: u64) -> Result<Admission, crate::error::S3Error> {
+        self.budget.admit(memory, &self.metrics)
     }
 }
 
@@ -156,4 +172,20 @@ impl Reply {
         }
         self
     }
+}
+
+/// The deployment's other nodes, as the admin API needs them (distributed mode).
+#[async_trait]
+pub trait ClusterAdmin: Send + Sync {
+    /// Runs `part` (a JSON speedtest share, see `strata_admin::speedtest`) on every other node
+    /// at once; one answer per node.
+    async fn speedtest_peers(
+        &self,
+        part: Vec<u8>,
+        timeout: Duration,
+    ) -> Vec<(String, Result<Vec<u8>, String>)>;
+
+    /// Tells every other node that the IAM state changed (they reload it before this returns,
+    /// or are unreachable and reload on their next periodic read).
+    async fn iam_changed(&self);
 }

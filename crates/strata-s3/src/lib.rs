@@ -1,8 +1,11 @@
-//! The S3 HTTP surface: everything between a client's bytes and the object layer.
+//! The S3 protocol: everything between an S3 request the front door (`strata-server`) admitted
+//! and the object layer.
 //!
-//! - [`server`]: the listener (HTTP/1.1 and h2), request ids, health endpoints.
+//! - [`context`]: the request context every handler shares ([`Node`], [`Request`], [`Reply`]);
+//!   [`dispatch`]: one request → its operation → its handler (the only module that imports the
+//!   handlers).
 //! - [`budget`]: admission: in-flight slots and buffer memory held until a response is sent, the
-//!   memory ceiling (503 SlowDown past them); [`conn`]: the connection cap and time-outs.
+//!   memory ceiling (503 SlowDown past them).
 //! - [`router`]: method + path + query (+ host for virtual-host style) → one [`Operation`];
 //!   [`authz`]: each operation → the IAM actions, resource ARNs and condition keys S3 documents
 //!   for it (the table `strata-iam` evaluates for every request, see [`access`]);
@@ -18,14 +21,11 @@
 //!   one call a handler makes after a change succeeded (delivery is `strata-notify`'s);
 //!   [`listen`]: MinIO's listen API (`mc watch`), streaming every event to whoever listens
 //!   (across nodes through `strata_notify`'s relay).
-//! - [`observe`]: Prometheus metrics (`/metrics`) and the cluster health check.
 //! - [`access`]: who a request is and whether the policies, or where the bucket allows them the
 //!   ACLs ([`grants`]: owners, canonical ids, canned ACLs and grants), let it through.
-//! - [`admin_kms`]: the KMS's admin operations (the IAM state, the KMS and their stores are
-//!   `strata_system`'s).
 //! - [`sts`]: STS `AssumeRole` and `AssumeRoleWithWebIdentity` (temporary credentials), at
 //!   `POST /` with a form body; the sessions themselves and the identity tokens' checks are
-//!   `strata_system`'s.
+//!   `strata_system`'s, as are the IAM state and the KMS. The admin API is `strata-admin`'s.
 //! - [`sse`]: SSE-S3, SSE-KMS and SSE-C headers → the data key of a new or stored object,
 //!   and the encryption headers of responses.
 //! - [`error`]: THE map from every error to its S3 code and HTTP status; [`xml`] writes responses.
@@ -37,20 +37,17 @@
 
 pub mod access;
 pub mod acl;
-pub mod admin;
-pub mod admin_iam;
-pub mod admin_kms;
 pub mod authz;
 pub mod body;
 pub mod bucket;
 pub mod bucket_policy;
 pub mod budget;
 pub mod chunked;
-pub mod conn;
 pub mod context;
 pub mod copy;
 pub mod cors;
 pub mod delete;
+pub mod dispatch;
 pub mod encryption;
 pub mod error;
 pub mod grants;
@@ -61,23 +58,18 @@ pub mod multipart;
 pub mod notification;
 pub mod object;
 pub mod object_lock;
-pub mod observe;
 pub mod post;
 pub mod router;
-pub mod server;
 pub mod sigv2;
 pub mod sigv4;
 pub mod sse;
 pub mod sts;
 pub mod tagging;
-pub mod tls;
 pub mod versioning;
 pub mod xml;
 
 #[cfg(test)]
 mod fuzz_tests;
 
-pub use conn::ConnectionLimits;
 pub use context::{Node, Reply, Request, S3Config};
 pub use router::Operation;
-pub use server::{serve, serve_service, InternalHandler, Service};

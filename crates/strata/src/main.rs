@@ -113,8 +113,8 @@ fn parity_from_env(name: &str) -> Result<Option<usize>> {
 
 /// Listener limits from `STRATA_CONNECTIONS_MAX`, `STRATA_HEADER_READ_TIMEOUT` and
 /// `STRATA_IDLE_TIMEOUT` (defaults in `limits.rs`).
-fn connection_limits() -> Result<strata_s3::ConnectionLimits> {
-    let mut limits = strata_s3::ConnectionLimits::default();
+fn connection_limits() -> Result<strata_server::ConnectionLimits> {
+    let mut limits = strata_server::ConnectionLimits::default();
     if let Ok(v) = std::env::var("STRATA_CONNECTIONS_MAX") {
         limits.connections_max = v
             .trim()
@@ -198,7 +198,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
     let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
     let tls = match &args.certs_dir {
-        Some(dir) => Some(strata_s3::tls::acceptor(dir).context("setting up TLS")?),
+        Some(dir) => Some(strata_server::tls::acceptor(dir).context("setting up TLS")?),
         None => None,
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -214,11 +214,11 @@ async fn server(args: ServerArgs) -> Result<()> {
     let early = match &prepared.distributed {
         Some(d) => {
             let rpc = d.rpc.clone();
-            let handler: strata_s3::InternalHandler = Arc::new(move |req| {
+            let handler: strata_server::InternalHandler = Arc::new(move |req| {
                 let rpc = rpc.clone();
                 Box::pin(async move { rpc.handle(req).await })
             });
-            let service = strata_s3::Service::new(Some((strata_rpc::PREFIX, handler)));
+            let service = strata_server::Service::new(Some((strata_rpc::PREFIX, handler)));
             let listener = listener.take().context("the listener is bound once")?;
             tracing::info!(node = %d.me, peers = d.peers.len(), "distributed mode: serving node RPC, forming the deployment");
             let ready = service.clone();
@@ -230,7 +230,7 @@ async fn server(args: ServerArgs) -> Result<()> {
                     std::process::exit(0);
                 }
             };
-            let served = tokio::spawn(strata_s3::serve_service(
+            let served = tokio::spawn(strata_server::serve_service(
                 service.clone(),
                 listener,
                 tls.clone(),
@@ -322,7 +322,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         ),
         default_object_ownership: default_object_ownership()?,
     };
-    let token = strata_s3::observe::prometheus_token(&config.root_user, &config.root_password);
+    let token = strata_admin::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
     let lifecycle = lifecycle_settings()?;
     let scan_every = match std::env::var("STRATA_SCANNER_INTERVAL") {
@@ -409,7 +409,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             let n = n.clone();
             Box::pin(async move {
                 match op.as_str() {
-                    "speedtest" => strata_s3::admin::serve_node_part(&n, &body).await,
+                    "speedtest" => strata_admin::speedtest::serve_node_part(&n, &body).await,
                     "iam-changed" => match n.iam.load(&n.layer).await {
                         Ok(_) => Ok(Vec::new()),
                         Err(e) => Err(e.to_string()),
@@ -442,7 +442,9 @@ async fn server(args: ServerArgs) -> Result<()> {
             service.set_node(serving);
             let _ = served.await;
         }
-        (None, Some(listener)) => strata_s3::serve(serving, listener, tls, limits, shutdown_signal()).await,
+        (None, Some(listener)) => {
+            strata_server::serve(serving, listener, tls, limits, shutdown_signal()).await
+        }
         (None, None) => bail!("no listener"),
     }
     // Listen streams end with their last chunk rather than a cut connection.
@@ -535,7 +537,7 @@ fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
 struct PeerAdmin(Vec<Arc<strata_rpc::NodeClient>>);
 
 #[async_trait::async_trait]
-impl strata_s3::admin::ClusterAdmin for PeerAdmin {
+impl strata_s3::context::ClusterAdmin for PeerAdmin {
     async fn speedtest_peers(
         &self,
         part: Vec<u8>,

@@ -32,9 +32,9 @@ use strata_iam::{builtin, IamError, Target};
 use strata_system::credentials::{random_string, ACCESS_KEY_ALPHABET, SECRET_ALPHABET};
 use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 
-use crate::admin::json_reply;
-use crate::context::{Node, Reply};
-use crate::error::{S3Error, S3ErrorCode};
+use crate::json_reply;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::{Node, Reply};
 
 type Query = [(String, String)];
 

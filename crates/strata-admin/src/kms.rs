@@ -13,9 +13,9 @@ use http::{Method, StatusCode};
 use serde_json::json;
 use strata_crypto::kms::KeyInfo;
 
-use crate::admin::json_reply;
-use crate::context::{Node, Reply};
-use crate::error::{S3Error, S3ErrorCode};
+use crate::json_reply;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::{Node, Reply};
 
 type Query = [(String, String)];
 

@@ -1,167 +1,29 @@
-//! The admin API, under [`ADMIN_PREFIX`] (a path no S3 bucket can have: bucket names have no
-//! `_`). Every request must be SigV4- (or SigV2-) signed with the root credentials, or by a user
-//! whose policies allow the operation's `admin:` action (`consoleAdmin`, `admin:*`); anything
-//! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`crate::admin_iam`], the KMS ones in
-//! [`crate::admin_kms`].
-//!
-//! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
-//!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
-//! - `POST /_strata/admin/v1/speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`:
-//!   every node drives PUT then GET load against the deployment through its object layer (what
-//!   the drives, erasure coding and, between nodes, the network sustain; the S3 front end is
-//!   measured by `strata bench`), samples its CPU and memory meanwhile, removes what it wrote,
-//!   and reports per node and in aggregate. Objects go to a hidden bucket that S3 listings never
-//!   show, so normal traffic is untouched.
+//! The speedtest (`POST speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`): every
+//! node drives PUT then GET load against the deployment through its object layer (what the
+//! drives, erasure coding and, between nodes, the network sustain; the S3 front end is measured
+//! by `strata bench`), samples its CPU and memory meanwhile, removes what it wrote, and reports
+//! per node and in aggregate. Objects go to a hidden bucket that S3 listings never show, so
+//! normal traffic is untouched.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use http::StatusCode;
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use serde::Serialize;
-use strata_object::{BodyError, BytesBody, HealPriority, HealScope, ListRequest, ObjectError, PutOptions};
-use strata_types::limits::ADMIN_BODY_SIZE_MAX;
+use strata_object::{BytesBody, ListRequest, ObjectError, PutOptions};
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::{Node, Reply};
 use tokio::sync::Mutex;
 
-use crate::access::{self, Access};
-use crate::body::ResponseBody;
-use crate::context::{Node, Reply};
-use crate::error::{S3Error, S3ErrorCode};
-use crate::sigv4::{self, Payload};
+use crate::json_reply;
 
-pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
 /// The hidden bucket speedtests write to (not a valid S3 bucket name, so no client can make it).
 pub const SPEEDTEST_BUCKET: &str = ".strata-speedtest";
 
 /// One speedtest at a time per node.
 static SPEEDTEST_RUNNING: AtomicBool = AtomicBool::new(false);
-
-pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
-    let text = serde_json::to_vec_pretty(value).unwrap_or_default();
-    let mut r = Reply::empty(status)
-        .header("content-type", "application/json")
-        .header("content-length", &text.len().to_string());
-    r.body = ResponseBody::Full(Some(Bytes::from(text)));
-    r
-}
-
-/// Serves one admin request (the caller saw the path start with [`ADMIN_PREFIX`]).
-pub async fn serve(
-    node: &Node,
-    parts: &http::request::Parts,
-    body: Incoming,
-) -> (String, Result<Reply, S3Error>) {
-    let Some(op) = parts.uri.path().strip_prefix(ADMIN_PREFIX) else {
-        return ("Admin".into(), Err(S3Error::new(S3ErrorCode::InvalidRequest, "unknown admin path")));
-    };
-    let name = format!("Admin{}", op.split('/').map(capitalise).collect::<String>());
-    let query = crate::router::parse_query(parts.uri.query().unwrap_or(""));
-    let body = match authorize(node, parts, op, &query, body).await {
-        Ok(b) => b,
-        Err(e) => return (name, Err(e)),
-    };
-    if op.starts_with("iam/") {
-        return (name, crate::admin_iam::serve(node, &parts.method, op, &query, &body).await);
-    }
-    if op.starts_with("kms/") {
-        return (name, crate::admin_kms::serve(node, &parts.method, op, &query).await);
-    }
-    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
-    let result = match (&parts.method, op) {
-        (&http::Method::POST, "speedtest") => match SpeedtestParams::parse(&query) {
-            Ok(p) => speedtest(node, p).await,
-            Err(e) => Err(e),
-        },
-        (&http::Method::GET, "heal/status") => {
-            Ok(json_reply(StatusCode::OK, &node.layer.heal_status().await))
-        }
-        (&http::Method::POST, "heal/start") => {
-            let scope = HealScope {
-                bucket: param("bucket").filter(|b| !b.is_empty()).map(str::to_owned),
-                prefix: param("prefix").unwrap_or("").to_owned(),
-                deep: param("deep").is_some_and(|d| d == "true" || d == "1"),
-            };
-            match scope.bucket.as_deref().map(|b| node.layer.bucket_info(b)) {
-                Some(Err(e)) => Err(e.into()),
-                _ => {
-                    let (id, queued) = match node.layer.start_heal_scan(scope) {
-                        strata_object::ScanStart::Started(id) => (id, false),
-                        strata_object::ScanStart::Queued(id) => (id, true),
-                    };
-                    let reply = serde_json::json!({ "id": id, "queued": queued, "status": node.layer.heal_status().await });
-                    Ok(json_reply(StatusCode::OK, &reply))
-                }
-            }
-        }
-        (&http::Method::POST, "heal/priority") => match param("value").and_then(HealPriority::parse) {
-            Some(p) => {
-                node.layer.healer().set_priority(p);
-                Ok(json_reply(StatusCode::OK, &node.layer.healer().status()))
-            }
-            None => Err(S3Error::new(S3ErrorCode::InvalidArgument, "value must be low, normal or high")),
-        },
-        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
-    };
-    (name, result)
-}
-
-/// The admin action of a non-IAM operation.
-fn action(op: &str) -> Option<&'static str> {
-    match op {
-        "speedtest" => Some("admin:Speedtest"),
-        "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
-        _ => None,
-    }
-}
-
-/// Authenticates an admin request, checks the caller may do the operation (root, or a policy
-/// allowing its `admin:` action), and reads its body (small; its signed hash checked).
-async fn authorize(
-    node: &Node,
-    parts: &http::request::Parts,
-    op: &str,
-    query: &[(String, String)],
-    body: Incoming,
-) -> Result<Bytes, S3Error> {
-    let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let (access, verified) = Access::authenticate(node, parts, now, None)?;
-    let Some(verified) = verified else { return Err(access::denied()) };
-    let action = crate::admin_iam::action(&parts.method, op, query)
-        .or_else(|| crate::admin_kms::action(&parts.method, op))
-        .or_else(|| action(op));
-    let allowed = access.is_root()
-        || action.is_some_and(|a| access.allows(a, None, &strata_iam::ConditionValues::new(), None));
-    if !allowed {
-        return Err(S3Error::new(
-            S3ErrorCode::AccessDenied,
-            "The admin API needs the root credentials or a policy allowing the operation's admin: action.",
-        ));
-    }
-    let limited = http_body_util::Limited::new(body, ADMIN_BODY_SIZE_MAX);
-    let collected = tokio::time::timeout(node.config.idle_timeout, limited.collect()).await;
-    let body = match collected {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(_)) => {
-            return Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The admin request body is too large."))
-        }
-        Err(_) => return Err(BodyError::TimedOut.into()),
-    };
-    match &verified.payload {
-        Payload::Unsigned => Ok(body),
-        Payload::Sha256(h) if *h == sigv4::sha256_hex(&body) => Ok(body),
-        Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
-        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
-    }
-}
-
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct SpeedtestParams {
@@ -185,7 +47,7 @@ pub enum SpeedtestSse {
 }
 
 impl SpeedtestParams {
-    fn parse(query: &[(String, String)]) -> Result<Self, S3Error> {
+    pub(crate) fn parse(query: &[(String, String)]) -> Result<Self, S3Error> {
         let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let bad = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
         let size = match param("size") {
@@ -417,7 +279,7 @@ async fn clean_up(node: &Node, prefix: &str) {
     let _ = node.layer.delete_bucket(SPEEDTEST_BUCKET).await;
 }
 
-async fn speedtest(node: &Node, params: SpeedtestParams) -> Result<Reply, S3Error> {
+pub(crate) async fn speedtest(node: &Node, params: SpeedtestParams) -> Result<Reply, S3Error> {
     if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
         return Err(S3Error::new(S3ErrorCode::SlowDown, "A speedtest is already running on this node."));
     }
@@ -457,14 +319,14 @@ pub struct NodePart {
 struct Sealing {
     kind: SpeedtestSse,
     kms: Option<Arc<dyn strata_crypto::Kms>>,
-    customer: Option<crate::sse::CustomerKey>,
+    customer: Option<strata_s3::sse::CustomerKey>,
 }
 
 impl Sealing {
     fn new(node: &Node, kind: Option<SpeedtestSse>) -> Result<Option<Self>, S3Error> {
         let Some(kind) = kind else { return Ok(None) };
         let customer = match kind {
-            SpeedtestSse::C => Some(crate::sse::CustomerKey::generate()?),
+            SpeedtestSse::C => Some(strata_s3::sse::CustomerKey::generate()?),
             SpeedtestSse::S3 | SpeedtestSse::Kms | SpeedtestSse::Dsse => None,
         };
         Ok(Some(Self { kind, kms: node.kms.clone(), customer }))
@@ -473,13 +335,15 @@ impl Sealing {
     /// A fresh data key for one object, as a PUT of this kind makes it.
     async fn seal(&self) -> Result<strata_object::SsePut, S3Error> {
         let asked = match (self.kind, &self.customer) {
-            (SpeedtestSse::C, Some(c)) => crate::sse::SseRequest::C(c.clone()),
-            (kind @ (SpeedtestSse::Kms | SpeedtestSse::Dsse), _) => {
-                crate::sse::SseRequest::Kms { key_id: None, context: None, dual: kind == SpeedtestSse::Dsse }
-            }
-            _ => crate::sse::SseRequest::S3,
+            (SpeedtestSse::C, Some(c)) => strata_s3::sse::SseRequest::C(c.clone()),
+            (kind @ (SpeedtestSse::Kms | SpeedtestSse::Dsse), _) => strata_s3::sse::SseRequest::Kms {
+                key_id: None,
+                context: None,
+                dual: kind == SpeedtestSse::Dsse,
+            },
+            _ => strata_s3::sse::SseRequest::S3,
         };
-        Ok(crate::sse::seal_new_with(self.kms.as_ref(), asked, false).await?.0)
+        Ok(strata_s3::sse::seal_new_with(self.kms.as_ref(), asked, false).await?.0)
     }
 
     /// The cipher of a stored object, as a GET of this kind opens it.
@@ -488,7 +352,7 @@ impl Sealing {
         envelope: Option<&strata_object::SseEnvelope>,
     ) -> Result<strata_crypto::package::ObjectCipher, S3Error> {
         let envelope = envelope.ok_or_else(|| S3Error::new(S3ErrorCode::InternalError, "not encrypted"))?;
-        crate::sse::open_envelope(self.kms.as_ref(), envelope, self.customer.as_ref()).await
+        strata_s3::sse::open_envelope(self.kms.as_ref(), envelope, self.customer.as_ref()).await
     }
 }
 
@@ -530,21 +394,6 @@ pub async fn serve_node_part(node: &Node, request: &[u8]) -> Result<Vec<u8>, Str
     let result = run_node_part(node, &part).await;
     SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
     serde_json::to_vec(&result.map_err(|e| e.message)?).map_err(|e| e.to_string())
-}
-
-/// The deployment's other nodes, as the admin API needs them (distributed mode).
-#[async_trait]
-pub trait ClusterAdmin: Send + Sync {
-    /// Runs `part` (JSON [`NodePart`]) on every other node at once; one answer per node.
-    async fn speedtest_peers(
-        &self,
-        part: Vec<u8>,
-        timeout: Duration,
-    ) -> Vec<(String, Result<Vec<u8>, String>)>;
-
-    /// Tells every other node that the IAM state changed (they reload it before this returns,
-    /// or are unreachable and reload on their next periodic read).
-    async fn iam_changed(&self);
 }
 
 /// Sums the nodes' throughputs; latencies are the slowest node's, CPU and memory the total.

@@ -7,10 +7,10 @@ use futures_util::future::join_all;
 use http::StatusCode;
 use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
 
-use crate::body::ResponseBody;
-use crate::context::{Node, Reply};
-use crate::error::{S3Error, S3ErrorCode};
-use crate::sigv4;
+use strata_s3::body::ResponseBody;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::sigv4;
+use strata_s3::{Node, Reply};
 
 pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];
 pub const CLUSTER_HEALTH_PATHS: [&str; 2] = ["/health/cluster", "/minio/health/cluster"];

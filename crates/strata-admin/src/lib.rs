@@ -1,0 +1,159 @@
+//! The admin API, under [`ADMIN_PREFIX`] (a path no S3 bucket can have: bucket names have no
+//! `_`): the operations that manage a deployment rather than its data, for `strata admin`, the
+//! console and the MinIO-compatible admin API to share. Every request must be SigV4- (or SigV2-) signed with the root credentials, or by a user
+//! whose policies allow the operation's `admin:` action (`consoleAdmin`, `admin:*`); anything
+//! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`iam`], the KMS ones in
+//! [`kms`], the speedtest in [`speedtest`]; [`observe`] serves `/metrics` and the cluster health
+//! check.
+//!
+//! This crate stands on the S3 crate's request context (`Node`, authentication, errors) and the
+//! system services; the front door (`strata-server`) routes to it. It must never import the
+//! front door.
+//!
+//! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
+//!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
+//! - `POST /_strata/admin/v1/speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`:
+//!   see [`speedtest`].
+
+pub mod iam;
+pub mod kms;
+pub mod observe;
+pub mod speedtest;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use serde::Serialize;
+use strata_object::{BodyError, HealPriority, HealScope};
+use strata_s3::access::{self, Access};
+use strata_s3::body::ResponseBody;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::sigv4::{self, Payload};
+use strata_s3::{Node, Reply};
+use strata_types::limits::ADMIN_BODY_SIZE_MAX;
+
+pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
+
+pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
+    let text = serde_json::to_vec_pretty(value).unwrap_or_default();
+    let mut r = Reply::empty(status)
+        .header("content-type", "application/json")
+        .header("content-length", &text.len().to_string());
+    r.body = ResponseBody::Full(Some(Bytes::from(text)));
+    r
+}
+
+/// Serves one admin request (the caller saw the path start with [`ADMIN_PREFIX`]).
+pub async fn serve(
+    node: &Node,
+    parts: &http::request::Parts,
+    body: Incoming,
+) -> (String, Result<Reply, S3Error>) {
+    let Some(op) = parts.uri.path().strip_prefix(ADMIN_PREFIX) else {
+        return ("Admin".into(), Err(S3Error::new(S3ErrorCode::InvalidRequest, "unknown admin path")));
+    };
+    let name = format!("Admin{}", op.split('/').map(capitalise).collect::<String>());
+    let query = strata_s3::router::parse_query(parts.uri.query().unwrap_or(""));
+    let body = match authorize(node, parts, op, &query, body).await {
+        Ok(b) => b,
+        Err(e) => return (name, Err(e)),
+    };
+    if op.starts_with("iam/") {
+        return (name, crate::iam::serve(node, &parts.method, op, &query, &body).await);
+    }
+    if op.starts_with("kms/") {
+        return (name, crate::kms::serve(node, &parts.method, op, &query).await);
+    }
+    let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    let result = match (&parts.method, op) {
+        (&http::Method::POST, "speedtest") => match speedtest::SpeedtestParams::parse(&query) {
+            Ok(p) => speedtest::speedtest(node, p).await,
+            Err(e) => Err(e),
+        },
+        (&http::Method::GET, "heal/status") => {
+            Ok(json_reply(StatusCode::OK, &node.layer.heal_status().await))
+        }
+        (&http::Method::POST, "heal/start") => {
+            let scope = HealScope {
+                bucket: param("bucket").filter(|b| !b.is_empty()).map(str::to_owned),
+                prefix: param("prefix").unwrap_or("").to_owned(),
+                deep: param("deep").is_some_and(|d| d == "true" || d == "1"),
+            };
+            match scope.bucket.as_deref().map(|b| node.layer.bucket_info(b)) {
+                Some(Err(e)) => Err(e.into()),
+                _ => {
+                    let (id, queued) = match node.layer.start_heal_scan(scope) {
+                        strata_object::ScanStart::Started(id) => (id, false),
+                        strata_object::ScanStart::Queued(id) => (id, true),
+                    };
+                    let reply = serde_json::json!({ "id": id, "queued": queued, "status": node.layer.heal_status().await });
+                    Ok(json_reply(StatusCode::OK, &reply))
+                }
+            }
+        }
+        (&http::Method::POST, "heal/priority") => match param("value").and_then(HealPriority::parse) {
+            Some(p) => {
+                node.layer.healer().set_priority(p);
+                Ok(json_reply(StatusCode::OK, &node.layer.healer().status()))
+            }
+            None => Err(S3Error::new(S3ErrorCode::InvalidArgument, "value must be low, normal or high")),
+        },
+        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
+    };
+    (name, result)
+}
+
+/// The admin action of a non-IAM operation.
+fn action(op: &str) -> Option<&'static str> {
+    match op {
+        "speedtest" => Some("admin:Speedtest"),
+        "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
+        _ => None,
+    }
+}
+
+/// Authenticates an admin request, checks the caller may do the operation (root, or a policy
+/// allowing its `admin:` action), and reads its body (small; its signed hash checked).
+async fn authorize(
+    node: &Node,
+    parts: &http::request::Parts,
+    op: &str,
+    query: &[(String, String)],
+    body: Incoming,
+) -> Result<Bytes, S3Error> {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let (access, verified) = Access::authenticate(node, parts, now, None)?;
+    let Some(verified) = verified else { return Err(access::denied()) };
+    let action = crate::iam::action(&parts.method, op, query)
+        .or_else(|| crate::kms::action(&parts.method, op))
+        .or_else(|| action(op));
+    let allowed = access.is_root()
+        || action.is_some_and(|a| access.allows(a, None, &strata_iam::ConditionValues::new(), None));
+    if !allowed {
+        return Err(S3Error::new(
+            S3ErrorCode::AccessDenied,
+            "The admin API needs the root credentials or a policy allowing the operation's admin: action.",
+        ));
+    }
+    let limited = http_body_util::Limited::new(body, ADMIN_BODY_SIZE_MAX);
+    let collected = tokio::time::timeout(node.config.idle_timeout, limited.collect()).await;
+    let body = match collected {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
+            return Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The admin request body is too large."))
+        }
+        Err(_) => return Err(BodyError::TimedOut.into()),
+    };
+    match &verified.payload {
+        Payload::Unsigned => Ok(body),
+        Payload::Sha256(h) if *h == sigv4::sha256_hex(&body) => Ok(body),
+        Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
+        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}

@@ -1,0 +1,341 @@
+//! The front door: the listener (HTTP/1.1 and h2 on one port, TLS when the server has
+//! certificates, [`conn`]'s defences against idle and greedy clients) and which surface answers
+//! each request: inter-node RPC under its prefix, the health checks, the admin API, STS,
+//! `/metrics`, and everything else S3 (`strata_s3::dispatch`). It gives each request its id,
+//! admits it against the memory budget, decorates CORS answers, and counts it in the metrics.
+//!
+//! This crate imports every surface; no crate imports it but the binary.
+
+pub mod conn;
+pub mod tls;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use strata_metrics::{ApiLabels, Metrics, RequestLabels};
+use strata_types::limits::{
+    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, TLS_SEND_BUFFER,
+};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+
+use strata_admin::observe;
+use strata_s3::access::ConnInfo;
+use strata_s3::body::ResponseBody;
+use strata_s3::dispatch::error_reply;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::{cors, Node, Reply};
+
+pub use crate::conn::ConnectionLimits;
+use crate::conn::{Activity, Tracked};
+
+/// Answers requests under a private path prefix (inter-node RPC) before S3 sees them.
+pub type InternalHandler = Arc<
+    dyn Fn(http::Request<Incoming>) -> futures_util::future::BoxFuture<'static, Response<Bytes>>
+        + Send
+        + Sync,
+>;
+
+/// What the listener serves: S3 once the node is ready (503 before, while a distributed
+/// deployment forms), and internal requests under their prefix from the start.
+pub struct Service {
+    node: std::sync::OnceLock<Arc<Node>>,
+    internal: Option<(&'static str, InternalHandler)>,
+}
+
+impl Service {
+    pub fn new(internal: Option<(&'static str, InternalHandler)>) -> Arc<Self> {
+        Arc::new(Self { node: std::sync::OnceLock::new(), internal })
+    }
+
+    /// Whether S3 is being served.
+    pub fn is_ready(&self) -> bool {
+        self.node.get().is_some()
+    }
+
+    /// Starts serving S3 with `node`.
+    pub fn set_node(&self, node: Arc<Node>) {
+        let _ = self.node.set(node);
+    }
+
+    async fn handle(self: Arc<Self>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+        if let Some((prefix, handler)) = &self.internal {
+            if req.uri().path().starts_with(prefix) {
+                let (parts, body) = handler(req).await.into_parts();
+                return Response::from_parts(parts, ResponseBody::Full(Some(body)));
+            }
+        }
+        match self.node.get() {
+            Some(node) => handle(node.clone(), req).await,
+            None => {
+                let path = req.uri().path();
+                if path == "/health/live" || path == "/minio/health/live" {
+                    return finish(Reply::empty(StatusCode::OK), "starting");
+                }
+                let e = S3Error::new(
+                    S3ErrorCode::SlowDown,
+                    "The server is starting: waiting for the other nodes of the deployment.",
+                );
+                finish(error_reply(&e, "starting", req.method() == Method::HEAD), "starting")
+            }
+        }
+    }
+}
+
+/// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes.
+pub async fn serve(
+    node: Arc<Node>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    let service = Service::new(None);
+    service.set_node(node);
+    serve_service(service, listener, tls, limits, shutdown).await
+}
+
+/// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes.
+pub async fn serve_service(
+    node: Arc<Service>,
+    listener: TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    let connections = Arc::new(Semaphore::new(limits.connections_max));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            () = &mut shutdown => return,
+        };
+        let (mut stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            // Past the cap: answer without reading (plain HTTP) and close, off the accept loop.
+            let plain = tls.is_none();
+            tokio::spawn(async move {
+                if plain {
+                    let write = stream.write_all(conn::OVER_CAPACITY_RESPONSE);
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                }
+            });
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let (node, tls, limits) = (node.clone(), tls.clone(), limits.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let activity = Activity::new();
+            let stream = Tracked::new(stream, activity.clone());
+            let served = match tls {
+                Some(tls) => {
+                    let handshake = tokio::time::timeout(limits.header_read_timeout, tls.accept(stream));
+                    match handshake.await {
+                        Ok(Ok(mut s)) => {
+                            s.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
+                            let conn = ConnInfo { peer: Some(peer), tls: true };
+                            serve_connection(node, s, &limits, activity, conn).await
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+                None => {
+                    let conn = ConnInfo { peer: Some(peer), tls: false };
+                    serve_connection(node, stream, &limits, activity, conn).await
+                }
+            };
+            if let Err(e) = served {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+/// Serves one connection until it ends, its client stalls past the idle time-out, or it sends
+/// no complete request head in time.
+async fn serve_connection<S>(
+    node: Arc<Service>,
+    stream: S,
+    limits: &ConnectionLimits,
+    activity: Arc<Activity>,
+    conn: ConnInfo,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let handlers = activity.clone();
+    let service = service_fn(move |mut req: http::Request<Incoming>| {
+        req.extensions_mut().insert(conn);
+        let node = node.clone();
+        let handling = handlers.handling();
+        async move {
+            let response = node.handle(req).await;
+            drop(handling);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_headers(REQUEST_HEADERS_MAX);
+    // Room for shard streams between nodes (HTTP/2's default window is 64 KiB); pings keep a
+    // healthy idle peer's connection busy (so the idle time-out spares it) and drop a dead one.
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive_interval(limits.idle_timeout / 2)
+        .keep_alive_timeout(HTTP2_PING_TIMEOUT)
+        .max_concurrent_streams(HTTP2_STREAMS_MAX)
+        .initial_stream_window_size(4 << 20)
+        .initial_connection_window_size(16 << 20)
+        .max_frame_size(1 << 20);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        served = connection => served,
+        () = conn::idle_expired(activity, limits.idle_timeout) => {
+            tracing::debug!("closing an idle connection");
+            Ok(())
+        }
+    }
+}
+
+const HEALTH_PATHS: [&str; 4] =
+    ["/health/live", "/health/ready", "/minio/health/live", "/minio/health/ready"];
+
+async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+    let started = std::time::Instant::now();
+    let request_id = node.next_request_id();
+    let is_head = req.method() == Method::HEAD;
+    let path = req.uri().path().to_owned();
+    let is_get = matches!(*req.method(), Method::GET | Method::HEAD);
+    if is_get && HEALTH_PATHS.contains(&path.as_str()) {
+        return finish(Reply::empty(StatusCode::OK), &request_id);
+    }
+    if is_get && observe::CLUSTER_HEALTH_PATHS.contains(&path.as_str()) {
+        return finish(observe::cluster_health(&node).await, &request_id);
+    }
+    let origin_bucket = || {
+        let host = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok());
+        strata_s3::router::route(&Method::GET, &path, "", host, node.config.domain.as_deref())
+            .ok()
+            .and_then(|r| r.bucket)
+    };
+    if req.method() == Method::OPTIONS {
+        let reply = match cors::preflight(&node, origin_bucket().as_deref(), req.headers()) {
+            Ok(r) => r,
+            Err(e) => error_reply(&e, &request_id, false),
+        };
+        return finish(reply, &request_id);
+    }
+    let cors_bucket = req.headers().contains_key(http::header::ORIGIN).then(origin_bucket).flatten();
+    let admission = match node.admit(REQUEST_MEMORY_BASE) {
+        Ok(a) => a,
+        Err(e) => {
+            let mut resp = finish(error_reply(&e, &request_id, is_head), &request_id);
+            // The request's body is not read: close rather than skip it.
+            resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            return resp;
+        }
+    };
+    let (mut parts, body) = req.into_parts();
+    parts.extensions.insert(strata_s3::notification::RequestId(request_id.clone()));
+    let declared: u64 = parts
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    node.metrics.received_bytes.inc_by(declared);
+    let (api, result) = if path.starts_with(strata_admin::ADMIN_PREFIX) {
+        strata_admin::serve(&node, &parts, body).await
+    } else if strata_s3::sts::is_sts(&parts) {
+        let (api, reply) = strata_s3::sts::serve(&node, &parts, body, &request_id).await;
+        (api, Ok(reply))
+    } else if is_get && observe::METRICS_PATHS.contains(&path.as_str()) {
+        let r = match observe::authorize_scrape(&node, &parts) {
+            Ok(()) => Ok(observe::scrape(&node).await),
+            Err(e) => Err(e),
+        };
+        ("Metrics".to_owned(), r)
+    } else {
+        strata_s3::dispatch::dispatch(&node, &parts, body, &admission).await
+    };
+    let reply = match result {
+        Ok(r) => r,
+        Err(e) => error_reply(&e, &request_id, is_head),
+    };
+    let reply = match &cors_bucket {
+        Some(b) => cors::decorate(&node, Some(b), &parts.method, &parts.headers, reply),
+        None => reply,
+    };
+    record(&node.metrics, api, &reply, started);
+    let close = answered_before_body(&parts.headers, reply.status);
+    // The admission is held by the body until it has been sent: a slow reader keeps counting.
+    let reply = Reply { body: ResponseBody::Admitted(Box::new(reply.body), admission), ..reply };
+    let mut resp = finish(reply, &request_id);
+    if close {
+        resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+fn record(m: &Metrics, api: String, reply: &Reply, started: std::time::Instant) {
+    let sent: u64 = reply
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if reply.status.is_success() {
+        m.sent_bytes.inc_by(sent);
+    }
+    m.request_duration
+        .get_or_create(&ApiLabels { api: api.clone() })
+        .observe(started.elapsed().as_secs_f64());
+    m.requests.get_or_create(&RequestLabels { api, code: reply.status.as_u16().to_string() }).inc();
+}
+
+/// Whether we answer an `Expect: 100-continue` request without having asked for its body (an
+/// empty body, for which no 100 is sent, or an error before reading it). Some clients (botocore)
+/// then misread the next response on the same connection, so the connection is closed.
+fn answered_before_body(headers: &HeaderMap, status: StatusCode) -> bool {
+    let expects =
+        headers.get(http::header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    let empty = headers.get(http::header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() == b"0");
+    expects && (empty || !status.is_success())
+}
+
+fn finish(reply: Reply, request_id: &str) -> Response<ResponseBody> {
+    let mut resp = Response::new(reply.body);
+    *resp.status_mut() = reply.status;
+    *resp.headers_mut() = reply.headers;
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        resp.headers_mut().insert("x-amz-request-id", v);
+    }
+    resp.headers_mut().insert("server", HeaderValue::from_static("Strata"));
+    resp
+}
