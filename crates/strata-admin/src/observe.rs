@@ -41,7 +41,7 @@ pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(),
         };
     }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    match sigv4::verify(parts, node, &node.config.region, now, None)? {
+    match strata_s3::access::verify_signature(parts, node, &node.config.region, now, None)? {
         Some(v) if v.access_key == node.config.root_user => Ok(()),
         _ => Err(denied()),
     }

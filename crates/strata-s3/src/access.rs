@@ -12,7 +12,6 @@
 //! - A refusal is `403 AccessDenied` whatever the reason, and is decided before the handler
 //!   looks anything up, so it says nothing about whether the bucket or key exists.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use http::request::Parts;
@@ -23,17 +22,41 @@ use strata_iam::{
 use strata_object::{Owner, Permission, VersionRef};
 
 use crate::authz::{self, AuthType, Check, Deferred, Facts};
-use crate::context::Node;
+use crate::context::{ConnInfo, Node};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants::{self, AclOf};
 use crate::router::{Operation, Route};
+use crate::sigv2;
 use crate::sigv4::{self, SecretLookup, Verified};
 
-/// What the connection tells about a request; the server puts it in each request's extensions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ConnInfo {
-    pub peer: Option<SocketAddr>,
-    pub tls: bool,
+/// Verifies a request signed in its `Authorization` header or its query (presigned).
+/// `Ok(None)` means the request carries no signature at all (anonymous).
+/// `host_bucket` is the bucket named by a virtual-host-style Host header (SigV2 signs it).
+/// `region` is this server's region: a SigV4 credential scope must name it and the `s3` service.
+pub fn verify_signature(
+    parts: &Parts,
+    secrets: &dyn SecretLookup,
+    region: &str,
+    now_secs: u64,
+    host_bucket: Option<&str>,
+) -> Result<Option<Verified>, S3Error> {
+    let query = parts.uri.query().unwrap_or("");
+    if let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) {
+        let auth = auth.to_str().map_err(|_| {
+            S3Error::new(S3ErrorCode::AuthorizationHeaderMalformed, "the Authorization header is not ASCII")
+        })?;
+        if auth.starts_with("AWS ") {
+            return sigv2::verify_header(parts, auth, secrets, now_secs, host_bucket).map(Some);
+        }
+        return sigv4::verify_header(parts, auth, secrets, region, now_secs).map(Some);
+    }
+    if query.contains("X-Amz-Signature=") {
+        return sigv4::verify_presigned(parts, query, secrets, region, now_secs).map(Some);
+    }
+    if query.contains("AWSAccessKeyId=") {
+        return sigv2::verify_query(parts, secrets, now_secs, host_bucket).map(Some);
+    }
+    Ok(None)
 }
 
 /// The session token of temporary credentials: `x-amz-security-token`, as a header or (in a
@@ -110,7 +133,7 @@ pub struct Access {
 
 impl Access {
     /// Authenticates `parts` (any signature kind; none = anonymous). `host_bucket` as for
-    /// [`sigv4::verify`].
+    /// [`verify_signature`].
     pub fn authenticate(
         node: &Node,
         parts: &Parts,
@@ -120,7 +143,7 @@ impl Access {
         let directory = node.iam.directory();
         let token = session_token(parts);
         let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
-        let verified = sigv4::verify(parts, &credentials, &node.config.region, now, host_bucket)?;
+        let verified = verify_signature(parts, &credentials, &node.config.region, now, host_bucket)?;
         let identity = match &verified {
             None => Identity::Anonymous,
             Some(v) if v.access_key == node.config.root_user => Identity::Root,
@@ -240,7 +263,7 @@ enum AclVerdict {
 fn request_version(route: Option<&Route>, bucket: &str, key: &str) -> VersionRef {
     match route {
         Some(r) if r.bucket.as_deref() == Some(bucket) && r.key.as_deref() == Some(key) => {
-            crate::versioning::version_ref(r).unwrap_or_default()
+            crate::router::version_ref(r).unwrap_or_default()
         }
         _ => VersionRef::Current,
     }
@@ -349,7 +372,8 @@ impl Access {
     /// What the policies say about one check, with the policy of the bucket its resource lies in.
     fn policy_decision(&self, node: &Node, check: &Check, values: &ConditionValues) -> Decision {
         let bucket = check.resource.as_deref().and_then(arn_bucket);
-        let policy = bucket.and_then(|b| node.bucket_policy_for(b, self));
+        let anonymous = self.identity == Identity::Anonymous;
+        let policy = bucket.and_then(|b| node.bucket_policy_for(b, anonymous));
         self.decide(check.action, check.resource.as_deref(), values, policy.as_deref())
     }
 

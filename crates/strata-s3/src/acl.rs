@@ -21,8 +21,8 @@ use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants::{self, Named, Requested, Resolver};
+use crate::router::version_ref;
 use crate::router::Route;
-use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 
 const PERMISSIONS: [(Permission, &str); 5] = [
@@ -41,19 +41,11 @@ fn parse_permission(name: &str) -> Option<Permission> {
     PERMISSIONS.iter().find(|(_, n)| *n == name).map(|(p, _)| *p)
 }
 
-/// `<tag><ID>…</ID><DisplayName>…</DisplayName></tag>`.
-pub(crate) fn write_owner(x: &mut xml::Writer, tag: &str, owner: &Owner) {
-    x.open(tag);
-    x.elem("ID", &owner.id);
-    x.elem("DisplayName", &owner.display_name);
-    x.close(tag);
-}
-
 /// An AccessControlPolicy document showing `acl`.
 fn policy_reply(acl: &Acl) -> Reply {
     let mut x = xml::Writer::new();
     x.root("AccessControlPolicy");
-    write_owner(&mut x, "Owner", &acl.owner);
+    xml::write_owner(&mut x, "Owner", &acl.owner);
     let mut doc = x.finish();
     doc.push_str("<AccessControlList>");
     for grant in &acl.grants {
@@ -105,8 +97,8 @@ pub async fn get_object_acl(
     let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
     let bucket_acl = grants::bucket_acl(req.node, &record);
     let reply = policy_reply(&grants::object_acl(&bucket_acl, record.object_ownership, info.acl.as_ref()));
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
-    Ok(with_version(reply, shown, info.version_id))
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
+    Ok(reply.with_version(shown, info.version_id))
 }
 
 fn malformed_acl() -> S3Error {
@@ -286,29 +278,19 @@ pub async fn put_object_acl(
     let acl = requested.expand(&current.owner, &bucket_acl.owner, false);
     grants::check_public(&record, &acl)?;
     let id = req.node.layer.put_object_acl_version(bucket, key, which, acl).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
-    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
-}
-
-const OWNERSHIPS: [(ObjectOwnership, &str); 3] = [
-    (ObjectOwnership::BucketOwnerEnforced, "BucketOwnerEnforced"),
-    (ObjectOwnership::BucketOwnerPreferred, "BucketOwnerPreferred"),
-    (ObjectOwnership::ObjectWriter, "ObjectWriter"),
-];
-
-/// `BucketOwnerEnforced`, `BucketOwnerPreferred` or `ObjectWriter`.
-pub fn parse_ownership(name: &str) -> Option<ObjectOwnership> {
-    OWNERSHIPS.iter().find(|(_, n)| *n == name.trim()).map(|(o, _)| *o)
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
+    Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
 pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
     let ownership = req.node.layer.bucket_record(bucket)?.object_ownership;
-    let name = OWNERSHIPS.iter().find(|(o, _)| *o == ownership).map(|(_, n)| *n).ok_or_else(|| {
-        S3Error::new(
-            S3ErrorCode::OwnershipControlsNotFoundError,
-            "The bucket ownership controls were not found",
-        )
-    })?;
+    let name =
+        grants::OWNERSHIPS.iter().find(|(o, _)| *o == ownership).map(|(_, n)| *n).ok_or_else(|| {
+            S3Error::new(
+                S3ErrorCode::OwnershipControlsNotFoundError,
+                "The bucket ownership controls were not found",
+            )
+        })?;
     let mut x = xml::Writer::new();
     x.root("OwnershipControls");
     x.open("Rule");
@@ -318,14 +300,6 @@ pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> R
     Ok(Reply::xml(x.finish()))
 }
 
-/// The error for ACLs other than the owner's on a bucket whose ownership is enforced.
-pub fn acl_with_enforced() -> S3Error {
-    S3Error::new(
-        S3ErrorCode::InvalidBucketAclWithObjectOwnership,
-        "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
-    )
-}
-
 pub async fn put_bucket_ownership_controls(
     req: &Request<'_>,
     bucket: &str,
@@ -333,13 +307,14 @@ pub async fn put_bucket_ownership_controls(
 ) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
-    let value = xml::first_text(&doc, "ObjectOwnership").map_err(|_| xml::malformed())?;
-    let ownership = value.as_deref().and_then(parse_ownership).ok_or_else(xml::malformed)?;
+    let value = xml::first_text(&doc, "ObjectOwnership").map_err(|_| crate::error::malformed_xml())?;
+    let ownership =
+        value.as_deref().and_then(grants::parse_ownership).ok_or_else(crate::error::malformed_xml)?;
     if ownership == ObjectOwnership::BucketOwnerEnforced {
         // Disabling ACLs must not silently take away what the bucket's ACL grants others.
         let acl = grants::bucket_acl(req.node, &record);
         if !Requested::Grants(acl.grants).owner_full_control_only(&acl.owner) {
-            return Err(acl_with_enforced());
+            return Err(grants::acl_with_enforced());
         }
     }
     req.node.layer.update_bucket(bucket, |r| r.object_ownership = ownership).await?;
@@ -382,15 +357,22 @@ pub async fn get_public_access_block(req: &Request<'_>, bucket: &str) -> Result<
 
 /// Parses a PublicAccessBlockConfiguration document (absent switches are false).
 pub(crate) fn parse_public_access_block(doc: &[u8]) -> Result<PublicAccessBlock, S3Error> {
-    if xml::first_text(doc, "PublicAccessBlockConfiguration").map_err(|_| xml::malformed())?.is_none() {
-        return Err(xml::malformed());
+    if xml::first_text(doc, "PublicAccessBlockConfiguration")
+        .map_err(|_| crate::error::malformed_xml())?
+        .is_none()
+    {
+        return Err(crate::error::malformed_xml());
     }
     let mut values = [false; 4];
     for (name, value) in PUBLIC_ACCESS_FIELDS.iter().zip(values.iter_mut()) {
-        *value = match xml::first_text(doc, name).map_err(|_| xml::malformed())?.as_deref().map(str::trim) {
+        *value = match xml::first_text(doc, name)
+            .map_err(|_| crate::error::malformed_xml())?
+            .as_deref()
+            .map(str::trim)
+        {
             None | Some("false") => false,
             Some("true") => true,
-            Some(_) => return Err(xml::malformed()),
+            Some(_) => return Err(crate::error::malformed_xml()),
         };
     }
     let [block_public_acls, ignore_public_acls, block_public_policy, restrict_public_buckets] = values;
@@ -407,7 +389,7 @@ pub async fn put_public_access_block(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
+    let doc = req.bucket_document(bucket, body).await?;
     let block = parse_public_access_block(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.public_access_block = Some(block)).await?;
     Ok(Reply::empty(StatusCode::OK))

@@ -367,7 +367,7 @@ fn copy_source(headers: &HeaderMap, values: &mut ConditionValues) -> Result<Chec
     let raw = header(headers, "x-amz-copy-source").unwrap_or_default();
     values.insert("s3:x-amz-copy-source", raw);
     let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
-    let (bucket, key) = crate::copy::parse_source(path)?;
+    let (bucket, key) = crate::router::parse_source(path)?;
     let versioned = parse_query(query).iter().any(|(k, _)| k == "versionId");
     let action = if versioned { "s3:GetObjectVersion" } else { "s3:GetObject" };
     Ok(Check { action, resource: Some(object_arn(&bucket, &key)) })

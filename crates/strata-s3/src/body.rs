@@ -214,3 +214,24 @@ impl Body for ResponseBody {
         }
     }
 }
+
+/// A request document against its `Content-MD5` header, when it has one: `InvalidDigest` for a
+/// value that is not a base64 MD5, `BadDigest` when it does not match.
+pub fn check_content_md5(headers: &http::HeaderMap, doc: &[u8]) -> Result<(), crate::error::S3Error> {
+    use crate::error::{S3Error, S3ErrorCode};
+    use base64::Engine;
+    use md5::Digest;
+    let Some(want) = headers.get("content-md5") else { return Ok(()) };
+    let want =
+        want.to_str().ok().and_then(|w| base64::engine::general_purpose::STANDARD.decode(w.trim()).ok());
+    let Some(want) = want.filter(|w| w.len() == 16) else {
+        return Err(S3Error::new(S3ErrorCode::InvalidDigest, "The Content-MD5 you specified was invalid."));
+    };
+    if md5::Md5::digest(doc).as_slice() != want.as_slice() {
+        return Err(S3Error::new(
+            S3ErrorCode::BadDigest,
+            "The Content-MD5 you specified did not match what we received.",
+        ));
+    }
+    Ok(())
+}

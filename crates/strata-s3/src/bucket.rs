@@ -5,13 +5,13 @@ use strata_object::{Acl, BucketRecord, ListPage, ListRequest, ObjectError, Owner
 use strata_types::limits::{BUCKETS_PAGE_MAX, LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
 use strata_types::BucketName;
 
-use crate::acl::write_owner;
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants;
 use crate::router::Route;
 use crate::xml;
+use crate::xml::write_owner;
 
 /// ListBuckets, paged as the current API pages it: `prefix`, `bucket-region`, `max-buckets`
 /// (1–10,000; all buckets without it) and an opaque `continuation-token` (the last name given,
@@ -108,18 +108,18 @@ impl Owners {
 fn new_bucket_record(req: &Request<'_>, owner: Owner) -> Result<BucketRecord, S3Error> {
     let ownership = match req.headers.get("x-amz-object-ownership") {
         None => req.node.config.default_object_ownership,
-        Some(v) => v.to_str().ok().and_then(crate::acl::parse_ownership).ok_or_else(|| {
+        Some(v) => v.to_str().ok().and_then(crate::grants::parse_ownership).ok_or_else(|| {
             S3Error::new(S3ErrorCode::InvalidArgument, "Invalid x-amz-object-ownership header")
         })?,
     };
     let requested = match grants::from_headers(req.node, req.headers) {
         // With ACLs disabled, any grant beyond the owner's is refused as such, named or not.
-        Err(_) if !ownership.acls_enabled() => return Err(crate::acl::acl_with_enforced()),
+        Err(_) if !ownership.acls_enabled() => return Err(crate::grants::acl_with_enforced()),
         r => r?,
     };
     let acl = match requested {
         Some(r) if !ownership.acls_enabled() && !r.owner_full_control_only(&owner) => {
-            return Err(crate::acl::acl_with_enforced())
+            return Err(crate::grants::acl_with_enforced())
         }
         Some(r) if ownership.acls_enabled() => r.expand(&owner, &owner, true),
         _ => grants::private(owner),
@@ -129,10 +129,10 @@ fn new_bucket_record(req: &Request<'_>, owner: Owner) -> Result<BucketRecord, S3
 
 pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
     let name = BucketName::parse(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     if !doc.iter().all(u8::is_ascii_whitespace) {
         // Any location is accepted: this deployment is one region, whatever the client calls it.
-        xml::first_text(&doc, "LocationConstraint").map_err(|_| xml::malformed())?;
+        xml::first_text(&doc, "LocationConstraint").map_err(|_| crate::error::malformed_xml())?;
     }
     let object_lock = req
         .headers

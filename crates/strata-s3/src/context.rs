@@ -3,6 +3,7 @@
 //! handler answers). Handlers import this module; the dispatcher imports the handlers; nothing
 //! imports the dispatcher.
 
+use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,6 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use strata_metrics::Metrics;
 use strata_object::ObjectLayer;
 
-use crate::access::Access;
 use crate::body::ResponseBody;
 use crate::budget::{Admission, Budget};
 use crate::sigv4::{SecretLookup, Verified};
@@ -101,10 +101,9 @@ impl Node {
 }
 
 impl Node {
-    /// The compiled policy of `bucket` as it applies to `access` (see
+    /// The compiled policy of `bucket` as it applies to a caller, `anonymous` or signed (see
     /// [`strata_system::bucket_policy`]).
-    pub fn bucket_policy_for(&self, bucket: &str, access: &Access) -> Option<Arc<strata_iam::Policy>> {
-        let anonymous = access.identity == crate::access::Identity::Anonymous;
+    pub fn bucket_policy_for(&self, bucket: &str, anonymous: bool) -> Option<Arc<strata_iam::Policy>> {
         self.bucket_policies.policy_for(&self.layer, bucket, anonymous)
     }
 }
@@ -137,7 +136,7 @@ pub struct Request<'a> {
     /// What the request holds; handlers reserve more buffer memory from it when they stream.
     pub admission: &'a Admission,
     /// The request id and client address, for event records.
-    pub origin: crate::notification::Origin,
+    pub origin: Origin,
     /// The request came over TLS (SSE-C keys are refused otherwise, unless allowed).
     pub tls: bool,
 }
@@ -149,7 +148,35 @@ pub struct Reply {
     pub body: ResponseBody,
 }
 
+impl Request<'_> {
+    /// Whether responses in `bucket` name versions: once versioning was ever enabled.
+    pub fn shows_versions(&self, bucket: &str) -> Result<bool, crate::error::S3Error> {
+        Ok(self.node.layer.versioning(bucket)? != strata_object::Versioning::Unversioned)
+    }
+
+    /// The XML document of a request to a bucket: the bucket must exist (`NoSuchBucket` comes
+    /// before anything about the body), the body at most `XML_BODY_SIZE_MAX` bytes.
+    pub async fn bucket_document(
+        &self,
+        bucket: &str,
+        body: crate::body::RequestBody,
+    ) -> Result<Vec<u8>, crate::error::S3Error> {
+        self.node.layer.bucket_info(bucket)?;
+        Ok(body.collect_small(strata_types::limits::XML_BODY_SIZE_MAX).await?)
+    }
+}
+
 impl Reply {
+    /// Adds `x-amz-version-id` when the bucket has had versioning (`shown`, or the request
+    /// named a version).
+    pub fn with_version(self, shown: bool, id: Option<uuid::Uuid>) -> Reply {
+        if shown {
+            self.header("x-amz-version-id", &crate::version::version_string(id))
+        } else {
+            self
+        }
+    }
+
     pub fn empty(status: StatusCode) -> Self {
         Self { status, headers: HeaderMap::new(), body: ResponseBody::Empty }
     }
@@ -189,3 +216,35 @@ pub trait ClusterAdmin: Send + Sync {
     /// or are unreachable and reload on their next periodic read).
     async fn iam_changed(&self);
 }
+
+/// What the connection tells about a request; the server puts it in each request's extensions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnInfo {
+    pub peer: Option<SocketAddr>,
+    pub tls: bool,
+}
+
+/// Who asked, as event records name it: the request id and the client's address.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub request_id: String,
+    pub source_ip: String,
+}
+
+impl Origin {
+    /// The origin of the request `parts` describe (the server puts its id in the extensions).
+    pub fn of(parts: &http::request::Parts) -> Self {
+        let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
+        let source_ip = parts
+            .extensions
+            .get::<ConnInfo>()
+            .and_then(|c| c.peer)
+            .map(|p| p.ip().to_string())
+            .unwrap_or_default();
+        Self { request_id, source_ip }
+    }
+}
+
+/// The request's id, as the server answers it in `x-amz-request-id`.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);

@@ -4,7 +4,6 @@
 //! so any combination of plain, SSE-S3, SSE-KMS and SSE-C copies.
 
 use http::HeaderMap;
-use percent_encoding::percent_decode_str;
 use strata_crypto::package::ObjectCipher;
 use strata_object::{ObjectError, ObjectInfo, OpenObject, PutOptions, StreamBody, VersionRef};
 use strata_types::ObjectKey;
@@ -13,33 +12,6 @@ use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_conditions_with, put_options};
 use crate::xml;
-
-/// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=...`.
-pub(crate) fn parse_source(value: &str) -> Result<(String, String), S3Error> {
-    parse_source_version(value).map(|(b, k, _)| (b, k))
-}
-
-/// [`parse_source`] with the version it names.
-pub(crate) fn parse_source_version(value: &str) -> Result<(String, String, VersionRef), S3Error> {
-    let invalid = || {
-        S3Error::new(
-            S3ErrorCode::InvalidArgument,
-            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
-        )
-    };
-    let (path, query) = value.split_once('?').unwrap_or((value, ""));
-    let which = match query.strip_prefix("versionId=") {
-        _ if query.is_empty() => VersionRef::Current,
-        Some(id) => VersionRef::Id(crate::versioning::parse_version_id(id)?),
-        None => return Err(invalid()),
-    };
-    let decoded = percent_decode_str(path.trim_start_matches('/')).decode_utf8().map_err(|_| invalid())?;
-    let (bucket, key) = decoded.split_once('/').ok_or_else(invalid)?;
-    if bucket.is_empty() || key.is_empty() {
-        return Err(invalid());
-    }
-    Ok((bucket.to_owned(), key.to_owned(), which))
-}
 
 /// The `x-amz-copy-source-if-*` headers, checked as GET's conditionals are.
 fn copy_conditions(headers: &HeaderMap) -> HeaderMap {
@@ -96,16 +68,16 @@ fn source_version(
     which: VersionRef,
     id: Option<uuid::Uuid>,
 ) -> Result<Reply, S3Error> {
-    if which == VersionRef::Current && !crate::versioning::shows_versions(req, bucket)? {
+    if which == VersionRef::Current && !req.shows_versions(bucket)? {
         return Ok(reply);
     }
-    Ok(reply.header("x-amz-copy-source-version-id", &crate::versioning::version_string(id)))
+    Ok(reply.header("x-amz-copy-source-version-id", &crate::version::version_string(id)))
 }
 
 pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let (src_bucket, src_key, which) = parse_source_version(source)?;
+    let (src_bucket, src_key, which) = crate::router::parse_source_version(source)?;
     let replace = match req.headers.get("x-amz-metadata-directive").and_then(|v| v.to_str().ok()) {
         None | Some("COPY") => false,
         Some("REPLACE") => true,
@@ -183,10 +155,10 @@ pub async fn upload_part_copy(
     route: &crate::router::Route,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let number = crate::multipart::part_number(route)?;
-    let upload_id = crate::multipart::upload_id(route)?;
+    let number = crate::router::part_number(route)?;
+    let upload_id = crate::router::upload_id(route)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
-    let (src_bucket, src_key, which) = parse_source_version(source)?;
+    let (src_bucket, src_key, which) = crate::router::parse_source_version(source)?;
     let layer = &req.node.layer;
     let (open, cipher) = open_source(req, &src_bucket, &src_key, which).await?;
     let (size, source_id) = (open.info.size, open.info.version_id);
@@ -220,24 +192,5 @@ mod tests {
         assert!(copy_range("bytes=5-1", 100).is_err());
         assert_eq!(copy_range("bytes=0-100", 100).map_err(|e| e.code).err(), Some(S3ErrorCode::InvalidRange));
         assert!(copy_range("0-1", 100).is_err());
-    }
-
-    #[test]
-    fn sources() {
-        assert_eq!(parse_source("/b/k%20x/y").expect("ok"), ("b".into(), "k x/y".into()));
-        assert_eq!(parse_source("b/k?versionId=null").expect("ok"), ("b".into(), "k".into()));
-        assert!(parse_source("b").is_err());
-        assert!(parse_source("/b/").is_err());
-        assert_eq!(
-            parse_source("b/k?versionId=abc").map_err(|e| e.code).err(),
-            Some(S3ErrorCode::InvalidArgument)
-        );
-        let id = uuid::Uuid::now_v7();
-        let with_id = format!("b/k?versionId={}", id.simple());
-        assert_eq!(parse_source_version(&with_id).ok().map(|s| s.2), Some(VersionRef::Id(Some(id))));
-        assert_eq!(
-            parse_source_version("b/k?other=1").map_err(|e| e.code).err(),
-            Some(S3ErrorCode::InvalidArgument)
-        );
     }
 }

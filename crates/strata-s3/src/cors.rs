@@ -8,9 +8,9 @@ use strata_types::limits::CORS_RULES_MAX;
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
+use crate::error::malformed_xml as malformed;
 use crate::error::{S3Error, S3ErrorCode};
 use crate::xml;
-use crate::xml::malformed;
 
 const METHODS: [&str; 5] = ["GET", "PUT", "POST", "DELETE", "HEAD"];
 
@@ -147,7 +147,7 @@ pub async fn get_bucket_cors(req: &Request<'_>, bucket: &str) -> Result<Reply, S
 }
 
 pub async fn put_bucket_cors(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
+    let doc = req.bucket_document(bucket, body).await?;
     let rules = parse_cors(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.cors = rules).await?;
     Ok(Reply::empty(StatusCode::OK))

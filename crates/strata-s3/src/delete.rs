@@ -6,9 +6,9 @@ use strata_types::ObjectKey;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
+use crate::error::malformed_xml as malformed;
 use crate::error::S3Error;
 use crate::xml;
-use crate::xml::malformed;
 use strata_object::{DeleteOutcome, VersionRef};
 
 /// One `<Object>` of a `<Delete>` document: its key and the version named, if any.
@@ -87,8 +87,8 @@ pub async fn delete_objects(
     body: RequestBody,
     rights: &Rights<'_>,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
-    xml::check_content_md5(req.headers, &doc)?;
+    let doc = req.bucket_document(bucket, body).await?;
+    crate::body::check_content_md5(req.headers, &doc)?;
     let (entries, quiet) = parse_delete(&doc)?;
     let layer = &req.node.layer;
     let results: Vec<(DeleteEntry, Result<DeleteOutcome, S3Error>)> = stream::iter(entries)
@@ -97,7 +97,7 @@ pub async fn delete_objects(
                 ObjectKey::parse(&key)?;
                 let which = match version.as_deref() {
                     None => VersionRef::Current,
-                    Some(v) => VersionRef::Id(crate::versioning::parse_version_id(v)?),
+                    Some(v) => VersionRef::Id(crate::router::parse_version_id(v)?),
                 };
                 if !(rights.allowed)(&key, version.as_deref()) {
                     return Err(crate::access::denied());
@@ -125,7 +125,7 @@ pub async fn delete_objects(
                 if done.delete_marker {
                     x.elem("DeleteMarker", "true");
                     if version.is_none() {
-                        x.elem("DeleteMarkerVersionId", &crate::versioning::version_string(done.version_id));
+                        x.elem("DeleteMarkerVersionId", &crate::version::version_string(done.version_id));
                     }
                 }
                 x.close("Deleted");

@@ -80,7 +80,7 @@ fn memory_need(operation: &Operation, headers: &HeaderMap) -> u64 {
 fn touches_system_bucket(route: &crate::router::Route, headers: &HeaderMap) -> bool {
     let hidden = |b: &str| b.starts_with('.');
     let source = headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok());
-    let source_bucket = source.and_then(|s| copy::parse_source(s).ok()).map(|(b, _)| b);
+    let source_bucket = source.and_then(|s| crate::router::parse_source(s).ok()).map(|(b, _)| b);
     route.bucket.as_deref().is_some_and(hidden) || source_bucket.as_deref().is_some_and(hidden)
 }
 
@@ -123,8 +123,8 @@ async fn serve_route(
         }
         return Err(refused.with_resource(route.bucket.as_deref(), route.key.as_deref()));
     }
-    let origin = crate::notification::Origin::of(parts);
-    let tls = parts.extensions.get::<crate::access::ConnInfo>().is_some_and(|c| c.tls);
+    let origin = crate::context::Origin::of(parts);
+    let tls = parts.extensions.get::<crate::context::ConnInfo>().is_some_and(|c| c.tls);
     let req = Request { node, headers: &parts.headers, auth: &auth, admission, origin, tls };
     let bucket = route.bucket.as_deref().unwrap_or("");
     let key = route.key.as_deref().unwrap_or("");

@@ -40,12 +40,13 @@ fn invalid(message: &str) -> S3Error {
 /// A `ServerSideEncryptionConfiguration` document: one rule, `AES256`, `aws:kms` or
 /// `aws:kms:dsse` (the two with an optional key id).
 pub(crate) fn parse(doc: &[u8]) -> Result<BucketEncryption, S3Error> {
-    let text = std::str::from_utf8(doc).map_err(|_| xml::malformed())?;
-    let config: Configuration = quick_xml::de::from_str(text).map_err(|_| xml::malformed())?;
+    let text = std::str::from_utf8(doc).map_err(|_| crate::error::malformed_xml())?;
+    let config: Configuration = quick_xml::de::from_str(text).map_err(|_| crate::error::malformed_xml())?;
     let [rule] = config.rules.as_slice() else {
-        return Err(xml::malformed());
+        return Err(crate::error::malformed_xml());
     };
-    let default = rule.apply_server_side_encryption_by_default.as_ref().ok_or_else(xml::malformed)?;
+    let default =
+        rule.apply_server_side_encryption_by_default.as_ref().ok_or_else(crate::error::malformed_xml)?;
     let key_id = default.kms_key_id.as_deref().map(str::trim).filter(|k| !k.is_empty());
     match (default.algorithm.trim(), key_id) {
         ("AES256", Some(_)) => {
@@ -88,7 +89,7 @@ pub async fn put_bucket_encryption(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
+    let doc = req.bucket_document(bucket, body).await?;
     let config = parse(&doc)?;
     // A default no new object could be written with is refused now, not on every later PUT.
     if req.node.kms.is_none() {

@@ -10,6 +10,8 @@ use strata_system::iam::StoreError;
 use strata_system::oidc::OidcError;
 use strata_types::NameError;
 
+use crate::xml::MalformedXml;
+
 macro_rules! codes {
     ($($name:ident $(as $wire:literal)? => $status:expr),* $(,)?) => {
         /// S3 error codes, named as AWS names them.
@@ -202,8 +204,8 @@ impl From<ObjectError> for S3Error {
                 };
                 let mut e = S3Error::new(code, msg)
                     .with_header("x-amz-delete-marker", "true")
-                    .with_header("x-amz-version-id", &crate::versioning::version_string(*version_id))
-                    .with_header("last-modified", &crate::versioning::http_date(*mod_time));
+                    .with_header("x-amz-version-id", &crate::version::version_string(*version_id))
+                    .with_header("last-modified", &crate::version::http_date(*mod_time));
                 if !current {
                     e = e.with_header("allow", "DELETE");
                 }
@@ -405,5 +407,20 @@ impl From<OidcError> for S3Error {
             OidcError::Unreachable => S3ErrorCode::IDPCommunicationError,
         };
         S3Error::new(code, &e.to_string())
+    }
+}
+
+/// The S3 error for a request document that does not parse or does not fit its schema.
+pub fn malformed_xml() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::MalformedXML,
+        "The XML you provided was not well-formed or did not validate against our published schema.",
+    )
+}
+
+/// A request document that is not well-formed XML: `MalformedXML`.
+impl From<MalformedXml> for S3Error {
+    fn from(_: MalformedXml) -> S3Error {
+        malformed_xml()
     }
 }

@@ -411,6 +411,25 @@ pub fn acls_disabled() -> S3Error {
     S3Error::new(S3ErrorCode::AccessControlListNotSupported, "The bucket does not allow ACLs")
 }
 
+pub const OWNERSHIPS: [(ObjectOwnership, &str); 3] = [
+    (ObjectOwnership::BucketOwnerEnforced, "BucketOwnerEnforced"),
+    (ObjectOwnership::BucketOwnerPreferred, "BucketOwnerPreferred"),
+    (ObjectOwnership::ObjectWriter, "ObjectWriter"),
+];
+
+/// `BucketOwnerEnforced`, `BucketOwnerPreferred` or `ObjectWriter`.
+pub fn parse_ownership(name: &str) -> Option<ObjectOwnership> {
+    OWNERSHIPS.iter().find(|(_, n)| *n == name.trim()).map(|(o, _)| *o)
+}
+
+/// The error for ACLs other than the owner's on a bucket whose ownership is enforced.
+pub fn acl_with_enforced() -> S3Error {
+    S3Error::new(
+        S3ErrorCode::InvalidBucketAclWithObjectOwnership,
+        "Bucket cannot have ACLs set with ObjectOwnership's BucketOwnerEnforced setting",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

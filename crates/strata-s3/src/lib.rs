@@ -65,6 +65,7 @@ pub mod sigv4;
 pub mod sse;
 pub mod sts;
 pub mod tagging;
+pub mod version;
 pub mod versioning;
 pub mod xml;
 

@@ -18,8 +18,9 @@ use strata_types::limits::{LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, 
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
+use crate::error::malformed_xml as malformed;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::xml::{self, malformed};
+use crate::xml;
 
 #[derive(Deserialize)]
 struct ConfigXml {
@@ -379,8 +380,8 @@ pub async fn put_bucket_lifecycle_configuration(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
-    xml::check_content_md5(req.headers, &doc)?;
+    let doc = req.bucket_document(bucket, body).await?;
+    crate::body::check_content_md5(req.headers, &doc)?;
     let config = parse(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.lifecycle = Some(config)).await?;
     Ok(Reply::empty(StatusCode::OK))
@@ -417,7 +418,7 @@ impl LifecycleEvents for LifecycleNotifier {
             EventName::LifecycleExpirationDelete
         };
         let details = || crate::notification::Details {
-            version_id: e.versioned.then(|| crate::versioning::version_string(e.version_id)),
+            version_id: e.versioned.then(|| crate::version::version_string(e.version_id)),
             ..Default::default()
         };
         crate::notification::emit(&self.0, name, &e.bucket, &e.key, details).await;

@@ -127,11 +127,11 @@ fn content_md5_is_checked_when_sent() {
     use md5::Digest;
     let body = b"<LifecycleConfiguration/>";
     let mut h = http::HeaderMap::new();
-    assert!(xml::check_content_md5(&h, body).is_ok());
+    assert!(crate::body::check_content_md5(&h, body).is_ok());
     let good = base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(body));
     h.insert("content-md5", good.parse().expect("value"));
-    assert!(xml::check_content_md5(&h, body).is_ok());
-    let code = |h: &http::HeaderMap| xml::check_content_md5(h, b"other").err().map(|e| e.code);
+    assert!(crate::body::check_content_md5(&h, body).is_ok());
+    let code = |h: &http::HeaderMap| crate::body::check_content_md5(h, b"other").err().map(|e| e.code);
     assert_eq!(code(&h), Some(S3ErrorCode::BadDigest));
     h.insert("content-md5", "not base64!".parse().expect("value"));
     assert_eq!(code(&h), Some(S3ErrorCode::InvalidDigest));

@@ -4,27 +4,18 @@
 use http::StatusCode;
 use strata_object::checksum::{Algorithm, ChecksumType};
 use strata_object::{CompleteOptions, CompletePart, UploadRecord};
-use strata_types::limits::{PART_NUMBER_MAX, UPLOADS_ROUND, XML_BODY_SIZE_MAX};
+use strata_types::limits::{UPLOADS_ROUND, XML_BODY_SIZE_MAX};
 use strata_types::ObjectKey;
 use uuid::Uuid;
 
-use crate::acl::write_owner;
 use crate::body::RequestBody;
 use crate::bucket::Owners;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_declared_length, checksum_elements, put_options, stored_reply};
-use crate::router::Route;
+use crate::router::{part_number, upload_id, Route};
 use crate::xml;
-
-pub(crate) fn upload_id(route: &Route) -> Result<Uuid, S3Error> {
-    route.param("uploadId").and_then(|id| Uuid::try_parse(id).ok()).ok_or_else(|| {
-        S3Error::new(
-            S3ErrorCode::NoSuchUpload,
-            "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
-        )
-    })
-}
+use crate::xml::write_owner;
 
 fn id_str(id: Uuid) -> String {
     id.simple().to_string()
@@ -89,21 +80,6 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
     let reply = crate::sse::with_written_context(reply, req, envelope.as_ref());
     Ok(crate::sse::with_headers(reply, envelope.as_ref(), customer.as_ref().map(|c| c.md5())))
 }
-
-/// `partNumber`, 1 to 10,000.
-pub(crate) fn part_number(route: &Route) -> Result<u32, S3Error> {
-    route
-        .param("partNumber")
-        .and_then(|n| n.parse::<u32>().ok())
-        .filter(|n| (1..=PART_NUMBER_MAX).contains(n))
-        .ok_or_else(|| {
-            S3Error::new(
-                S3ErrorCode::InvalidArgument,
-                "Part number must be an integer between 1 and 10000, inclusive",
-            )
-        })
-}
-
 pub async fn upload_part(
     req: &Request<'_>,
     bucket: &str,
@@ -129,7 +105,7 @@ pub async fn upload_part(
 /// Parses `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>"…"</ETag></Part>…`.
 pub(crate) fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
     use quick_xml::events::Event;
-    let malformed = xml::malformed;
+    let malformed = crate::error::malformed_xml;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
     let mut parts = Vec::new();

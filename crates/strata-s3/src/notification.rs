@@ -11,33 +11,9 @@ use strata_types::limits::NOTIFICATION_RULES_MAX;
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
+use crate::error::malformed_xml as malformed;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::xml::{self, malformed};
-
-/// Who asked, as event records name it: the request id and the client's address.
-#[derive(Debug, Clone, Default)]
-pub struct Origin {
-    pub request_id: String,
-    pub source_ip: String,
-}
-
-impl Origin {
-    /// The origin of the request `parts` describe (the server puts its id in the extensions).
-    pub fn of(parts: &http::request::Parts) -> Self {
-        let request_id = parts.extensions.get::<RequestId>().map(|r| r.0.clone()).unwrap_or_default();
-        let source_ip = parts
-            .extensions
-            .get::<crate::access::ConnInfo>()
-            .and_then(|c| c.peer)
-            .map(|p| p.ip().to_string())
-            .unwrap_or_default();
-        Self { request_id, source_ip }
-    }
-}
-
-/// The request's id, as the server answers it in `x-amz-request-id`.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
+use crate::xml;
 
 fn invalid(message: &str) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidArgument, message)
@@ -229,7 +205,7 @@ pub async fn put_bucket_notification_configuration(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
+    let doc = req.bucket_document(bucket, body).await?;
     let rules = parse(&doc)?;
     let unknown: Vec<&str> = rules
         .iter()
@@ -280,7 +256,7 @@ impl Request<'_> {
         let details = || Details {
             size: object.map(|o| o.size),
             etag: object.map(|o| o.etag.clone()),
-            version_id: version.map(|v| crate::versioning::version_string(Some(v))),
+            version_id: version.map(|v| crate::version::version_string(Some(v))),
             principal: Some(self.auth.access_key.clone()).filter(|k| !k.is_empty()),
             source_ip: self.origin.source_ip.clone(),
             request_id: self.origin.request_id.clone(),

@@ -245,7 +245,7 @@ pub async fn put_object(
 /// `x-amz-version-id` of a version just written: its id in a versioning-enabled bucket; a
 /// `null` version (unversioned or suspended bucket) is not named, as AWS does not.
 pub(crate) fn version_header(reply: Reply, info: &ObjectInfo) -> Reply {
-    crate::versioning::with_version(reply, info.version_id.is_some(), info.version_id)
+    reply.with_version(info.version_id.is_some(), info.version_id)
 }
 
 /// The byte range of part `number` (`partNumber`): a part of a multipart object, or the whole
@@ -408,11 +408,11 @@ pub async fn get_object(
     head: bool,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let part_number = route.param("partNumber").map(|_| crate::multipart::part_number(route)).transpose()?;
-    let which = crate::versioning::version_ref(route)?;
+    let part_number = route.param("partNumber").map(|_| crate::router::part_number(route)).transpose()?;
+    let which = crate::router::version_ref(route)?;
     let open = req.node.layer.open_object_version(bucket, key, which, !head).await?;
     let mut info = open.info.clone();
-    let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     let (cipher, customer_md5) =
         crate::sse::open_stored(req, info.sse.as_ref(), crate::sse::CUSTOMER).await?;
     // SSE-C: the checksums are sealed under the key the request just proved.
@@ -460,7 +460,7 @@ pub async fn get_object(
     }
     reply = crate::sse::with_headers(reply, info.sse.as_ref(), customer_md5.as_deref());
     reply = reply.header("content-length", &len.to_string());
-    reply = crate::versioning::with_version(reply, shown, info.version_id);
+    reply = reply.with_version(shown, info.version_id);
     if which == VersionRef::Current {
         reply = crate::lifecycle::with_expiration(reply, req, bucket, &info);
     }
@@ -547,9 +547,9 @@ pub async fn get_object_attributes(
             "x-amz-object-attributes must name at least one attribute",
         ));
     }
-    let which = crate::versioning::version_ref(route)?;
+    let which = crate::router::version_ref(route)?;
     let mut info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
-    let shown = which != VersionRef::Current || crate::versioning::shows_versions(req, bucket)?;
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     // An SSE-C object's attributes need its key, as its metadata does on HEAD (AWS); its
     // checksums are sealed under it.
     if info.sse.as_ref().is_some_and(|e| e.kind == strata_object::SseKind::C) {
@@ -585,7 +585,7 @@ pub async fn get_object_attributes(
     }
     x.close("GetObjectAttributesResponse");
     let reply = Reply::xml(x.finish()).header("last-modified", &http_date(info.mod_time));
-    Ok(crate::versioning::with_version(reply, shown, info.version_id))
+    Ok(reply.with_version(shown, info.version_id))
 }
 
 /// GetObjectTorrent: Strata serves no torrents. AWS stopped serving them too, and answers
@@ -609,14 +609,14 @@ pub async fn delete_object(
     bypass: bool,
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
-    let which = crate::versioning::version_ref(route)?;
+    let which = crate::router::version_ref(route)?;
     let done = req.node.layer.delete_object_version(bucket, key, which, bypass).await?;
     req.notify_removed(bucket, key, &done).await;
     let mut reply = Reply::empty(StatusCode::NO_CONTENT);
     if done.delete_marker {
         reply = reply.header("x-amz-delete-marker", "true");
     }
-    Ok(crate::versioning::with_version(reply, done.versioned, done.version_id))
+    Ok(reply.with_version(done.versioned, done.version_id))
 }
 
 #[cfg(test)]

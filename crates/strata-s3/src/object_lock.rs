@@ -10,8 +10,8 @@ use strata_types::ObjectKey;
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
+use crate::router::version_ref;
 use crate::router::Route;
-use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -81,7 +81,9 @@ pub(crate) fn check_integrity_header(headers: &HeaderMap) -> Result<(), S3Error>
 }
 
 fn xml_text(doc: &[u8], name: &str) -> Result<Option<String>, S3Error> {
-    xml::first_text(doc, name).map(|t| t.map(|t| t.trim().to_owned())).map_err(|_| xml::malformed())
+    xml::first_text(doc, name)
+        .map(|t| t.map(|t| t.trim().to_owned()))
+        .map_err(|_| crate::error::malformed_xml())
 }
 
 /// A `<ObjectLockConfiguration>` document.
@@ -89,15 +91,15 @@ pub(crate) fn parse_lock_config(doc: &[u8]) -> Result<ObjectLockConfig, S3Error>
     if !xml::has_root(doc, "ObjectLockConfiguration")?
         || xml_text(doc, "ObjectLockEnabled")?.as_deref() != Some("Enabled")
     {
-        return Err(xml::malformed());
+        return Err(crate::error::malformed_xml());
     }
     let Some(mode) = xml_text(doc, "Mode")? else {
         if xml_text(doc, "Rule")?.is_some() {
-            return Err(xml::malformed());
+            return Err(crate::error::malformed_xml());
         }
         return Ok(ObjectLockConfig::default());
     };
-    let mode = RetentionMode::parse(&mode).ok_or_else(xml::malformed)?;
+    let mode = RetentionMode::parse(&mode).ok_or_else(crate::error::malformed_xml)?;
     let number = |name: &str, max: u32| -> Result<Option<u32>, S3Error> {
         match xml_text(doc, name)? {
             None => Ok(None),
@@ -106,13 +108,13 @@ pub(crate) fn parse_lock_config(doc: &[u8]) -> Result<ObjectLockConfig, S3Error>
                 Ok(_) => Err(invalid(
                     "Default retention period must be a positive integer value within the limits.",
                 )),
-                Err(_) => Err(xml::malformed()),
+                Err(_) => Err(crate::error::malformed_xml()),
             },
         }
     };
     let (days, years) = (number("Days", OBJECT_LOCK_DAYS_MAX)?, number("Years", OBJECT_LOCK_YEARS_MAX)?);
     if days.is_some() == years.is_some() {
-        return Err(xml::malformed());
+        return Err(crate::error::malformed_xml());
     }
     Ok(ObjectLockConfig { default_retention: Some(DefaultRetention { mode, days, years }) })
 }
@@ -150,7 +152,7 @@ pub async fn put_object_lock_configuration(
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     let config = parse_lock_config(&doc)?;
     req.node.layer.put_object_lock_config(bucket, config).await?;
     Ok(Reply::empty(StatusCode::OK))
@@ -183,21 +185,21 @@ pub async fn get_object_retention(
     x.elem("Mode", r.mode.name());
     x.elem("RetainUntilDate", &strata_types::time::iso8601(r.until));
     x.close("Retention");
-    Ok(with_version(Reply::xml(x.finish()), true, info.version_id))
+    Ok(Reply::xml(x.finish()).with_version(true, info.version_id))
 }
 
 /// A `<Retention>` document: a mode and a date, or neither (removes the retention).
 pub(crate) fn parse_retention(doc: &[u8]) -> Result<Option<Retention>, S3Error> {
     if !xml::has_root(doc, "Retention")? {
-        return Err(xml::malformed());
+        return Err(crate::error::malformed_xml());
     }
     match (xml_text(doc, "Mode")?, xml_text(doc, "RetainUntilDate")?) {
         (None, None) => Ok(None),
         (Some(m), Some(u)) => Ok(Some(Retention {
-            mode: RetentionMode::parse(&m).ok_or_else(xml::malformed)?,
+            mode: RetentionMode::parse(&m).ok_or_else(crate::error::malformed_xml)?,
             until: parse_date(&u)?,
         })),
-        _ => Err(xml::malformed()),
+        _ => Err(crate::error::malformed_xml()),
     }
 }
 
@@ -212,11 +214,11 @@ pub async fn put_object_retention(
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     let retention = parse_retention(&doc)?;
     let id = req.node.layer.put_object_retention(bucket, key, which, retention, bypass).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
-    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
+    Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
 pub async fn get_object_legal_hold(
@@ -235,7 +237,7 @@ pub async fn get_object_legal_hold(
     x.root("LegalHold");
     x.elem("Status", if info.legal_hold { "ON" } else { "OFF" });
     x.close("LegalHold");
-    Ok(with_version(Reply::xml(x.finish()), true, info.version_id))
+    Ok(Reply::xml(x.finish()).with_version(true, info.version_id))
 }
 
 pub async fn put_object_legal_hold(
@@ -247,18 +249,18 @@ pub async fn put_object_legal_hold(
 ) -> Result<Reply, S3Error> {
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     if !xml::has_root(&doc, "LegalHold")? {
-        return Err(xml::malformed());
+        return Err(crate::error::malformed_xml());
     }
     let on = match xml_text(&doc, "Status")?.as_deref() {
         Some("ON") => true,
         Some("OFF") => false,
-        _ => return Err(xml::malformed()),
+        _ => return Err(crate::error::malformed_xml()),
     };
     let id = req.node.layer.put_object_legal_hold(bucket, key, which, on).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
-    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
+    Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
 #[cfg(test)]

@@ -452,8 +452,8 @@ pub async fn post_object(
     node.layer.bucket_info(bucket)?;
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };
-    let origin = crate::notification::Origin::of(parts);
-    let tls = parts.extensions.get::<crate::access::ConnInfo>().is_some_and(|c| c.tls);
+    let origin = crate::context::Origin::of(parts);
+    let tls = parts.extensions.get::<crate::context::ConnInfo>().is_some_and(|c| c.tls);
     let req = Request { node, headers: &headers, auth: &auth, admission, origin, tls };
     let mut opts = crate::object::put_options(&req)?;
     // The form's encryption fields, or else the bucket's default.

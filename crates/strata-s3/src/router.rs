@@ -5,6 +5,9 @@
 
 use http::Method;
 use percent_encoding::percent_decode_str;
+use strata_object::VersionRef;
+use strata_types::limits::PART_NUMBER_MAX;
+use uuid::Uuid;
 
 use crate::error::{S3Error, S3ErrorCode};
 
@@ -345,6 +348,84 @@ pub fn route_with_headers(
     Ok(r)
 }
 
+/// The parameters object operations share: `versionId`, `uploadId`, `partNumber`, and the
+/// `x-amz-copy-source` header.
+fn invalid_version() -> S3Error {
+    S3Error::new(S3ErrorCode::InvalidArgument, "Invalid version id specified")
+        .with_detail("ArgumentName", "versionId")
+}
+
+/// Parses a version id: `null`, or one of ours. Anything else is `InvalidArgument`.
+pub fn parse_version_id(value: &str) -> Result<Option<Uuid>, S3Error> {
+    if value == "null" {
+        return Ok(None);
+    }
+    if value.len() != 32 {
+        return Err(invalid_version());
+    }
+    Uuid::try_parse(value).map(Some).map_err(|_| invalid_version())
+}
+
+/// The version the request's `versionId` names (the current one without it).
+pub fn version_ref(route: &Route) -> Result<VersionRef, S3Error> {
+    match route.param("versionId") {
+        None => Ok(VersionRef::Current),
+        Some("") => Err(S3Error::new(S3ErrorCode::InvalidArgument, "Version id cannot be the empty string")
+            .with_detail("ArgumentName", "versionId")),
+        Some(v) => parse_version_id(v).map(VersionRef::Id),
+    }
+}
+
+pub(crate) fn upload_id(route: &Route) -> Result<Uuid, S3Error> {
+    route.param("uploadId").and_then(|id| Uuid::try_parse(id).ok()).ok_or_else(|| {
+        S3Error::new(
+            S3ErrorCode::NoSuchUpload,
+            "The specified multipart upload does not exist. The upload ID may be invalid, or the upload may have been aborted or completed.",
+        )
+    })
+}
+
+/// `partNumber`, 1 to 10,000.
+pub(crate) fn part_number(route: &Route) -> Result<u32, S3Error> {
+    route
+        .param("partNumber")
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| (1..=PART_NUMBER_MAX).contains(n))
+        .ok_or_else(|| {
+            S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Part number must be an integer between 1 and 10000, inclusive",
+            )
+        })
+}
+
+/// `/bucket/key` or `bucket/key`, URL-encoded, with an optional `?versionId=...`.
+pub(crate) fn parse_source(value: &str) -> Result<(String, String), S3Error> {
+    parse_source_version(value).map(|(b, k, _)| (b, k))
+}
+
+/// [`parse_source`] with the version it names.
+pub(crate) fn parse_source_version(value: &str) -> Result<(String, String, VersionRef), S3Error> {
+    let invalid = || {
+        S3Error::new(
+            S3ErrorCode::InvalidArgument,
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+        )
+    };
+    let (path, query) = value.split_once('?').unwrap_or((value, ""));
+    let which = match query.strip_prefix("versionId=") {
+        _ if query.is_empty() => VersionRef::Current,
+        Some(id) => VersionRef::Id(parse_version_id(id)?),
+        None => return Err(invalid()),
+    };
+    let decoded = percent_decode_str(path.trim_start_matches('/')).decode_utf8().map_err(|_| invalid())?;
+    let (bucket, key) = decoded.split_once('/').ok_or_else(invalid)?;
+    if bucket.is_empty() || key.is_empty() {
+        return Err(invalid());
+    }
+    Ok((bucket.to_owned(), key.to_owned(), which))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,5 +497,41 @@ mod tests {
         );
         let r = route(&Method::GET, "/b/k", "", Some("s3.local:9000"), Some("s3.local")).expect("route");
         assert_eq!(r.bucket.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn sources() {
+        assert_eq!(parse_source("/b/k%20x/y").expect("ok"), ("b".into(), "k x/y".into()));
+        assert_eq!(parse_source("b/k?versionId=null").expect("ok"), ("b".into(), "k".into()));
+        assert!(parse_source("b").is_err());
+        assert!(parse_source("/b/").is_err());
+        assert_eq!(
+            parse_source("b/k?versionId=abc").map_err(|e| e.code).err(),
+            Some(S3ErrorCode::InvalidArgument)
+        );
+        let id = uuid::Uuid::now_v7();
+        let with_id = format!("b/k?versionId={}", id.simple());
+        assert_eq!(
+            parse_source_version(&with_id).ok().map(|s| s.2),
+            Some(strata_object::VersionRef::Id(Some(id)))
+        );
+        assert_eq!(
+            parse_source_version("b/k?other=1").map_err(|e| e.code).err(),
+            Some(S3ErrorCode::InvalidArgument)
+        );
+    }
+
+    #[test]
+    fn version_ids() {
+        let id = uuid::Uuid::now_v7();
+        assert_eq!(parse_version_id(&crate::version::version_string(Some(id))).ok(), Some(Some(id)));
+        assert_eq!(parse_version_id("null").ok(), Some(None));
+        for bad in ["", "abc", "NULL", &id.hyphenated().to_string(), "zz0000000000000000000000000000zz"] {
+            assert_eq!(
+                parse_version_id(bad).map_err(|e| e.code).err(),
+                Some(S3ErrorCode::InvalidArgument),
+                "{bad}"
+            );
+        }
     }
 }

@@ -211,34 +211,6 @@ struct Signed<'a> {
     payload_hash: String,
 }
 
-/// Verifies a request signed in its `Authorization` header or its query (presigned).
-/// `Ok(None)` means the request carries no signature at all (anonymous).
-/// `host_bucket` is the bucket named by a virtual-host-style Host header (SigV2 signs it).
-/// `region` is this server's region: a SigV4 credential scope must name it and the `s3` service.
-pub fn verify(
-    parts: &Parts,
-    secrets: &dyn SecretLookup,
-    region: &str,
-    now_secs: u64,
-    host_bucket: Option<&str>,
-) -> Result<Option<Verified>, S3Error> {
-    let query = parts.uri.query().unwrap_or("");
-    if let Some(auth) = parts.headers.get(http::header::AUTHORIZATION) {
-        let auth = auth.to_str().map_err(|_| malformed("the Authorization header is not ASCII"))?;
-        if auth.starts_with("AWS ") {
-            return crate::sigv2::verify_header(parts, auth, secrets, now_secs, host_bucket).map(Some);
-        }
-        return verify_header(parts, auth, secrets, region, now_secs).map(Some);
-    }
-    if query.contains("X-Amz-Signature=") {
-        return verify_presigned(parts, query, secrets, region, now_secs).map(Some);
-    }
-    if query.contains("AWSAccessKeyId=") {
-        return crate::sigv2::verify_query(parts, secrets, now_secs, host_bucket).map(Some);
-    }
-    Ok(None)
-}
-
 fn malformed(msg: &str) -> S3Error {
     S3Error::new(S3ErrorCode::AuthorizationHeaderMalformed, msg)
 }
@@ -294,7 +266,7 @@ fn header_str<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-fn verify_header(
+pub fn verify_header(
     parts: &Parts,
     auth: &str,
     secrets: &dyn SecretLookup,
@@ -369,7 +341,7 @@ fn verify_header_for(
     Ok(verified)
 }
 
-fn verify_presigned(
+pub fn verify_presigned(
     parts: &Parts,
     query: &str,
     secrets: &dyn SecretLookup,
@@ -531,6 +503,7 @@ mod tests {
     //! Vectors from the AWS S3 API reference, "Signature Calculations for the Authorization
     //! Header" and "Query String Authentication", and the streaming upload example.
     use super::*;
+    use crate::access::verify_signature as verify;
 
     const AK: &str = "AKIAIOSFODNN7EXAMPLE";
     const SK: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";

@@ -11,8 +11,8 @@ use strata_types::ObjectKey;
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
+use crate::router::version_ref;
 use crate::router::Route;
-use crate::versioning::{shows_versions, version_ref, with_version};
 use crate::xml;
 use strata_object::VersionRef;
 
@@ -59,7 +59,7 @@ pub fn from_header(value: &str) -> Result<BTreeMap<String, String>, S3Error> {
 
 pub(crate) fn parse_tagging(doc: &[u8]) -> Result<Vec<(String, String)>, S3Error> {
     use quick_xml::events::Event;
-    let malformed = xml::malformed;
+    let malformed = crate::error::malformed_xml;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
     let (mut pairs, mut saw_root) = (Vec::new(), false);
@@ -134,8 +134,8 @@ pub async fn get_object_tagging(
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
     let open = req.node.layer.open_object_version(bucket, key, which, false).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
-    Ok(with_version(tag_document(&open.info.tags), shown, open.info.version_id))
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
+    Ok(tag_document(&open.info.tags).with_version(shown, open.info.version_id))
 }
 
 pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
@@ -151,7 +151,7 @@ pub async fn put_bucket_tagging(
     bucket: &str,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    let doc = xml::bucket_document(req, bucket, body).await?;
+    let doc = req.bucket_document(bucket, body).await?;
     let tags = validate_at_most(parse_tagging(&doc)?, BUCKET_TAGS_MAX)?;
     req.node.layer.put_bucket_tags(bucket, tags).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
@@ -174,10 +174,10 @@ pub async fn put_object_tagging(
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let tags = validate(parse_tagging(&doc)?)?;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, tags).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     let version = id.filter(|_| shown);
     req.notify_version(strata_notify::EventName::ObjectTaggingPut, bucket, key, None, version).await;
-    Ok(with_version(Reply::empty(StatusCode::OK), shown, id))
+    Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
 pub async fn delete_object_tagging(
@@ -189,10 +189,10 @@ pub async fn delete_object_tagging(
     ObjectKey::parse(key)?;
     let which = version_ref(route)?;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, BTreeMap::new()).await?;
-    let shown = which != VersionRef::Current || shows_versions(req, bucket)?;
+    let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     let version = id.filter(|_| shown);
     req.notify_version(strata_notify::EventName::ObjectTaggingDelete, bucket, key, None, version).await;
-    Ok(with_version(Reply::empty(StatusCode::NO_CONTENT), shown, id))
+    Ok(Reply::empty(StatusCode::NO_CONTENT).with_version(shown, id))
 }
 
 #[cfg(test)]

@@ -6,67 +6,16 @@
 //! Anything else in `versionId` is `400 InvalidArgument`, an id the object does not have
 //! `404 NoSuchVersion`.
 
-use std::time::{Duration, UNIX_EPOCH};
-
-use strata_object::{VersionRef, Versioning, VersionsRequest};
+use strata_object::{Versioning, VersionsRequest};
 use strata_types::limits::{LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
-use uuid::Uuid;
 
 use crate::body::RequestBody;
 use crate::bucket::{encode_name, url_encoding};
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::router::Route;
+use crate::router::{parse_version_id, Route};
+use crate::version::version_string;
 use crate::xml;
-
-/// A version id as S3 shows it.
-pub fn version_string(id: Option<Uuid>) -> String {
-    id.map_or_else(|| "null".to_owned(), |id| id.simple().to_string())
-}
-
-pub(crate) fn http_date(nanos: u64) -> String {
-    httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(nanos / 1_000_000_000))
-}
-
-fn invalid_version() -> S3Error {
-    S3Error::new(S3ErrorCode::InvalidArgument, "Invalid version id specified")
-        .with_detail("ArgumentName", "versionId")
-}
-
-/// Parses a version id: `null`, or one of ours. Anything else is `InvalidArgument`.
-pub fn parse_version_id(value: &str) -> Result<Option<Uuid>, S3Error> {
-    if value == "null" {
-        return Ok(None);
-    }
-    if value.len() != 32 {
-        return Err(invalid_version());
-    }
-    Uuid::try_parse(value).map(Some).map_err(|_| invalid_version())
-}
-
-/// The version the request's `versionId` names (the current one without it).
-pub fn version_ref(route: &Route) -> Result<VersionRef, S3Error> {
-    match route.param("versionId") {
-        None => Ok(VersionRef::Current),
-        Some("") => Err(S3Error::new(S3ErrorCode::InvalidArgument, "Version id cannot be the empty string")
-            .with_detail("ArgumentName", "versionId")),
-        Some(v) => parse_version_id(v).map(VersionRef::Id),
-    }
-}
-
-/// Adds `x-amz-version-id` when the bucket has had versioning (or the request named a version).
-pub(crate) fn with_version(reply: Reply, shown: bool, id: Option<Uuid>) -> Reply {
-    if shown {
-        reply.header("x-amz-version-id", &version_string(id))
-    } else {
-        reply
-    }
-}
-
-/// Whether responses in `bucket` name versions: once versioning was ever enabled.
-pub(crate) fn shows_versions(req: &Request<'_>, bucket: &str) -> Result<bool, S3Error> {
-    Ok(req.node.layer.versioning(bucket)? != Versioning::Unversioned)
-}
 
 pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
     let state = req.node.layer.versioning(bucket)?;
@@ -83,10 +32,10 @@ pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &str) -> Result<Re
 
 /// The state a `<VersioningConfiguration>` document asks for (`None`: no `Status`, no change).
 pub(crate) fn parse_versioning(doc: &[u8]) -> Result<Option<Versioning>, S3Error> {
-    if xml::first_text(doc, "VersioningConfiguration").map_err(|_| xml::malformed())?.is_none() {
-        return Err(xml::malformed());
+    if xml::first_text(doc, "VersioningConfiguration").map_err(|_| crate::error::malformed_xml())?.is_none() {
+        return Err(crate::error::malformed_xml());
     }
-    if let Some(mfa) = xml::first_text(doc, "MfaDelete").map_err(|_| xml::malformed())? {
+    if let Some(mfa) = xml::first_text(doc, "MfaDelete").map_err(|_| crate::error::malformed_xml())? {
         match mfa.trim() {
             "Disabled" => {}
             "Enabled" => {
@@ -95,14 +44,15 @@ pub(crate) fn parse_versioning(doc: &[u8]) -> Result<Option<Versioning>, S3Error
                     "MFA delete is not supported; versioning is configured without it.",
                 ))
             }
-            _ => return Err(xml::malformed()),
+            _ => return Err(crate::error::malformed_xml()),
         }
     }
-    match xml::first_text(doc, "Status").map_err(|_| xml::malformed())?.as_deref().map(str::trim) {
+    match xml::first_text(doc, "Status").map_err(|_| crate::error::malformed_xml())?.as_deref().map(str::trim)
+    {
         None => Ok(None),
         Some("Enabled") => Ok(Some(Versioning::Enabled)),
         Some("Suspended") => Ok(Some(Versioning::Suspended)),
-        Some(_) => Err(xml::malformed()),
+        Some(_) => Err(crate::error::malformed_xml()),
     }
 }
 
@@ -112,7 +62,7 @@ pub async fn put_bucket_versioning(
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
-    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| xml::malformed())?;
+    let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     if let Some(state) = parse_versioning(&doc)? {
         req.node.layer.put_bucket_versioning(bucket, state).await?;
     }
@@ -186,7 +136,7 @@ pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route
             x.elem("ETag", &format!("\"{}\"", o.etag));
             x.elem("Size", &o.size.to_string());
         }
-        crate::acl::write_owner(&mut x, "Owner", owners.of(o.acl.as_ref()));
+        crate::xml::write_owner(&mut x, "Owner", owners.of(o.acl.as_ref()));
         if !o.delete_marker {
             x.elem("StorageClass", "STANDARD");
         }
@@ -204,20 +154,6 @@ pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn version_ids() {
-        let id = Uuid::now_v7();
-        assert_eq!(parse_version_id(&version_string(Some(id))).ok(), Some(Some(id)));
-        assert_eq!(parse_version_id("null").ok(), Some(None));
-        for bad in ["", "abc", "NULL", &id.hyphenated().to_string(), "zz0000000000000000000000000000zz"] {
-            assert_eq!(
-                parse_version_id(bad).map_err(|e| e.code).err(),
-                Some(S3ErrorCode::InvalidArgument),
-                "{bad}"
-            );
-        }
-    }
 
     #[test]
     fn versioning_documents() {

@@ -75,40 +75,26 @@ fn escape_into(out: &mut String, text: &str) {
     }
 }
 
-/// The S3 error for a request document that does not parse or does not fit its schema.
-pub fn malformed() -> crate::error::S3Error {
-    crate::error::S3Error::new(
-        crate::error::S3ErrorCode::MalformedXML,
-        "The XML you provided was not well-formed or did not validate against our published schema.",
-    )
-}
-
-/// The XML document of a request to a bucket: the bucket must exist (`NoSuchBucket` comes before
-/// anything about the body), the body at most `XML_BODY_SIZE_MAX` bytes.
-pub(crate) async fn bucket_document(
-    req: &crate::context::Request<'_>,
-    bucket: &str,
-    body: crate::body::RequestBody,
-) -> Result<Vec<u8>, crate::error::S3Error> {
-    req.node.layer.bucket_info(bucket)?;
-    Ok(body.collect_small(strata_types::limits::XML_BODY_SIZE_MAX).await?)
+/// `<tag><ID>…</ID><DisplayName>…</DisplayName></tag>`.
+pub fn write_owner(x: &mut Writer, tag: &str, owner: &strata_object::Owner) {
+    x.open(tag);
+    x.elem("ID", &owner.id);
+    x.elem("DisplayName", &owner.display_name);
+    x.close(tag);
 }
 
 /// Appends the character data of a text or entity-reference event to `text`, entities resolved;
 /// other events add nothing.
-pub fn append_text(
-    event: &quick_xml::events::Event<'_>,
-    text: &mut String,
-) -> Result<(), crate::error::S3Error> {
+pub fn append_text(event: &quick_xml::events::Event<'_>, text: &mut String) -> Result<(), MalformedXml> {
     use quick_xml::events::Event;
     match event {
         Event::Text(t) => {
-            let raw = t.decode().map_err(|_| malformed())?;
-            text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| malformed())?);
+            let raw = t.decode().map_err(|_| MalformedXml)?;
+            text.push_str(&quick_xml::escape::unescape(&raw).map_err(|_| MalformedXml)?);
         }
         Event::GeneralRef(r) => {
-            let reference = format!("&{};", r.decode().map_err(|_| malformed())?);
-            text.push_str(&quick_xml::escape::unescape(&reference).map_err(|_| malformed())?);
+            let reference = format!("&{};", r.decode().map_err(|_| MalformedXml)?);
+            text.push_str(&quick_xml::escape::unescape(&reference).map_err(|_| MalformedXml)?);
         }
         _ => {}
     }
@@ -116,39 +102,18 @@ pub fn append_text(
 }
 
 /// Whether the document's root element is `name` (`<Retention/>` included).
-pub fn has_root(doc: &[u8], name: &str) -> Result<bool, crate::error::S3Error> {
+pub fn has_root(doc: &[u8], name: &str) -> Result<bool, MalformedXml> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_reader(doc);
     let mut buf = Vec::new();
     loop {
-        match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
+        match reader.read_event_into(&mut buf).map_err(|_| MalformedXml)? {
             Event::Start(e) | Event::Empty(e) => return Ok(e.local_name().as_ref() == name.as_bytes()),
             Event::Eof => return Ok(false),
             _ => {}
         }
         buf.clear();
     }
-}
-
-/// A request document against its `Content-MD5` header, when it has one: `InvalidDigest` for a
-/// value that is not a base64 MD5, `BadDigest` when it does not match.
-pub fn check_content_md5(headers: &http::HeaderMap, doc: &[u8]) -> Result<(), crate::error::S3Error> {
-    use crate::error::{S3Error, S3ErrorCode};
-    use base64::Engine;
-    use md5::Digest;
-    let Some(want) = headers.get("content-md5") else { return Ok(()) };
-    let want =
-        want.to_str().ok().and_then(|w| base64::engine::general_purpose::STANDARD.decode(w.trim()).ok());
-    let Some(want) = want.filter(|w| w.len() == 16) else {
-        return Err(S3Error::new(S3ErrorCode::InvalidDigest, "The Content-MD5 you specified was invalid."));
-    };
-    if md5::Md5::digest(doc).as_slice() != want.as_slice() {
-        return Err(S3Error::new(
-            S3ErrorCode::BadDigest,
-            "The Content-MD5 you specified did not match what we received.",
-        ));
-    }
-    Ok(())
 }
 
 /// A request document that is not well-formed XML.

@@ -27,8 +27,8 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use strata_admin::observe;
-use strata_s3::access::ConnInfo;
 use strata_s3::body::ResponseBody;
+use strata_s3::context::ConnInfo;
 use strata_s3::dispatch::error_reply;
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::{cors, Node, Reply};
@@ -262,7 +262,7 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         }
     };
     let (mut parts, body) = req.into_parts();
-    parts.extensions.insert(strata_s3::notification::RequestId(request_id.clone()));
+    parts.extensions.insert(strata_s3::context::RequestId(request_id.clone()));
     let declared: u64 = parts
         .headers
         .get(http::header::CONTENT_LENGTH)

@@ -154,7 +154,7 @@ fn default_object_ownership() -> Result<strata_object::ObjectOwnership> {
     if v.trim().eq_ignore_ascii_case("none") {
         return Ok(strata_object::ObjectOwnership::NotSet);
     }
-    strata_s3::acl::parse_ownership(&v).with_context(|| {
+    strata_s3::grants::parse_ownership(&v).with_context(|| {
         format!("STRATA_DEFAULT_OBJECT_OWNERSHIP={v} is not BucketOwnerEnforced, BucketOwnerPreferred, ObjectWriter or none")
     })
 }
