@@ -184,9 +184,7 @@ pub async fn serve(
 /// Applies a change, stores it, and tells the other nodes.
 async fn change<R>(node: &Node, f: impl Fn(&mut IamState) -> Result<R, IamError>) -> Result<R, S3Error> {
     let answer = node.iam.change(&node.layer, f).await?;
-    if let Some(cluster) = &node.cluster {
-        cluster.iam_changed().await;
-    }
+    node.layer.tell_peers(strata_object::SharedState::Iam).await;
     Ok(answer)
 }
 

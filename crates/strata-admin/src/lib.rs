@@ -20,12 +20,17 @@ pub mod kms;
 pub mod observe;
 pub mod speedtest;
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use bytes::Bytes;
 use http::StatusCode;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use serde::Serialize;
+use strata_notify::relay::{Batch, Poll, PollError};
 use strata_object::{BodyError, HealPriority, HealScope};
+use strata_rpc::peer::{PeerError, PeerNodes, PeerService, SpeedtestResult, SpeedtestShare};
 use strata_s3::access::{self, Access};
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
@@ -34,6 +39,30 @@ use strata_s3::{Node, Reply};
 use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 
 pub const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
+
+/// The admin API's view of the node: its request context and, over several nodes, the others.
+pub struct Admin {
+    pub node: Arc<Node>,
+    /// The deployment's other nodes (distributed mode), for operations that span them.
+    pub peers: Option<Arc<PeerNodes>>,
+}
+
+/// What this node answers its peers.
+#[async_trait]
+impl PeerService for Admin {
+    async fn iam_changed(&self) -> Result<(), PeerError> {
+        let node = &self.node;
+        node.iam.load(&node.layer).await.map(drop).map_err(|e| PeerError::Failed(e.to_string()))
+    }
+
+    async fn speedtest(&self, share: SpeedtestShare) -> Result<SpeedtestResult, PeerError> {
+        speedtest::serve_share(&self.node, share).await
+    }
+
+    async fn listen_poll(&self, poll: Poll) -> Result<Batch, PollError> {
+        self.node.listen.serve_poll(poll).await
+    }
+}
 
 pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
     let text = serde_json::to_vec_pretty(value).unwrap_or_default();
@@ -46,10 +75,11 @@ pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
 
 /// Serves one admin request (the caller saw the path start with [`ADMIN_PREFIX`]).
 pub async fn serve(
-    node: &Node,
+    admin: &Admin,
     parts: &http::request::Parts,
     body: Incoming,
 ) -> (String, Result<Reply, S3Error>) {
+    let node = admin.node.as_ref();
     let Some(op) = parts.uri.path().strip_prefix(ADMIN_PREFIX) else {
         return ("Admin".into(), Err(S3Error::new(S3ErrorCode::InvalidRequest, "unknown admin path")));
     };
@@ -68,7 +98,7 @@ pub async fn serve(
     let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
     let result = match (&parts.method, op) {
         (&http::Method::POST, "speedtest") => match speedtest::SpeedtestParams::parse(&query) {
-            Ok(p) => speedtest::speedtest(node, p).await,
+            Ok(p) => speedtest::speedtest(admin, p).await,
             Err(e) => Err(e),
         },
         (&http::Method::GET, "heal/status") => {

@@ -13,11 +13,13 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde::Serialize;
 use strata_object::{BytesBody, ListRequest, ObjectError, PutOptions};
+use strata_rpc::peer::{Latency, PeerError, SpeedtestResult, SpeedtestShare, SpeedtestSse, Throughput};
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::{Node, Reply};
+use strata_types::limits::SPEEDTEST_PEER_SLACK;
 use tokio::sync::Mutex;
 
-use crate::json_reply;
+use crate::{json_reply, Admin};
 
 /// The hidden bucket speedtests write to (not a valid S3 bucket name, so no client can make it).
 pub const SPEEDTEST_BUCKET: &str = ".strata-speedtest";
@@ -33,17 +35,6 @@ pub struct SpeedtestParams {
     pub autotune: bool,
     /// Server-side encryption of the objects written, if any.
     pub sse: Option<SpeedtestSse>,
-}
-
-/// The server-side encryption a speedtest's objects get (`sse=s3|kms|dsse|c`): sealed and opened on
-/// the same path a PUT and GET of that kind take, data keys from the KMS included.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SpeedtestSse {
-    S3,
-    Kms,
-    Dsse,
-    C,
 }
 
 impl SpeedtestParams {
@@ -86,46 +77,13 @@ impl SpeedtestParams {
     }
 }
 
-#[derive(Debug, Clone, Serialize, serde::Deserialize, Default, PartialEq)]
-pub struct Latency {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-/// Throughput of one phase (PUT or GET).
-#[derive(Debug, Clone, Serialize, serde::Deserialize, Default, PartialEq)]
-pub struct Throughput {
-    pub mib_per_sec: f64,
-    pub objects_per_sec: f64,
-    pub objects: u64,
-    pub errors: u64,
-    /// Milliseconds.
-    pub latency_ms: Latency,
-    /// Percent of one core (200 = two cores busy) the node used during the phase.
-    pub cpu_percent: f64,
-    /// Resident memory at the end of the phase.
-    pub rss_mib: f64,
-}
-
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct NodeResult {
-    pub endpoint: String,
-    pub put: Throughput,
-    pub get: Throughput,
-    /// Objects of the PUT phase that were stored encrypted (as their metadata says).
-    #[serde(default)]
-    pub sealed_objects: u64,
-}
-
 #[derive(Debug, Clone, Serialize)]
 pub struct SpeedtestReport {
     pub params: SpeedtestParams,
     /// With autotune: PUT MiB/s at each concurrency tried, and the one chosen.
     pub autotune: Vec<(usize, f64)>,
     pub concurrent: usize,
-    pub nodes: Vec<NodeResult>,
+    pub nodes: Vec<SpeedtestResult>,
     pub aggregate_put: Throughput,
     pub aggregate_get: Throughput,
 }
@@ -279,11 +237,11 @@ async fn clean_up(node: &Node, prefix: &str) {
     let _ = node.layer.delete_bucket(SPEEDTEST_BUCKET).await;
 }
 
-pub(crate) async fn speedtest(node: &Node, params: SpeedtestParams) -> Result<Reply, S3Error> {
+pub(crate) async fn speedtest(admin: &Admin, params: SpeedtestParams) -> Result<Reply, S3Error> {
     if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
         return Err(S3Error::new(S3ErrorCode::SlowDown, "A speedtest is already running on this node."));
     }
-    let result = run_speedtest(node, params).await;
+    let result = run_speedtest(admin, params).await;
     SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
     result.map(|r| json_reply(StatusCode::OK, &r))
 }
@@ -300,17 +258,6 @@ fn test_data(size: u64) -> Bytes {
         })
         .collect::<Vec<u8>>()
         .into()
-}
-
-/// One node's share of a speedtest: PUT then GET under its own prefix, then its objects removed.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
-pub struct NodePart {
-    pub size: u64,
-    pub concurrent: usize,
-    pub duration_secs: f64,
-    pub prefix: String,
-    #[serde(default)]
-    pub sse: Option<SpeedtestSse>,
 }
 
 /// How one node seals its speedtest objects: the kind, the node's KMS and, for SSE-C, the one
@@ -361,20 +308,18 @@ fn speedtest_error(e: S3Error) -> ObjectError {
     ObjectError::Internal(e.message)
 }
 
-async fn run_node_part(node: &Node, part: &NodePart) -> Result<NodeResult, S3Error> {
+async fn run_node_part(node: &Node, part: &SpeedtestShare) -> Result<SpeedtestResult, S3Error> {
     let sealing = Sealing::new(node, part.sse)?;
     let data = test_data(part.size);
     let load = (part.concurrent, Duration::from_secs_f64(part.duration_secs));
     let (put, (keys, sealed_objects)) = put_phase(node, &data, &part.prefix, load, sealing.as_ref()).await;
     let get = get_phase(node, Arc::new(keys), load, sealing.as_ref()).await;
     clean_up_prefix(node, &part.prefix).await;
-    Ok(NodeResult { endpoint: node.config.endpoint.clone(), put, get, sealed_objects })
+    Ok(SpeedtestResult { endpoint: node.config.endpoint.clone(), put, get, sealed_objects })
 }
 
-/// Answers another node's request to run its share of a speedtest (JSON [`NodePart`] in,
-/// JSON [`NodeResult`] out).
-pub async fn serve_node_part(node: &Node, request: &[u8]) -> Result<Vec<u8>, String> {
-    let mut part: NodePart = serde_json::from_slice(request).map_err(|e| e.to_string())?;
+/// Runs this node's share of a speedtest another node started.
+pub(crate) async fn serve_share(node: &Node, mut part: SpeedtestShare) -> Result<SpeedtestResult, PeerError> {
     // Every peer gets the same request: its own prefix comes from its address.
     part.prefix = format!(
         "{}-{}",
@@ -386,14 +331,14 @@ pub async fn serve_node_part(node: &Node, request: &[u8]) -> Result<Vec<u8>, Str
         || part.concurrent == 0
         || part.concurrent > 256
     {
-        return Err("speedtest parameters out of range".into());
+        return Err(PeerError::Refused("speedtest parameters out of range".into()));
     }
     if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
-        return Err("a speedtest is already running on this node".into());
+        return Err(PeerError::Refused("a speedtest is already running on this node".into()));
     }
     let result = run_node_part(node, &part).await;
     SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
-    serde_json::to_vec(&result.map_err(|e| e.message)?).map_err(|e| e.to_string())
+    result.map_err(|e| PeerError::Failed(e.message))
 }
 
 /// Sums the nodes' throughputs; latencies are the slowest node's, CPU and memory the total.
@@ -415,7 +360,8 @@ fn aggregate(results: &[Throughput]) -> Throughput {
     out
 }
 
-async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
+async fn run_speedtest(admin: &Admin, params: SpeedtestParams) -> Result<SpeedtestReport, S3Error> {
+    let node = admin.node.as_ref();
     if matches!(params.sse, Some(SpeedtestSse::S3 | SpeedtestSse::Kms | SpeedtestSse::Dsse))
         && node.kms.is_none()
     {
@@ -451,7 +397,7 @@ async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<Speedtest
         clean_up_prefix(node, &prefix).await;
     }
     // Every node runs its share at once, each under its own prefix.
-    let part = |i: usize| NodePart {
+    let part = |i: usize| SpeedtestShare {
         size: params.size,
         concurrent,
         duration_secs: params.duration_secs,
@@ -460,16 +406,15 @@ async fn run_speedtest(node: &Node, params: SpeedtestParams) -> Result<Speedtest
     };
     let own_part = part(0);
     let own = run_node_part(node, &own_part);
-    let mut nodes = match &node.cluster {
+    let mut nodes = match &admin.peers {
         None => vec![own.await?],
-        Some(cluster) => {
-            let request = serde_json::to_vec(&part(1)).unwrap_or_default();
-            let timeout = duration * 2 + Duration::from_secs(120);
-            let (own, peers) = tokio::join!(own, cluster.speedtest_peers(request, timeout));
+        Some(peers) => {
+            let share = part(1);
+            let timeout = duration * 2 + SPEEDTEST_PEER_SLACK;
+            let (own, peers) = tokio::join!(own, peers.speedtest(&share, timeout));
             let mut all = vec![own?];
             for (peer, answer) in peers {
-                match answer.and_then(|b| serde_json::from_slice::<NodeResult>(&b).map_err(|e| e.to_string()))
-                {
+                match answer {
                     Ok(r) => all.push(r),
                     Err(e) => {
                         clean_up(node, &prefix).await;

@@ -36,7 +36,7 @@ pub struct ObjectLayer {
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
-    /// Other nodes to tell about bucket changes (distributed mode).
+    /// Other nodes to tell about changes of the state they cache (distributed mode).
     peers: Option<Arc<dyn Peers>>,
     /// The name this node's heal state is kept under on the drives.
     pub(crate) state_name: String,
@@ -57,12 +57,22 @@ impl Default for LayerOptions {
     }
 }
 
+/// State every node caches, kept on the drives, that any node may change: the node that
+/// changes it tells the others, which read it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SharedState {
+    /// The bucket records (versioning, policies, lifecycle, tags, ...).
+    Buckets,
+    /// The IAM state (users, groups, policies, keys, sessions) in the system bucket.
+    Iam,
+}
+
 /// The other nodes of a deployment, as the object layer needs them.
 #[async_trait::async_trait]
 pub trait Peers: Send + Sync {
-    /// Tells every other node that bucket metadata changed (they reload it before this returns,
-    /// or are unreachable and reload when they start or next refresh).
-    async fn buckets_changed(&self);
+    /// Tells every other node that `what` changed (they reload it before this returns, or are
+    /// unreachable and reload when they start or next refresh).
+    async fn changed(&self, what: SharedState);
 }
 
 /// What a deployment over several nodes plugs into the object layer; the layer itself never
@@ -154,10 +164,10 @@ impl ObjectLayer {
         Ok(())
     }
 
-    /// Tells the other nodes (if any) that bucket metadata changed.
-    async fn buckets_changed(&self) {
+    /// Tells the other nodes (if any) that `what` changed.
+    pub async fn tell_peers(&self, what: SharedState) {
         if let Some(p) = &self.peers {
-            p.buckets_changed().await;
+            p.changed(what).await;
         }
     }
 
@@ -307,7 +317,7 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: quorum, online: ok + exists });
         }
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
-        self.buckets_changed().await;
+        self.tell_peers(SharedState::Buckets).await;
         Ok(())
     }
 
@@ -344,7 +354,7 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: gone });
         }
         self.buckets.write().map_err(|_| poisoned())?.remove(bucket);
-        self.buckets_changed().await;
+        self.tell_peers(SharedState::Buckets).await;
         Ok(())
     }
 
@@ -388,7 +398,7 @@ impl ObjectLayer {
             return Err(ObjectError::WriteQuorum { needed: self.bucket_quorum(), online: ok });
         }
         self.buckets.write().map_err(|_| poisoned())?.insert(bucket.to_owned(), record);
-        self.buckets_changed().await;
+        self.tell_peers(SharedState::Buckets).await;
         Ok(())
     }
 

@@ -54,7 +54,7 @@ pub use healer::{
     DriveHealed, HealPriority, HealScope, HealStatus, Healer, QueuedScan, ScanConfig, ScanProgress,
     ScanStart, SetProgress, UnavailableDrive,
 };
-pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView};
+pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView, SharedState};
 pub use lifecycle_pass::{
     Lifecycle, LifecycleEvent, LifecycleEvents, LifecycleSettings, LifecycleState, LifecycleTotals,
     PassPosition,

@@ -28,6 +28,7 @@ use strata_types::limits::{
 use tokio::sync::oneshot;
 
 use crate::auth::{unix_now, BodyDigest, FrameKey, RpcKey, Signed, AUTH_HEADER};
+use crate::peer::{PeerCall, PeerError, PeerReply};
 use crate::wire::{decode, encode, DriveCall, DriveReply, WireError};
 use crate::PREFIX;
 
@@ -410,27 +411,32 @@ impl NodeClient {
         });
     }
 
-    /// A long-running admin call (`op` under `admin/`): raw request and answer, its own time-out.
-    pub async fn admin(
-        self: &Arc<Self>,
-        op: &str,
-        body: Bytes,
-        timeout: Duration,
-    ) -> Result<Vec<u8>, String> {
-        let path = format!("{PREFIX}admin/{op}");
-        let resp = self.send(Method::POST, &path, body, Some(timeout)).await.map_err(|e| e.to_string())?;
-        let ok = resp.status() == StatusCode::OK;
-        let bytes =
-            match tokio::time::timeout(timeout, read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)).await {
-                Ok(Ok(b)) => b,
-                Ok(Err(e)) => return Err(e.to_string()),
-                Err(_) => return Err("timed out".into()),
-            };
-        if ok {
-            Ok(bytes.to_vec())
-        } else {
-            Err(String::from_utf8_lossy(&bytes).into_owned())
-        }
+    /// A call to the peer itself (a state notice, a speedtest share, a listen poll), answered
+    /// within `timeout` (its own: a speedtest runs far longer than a drive call). A peer that
+    /// overruns it is not marked offline: these calls wait on work, not on the transport.
+    pub async fn peer(self: &Arc<Self>, call: &PeerCall, timeout: Duration) -> Result<PeerReply, PeerError> {
+        let path = format!("{PREFIX}peer");
+        let exchange = async {
+            let resp = self
+                .send(Method::POST, &path, encode(call), None)
+                .await
+                .map_err(|e| PeerError::Unreachable(e.to_string()))?;
+            let status = resp.status();
+            let bytes = read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)
+                .await
+                .map_err(|e| PeerError::Unreachable(format!("node {}: {e}", self.name)))?;
+            if status != StatusCode::OK {
+                let why = String::from_utf8_lossy(&bytes);
+                return Err(PeerError::Unreachable(format!(
+                    "node {} refused the call ({status}): {why}",
+                    self.name
+                )));
+            }
+            decode::<Result<PeerReply, PeerError>>(&bytes).map_err(|e| {
+                PeerError::Unreachable(format!("node {} sent an unreadable answer: {e}", self.name))
+            })?
+        };
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(PeerError::TimedOut))
     }
 
     /// Marks the node offline and starts probing it in the background until it answers.

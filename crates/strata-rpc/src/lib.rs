@@ -6,7 +6,8 @@
 //!   the whole `Drive` trait, shard files streamed; the calls of one moment to one node's drives
 //!   travel in one request ([`NodeClient::drive_call`]);
 //! - namespace locks granted by a quorum of nodes with leases ([`lock`]);
-//! - peer notices (bucket metadata changed: reload it).
+//! - peer calls ([`peer`]): state notices (bucket records or the IAM state changed: reload
+//!   them), speedtest shares, and the polls that carry events to listeners on other nodes.
 //!
 //! The object layer never sees any of this: it gets `Drive`s, a `Locker` and `Peers`.
 
@@ -14,48 +15,18 @@ pub mod auth;
 pub mod client;
 mod fence;
 pub mod lock;
+pub mod peer;
 mod remote;
 mod server;
 pub mod wire;
-
-use std::sync::Arc;
-use std::time::Duration;
-
-use async_trait::async_trait;
-use futures_util::future::join_all;
 
 pub use auth::RpcKey;
 pub use client::{ClientConfig, NodeClient};
 pub use fence::FencedLocal;
 pub use lock::{Admitted, LockNode, LockServer, LockTimings, QuorumLocker};
+pub use peer::{PeerNodes, PeerService};
 pub use remote::RemoteDrive;
-pub use server::{AdminHook, RpcServer};
+pub use server::RpcServer;
 
 /// The path prefix of every inter-node request.
 pub const PREFIX: &str = "/_strata/rpc/v1/";
-
-/// The other nodes, told about cluster state changes.
-pub struct PeerNotifier {
-    pub peers: Vec<Arc<NodeClient>>,
-}
-
-#[async_trait]
-impl strata_object::Peers for PeerNotifier {
-    async fn buckets_changed(&self) {
-        let call = wire::encode(&wire::PeerCall::BucketsChanged);
-        join_all(self.peers.iter().map(|p| {
-            let call = call.clone();
-            async move {
-                let sent = tokio::time::timeout(
-                    Duration::from_secs(5),
-                    p.call::<()>(&format!("{PREFIX}peer"), call),
-                )
-                .await;
-                if !matches!(sent, Ok(Ok(()))) {
-                    tracing::debug!(node = %p.name, "could not tell the node about a bucket change");
-                }
-            }
-        }))
-        .await;
-    }
-}

@@ -16,14 +16,15 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use strata_drive::{Drive, DriveError, DriveResult, ShardReader, ShardWriter};
 use strata_erasure::bitrot;
-use strata_object::ObjectLayer;
+use strata_object::{ObjectLayer, SharedState};
 use strata_types::limits::{RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_READ_SIZE_MAX};
 use uuid::Uuid;
 
 use crate::auth::{unix_now, AuthError, BodyDigest, FrameKey, ReplayWindows, RpcKey, Signed};
 use crate::lock::LockServer;
+use crate::peer::{PeerCall, PeerError, PeerReply, PeerService};
 use crate::remote::{END_OF_FRAMES, FRAME_HEADER_SIZE};
-use crate::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, PeerCall, WireError};
+use crate::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, WireError};
 use crate::PREFIX;
 
 pub struct RpcServer {
@@ -35,10 +36,10 @@ pub struct RpcServer {
     /// This node's drives by path (the drives that opened).
     drives: HashMap<String, Arc<dyn Drive>>,
     locks: Arc<LockServer>,
-    /// Set once the object layer exists (peer notices before that are moot).
+    /// Set once the object layer exists (bucket notices before that are moot).
     layer: OnceLock<Arc<ObjectLayer>>,
-    /// Admin operations a peer asks this node to run (its share of a speedtest).
-    admin: OnceLock<AdminHook>,
+    /// What this node answers its peers, set once it serves (see [`crate::peer`]).
+    peer_service: OnceLock<Arc<dyn PeerService>>,
     /// Shard files peers hold open (handle → reader, last use).
     open: Mutex<OpenFiles>,
 }
@@ -52,11 +53,6 @@ struct OpenFiles {
 
 /// An open shard file unused this long is closed (its reader died without closing it).
 const OPEN_IDLE_MAX: Duration = Duration::from_secs(60);
-
-/// Runs admin operation `op` with a JSON request; JSON answer or an error text.
-pub type AdminHook = Arc<
-    dyn Fn(String, Bytes) -> futures_util::future::BoxFuture<'static, Result<Vec<u8>, String>> + Send + Sync,
->;
 
 fn reply(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut r = Response::new(body);
@@ -84,7 +80,7 @@ impl RpcServer {
             drives,
             locks,
             layer: OnceLock::new(),
-            admin: OnceLock::new(),
+            peer_service: OnceLock::new(),
             open: Mutex::default(),
         }
     }
@@ -93,8 +89,8 @@ impl RpcServer {
         let _ = self.layer.set(layer);
     }
 
-    pub fn set_admin(&self, hook: AdminHook) {
-        let _ = self.admin.set(hook);
+    pub fn set_peer_service(&self, service: Arc<dyn PeerService>) {
+        let _ = self.peer_service.set(service);
     }
 
     async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<DriveReply, WireError> {
@@ -281,25 +277,34 @@ impl RpcServer {
                 answer::<()>(Ok(()))
             }
             "peer" => {
-                let served = async {
-                    let PeerCall::BucketsChanged = decode_call::<PeerCall>(&body)?;
-                    if let Some(layer) = self.layer.get() {
-                        layer.reload_buckets().await.map_err(|e| WireError::Io(e.to_string()))?;
-                    }
-                    Ok(())
+                let answer = match decode_call::<PeerCall>(&body) {
+                    Ok(call) => self.serve_peer(call).await,
+                    Err(e) => Err(PeerError::Refused(format!("{e:?}"))),
                 };
-                answer::<()>(served.await)
-            }
-            op if op.starts_with("admin/") => {
-                let Some(hook) = self.admin.get().cloned() else {
-                    return reply(StatusCode::SERVICE_UNAVAILABLE, Bytes::from_static(b"not serving yet"));
-                };
-                match hook(op["admin/".len()..].to_owned(), body).await {
-                    Ok(answer) => reply(StatusCode::OK, Bytes::from(answer)),
-                    Err(e) => reply(StatusCode::INTERNAL_SERVER_ERROR, Bytes::from(e)),
-                }
+                reply(StatusCode::OK, encode(&answer))
             }
             _ => reply(StatusCode::NOT_FOUND, Bytes::from_static(b"no such RPC")),
+        }
+    }
+}
+
+impl RpcServer {
+    /// One peer call: bucket notices go to the object layer, the rest to the peer service.
+    async fn serve_peer(&self, call: PeerCall) -> Result<PeerReply, PeerError> {
+        if let PeerCall::Changed(SharedState::Buckets) = call {
+            if let Some(layer) = self.layer.get() {
+                layer.reload_buckets().await.map_err(|e| PeerError::Failed(e.to_string()))?;
+            }
+            return Ok(PeerReply::Done);
+        }
+        let service = self.peer_service.get().ok_or(PeerError::NotReady)?;
+        match call {
+            PeerCall::Changed(SharedState::Buckets) => Ok(PeerReply::Done),
+            PeerCall::Changed(SharedState::Iam) => service.iam_changed().await.map(|()| PeerReply::Done),
+            PeerCall::Speedtest(share) => service.speedtest(share).await.map(PeerReply::Speedtest),
+            PeerCall::ListenPoll(poll) => {
+                service.listen_poll(poll).await.map(PeerReply::Listen).map_err(PeerError::Listen)
+            }
         }
     }
 }

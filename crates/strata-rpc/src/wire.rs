@@ -220,12 +220,6 @@ pub struct Batch {
     pub releases: Vec<Uuid>,
 }
 
-/// A notice to a peer that cluster state changed.
-#[derive(Debug, Serialize, Deserialize)]
-pub enum PeerCall {
-    BucketsChanged,
-}
-
 pub fn encode<T: Serialize>(value: &T) -> Bytes {
     // Encoding our own types into a Vec cannot fail (no maps with non-string keys, no I/O).
     Bytes::from(rmp_serde::to_vec(value).unwrap_or_default())

@@ -4,7 +4,8 @@
 use bytes::Bytes;
 use http::HeaderMap;
 use strata_rpc::auth::{BodyDigest, RpcKey, Signed, AUTH_HEADER};
-use strata_rpc::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, PeerCall, WireError};
+use strata_rpc::peer::{PeerCall, PeerError, PeerReply, SpeedtestShare};
+use strata_rpc::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, WireError};
 use uuid::Uuid;
 
 #[test]
@@ -15,7 +16,20 @@ fn fuzz_wire_messages() {
         encode(&DriveCall::ListParts(Uuid::from_u128(5))),
         encode(&DriveCall::SweepOrphans { min_age_ms: 3_600_000 }),
         encode(&Batch { closes: vec![1, 2, 3], releases: vec![Uuid::from_u128(9)] }),
-        encode(&PeerCall::BucketsChanged),
+        encode(&PeerCall::Changed(strata_object::SharedState::Iam)),
+        encode(&PeerCall::Speedtest(SpeedtestShare {
+            size: 1 << 20,
+            concurrent: 4,
+            duration_secs: 2.0,
+            prefix: "run-1/node-1".into(),
+            sse: None,
+        })),
+        encode(&PeerCall::ListenPoll(strata_notify::relay::Poll {
+            subscription: "r1".into(),
+            wait_ms: 100,
+            close: false,
+        })),
+        encode(&Err::<PeerReply, _>(PeerError::Refused("busy".into()))),
         encode(&vec![("/d1".to_owned(), encode(&DriveCall::DiskInfo)), ("/d2".to_owned(), Bytes::new())]),
         encode(&Err::<(), _>(WireError::Offline("drive /d1 is offline".into()))),
         encode(&Ok::<_, WireError>(DriveReply::Bytes(Some(Bytes::from_static(b"format"))))),
@@ -27,6 +41,7 @@ fn fuzz_wire_messages() {
         let _ = decode::<LockCall>(bytes);
         let _ = decode::<Batch>(bytes);
         let _ = decode::<PeerCall>(bytes);
+        let _ = decode::<Result<PeerReply, PeerError>>(bytes);
         let _ = decode::<Vec<(String, Bytes)>>(bytes);
         let _ = decode::<Vec<Result<DriveReply, WireError>>>(bytes);
     });

@@ -6,9 +6,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use strata_metrics::Metrics;
@@ -53,8 +51,6 @@ pub struct Node {
     pub layer: Arc<ObjectLayer>,
     pub config: S3Config,
     pub metrics: Arc<Metrics>,
-    /// The other nodes, for admin operations that span the deployment (distributed mode).
-    pub cluster: Option<Arc<dyn ClusterAdmin>>,
     /// Users, groups, policies and keys (the root user stays in `config`).
     pub iam: strata_system::iam::Iam,
     /// The OpenID Connect provider trusted by `AssumeRoleWithWebIdentity`, if configured.
@@ -93,7 +89,6 @@ impl Node {
             budget: Budget::new(config.memory_max),
             config,
             metrics,
-            cluster: None,
             requests: AtomicU64::new(0),
             started: strata_types::time::now_nanos(),
         }
@@ -199,22 +194,6 @@ impl Reply {
         }
         self
     }
-}
-
-/// The deployment's other nodes, as the admin API needs them (distributed mode).
-#[async_trait]
-pub trait ClusterAdmin: Send + Sync {
-    /// Runs `part` (a JSON speedtest share, see `strata_admin::speedtest`) on every other node
-    /// at once; one answer per node.
-    async fn speedtest_peers(
-        &self,
-        part: Vec<u8>,
-        timeout: Duration,
-    ) -> Vec<(String, Result<Vec<u8>, String>)>;
-
-    /// Tells every other node that the IAM state changed (they reload it before this returns,
-    /// or are unreachable and reload on their next periodic read).
-    async fn iam_changed(&self);
 }
 
 /// What the connection tells about a request; the server puts it in each request's extensions.

@@ -130,9 +130,7 @@ async fn issue(
     let request = session_request(form)?;
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let issued = strata_system::sts::issue(&node.iam, &node.layer, parent, request, federated, now).await?;
-    if let Some(cluster) = &node.cluster {
-        cluster.iam_changed().await;
-    }
+    node.layer.tell_peers(strata_object::SharedState::Iam).await;
     Ok(Answer { issued, web: None })
 }
 

@@ -26,12 +26,12 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-use strata_admin::observe;
+use strata_admin::{observe, Admin};
 use strata_s3::body::ResponseBody;
 use strata_s3::context::ConnInfo;
 use strata_s3::dispatch::error_reply;
 use strata_s3::error::{S3Error, S3ErrorCode};
-use strata_s3::{cors, Node, Reply};
+use strata_s3::{cors, Reply};
 
 pub use crate::conn::ConnectionLimits;
 use crate::conn::{Activity, Tracked};
@@ -46,7 +46,8 @@ pub type InternalHandler = Arc<
 /// What the listener serves: S3 once the node is ready (503 before, while a distributed
 /// deployment forms), and internal requests under their prefix from the start.
 pub struct Service {
-    node: std::sync::OnceLock<Arc<Node>>,
+    /// The node's surfaces once it serves: the admin API, and through it the S3 context.
+    node: std::sync::OnceLock<Arc<Admin>>,
     internal: Option<(&'static str, InternalHandler)>,
 }
 
@@ -60,9 +61,9 @@ impl Service {
         self.node.get().is_some()
     }
 
-    /// Starts serving S3 with `node`.
-    pub fn set_node(&self, node: Arc<Node>) {
-        let _ = self.node.set(node);
+    /// Starts serving S3 and the admin API (`admin` holds the S3 request context).
+    pub fn set_node(&self, admin: Arc<Admin>) {
+        let _ = self.node.set(admin);
     }
 
     async fn handle(self: Arc<Self>, req: http::Request<Incoming>) -> Response<ResponseBody> {
@@ -73,7 +74,7 @@ impl Service {
             }
         }
         match self.node.get() {
-            Some(node) => handle(node.clone(), req).await,
+            Some(admin) => handle(admin.clone(), req).await,
             None => {
                 let path = req.uri().path();
                 if path == "/health/live" || path == "/minio/health/live" {
@@ -91,7 +92,7 @@ impl Service {
 
 /// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes.
 pub async fn serve(
-    node: Arc<Node>,
+    node: Arc<Admin>,
     listener: TcpListener,
     tls: Option<tokio_rustls::TlsAcceptor>,
     limits: ConnectionLimits,
@@ -226,7 +227,8 @@ where
 const HEALTH_PATHS: [&str; 4] =
     ["/health/live", "/health/ready", "/minio/health/live", "/minio/health/ready"];
 
-async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+    let node = admin.node.clone();
     let started = std::time::Instant::now();
     let request_id = node.next_request_id();
     let is_head = req.method() == Method::HEAD;
@@ -271,7 +273,7 @@ async fn handle(node: Arc<Node>, req: http::Request<Incoming>) -> Response<Respo
         .unwrap_or(0);
     node.metrics.received_bytes.inc_by(declared);
     let (api, result) = if path.starts_with(strata_admin::ADMIN_PREFIX) {
-        strata_admin::serve(&node, &parts, body).await
+        strata_admin::serve(&admin, &parts, body).await
     } else if strata_s3::sts::is_sts(&parts) {
         let (api, reply) = strata_s3::sts::serve(&node, &parts, body, &request_id).await;
         (api, Ok(reply))

@@ -202,6 +202,14 @@ pub const ROOT_SECRET_LEN_MIN: usize = 8;
 /// overruns it fails as offline and marks the node offline until a probe answers.
 pub const RPC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
 
+/// A speedtest waits for each peer's share twice its duration and this much more (set-up,
+/// clean-up, a slow node) before it reports that node as failed.
+pub const SPEEDTEST_PEER_SLACK: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Longest wait for a peer to take a notice that state it caches changed (bucket records, the
+/// IAM state). A peer that does not answer in time reloads on its own periodic read.
+pub const PEER_NOTICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Allowed difference between a node RPC request's signing time and the receiving node's clock.
 /// Short, because it bounds how long a captured request stays worth replaying to a node that
 /// forgot its sender (restart, eviction); nodes are expected to keep their clocks within a

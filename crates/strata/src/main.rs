@@ -254,7 +254,9 @@ async fn server(args: ServerArgs) -> Result<()> {
             );
         }
     }
-    let cluster = prepared.distributed.as_ref().map(|d| {
+    // The other nodes, told about changes of what every node caches and polled for events.
+    let peers = prepared.distributed.as_ref().map(|d| Arc::new(strata_rpc::PeerNodes::new(d.peers.clone())));
+    let cluster = prepared.distributed.as_ref().zip(peers.clone()).map(|(d, peers)| {
         let mut nodes = vec![strata_rpc::LockNode::Local(d.locks.clone())];
         nodes.extend(d.peers.iter().map(|p| strata_rpc::LockNode::Remote(p.clone())));
         strata_object::Cluster {
@@ -262,7 +264,7 @@ async fn server(args: ServerArgs) -> Result<()> {
                 nodes,
                 strata_rpc::LockTimings::for_peers(&d.peers),
             )),
-            peers: Arc::new(strata_rpc::PeerNotifier { peers: d.peers.clone() }),
+            peers: peers as Arc<dyn strata_object::Peers>,
             node: d.me.clone(),
         }
     });
@@ -390,10 +392,8 @@ async fn server(args: ServerArgs) -> Result<()> {
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
-    if let Some(d) = &prepared.distributed {
-        let peers = Arc::new(PeerAdmin(d.peers.clone()));
+    if let Some(peers) = &peers {
         node.listen.set_peers(peers.clone());
-        node.cluster = Some(peers);
     }
     let node = Arc::new(node);
     if let Some(settings) = lifecycle {
@@ -403,26 +403,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     if distributed {
         spawn_iam_refresh(node.clone());
     }
+    let admin = Arc::new(strata_admin::Admin { node: node.clone(), peers });
     if let Some(d) = &prepared.distributed {
-        let n = node.clone();
-        d.rpc.set_admin(Arc::new(move |op, body| {
-            let n = n.clone();
-            Box::pin(async move {
-                match op.as_str() {
-                    "speedtest" => strata_admin::speedtest::serve_node_part(&n, &body).await,
-                    "iam-changed" => match n.iam.load(&n.layer).await {
-                        Ok(_) => Ok(Vec::new()),
-                        Err(e) => Err(e.to_string()),
-                    },
-                    "listen-poll" => {
-                        let poll =
-                            serde_json::from_slice(&body).map_err(|e| format!("bad listen poll: {e}"))?;
-                        serde_json::to_vec(&n.listen.serve_poll(poll).await).map_err(|e| e.to_string())
-                    }
-                    other => Err(format!("unknown admin operation {other}")),
-                }
-            })
-        }));
+        d.rpc.set_peer_service(admin.clone());
     }
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
@@ -436,7 +419,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         deployment.set_drive_count - deployment.parity_count,
         deployment.parity_count
     );
-    let serving = node.clone();
+    let serving = admin.clone();
     match (early, listener) {
         (Some((service, served)), _) => {
             service.set_node(serving);
@@ -531,57 +514,6 @@ fn duration_from_env(name: &str, default: &str) -> Result<std::time::Duration> {
     strata_types::time::parse_duration(&value)
         .filter(|d| !d.is_zero())
         .with_context(|| format!("{name}={value} is not a duration like 30s, 10m or 24h"))
-}
-
-/// The other nodes, for admin operations over the whole deployment.
-struct PeerAdmin(Vec<Arc<strata_rpc::NodeClient>>);
-
-#[async_trait::async_trait]
-impl strata_s3::context::ClusterAdmin for PeerAdmin {
-    async fn speedtest_peers(
-        &self,
-        part: Vec<u8>,
-        timeout: std::time::Duration,
-    ) -> Vec<(String, Result<Vec<u8>, String>)> {
-        let part = bytes::Bytes::from(part);
-        futures_util::future::join_all(self.0.iter().map(|p| {
-            let part = part.clone();
-            async move { (p.name.clone(), p.admin("speedtest", part, timeout).await) }
-        }))
-        .await
-    }
-
-    async fn iam_changed(&self) {
-        futures_util::future::join_all(self.0.iter().map(|p| async move {
-            let timeout = std::time::Duration::from_secs(5);
-            if let Err(e) = p.admin("iam-changed", bytes::Bytes::new(), timeout).await {
-                tracing::debug!(node = %p.name, error = %e, "could not tell the node about an IAM change");
-            }
-        }))
-        .await;
-    }
-}
-
-#[async_trait::async_trait]
-impl strata_notify::relay::ListenPeers for PeerAdmin {
-    fn peer_count(&self) -> usize {
-        self.0.len()
-    }
-
-    async fn poll(
-        &self,
-        peer: usize,
-        poll: strata_notify::relay::Poll,
-        timeout: std::time::Duration,
-    ) -> Result<strata_notify::relay::Batch, strata_notify::relay::PollError> {
-        use strata_notify::relay::PollError;
-        let p = self.0.get(peer).ok_or_else(|| PollError::Unanswered(format!("no node {peer}")))?;
-        let body = serde_json::to_vec(&poll).map_err(|e| PollError::Unanswered(e.to_string()))?;
-        let answer =
-            p.admin("listen-poll", bytes::Bytes::from(body), timeout).await.map_err(PollError::Unanswered)?;
-        serde_json::from_slice::<Result<_, PollError>>(&answer)
-            .map_err(|e| PollError::Unanswered(format!("bad listen answer: {e}")))?
-    }
 }
 
 /// The root credentials before a rotation (`STRATA_ROOT_USER_OLD`, which defaults to the current

@@ -45,7 +45,7 @@ struct NoPeers;
 
 #[async_trait]
 impl Peers for NoPeers {
-    async fn buckets_changed(&self) {}
+    async fn changed(&self, _: strata_object::SharedState) {}
 }
 
 async fn serve(listener: tokio::net::TcpListener, rpc: Arc<RpcServer>) {
