@@ -34,7 +34,7 @@ use strata_rpc::peer::{PeerError, PeerNodes, PeerService, SpeedtestResult, Speed
 use strata_s3::access::{self, Access};
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
-use strata_s3::sigv4::{self, Payload};
+use strata_s3::sigv4::Payload;
 use strata_s3::{Node, Reply};
 use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 
@@ -177,7 +177,7 @@ async fn authorize(
     };
     match &verified.payload {
         Payload::Unsigned => Ok(body),
-        Payload::Sha256(h) if *h == sigv4::sha256_hex(&body) => Ok(body),
+        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => Ok(body),
         Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
     }

@@ -9,7 +9,7 @@ use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
 
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
-use strata_s3::sigv4;
+
 use strata_s3::{Node, Reply};
 
 pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];
@@ -18,7 +18,10 @@ pub const CLUSTER_HEALTH_PATHS: [&str; 2] = ["/health/cluster", "/minio/health/c
 /// The bearer token Prometheus presents: derived from the root credentials, so it changes with
 /// them and reveals nothing of the secret.
 pub fn prometheus_token(root_user: &str, root_password: &str) -> String {
-    hex::encode(sigv4::hmac(root_password.as_bytes(), format!("strata-prometheus:{root_user}").as_bytes()))
+    hex::encode(strata_sign::hmac_sha256(
+        root_password.as_bytes(),
+        format!("strata-prometheus:{root_user}").as_bytes(),
+    ))
 }
 
 /// Allows a scrape: public when configured, else the bearer token or a root-signed request.
@@ -34,7 +37,7 @@ pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(),
         .and_then(|v| v.strip_prefix("Bearer "))
     {
         let want = prometheus_token(&node.config.root_user, &node.config.root_password);
-        return if sigv4::constant_time_eq(bearer.trim().as_bytes(), want.as_bytes()) {
+        return if strata_sign::constant_time_eq(bearer.trim().as_bytes(), want.as_bytes()) {
             Ok(())
         } else {
             Err(denied())

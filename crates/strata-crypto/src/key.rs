@@ -5,7 +5,6 @@
 //! sealed key moved to another object or context does not open.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
-use aws_lc_rs::hmac;
 
 use crate::{random_fill, CryptoError};
 
@@ -142,12 +141,11 @@ impl DataKey {
     }
 
     fn key_mac_with(&self, salt: &[u8; MAC_SALT_SIZE]) -> Vec<u8> {
-        let mac_key = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
-        let mut ctx = hmac::Context::with_key(&mac_key);
-        ctx.update(KEY_MAC_LABEL);
-        ctx.update(salt);
+        let mut mac = strata_sign::MacKey::new(&self.0).start();
+        mac.update(KEY_MAC_LABEL);
+        mac.update(salt);
         let mut out = salt.to_vec();
-        out.extend_from_slice(ctx.sign().as_ref());
+        out.extend_from_slice(&mac.finish());
         out
     }
 
@@ -158,7 +156,7 @@ impl DataKey {
         else {
             return false;
         };
-        stored.len() == KEY_MAC_SIZE && strata_types::constant_time_eq(&self.key_mac_with(&salt), stored)
+        stored.len() == KEY_MAC_SIZE && strata_sign::constant_time_eq(&self.key_mac_with(&salt), stored)
     }
 }
 

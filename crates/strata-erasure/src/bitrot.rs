@@ -33,7 +33,7 @@ pub enum FrameError {
 /// Checks a frame holding `shard_size` bytes of shard and returns the range of the shard bytes.
 pub fn verify(frame: &[u8], shard_size: usize) -> Result<std::ops::Range<usize>, FrameError> {
     let range = shard_range(frame, shard_size)?;
-    if !constant_time_eq(&frame[..HASH_SIZE], &hash(&frame[range.clone()])) {
+    if !strata_types::constant_time_eq(&frame[..HASH_SIZE], &hash(&frame[range.clone()])) {
         return Err(FrameError::HashMismatch);
     }
     Ok(range)
@@ -47,10 +47,6 @@ pub fn shard_range(frame: &[u8], shard_size: usize) -> Result<std::ops::Range<us
         return Err(FrameError::Length(frame.len(), HASH_SIZE + shard_size));
     }
     Ok(HASH_SIZE..frame.len())
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -43,22 +43,15 @@ use std::time::Instant;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderValue};
 use sha2::{Digest, Sha256};
+use strata_sign::{Mac, MacKey};
 use strata_types::limits::{RPC_CLOCK_SKEW_MAX, RPC_REPLAY_SENDERS_MAX, RPC_REPLAY_WINDOW};
 
 /// The one header that authenticates a request: `time.sender.sequence.body.signature`.
 pub const AUTH_HEADER: &str = "x-strata-rpc-auth";
 /// The body field of a streamed shard write: its frames are authenticated one by one.
 pub const STREAMED_BODY: &str = "frames";
-
-type HmacSha256 = Hmac<Sha256>;
-
-fn mac(key: &[u8]) -> HmacSha256 {
-    // HMAC takes keys of any length; this cannot fail.
-    <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC accepts any key length")
-}
 
 /// What a request's body is bound by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +136,7 @@ pub enum AuthError {
 /// The inter-node key: HMAC-SHA256(root password, "strata-rpc-v1" + root user). Kept as the
 /// keyed HMAC state, so a signature costs no key schedule (a clone of the state).
 #[derive(Clone)]
-pub struct RpcKey(HmacSha256);
+pub struct RpcKey(MacKey);
 
 impl std::fmt::Debug for RpcKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -153,18 +146,18 @@ impl std::fmt::Debug for RpcKey {
 
 impl RpcKey {
     pub fn derive(root_user: &str, root_password: &str) -> Self {
-        let mut m = mac(root_password.as_bytes());
+        let mut m = MacKey::new(root_password.as_bytes()).start();
         m.update(b"strata-rpc-v1\n");
         m.update(root_user.as_bytes());
-        Self(mac(&m.finalize().into_bytes()))
+        Self(MacKey::new(&m.finish()))
     }
 
     /// The MAC of a request, over a fixed binary layout: a version line, the method and
     /// path-and-query (each ended by a newline, which neither can contain), then time (u64 BE),
     /// sender (u128 BE), sequence (u64 BE), and a body kind byte (0 hash, 1 frames) with the
     /// 32-byte hash (zeros for frames).
-    fn mac_for(&self, method: &str, path_and_query: &str, s: &Signed) -> HmacSha256 {
-        let mut m = self.0.clone();
+    fn mac_for(&self, method: &str, path_and_query: &str, s: &Signed) -> Mac {
+        let mut m = self.0.start();
         m.update(b"strata-rpc-v3\n");
         m.update(method.as_bytes());
         m.update(b"\n");
@@ -188,7 +181,7 @@ impl RpcKey {
 
     /// The signature of a request.
     pub fn sign(&self, method: &str, path_and_query: &str, s: &Signed) -> [u8; 32] {
-        self.mac_for(method, path_and_query, s).finalize().into_bytes().into()
+        self.mac_for(method, path_and_query, s).finish()
     }
 
     /// The value of a signed request's [`AUTH_HEADER`], and its signature. One header whose
@@ -224,9 +217,9 @@ impl RpcKey {
         let value = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok()).ok_or(AuthError::Missing)?;
         let (signed, sig) = parse_header(value).ok_or(AuthError::Missing)?;
         // Constant-time comparison.
-        self.mac_for(method, path_and_query, &signed)
-            .verify_slice(&sig)
-            .map_err(|_| AuthError::BadSignature)?;
+        if !self.mac_for(method, path_and_query, &signed).verify(&sig) {
+            return Err(AuthError::BadSignature);
+        }
         let skew_secs = RPC_CLOCK_SKEW_MAX.as_secs();
         if signed.time.abs_diff(now) > skew_secs {
             return Err(AuthError::Skewed { time: signed.time, now, skew_secs });
@@ -236,10 +229,10 @@ impl RpcKey {
 
     /// The key of a streamed body's frame MACs, bound to the request by its signature.
     pub fn frame_key(&self, signature: &[u8; 32]) -> FrameKey {
-        let mut m = self.0.clone();
+        let mut m = self.0.start();
         m.update(b"strata-rpc-frames\n");
         m.update(signature);
-        FrameKey(mac(&m.finalize().into_bytes()))
+        FrameKey(MacKey::new(&m.finish()))
     }
 }
 
@@ -266,12 +259,12 @@ fn parse_header(value: &str) -> Option<(Signed, [u8; 32])> {
 
 /// MACs of the frame headers of one streamed shard write.
 #[derive(Clone)]
-pub struct FrameKey(HmacSha256);
+pub struct FrameKey(MacKey);
 
 impl FrameKey {
-    fn mac_for(&self, index: u64, len: u32, hash: &[u8; 32]) -> HmacSha256 {
-        // Keyed once per stream; a clone per frame costs no key schedule.
-        let mut m = self.0.clone();
+    fn mac_for(&self, index: u64, len: u32, hash: &[u8; 32]) -> Mac {
+        // Keyed once per stream; a frame's MAC costs no key schedule.
+        let mut m = self.0.start();
         m.update(&index.to_be_bytes());
         m.update(&len.to_be_bytes());
         m.update(hash);
@@ -280,12 +273,12 @@ impl FrameKey {
 
     /// The tag of frame `index` (0, 1, …; the end marker is the frame after the last).
     pub fn tag(&self, index: u64, len: u32, hash: &[u8; 32]) -> [u8; 32] {
-        self.mac_for(index, len, hash).finalize().into_bytes().into()
+        self.mac_for(index, len, hash).finish()
     }
 
     /// Whether `tag` is frame `index`'s (constant time).
     pub fn verify(&self, index: u64, len: u32, hash: &[u8; 32], tag: &[u8]) -> bool {
-        self.mac_for(index, len, hash).verify_slice(tag).is_ok()
+        self.mac_for(index, len, hash).verify(tag)
     }
 }
 

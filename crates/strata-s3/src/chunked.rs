@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 use strata_object::BodyError;
 use strata_types::limits::{CHUNK_HEADER_LEN_MAX, CHUNK_TRAILERS_MAX};
 
-use crate::sigv4::{constant_time_eq, ChunkSigner};
+use strata_sign::constant_time_eq;
+use strata_sign::sigv4::ChunkSigner;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -240,7 +241,7 @@ mod tests {
         // The streaming example of the S3 API reference: 64 KiB + 1 KiB of 'a'.
         let seed = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9";
         let signer = || ChunkSigner {
-            key: crate::sigv4::signing_key(
+            key: strata_sign::sigv4::signing_key(
                 "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                 "20130524",
                 "us-east-1",

@@ -21,7 +21,7 @@ use strata_types::ObjectKey;
 
 use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::sigv4::{self, Payload, SecretLookup, Verified};
+use crate::sigv4::{Payload, SecretLookup, Verified};
 use crate::xml;
 
 /// Largest text field of a form (the policy is the big one; S3 caps policies at 20 KiB).
@@ -177,16 +177,16 @@ fn verify_signature(form: &Form, secrets: &dyn SecretLookup, our_region: &str) -
             return Err(S3Error::new(S3ErrorCode::InvalidArgument, &msg));
         }
         let secret = secrets.lookup(access_key)?;
-        let key = sigv4::signing_key(&secret, date, region, service);
-        let expected = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
-        if !sigv4::constant_time_eq(expected.as_bytes(), signature.trim().as_bytes()) {
+        let key = strata_sign::sigv4::signing_key(&secret, date, region, service);
+        let expected = hex::encode(strata_sign::hmac_sha256(&key, policy.as_bytes()));
+        if !strata_sign::constant_time_eq(expected.as_bytes(), signature.trim().as_bytes()) {
             return Err(mismatch());
         }
         return Ok((*access_key).to_owned());
     }
     if let (Some(access_key), Some(signature)) = (form.get("awsaccesskeyid"), form.get("signature")) {
         let secret = secrets.lookup(access_key)?;
-        if !sigv4::constant_time_eq(
+        if !strata_sign::constant_time_eq(
             crate::sigv2::sign(&secret, policy).as_bytes(),
             signature.trim().as_bytes(),
         ) {
@@ -569,8 +569,8 @@ mod tests {
     #[test]
     fn signatures() {
         let policy = b64(r#"{"expiration": "2030-01-01T00:00:00Z", "conditions": []}"#);
-        let key = sigv4::signing_key("secret", "20260101", "us-east-1", "s3");
-        let sig = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
+        let key = strata_sign::sigv4::signing_key("secret", "20260101", "us-east-1", "s3");
+        let sig = hex::encode(strata_sign::hmac_sha256(&key, policy.as_bytes()));
         let v4 = |sig: &str, cred: &str| {
             form(&[
                 ("policy", &policy),
@@ -595,8 +595,8 @@ mod tests {
         assert_eq!(code(&v4(&sig, "AKIA/20260101")), Err(S3ErrorCode::InvalidArgument));
         // Signed correctly, but for another region or service.
         for (region, service) in [("eu-west-1", "s3"), ("us-east-1", "iam")] {
-            let key = sigv4::signing_key("secret", "20260101", region, service);
-            let sig = hex::encode(sigv4::hmac(&key, policy.as_bytes()));
+            let key = strata_sign::sigv4::signing_key("secret", "20260101", region, service);
+            let sig = hex::encode(strata_sign::hmac_sha256(&key, policy.as_bytes()));
             let cred = format!("AKIA/20260101/{region}/{service}/aws4_request");
             assert_eq!(code(&v4(&sig, &cred)), Err(S3ErrorCode::InvalidArgument), "{region} {service}");
         }

@@ -5,14 +5,14 @@
 //! then the resource: `/bucket/key` plus the sub-resources that select an operation.
 
 use base64::Engine;
-use hmac::{Hmac, Mac};
 use http::request::Parts;
 use percent_encoding::percent_decode_str;
-use sha1::Sha1;
 use strata_types::limits::{CLOCK_SKEW_MAX_SECS, PRESIGN_EXPIRES_MAX_SECS};
 
 use crate::error::{S3Error, S3ErrorCode};
-use crate::sigv4::{constant_time_eq, Payload, SecretLookup, Verified};
+use strata_sign::constant_time_eq;
+
+use crate::sigv4::{Payload, SecretLookup, Verified};
 
 /// Query parameters that are part of the signed resource.
 const SIGNED_SUBRESOURCES: &[&str] = &[
@@ -110,9 +110,8 @@ fn string_to_sign(parts: &Parts, date_or_expires: &str, bucket_from_host: Option
 }
 
 pub(crate) fn sign(secret: &str, sts: &str) -> String {
-    let mut mac = Hmac::<Sha1>::new_from_slice(secret.as_bytes()).expect("HMAC takes keys of any length");
-    mac.update(sts.as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    base64::engine::general_purpose::STANDARD
+        .encode(strata_sign::hmac_sha1(secret.as_bytes(), sts.as_bytes()))
 }
 
 fn check(

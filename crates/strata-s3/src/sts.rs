@@ -144,7 +144,7 @@ async fn assume_role(
     let directory = node.iam.directory();
     let token = crate::access::session_token(parts);
     let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
-    let hash = sigv4::sha256_hex(body);
+    let hash = strata_sign::sha256_hex(body);
     let verified = sigv4::verify_sts(parts, &credentials, &node.config.region, now, &hash)?
         .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "STS requests must be signed."))?;
     if !directory.state().users.contains_key(&verified.access_key) {

@@ -20,9 +20,8 @@
 
 use std::sync::{Arc, RwLock};
 
+use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
 use bytes::Bytes;
-use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, NONCE_LEN};
-use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
 use strata_iam::{Directory, IamError, IamState};
 use strata_object::{ObjectError, ObjectLayer, PutOptions, WriteCondition};
@@ -96,7 +95,7 @@ impl std::fmt::Debug for Iam {
 fn seal_key(root_user: &str, root_secret: &str) -> LessSafeKey {
     let mut message = SEAL_LABEL.to_vec();
     message.extend_from_slice(root_user.as_bytes());
-    let derived = crate::hmac_sha256(root_secret.as_bytes(), &message);
+    let derived = strata_sign::hmac_sha256(root_secret.as_bytes(), &message);
     // A 32-byte key is always a valid AES-256 key.
     let key = UnboundKey::new(&AES_256_GCM, &derived).expect("AES-256 takes 32-byte keys");
     LessSafeKey::new(key)
@@ -192,7 +191,7 @@ impl Iam {
     fn seal(&self, stored: &Stored) -> Result<Bytes, StoreError> {
         let mut data = serde_json::to_vec(stored).map_err(|e| StoreError::Damaged(e.to_string()))?;
         let mut nonce = [0u8; NONCE_LEN];
-        SystemRandom::new().fill(&mut nonce).map_err(|_| StoreError::Damaged("no randomness".into()))?;
+        strata_crypto::random_fill(&mut nonce).map_err(|_| crate::credentials::NoRandomness)?;
         self.key
             .seal_in_place_append_tag(
                 Nonce::assume_unique_for_key(nonce),

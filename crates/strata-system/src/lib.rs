@@ -28,7 +28,6 @@ pub mod oidc;
 pub mod sts;
 pub mod vault;
 
-use hmac::{Hmac, Mac};
 use strata_object::{ObjectError, ObjectLayer};
 
 /// The hidden bucket of the system's own objects (not a valid S3 bucket name, so no client can
@@ -41,12 +40,4 @@ pub async fn prepare(layer: &ObjectLayer) -> Result<(), ObjectError> {
         Ok(()) | Err(ObjectError::BucketExists) => Ok(()),
         Err(e) => Err(e),
     }
-}
-
-/// HMAC-SHA256 of `data` under `key` (key derivation for the sealed IAM state).
-pub(crate) fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
-    // HMAC takes keys of any length.
-    let mut mac = <Hmac<sha2::Sha256> as Mac>::new_from_slice(key).expect("HMAC takes any key length");
-    mac.update(data);
-    mac.finalize().into_bytes().into()
 }

@@ -17,10 +17,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aws_lc_rs::signature::{RsaPublicKeyComponents, RSA_PKCS1_2048_8192_SHA256};
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::BodyExt;
-use ring::signature::{RsaPublicKeyComponents, RSA_PKCS1_2048_8192_SHA256};
 use serde_json::Value;
 
 /// How long fetched keys are trusted before they are fetched again.

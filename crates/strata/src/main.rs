@@ -28,10 +28,10 @@ enum Command {
     Server(ServerArgs),
     /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed), or compare two runs.
     #[command(subcommand)]
-    Bench(strata_bench::BenchCommand),
+    Bench(strata_client::BenchCommand),
     /// Administer a running deployment through its admin API (root credentials).
     #[command(subcommand)]
-    Admin(strata_bench::admin::AdminCommand),
+    Admin(strata_client::admin::AdminCommand),
 }
 
 #[derive(Args)]
@@ -692,8 +692,8 @@ fn main() -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Server(args) => runtime.block_on(server(args)),
-        Command::Bench(cmd) => runtime.block_on(strata_bench::main(cmd)),
-        Command::Admin(cmd) => runtime.block_on(strata_bench::admin::main(cmd)),
+        Command::Bench(cmd) => runtime.block_on(strata_client::main(cmd)),
+        Command::Admin(cmd) => runtime.block_on(strata_client::admin::main(cmd)),
     }
 }
 

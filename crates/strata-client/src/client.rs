@@ -13,7 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HyperClient;
 use hyper_util::rt::TokioExecutor;
 use md5::{Digest, Md5};
-use strata_s3::sigv4;
+use strata_sign::sigv4;
 
 /// Where and how to connect.
 #[derive(Debug, Clone)]
@@ -195,10 +195,13 @@ impl Client {
             sigv4::canonical_query(query),
         );
         let scope = format!("{date}/{}/s3/aws4_request", self.ep.region);
-        let sts =
-            format!("{}\n{amz_date}\n{scope}\n{}", sigv4::ALGORITHM, sigv4::sha256_hex(canonical.as_bytes()));
+        let sts = format!(
+            "{}\n{amz_date}\n{scope}\n{}",
+            sigv4::ALGORITHM,
+            strata_sign::sha256_hex(canonical.as_bytes())
+        );
         let key = sigv4::signing_key(&self.ep.secret_key, date, &self.ep.region, "s3");
-        let signature = hex::encode(sigv4::hmac(&key, sts.as_bytes()));
+        let signature = hex::encode(strata_sign::hmac_sha256(&key, sts.as_bytes()));
         let auth = format!(
             "{} Credential={}/{scope}, SignedHeaders={names}, Signature={signature}",
             sigv4::ALGORITHM,
@@ -253,7 +256,8 @@ impl Client {
             format!("{scheme}://{host}{path}?{query}")
         };
         let mut headers = HeaderMap::new();
-        let payload = if hash_body { sigv4::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
+        let payload =
+            if hash_body { strata_sign::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
         let extra = if key.is_empty() { &[][..] } else { &self.ep.object_headers[..] };
         self.sign(&method, &host, &path, query, &payload, extra, &mut headers);
         let mut req =
