@@ -15,14 +15,13 @@ use strata_object::{
     Acl, Grant, Grantee, Group, ObjectOwnership, Owner, Permission, PublicAccessBlock, VersionRef,
 };
 use strata_types::limits::{ACL_GRANTS_MAX, XML_BODY_SIZE_MAX};
-use strata_types::ObjectKey;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::grants::{self, Named, Requested, Resolver};
-use crate::router::version_ref;
-use crate::router::Route;
+use crate::router::ObjectTarget;
 use crate::xml;
 
 const PERMISSIONS: [(Permission, &str); 5] = [
@@ -74,7 +73,7 @@ fn policy_reply(acl: &Acl) -> Reply {
     Reply::xml(doc)
 }
 
-pub async fn get_bucket_acl(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_acl(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     let acl = grants::bucket_acl(req.node, &record);
     if record.object_ownership.acls_enabled() {
@@ -85,14 +84,9 @@ pub async fn get_bucket_acl(req: &Request<'_>, bucket: &str) -> Result<Reply, S3
 }
 
 /// GetObjectAcl: of the version `versionId` names (the current one without it).
-pub async fn get_object_acl(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+pub async fn get_object_acl(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let record = req.node.layer.bucket_record(bucket)?;
     let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
     let bucket_acl = grants::bucket_acl(req.node, &record);
@@ -238,7 +232,11 @@ async fn requested(req: &Request<'_>, body: RequestBody, owner: &Owner) -> Resul
     }
 }
 
-pub async fn put_bucket_acl(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+pub async fn put_bucket_acl(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     let current = grants::bucket_acl(req.node, &record);
     let requested = requested(req, body, &current.owner).await?;
@@ -257,13 +255,11 @@ pub async fn put_bucket_acl(req: &Request<'_>, bucket: &str, body: RequestBody) 
 /// PutObjectAcl: of the version `versionId` names (the current one without it).
 pub async fn put_object_acl(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
+    target: &ObjectTarget,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let record = req.node.layer.bucket_record(bucket)?;
     let info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
     let bucket_acl = grants::bucket_acl(req.node, &record);
@@ -282,7 +278,7 @@ pub async fn put_object_acl(
     Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
-pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let ownership = req.node.layer.bucket_record(bucket)?.object_ownership;
     let name =
         grants::OWNERSHIPS.iter().find(|(o, _)| *o == ownership).map(|(_, n)| *n).ok_or_else(|| {
@@ -302,7 +298,7 @@ pub async fn get_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> R
 
 pub async fn put_bucket_ownership_controls(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
@@ -321,7 +317,10 @@ pub async fn put_bucket_ownership_controls(
     Ok(Reply::empty(StatusCode::OK))
 }
 
-pub async fn delete_bucket_ownership_controls(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_ownership_controls(
+    req: &Request<'_>,
+    bucket: &BucketName,
+) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     req.node.layer.update_bucket(bucket, |r| r.object_ownership = ObjectOwnership::NotSet).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
@@ -337,7 +336,7 @@ fn no_public_access_block() -> S3Error {
     )
 }
 
-pub async fn get_public_access_block(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_public_access_block(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let block =
         req.node.layer.bucket_record(bucket)?.public_access_block.ok_or_else(no_public_access_block)?;
     let values = [
@@ -386,7 +385,7 @@ pub(crate) fn parse_public_access_block(doc: &[u8]) -> Result<PublicAccessBlock,
 
 pub async fn put_public_access_block(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;
@@ -395,7 +394,7 @@ pub async fn put_public_access_block(
     Ok(Reply::empty(StatusCode::OK))
 }
 
-pub async fn delete_public_access_block(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_public_access_block(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.update_bucket(bucket, |r| r.public_access_block = None).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }

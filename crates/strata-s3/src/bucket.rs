@@ -127,7 +127,11 @@ fn new_bucket_record(req: &Request<'_>, owner: Owner) -> Result<BucketRecord, S3
     Ok(BucketRecord { acl: Some(acl), object_ownership: ownership, ..Default::default() })
 }
 
-pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+pub async fn create_bucket(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
     let name = BucketName::parse(bucket)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     if !doc.iter().all(u8::is_ascii_whitespace) {
@@ -160,17 +164,17 @@ pub async fn create_bucket(req: &Request<'_>, bucket: &str, body: RequestBody) -
     }
 }
 
-pub async fn delete_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.delete_bucket(bucket).await?;
     Ok(Reply::empty(http::StatusCode::NO_CONTENT))
 }
 
-pub async fn head_bucket(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn head_bucket(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     Ok(Reply::empty(http::StatusCode::OK).header("x-amz-bucket-region", &req.node.config.region))
 }
 
-pub async fn get_bucket_location(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_location(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     // us-east-1 is shown as an empty constraint, as AWS does.
     let region = Some(req.node.config.region.as_str()).filter(|r| *r != "us-east-1").unwrap_or("");
@@ -243,7 +247,11 @@ fn write_entries(x: &mut xml::Writer, page: &ListPage, url: bool, owners: Option
 
 const TOKEN: base64::engine::GeneralPurpose = base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
-pub async fn list_objects_v2(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn list_objects_v2(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     let url = url_encoding(route)?;
     let token = route.param("continuation-token");
     let from_token = match token {
@@ -288,7 +296,11 @@ fn bad_token() -> S3Error {
     S3Error::new(S3ErrorCode::InvalidArgument, "The continuation token provided is incorrect")
 }
 
-pub async fn list_objects_v1(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn list_objects_v1(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     let url = url_encoding(route)?;
     let marker = route.param("marker").unwrap_or("").to_owned();
     let request = list_request(route, marker.clone())?;

@@ -11,13 +11,18 @@
 
 use strata_iam::{Policy, PolicyKind, BUCKET_POLICY_SIZE_MAX};
 use strata_object::BodyError;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::xml;
 
-pub async fn put_bucket_policy(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+pub async fn put_bucket_policy(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     // One byte past the limit is enough to refuse with the policy's own size message.
     let document = body.collect_small(BUCKET_POLICY_SIZE_MAX + 1).await.map_err(|e| match e {
@@ -38,7 +43,7 @@ pub async fn put_bucket_policy(req: &Request<'_>, bucket: &str, body: RequestBod
     Ok(Reply::empty(http::StatusCode::NO_CONTENT))
 }
 
-pub async fn get_bucket_policy(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_policy(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     let document = record.policy.ok_or_else(no_policy)?;
     let len = document.len().to_string();
@@ -49,13 +54,13 @@ pub async fn get_bucket_policy(req: &Request<'_>, bucket: &str) -> Result<Reply,
     Ok(reply)
 }
 
-pub async fn delete_bucket_policy(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_policy(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
     req.node.layer.update_bucket(bucket, |r| r.policy = None).await?;
     Ok(Reply::empty(http::StatusCode::NO_CONTENT))
 }
 
-pub async fn get_bucket_policy_status(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_policy_status(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     let document = record.policy.ok_or_else(no_policy)?;
     let public = Policy::parse(document.as_bytes(), PolicyKind::Bucket(bucket)).is_ok_and(|p| p.is_public());

@@ -6,11 +6,11 @@
 use http::HeaderMap;
 use strata_crypto::package::ObjectCipher;
 use strata_object::{ObjectError, ObjectInfo, OpenObject, PutOptions, StreamBody, VersionRef};
-use strata_types::ObjectKey;
 
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_conditions_with, put_options};
+use crate::router::ObjectTarget;
 use crate::xml;
 
 /// The `x-amz-copy-source-if-*` headers, checked as GET's conditionals are.
@@ -74,8 +74,8 @@ fn source_version(
     Ok(reply.header("x-amz-copy-source-version-id", &crate::version::version_string(id)))
 }
 
-pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+pub async fn copy_object(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");
     let (src_bucket, src_key, which) = crate::router::parse_source_version(source)?;
     let replace = match req.headers.get("x-amz-metadata-directive").and_then(|v| v.to_str().ok()) {
@@ -86,7 +86,12 @@ pub async fn copy_object(req: &Request<'_>, bucket: &str, key: &str) -> Result<R
     let encrypting = ["x-amz-server-side-encryption", "x-amz-server-side-encryption-customer-algorithm"]
         .iter()
         .any(|h| req.headers.contains_key(*h));
-    if src_bucket == bucket && src_key == key && !replace && !encrypting && which == VersionRef::Current {
+    if src_bucket == bucket.as_str()
+        && src_key == key.as_str()
+        && !replace
+        && !encrypting
+        && which == VersionRef::Current
+    {
         return Err(S3Error::new(
             S3ErrorCode::InvalidRequest,
             "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.",
@@ -150,11 +155,10 @@ fn copy_range(value: &str, size: u64) -> Result<(u64, u64), S3Error> {
 /// UploadPartCopy: a part whose bytes come from (a range of) an existing object.
 pub async fn upload_part_copy(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
+    target: &ObjectTarget,
     route: &crate::router::Route,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+    let ObjectTarget { bucket, key, .. } = target;
     let number = crate::router::part_number(route)?;
     let upload_id = crate::router::upload_id(route)?;
     let source = req.headers.get("x-amz-copy-source").and_then(|v| v.to_str().ok()).unwrap_or("");

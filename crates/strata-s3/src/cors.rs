@@ -5,6 +5,7 @@
 use http::{HeaderMap, Method, StatusCode};
 use strata_object::CorsRule;
 use strata_types::limits::CORS_RULES_MAX;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
@@ -112,7 +113,7 @@ pub(crate) fn parse_cors(doc: &[u8]) -> Result<Vec<CorsRule>, S3Error> {
     Ok(rules)
 }
 
-pub async fn get_bucket_cors(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_cors(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     if record.cors.is_empty() {
         return Err(S3Error::new(
@@ -146,14 +147,18 @@ pub async fn get_bucket_cors(req: &Request<'_>, bucket: &str) -> Result<Reply, S
     Ok(Reply::xml(x.finish()))
 }
 
-pub async fn put_bucket_cors(req: &Request<'_>, bucket: &str, body: RequestBody) -> Result<Reply, S3Error> {
+pub async fn put_bucket_cors(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    body: RequestBody,
+) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;
     let rules = parse_cors(&doc)?;
     req.node.layer.update_bucket(bucket, |r| r.cors = rules).await?;
     Ok(Reply::empty(StatusCode::OK))
 }
 
-pub async fn delete_bucket_cors(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_cors(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.update_bucket(bucket, |r| r.cors.clear()).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }

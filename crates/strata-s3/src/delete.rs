@@ -10,6 +10,7 @@ use crate::error::malformed_xml as malformed;
 use crate::error::S3Error;
 use crate::xml;
 use strata_object::{DeleteOutcome, VersionRef};
+use strata_types::BucketName;
 
 /// One `<Object>` of a `<Delete>` document: its key and the version named, if any.
 pub(crate) type DeleteEntry = (String, Option<String>);
@@ -83,7 +84,7 @@ pub struct Rights<'a> {
 /// DeleteObjects, key by key, within the caller's `rights`.
 pub async fn delete_objects(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
     rights: &Rights<'_>,
 ) -> Result<Reply, S3Error> {

@@ -5,12 +5,16 @@
 use http::HeaderMap;
 use hyper::body::Incoming;
 use strata_types::limits::{LISTEN_CLIENT_MEMORY, REQUEST_MEMORY_STREAM, XML_BODY_SIZE_MAX};
+use strata_types::BucketName;
 
-use crate::access::Access;
+use crate::access::{Access, Checked};
 use crate::budget::Admission;
 use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::router::{route_with_headers, Operation};
+use crate::router::{
+    route_with_headers, BucketOperation, ObjectOperation, ObjectTarget, Operation, Resolved, Route,
+    ServiceOperation,
+};
 use crate::{
     acl, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, listen, multipart, notification,
     object, object_lock, post, tagging, versioning,
@@ -106,8 +110,7 @@ async fn serve_route(
     }
     if route.operation == Operation::PostObject {
         // Authorised by the signed policy inside the form, not by the request's signature.
-        let bucket = route.bucket.as_deref().unwrap_or("");
-        return post::post_object(node, admission, parts, body, bucket)
+        return post::post_object(node, admission, parts, body, &route)
             .await
             .map_err(|e| e.with_resource(route.bucket.as_deref(), None));
     }
@@ -126,129 +129,168 @@ async fn serve_route(
     let origin = crate::context::Origin::of(parts);
     let tls = parts.extensions.get::<crate::context::ConnInfo>().is_some_and(|c| c.tls);
     let req = Request { node, headers: &parts.headers, auth: &auth, admission, origin, tls };
-    let bucket = route.bucket.as_deref().unwrap_or("");
-    let key = route.key.as_deref().unwrap_or("");
-    let resource = (route.bucket.clone(), route.key.clone());
-    use Operation as O;
-    let result = match route.operation {
-        O::ListBuckets => bucket::list_buckets(&req, &route, &|b| access.may_list(node, b, &checked)).await,
-        O::CreateBucket => bucket::create_bucket(&req, bucket, object::request_body(&req, body)?).await,
-        O::DeleteBucket => bucket::delete_bucket(&req, bucket).await,
-        O::HeadBucket => bucket::head_bucket(&req, bucket).await,
-        O::GetBucketLocation => bucket::get_bucket_location(&req, bucket).await,
-        O::GetBucketVersioning => versioning::get_bucket_versioning(&req, bucket).await,
-        O::PutBucketVersioning => {
-            versioning::put_bucket_versioning(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::ListObjectsV2 => bucket::list_objects_v2(&req, bucket, &route).await,
-        O::ListObjects => bucket::list_objects_v1(&req, bucket, &route).await,
-        O::PutObject => object::put_object(&req, bucket, key, object::request_body(&req, body)?).await,
-        O::GetObject => object::get_object(&req, bucket, key, &route, false).await,
-        O::HeadObject => object::get_object(&req, bucket, key, &route, true).await,
-        O::DeleteObject => {
-            let bypass =
-                bypass_asked(&parts.headers) && access.may_bypass_governance(node, bucket, key, &checked);
-            object::delete_object(&req, bucket, key, &route, bypass).await
-        }
-        O::CreateMultipartUpload => multipart::create(&req, bucket, key).await,
-        O::UploadPart => {
-            multipart::upload_part(&req, bucket, key, &route, object::request_body(&req, body)?).await
-        }
-        O::CompleteMultipartUpload => {
-            multipart::complete(&req, bucket, key, &route, object::complete_body(&req, body)?).await
-        }
-        O::AbortMultipartUpload => multipart::abort(&req, bucket, key, &route).await,
-        O::ListParts => multipart::list_parts(&req, bucket, key, &route).await,
-        O::ListMultipartUploads => multipart::list_uploads(&req, bucket, &route).await,
-        O::CopyObject => copy::copy_object(&req, bucket, key).await,
-        O::UploadPartCopy => copy::upload_part_copy(&req, bucket, key, &route).await,
-        O::PostObject => {
-            Err(S3Error::new(S3ErrorCode::InternalError, "PostObject is served before authentication"))
-        }
-        O::GetObjectTagging => tagging::get_object_tagging(&req, bucket, key, &route).await,
-        O::GetObjectAttributes => object::get_object_attributes(&req, bucket, key, &route).await,
-        O::GetObjectTorrent => object::get_object_torrent(&req, bucket, key).await,
-        O::GetBucketEncryption => encryption::get_bucket_encryption(&req, bucket).await,
-        O::PutBucketEncryption => {
-            encryption::put_bucket_encryption(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::DeleteBucketEncryption => encryption::delete_bucket_encryption(&req, bucket).await,
-        O::GetBucketCors => cors::get_bucket_cors(&req, bucket).await,
-        O::PutBucketCors => cors::put_bucket_cors(&req, bucket, object::request_body(&req, body)?).await,
-        O::DeleteBucketCors => cors::delete_bucket_cors(&req, bucket).await,
-        O::GetBucketTagging => tagging::get_bucket_tagging(&req, bucket).await,
-        O::PutBucketTagging => {
-            tagging::put_bucket_tagging(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::DeleteBucketTagging => tagging::delete_bucket_tagging(&req, bucket).await,
-        O::PutObjectTagging => {
-            tagging::put_object_tagging(&req, bucket, key, &route, object::request_body(&req, body)?).await
-        }
-        O::DeleteObjectTagging => tagging::delete_object_tagging(&req, bucket, key, &route).await,
-        O::ListObjectVersions => versioning::list_object_versions(&req, bucket, &route).await,
-        O::GetBucketAcl => acl::get_bucket_acl(&req, bucket).await,
-        O::PutBucketAcl => acl::put_bucket_acl(&req, bucket, object::request_body(&req, body)?).await,
-        O::GetObjectAcl => acl::get_object_acl(&req, bucket, key, &route).await,
-        O::PutObjectAcl => {
-            acl::put_object_acl(&req, bucket, key, &route, object::request_body(&req, body)?).await
-        }
-        O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(&req, bucket).await,
-        O::PutBucketOwnershipControls => {
-            acl::put_bucket_ownership_controls(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::DeleteBucketOwnershipControls => acl::delete_bucket_ownership_controls(&req, bucket).await,
-        O::GetPublicAccessBlock => acl::get_public_access_block(&req, bucket).await,
-        O::PutPublicAccessBlock => {
-            acl::put_public_access_block(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::DeletePublicAccessBlock => acl::delete_public_access_block(&req, bucket).await,
-        O::GetBucketPolicy => bucket_policy::get_bucket_policy(&req, bucket).await,
-        O::PutBucketPolicy => {
-            bucket_policy::put_bucket_policy(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::DeleteBucketPolicy => bucket_policy::delete_bucket_policy(&req, bucket).await,
-        O::GetBucketPolicyStatus => bucket_policy::get_bucket_policy_status(&req, bucket).await,
-        O::GetObjectLockConfiguration => object_lock::get_object_lock_configuration(&req, bucket).await,
-        O::PutObjectLockConfiguration => {
-            object_lock::put_object_lock_configuration(&req, bucket, object::request_body(&req, body)?).await
-        }
-        O::GetObjectRetention => object_lock::get_object_retention(&req, bucket, key, &route).await,
-        O::PutObjectRetention => {
-            let bypass =
-                bypass_asked(&parts.headers) && access.may_bypass_governance(node, bucket, key, &checked);
-            let body = object::request_body(&req, body)?;
-            object_lock::put_object_retention(&req, bucket, key, &route, body, bypass).await
-        }
-        O::GetObjectLegalHold => object_lock::get_object_legal_hold(&req, bucket, key, &route).await,
-        O::PutObjectLegalHold => {
-            object_lock::put_object_legal_hold(&req, bucket, key, &route, object::request_body(&req, body)?)
-                .await
-        }
-        O::GetBucketNotificationConfiguration => {
-            notification::get_bucket_notification_configuration(&req, bucket).await
-        }
-        O::PutBucketNotificationConfiguration => {
-            let body = object::request_body(&req, body)?;
-            notification::put_bucket_notification_configuration(&req, bucket, body).await
-        }
-        O::GetBucketLifecycleConfiguration => {
-            lifecycle::get_bucket_lifecycle_configuration(&req, bucket).await
-        }
-        O::PutBucketLifecycleConfiguration => {
-            let body = object::request_body(&req, body)?;
-            lifecycle::put_bucket_lifecycle_configuration(&req, bucket, body).await
-        }
-        O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(&req, bucket).await,
-        O::ListenBucketNotification => listen::listen_notification(&req, Some(bucket), &route).await,
-        O::ListenNotification => listen::listen_notification(&req, None, &route).await,
-        O::DeleteObjects => {
-            let allowed = |k: &str, v: Option<&str>| access.may_delete(node, bucket, k, v, &checked);
-            let asked = bypass_asked(&parts.headers);
-            let bypass = |k: &str| asked && access.may_bypass_governance(node, bucket, k, &checked);
-            let rights = delete::Rights { allowed: &allowed, bypass: &bypass };
-            delete::delete_objects(&req, bucket, object::request_body(&req, body)?, &rights).await
-        }
+    let call = Call { req: &req, route: &route, access: &access, checked: &checked };
+    let result = match route.resolve() {
+        Ok(Resolved::Service(op)) => call.service(op).await,
+        Ok(Resolved::Bucket(op, bucket)) => call.bucket(op, &bucket, body).await,
+        Ok(Resolved::Object(op, target)) => call.object(op, &target, body).await,
+        Err(e) => Err(e),
     };
-    let result = result.map_err(|e| access.hide_missing(node, bucket, &checked, e));
-    result.map_err(|e| e.with_resource(resource.0.as_deref(), resource.1.as_deref()))
+    let (bucket, key) = (route.bucket.as_deref(), route.key.as_deref());
+    let result = match bucket {
+        Some(b) => result.map_err(|e| access.hide_missing(node, b, &checked, e)),
+        None => result,
+    };
+    result.map_err(|e| e.with_resource(bucket, key))
+}
+
+/// One authenticated, authorised request on its way to its handler.
+struct Call<'a> {
+    req: &'a Request<'a>,
+    route: &'a Route,
+    access: &'a Access,
+    checked: &'a Checked,
+}
+
+impl Call<'_> {
+    /// `x-amz-bypass-governance-retention: true` on `bucket/key`, asked and allowed.
+    fn bypass(&self, bucket: &str, key: &str) -> bool {
+        bypass_asked(self.req.headers)
+            && self.access.may_bypass_governance(self.req.node, bucket, key, self.checked)
+    }
+
+    async fn service(&self, op: ServiceOperation) -> Result<Reply, S3Error> {
+        let (req, node) = (self.req, self.req.node);
+        match op {
+            ServiceOperation::ListBuckets => {
+                bucket::list_buckets(req, self.route, &|b| self.access.may_list(node, b, self.checked)).await
+            }
+            ServiceOperation::ListenNotification => listen::listen_notification(req, None, self.route).await,
+        }
+    }
+
+    async fn bucket(
+        &self,
+        op: BucketOperation,
+        bucket: &BucketName,
+        body: Incoming,
+    ) -> Result<Reply, S3Error> {
+        use BucketOperation as O;
+        let (req, route) = (self.req, self.route);
+        // The request body as handlers read it (each operation takes it at most once).
+        macro_rules! body {
+            () => {
+                object::request_body(req, body)?
+            };
+        }
+        match op {
+            O::CreateBucket => bucket::create_bucket(req, bucket, body!()).await,
+            O::DeleteBucket => bucket::delete_bucket(req, bucket).await,
+            O::HeadBucket => bucket::head_bucket(req, bucket).await,
+            O::GetBucketLocation => bucket::get_bucket_location(req, bucket).await,
+            O::GetBucketVersioning => versioning::get_bucket_versioning(req, bucket).await,
+            O::PutBucketVersioning => versioning::put_bucket_versioning(req, bucket, body!()).await,
+            O::ListObjectsV2 => bucket::list_objects_v2(req, bucket, route).await,
+            O::ListObjects => bucket::list_objects_v1(req, bucket, route).await,
+            O::ListMultipartUploads => multipart::list_uploads(req, bucket, route).await,
+            O::ListObjectVersions => versioning::list_object_versions(req, bucket, route).await,
+            O::PostObject => {
+                Err(S3Error::new(S3ErrorCode::InternalError, "PostObject is served before authentication"))
+            }
+            O::GetBucketEncryption => encryption::get_bucket_encryption(req, bucket).await,
+            O::PutBucketEncryption => encryption::put_bucket_encryption(req, bucket, body!()).await,
+            O::DeleteBucketEncryption => encryption::delete_bucket_encryption(req, bucket).await,
+            O::GetBucketCors => cors::get_bucket_cors(req, bucket).await,
+            O::PutBucketCors => cors::put_bucket_cors(req, bucket, body!()).await,
+            O::DeleteBucketCors => cors::delete_bucket_cors(req, bucket).await,
+            O::GetBucketTagging => tagging::get_bucket_tagging(req, bucket).await,
+            O::PutBucketTagging => tagging::put_bucket_tagging(req, bucket, body!()).await,
+            O::DeleteBucketTagging => tagging::delete_bucket_tagging(req, bucket).await,
+            O::GetBucketAcl => acl::get_bucket_acl(req, bucket).await,
+            O::PutBucketAcl => acl::put_bucket_acl(req, bucket, body!()).await,
+            O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(req, bucket).await,
+            O::PutBucketOwnershipControls => acl::put_bucket_ownership_controls(req, bucket, body!()).await,
+            O::DeleteBucketOwnershipControls => acl::delete_bucket_ownership_controls(req, bucket).await,
+            O::GetPublicAccessBlock => acl::get_public_access_block(req, bucket).await,
+            O::PutPublicAccessBlock => acl::put_public_access_block(req, bucket, body!()).await,
+            O::DeletePublicAccessBlock => acl::delete_public_access_block(req, bucket).await,
+            O::GetBucketPolicy => bucket_policy::get_bucket_policy(req, bucket).await,
+            O::PutBucketPolicy => bucket_policy::put_bucket_policy(req, bucket, body!()).await,
+            O::DeleteBucketPolicy => bucket_policy::delete_bucket_policy(req, bucket).await,
+            O::GetBucketPolicyStatus => bucket_policy::get_bucket_policy_status(req, bucket).await,
+            O::GetObjectLockConfiguration => object_lock::get_object_lock_configuration(req, bucket).await,
+            O::PutObjectLockConfiguration => {
+                object_lock::put_object_lock_configuration(req, bucket, body!()).await
+            }
+            O::GetBucketNotificationConfiguration => {
+                notification::get_bucket_notification_configuration(req, bucket).await
+            }
+            O::PutBucketNotificationConfiguration => {
+                notification::put_bucket_notification_configuration(req, bucket, body!()).await
+            }
+            O::GetBucketLifecycleConfiguration => {
+                lifecycle::get_bucket_lifecycle_configuration(req, bucket).await
+            }
+            O::PutBucketLifecycleConfiguration => {
+                lifecycle::put_bucket_lifecycle_configuration(req, bucket, body!()).await
+            }
+            O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(req, bucket).await,
+            O::ListenBucketNotification => listen::listen_notification(req, Some(bucket), route).await,
+            O::DeleteObjects => {
+                let node = req.node;
+                let allowed =
+                    |k: &str, v: Option<&str>| self.access.may_delete(node, bucket, k, v, self.checked);
+                let bypass = |k: &str| self.bypass(bucket, k);
+                let rights = delete::Rights { allowed: &allowed, bypass: &bypass };
+                delete::delete_objects(req, bucket, body!(), &rights).await
+            }
+        }
+    }
+
+    async fn object(
+        &self,
+        op: ObjectOperation,
+        target: &ObjectTarget,
+        body: Incoming,
+    ) -> Result<Reply, S3Error> {
+        use ObjectOperation as O;
+        let (req, route) = (self.req, self.route);
+        macro_rules! body {
+            () => {
+                object::request_body(req, body)?
+            };
+        }
+        match op {
+            O::PutObject => object::put_object(req, target, body!()).await,
+            O::GetObject => object::get_object(req, target, route, false).await,
+            O::HeadObject => object::get_object(req, target, route, true).await,
+            O::DeleteObject => {
+                let bypass = self.bypass(&target.bucket, &target.key);
+                object::delete_object(req, target, bypass).await
+            }
+            O::CreateMultipartUpload => multipart::create(req, target).await,
+            O::UploadPart => multipart::upload_part(req, target, route, body!()).await,
+            O::CompleteMultipartUpload => {
+                multipart::complete(req, target, route, object::complete_body(req, body)?).await
+            }
+            O::AbortMultipartUpload => multipart::abort(req, target, route).await,
+            O::ListParts => multipart::list_parts(req, target, route).await,
+            O::CopyObject => copy::copy_object(req, target).await,
+            O::UploadPartCopy => copy::upload_part_copy(req, target, route).await,
+            O::GetObjectTagging => tagging::get_object_tagging(req, target).await,
+            O::PutObjectTagging => tagging::put_object_tagging(req, target, body!()).await,
+            O::DeleteObjectTagging => tagging::delete_object_tagging(req, target).await,
+            O::GetObjectAttributes => object::get_object_attributes(req, target).await,
+            O::GetObjectTorrent => object::get_object_torrent(req, target).await,
+            O::GetObjectAcl => acl::get_object_acl(req, target).await,
+            O::PutObjectAcl => acl::put_object_acl(req, target, body!()).await,
+            O::GetObjectRetention => object_lock::get_object_retention(req, target).await,
+            O::PutObjectRetention => {
+                let bypass = self.bypass(&target.bucket, &target.key);
+                object_lock::put_object_retention(req, target, body!(), bypass).await
+            }
+            O::GetObjectLegalHold => object_lock::get_object_legal_hold(req, target).await,
+            O::PutObjectLegalHold => object_lock::put_object_legal_hold(req, target, body!()).await,
+        }
+    }
 }

@@ -5,6 +5,7 @@
 use http::StatusCode;
 use serde::Deserialize;
 use strata_object::BucketEncryption;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
@@ -61,7 +62,7 @@ pub(crate) fn parse(doc: &[u8]) -> Result<BucketEncryption, S3Error> {
     }
 }
 
-pub async fn get_bucket_encryption(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_encryption(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let config = req.node.layer.with_bucket_record(bucket, |r| r.encryption.clone())?;
     let Some(c) = config else {
         return Err(S3Error::new(
@@ -86,7 +87,7 @@ pub async fn get_bucket_encryption(req: &Request<'_>, bucket: &str) -> Result<Re
 
 pub async fn put_bucket_encryption(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;
@@ -102,7 +103,7 @@ pub async fn put_bucket_encryption(
     Ok(Reply::empty(StatusCode::OK))
 }
 
-pub async fn delete_bucket_encryption(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_encryption(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.update_bucket(bucket, |r| r.encryption = None).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }

@@ -15,6 +15,7 @@ use strata_meta::{
 use strata_notify::EventName;
 use strata_object::{LifecycleEvent, LifecycleEvents, ObjectInfo};
 use strata_types::limits::{LIFECYCLE_NEWER_NONCURRENT_MAX, LIFECYCLE_RULES_MAX, LIFECYCLE_RULE_ID_LEN_MAX};
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
@@ -363,7 +364,10 @@ pub(crate) fn write(config: &LifecycleConfig) -> String {
     x.finish()
 }
 
-pub async fn get_bucket_lifecycle_configuration(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_lifecycle_configuration(
+    req: &Request<'_>,
+    bucket: &BucketName,
+) -> Result<Reply, S3Error> {
     let config = req.node.layer.with_bucket_record(bucket, |r| r.lifecycle.clone())?;
     let Some(config) = config else {
         return Err(S3Error::new(
@@ -377,7 +381,7 @@ pub async fn get_bucket_lifecycle_configuration(req: &Request<'_>, bucket: &str)
 
 pub async fn put_bucket_lifecycle_configuration(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;
@@ -387,7 +391,7 @@ pub async fn put_bucket_lifecycle_configuration(
     Ok(Reply::empty(StatusCode::OK))
 }
 
-pub async fn delete_bucket_lifecycle(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_lifecycle(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.update_bucket(bucket, |r| r.lifecycle = None).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }

@@ -20,6 +20,7 @@ use strata_metrics::Metrics;
 use strata_notify::listen::{Filter, Next, Subscription};
 use strata_object::ObjectError;
 use strata_types::limits::{LISTEN_CLIENT_QUEUE_EVENTS, LISTEN_KEEPALIVE_INTERVAL};
+use strata_types::BucketName;
 use tokio::sync::mpsc;
 
 use crate::body::ResponseBody;
@@ -97,13 +98,13 @@ impl Params {
 /// ListenBucketNotification (`bucket` given) and ListenNotification (every bucket).
 pub async fn listen_notification(
     req: &Request<'_>,
-    bucket: Option<&str>,
+    bucket: Option<&BucketName>,
     route: &Route,
 ) -> Result<Reply, S3Error> {
     // Keep-alives at least twice per idle time-out, or the server's own watchdog would cut the
     // connection of a listener that asked for a long `ping`.
     let params = Params::parse(route, req.node.config.idle_timeout / 2)?;
-    let filter = Filter::new(bucket.map(str::to_owned), params.events, params.prefix, params.suffix)
+    let filter = Filter::new(bucket.map(|b| b.to_string()), params.events, params.prefix, params.suffix)
         .map_err(|e| invalid(&e.to_string()))?;
     if let Some(b) = bucket {
         req.node.layer.bucket_info(b)?;

@@ -5,7 +5,7 @@ use http::StatusCode;
 use strata_object::checksum::{Algorithm, ChecksumType};
 use strata_object::{CompleteOptions, CompletePart, UploadRecord};
 use strata_types::limits::{UPLOADS_ROUND, XML_BODY_SIZE_MAX};
-use strata_types::ObjectKey;
+use strata_types::BucketName;
 use uuid::Uuid;
 
 use crate::body::RequestBody;
@@ -13,7 +13,7 @@ use crate::bucket::Owners;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
 use crate::object::{check_declared_length, checksum_elements, put_options, stored_reply};
-use crate::router::{part_number, upload_id, Route};
+use crate::router::{part_number, upload_id, ObjectTarget, Route};
 use crate::xml;
 use crate::xml::write_owner;
 
@@ -56,8 +56,8 @@ fn upload_checksum(headers: &http::HeaderMap) -> Result<Option<(Algorithm, Check
     }
 }
 
-pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+pub async fn create(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     let mut opts = put_options(req)?;
     crate::object_lock::lock_options(req.headers, &mut opts)?;
     opts.checksum = upload_checksum(req.headers)?;
@@ -82,12 +82,11 @@ pub async fn create(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply,
 }
 pub async fn upload_part(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
+    target: &ObjectTarget,
     route: &Route,
     mut body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+    let ObjectTarget { bucket, key, .. } = target;
     req.node.layer.bucket_info(bucket)?;
     let number = part_number(route)?;
     let id = upload_id(route)?;
@@ -176,11 +175,11 @@ pub(crate) fn parse_complete(doc: &[u8]) -> Result<Vec<CompletePart>, S3Error> {
 
 pub async fn complete(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
+    target: &ObjectTarget,
     route: &Route,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
@@ -231,7 +230,8 @@ pub async fn complete(
     Ok(crate::sse::with_headers(reply, info.sse.as_ref(), customer.as_ref().map(|(_, md5)| md5.as_str())))
 }
 
-pub async fn abort(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn abort(req: &Request<'_>, target: &ObjectTarget, route: &Route) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     // NoSuchBucket before NoSuchUpload, as AWS answers.
     req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
@@ -255,7 +255,8 @@ fn number_param(route: &Route, name: &str, default: usize) -> Result<usize, S3Er
     }
 }
 
-pub async fn list_parts(req: &Request<'_>, bucket: &str, key: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn list_parts(req: &Request<'_>, target: &ObjectTarget, route: &Route) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     // NoSuchBucket before NoSuchUpload, as AWS answers.
     req.node.layer.bucket_info(bucket)?;
     let id = upload_id(route)?;
@@ -375,7 +376,7 @@ impl<'a> UploadsPager<'a> {
     }
 }
 
-pub async fn list_uploads(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn list_uploads(req: &Request<'_>, bucket: &BucketName, route: &Route) -> Result<Reply, S3Error> {
     let prefix = route.param("prefix").unwrap_or("");
     let delimiter = route.param("delimiter").filter(|d| !d.is_empty());
     let max = number_param(route, "max-uploads", 1000)?.min(1000);

@@ -8,6 +8,7 @@ use strata_meta::{NotificationKind, NotificationRule};
 use strata_notify::{Event, EventName};
 use strata_object::ObjectInfo;
 use strata_types::limits::NOTIFICATION_RULES_MAX;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
@@ -194,7 +195,7 @@ fn write(rules: &[NotificationRule]) -> String {
 
 pub async fn get_bucket_notification_configuration(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
 ) -> Result<Reply, S3Error> {
     let record = req.node.layer.bucket_record(bucket)?;
     Ok(Reply::xml(write(&record.notifications)))
@@ -202,7 +203,7 @@ pub async fn get_bucket_notification_configuration(
 
 pub async fn put_bucket_notification_configuration(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;

@@ -9,13 +9,12 @@ use strata_object::{ObjectInfo, PutOptions, VersionRef, WriteCondition};
 use strata_types::limits::{
     BLOCK_SIZE, INLINE_SIZE_MAX, PUT_OBJECT_SIZE_MAX, REQUEST_MEMORY_STREAM, USER_METADATA_SIZE_MAX,
 };
-use strata_types::ObjectKey;
 
 use crate::body::{ChecksumRequest, RequestBody, ResponseBody};
 use crate::chunked::ChunkedDecoder;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::router::Route;
+use crate::router::{ObjectTarget, Route};
 use crate::sigv4::Payload;
 use strata_object::checksum::{Algorithm, ChecksumType};
 
@@ -222,11 +221,10 @@ pub(crate) fn checksum_elements(x: &mut crate::xml::Writer, checksums: &BTreeMap
 
 pub async fn put_object(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
+    target: &ObjectTarget,
     mut body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+    let ObjectTarget { bucket, key, .. } = target;
     check_declared_length(req.headers)?;
     let mut opts = put_options(req)?;
     crate::object_lock::lock_options(req.headers, &mut opts)?;
@@ -402,14 +400,13 @@ fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_m
 
 pub async fn get_object(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
+    target: &ObjectTarget,
     route: &Route,
     head: bool,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+    let ObjectTarget { bucket, key, .. } = target;
     let part_number = route.param("partNumber").map(|_| crate::router::part_number(route)).transpose()?;
-    let which = crate::router::version_ref(route)?;
+    let which = target.version;
     let open = req.node.layer.open_object_version(bucket, key, which, !head).await?;
     let mut info = open.info.clone();
     let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
@@ -528,13 +525,8 @@ fn object_parts(x: &mut crate::xml::Writer, info: &ObjectInfo, req: &Request<'_>
 }
 
 /// GetObjectAttributes: the attributes named in `x-amz-object-attributes`.
-pub async fn get_object_attributes(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+pub async fn get_object_attributes(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
     let wanted: Vec<String> = header(req.headers, "x-amz-object-attributes")
         .unwrap_or("")
         .split(',')
@@ -547,7 +539,7 @@ pub async fn get_object_attributes(
             "x-amz-object-attributes must name at least one attribute",
         ));
     }
-    let which = crate::router::version_ref(route)?;
+    let which = target.version;
     let mut info = req.node.layer.open_object_version(bucket, key, which, false).await?.info;
     let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     // An SSE-C object's attributes need its key, as its metadata does on HEAD (AWS); its
@@ -590,8 +582,8 @@ pub async fn get_object_attributes(
 
 /// GetObjectTorrent: Strata serves no torrents. AWS stopped serving them too, and answers
 /// `404 NoSuchKey`, which clients take as "no torrent" (a 501 reads as a broken server).
-pub async fn get_object_torrent(req: &Request<'_>, bucket: &str, key: &str) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
+pub async fn get_object_torrent(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let bucket = &target.bucket;
     req.node.layer.bucket_info(bucket)?;
     Err(invalid(
         S3ErrorCode::NoSuchKey,
@@ -601,15 +593,9 @@ pub async fn get_object_torrent(req: &Request<'_>, bucket: &str, key: &str) -> R
 
 /// DeleteObject: the `null` version, a new delete marker, or (`versionId`) one version.
 /// `bypass`: the caller asked to lift GOVERNANCE retention and may.
-pub async fn delete_object(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-    bypass: bool,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = crate::router::version_ref(route)?;
+pub async fn delete_object(req: &Request<'_>, target: &ObjectTarget, bypass: bool) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let done = req.node.layer.delete_object_version(bucket, key, which, bypass).await?;
     req.notify_removed(bucket, key, &done).await;
     let mut reply = Reply::empty(StatusCode::NO_CONTENT);

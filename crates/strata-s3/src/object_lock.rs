@@ -5,13 +5,12 @@
 use http::{HeaderMap, StatusCode};
 use strata_object::{DefaultRetention, ObjectLockConfig, PutOptions, Retention, RetentionMode, VersionRef};
 use strata_types::limits::{OBJECT_LOCK_DAYS_MAX, OBJECT_LOCK_YEARS_MAX, XML_BODY_SIZE_MAX};
-use strata_types::ObjectKey;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::router::version_ref;
-use crate::router::Route;
+use crate::router::ObjectTarget;
 use crate::xml;
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -119,7 +118,7 @@ pub(crate) fn parse_lock_config(doc: &[u8]) -> Result<ObjectLockConfig, S3Error>
     Ok(ObjectLockConfig { default_retention: Some(DefaultRetention { mode, days, years }) })
 }
 
-pub async fn get_object_lock_configuration(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_object_lock_configuration(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let Some(config) = req.node.layer.object_lock_config(bucket)? else {
         return Err(S3Error::new(
             S3ErrorCode::ObjectLockConfigurationNotFoundError,
@@ -148,7 +147,7 @@ pub async fn get_object_lock_configuration(req: &Request<'_>, bucket: &str) -> R
 
 pub async fn put_object_lock_configuration(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
@@ -162,14 +161,9 @@ fn missing_lock() -> S3Error {
     S3Error::new(S3ErrorCode::InvalidRequest, "Bucket is missing Object Lock Configuration")
 }
 
-pub async fn get_object_retention(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+pub async fn get_object_retention(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     if req.node.layer.object_lock_config(bucket)?.is_none() {
         return Err(missing_lock());
     }
@@ -206,14 +200,12 @@ pub(crate) fn parse_retention(doc: &[u8]) -> Result<Option<Retention>, S3Error> 
 /// PutObjectRetention; `bypass`: the caller asked to bypass GOVERNANCE and is allowed to.
 pub async fn put_object_retention(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
+    target: &ObjectTarget,
     body: RequestBody,
     bypass: bool,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     let retention = parse_retention(&doc)?;
     let id = req.node.layer.put_object_retention(bucket, key, which, retention, bypass).await?;
@@ -221,14 +213,9 @@ pub async fn put_object_retention(
     Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
-pub async fn get_object_legal_hold(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+pub async fn get_object_legal_hold(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     if req.node.layer.object_lock_config(bucket)?.is_none() {
         return Err(missing_lock());
     }
@@ -242,13 +229,11 @@ pub async fn get_object_legal_hold(
 
 pub async fn put_object_legal_hold(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
+    target: &ObjectTarget,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await.map_err(|_| crate::error::malformed_xml())?;
     if !xml::has_root(&doc, "LegalHold")? {
         return Err(crate::error::malformed_xml());

@@ -21,6 +21,7 @@ use strata_types::ObjectKey;
 
 use crate::context::{Node, Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
+use crate::router::{Resolved, Route};
 use crate::sigv4::{Payload, SecretLookup, Verified};
 use crate::xml;
 
@@ -408,8 +409,12 @@ pub async fn post_object(
     admission: &crate::budget::Admission,
     parts: &http::request::Parts,
     body: hyper::body::Incoming,
-    bucket: &str,
+    route: &Route,
 ) -> Result<Reply, S3Error> {
+    // The bucket as the form's policy and the caller's rights name it; validated once they hold.
+    let Some(named) = route.bucket.as_deref() else {
+        return Err(S3Error::new(S3ErrorCode::InternalError, "PostObject was routed without a bucket"));
+    };
     let content_type =
         parts.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let boundary = multer::parse_boundary(content_type).map_err(|_| {
@@ -427,7 +432,7 @@ pub async fn post_object(
         let credentials = crate::access::Credentials { node, directory: &directory, token, now };
         let access_key = verify_signature(&form, &credentials, &node.config.region)?;
         let policy = parse_policy(form.get("policy").unwrap_or(""))?;
-        (access_key, check_policy(&policy, &form, bucket, now)?)
+        (access_key, check_policy(&policy, &form, named, now)?)
     } else {
         (String::new(), (0, PUT_OBJECT_SIZE_MAX))
     };
@@ -438,8 +443,7 @@ pub async fn post_object(
         crate::Operation::PostObject,
         form.fields.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
     )?;
-    let key = key_field.replace("${filename}", field.file_name().unwrap_or(""));
-    ObjectKey::parse(&key)?;
+    let key = ObjectKey::parse(&key_field.replace("${filename}", field.file_name().unwrap_or("")))?;
     let signer = signed.then(|| crate::access::PostSigner {
         access_key: &access_key,
         token,
@@ -448,7 +452,11 @@ pub async fn post_object(
     let fields: Vec<(String, String)> = form.fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     // Authorized before the bucket is looked up: a caller who may not write learns nothing of
     // whether it exists.
-    crate::access::authorize_post(node, parts, &directory, signer, bucket, &key, &fields)?;
+    crate::access::authorize_post(node, parts, &directory, signer, named, &key, &fields)?;
+    let Resolved::Bucket(_, bucket) = route.resolve()? else {
+        return Err(S3Error::new(S3ErrorCode::InternalError, "PostObject was routed as an object"));
+    };
+    let bucket = &bucket;
     node.layer.bucket_info(bucket)?;
     let headers = object_headers(&form)?;
     let auth = Verified { access_key, payload: Payload::Unsigned, chunk_signer: None };

@@ -7,93 +7,155 @@ use http::Method;
 use percent_encoding::percent_decode_str;
 use strata_object::VersionRef;
 use strata_types::limits::PART_NUMBER_MAX;
+use strata_types::{BucketName, NameError, ObjectKey};
 use uuid::Uuid;
 
 use crate::error::{S3Error, S3ErrorCode};
 
 macro_rules! operations {
-    ($($name:ident),* $(,)?) => {
+    (
+        service: [$($s:ident),* $(,)?],
+        bucket: [$($b:ident),* $(,)?],
+        object: [$($o:ident),* $(,)?] $(,)?
+    ) => {
         /// Every S3 operation the router knows, named as AWS names it.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub enum Operation { $($name),* }
+        pub enum Operation { $($s,)* $($b,)* $($o,)* }
+
+        /// The operations on the service (no bucket).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ServiceOperation { $($s),* }
+
+        /// The operations on a bucket (no key).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum BucketOperation { $($b),* }
+
+        /// The operations on an object.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ObjectOperation { $($o),* }
 
         impl Operation {
             /// All of them, for the compatibility table's test and for metrics.
-            pub const ALL: &'static [Operation] = &[$(Operation::$name),*];
+            pub const ALL: &'static [Operation] = &[$(Operation::$s,)* $(Operation::$b,)* $(Operation::$o,)*];
 
             pub fn name(self) -> &'static str {
-                match self { $(Operation::$name => stringify!($name)),* }
+                match self {
+                    $(Operation::$s => stringify!($s),)*
+                    $(Operation::$b => stringify!($b),)*
+                    $(Operation::$o => stringify!($o),)*
+                }
+            }
+
+            /// The operation with what it acts on.
+            fn scoped(self) -> Scoped {
+                match self {
+                    $(Operation::$s => Scoped::Service(ServiceOperation::$s),)*
+                    $(Operation::$b => Scoped::Bucket(BucketOperation::$b),)*
+                    $(Operation::$o => Scoped::Object(ObjectOperation::$o),)*
+                }
             }
         }
     };
 }
 
+/// An operation split by what it acts on.
+enum Scoped {
+    Service(ServiceOperation),
+    Bucket(BucketOperation),
+    Object(ObjectOperation),
+}
+
 operations! {
-    ListBuckets,
-    CreateBucket,
-    DeleteBucket,
-    HeadBucket,
-    GetBucketLocation,
-    GetBucketVersioning,
-    PutBucketVersioning,
-    ListObjects,
-    ListObjectsV2,
-    PutObject,
-    GetObject,
-    HeadObject,
-    DeleteObject,
-    CreateMultipartUpload,
-    UploadPart,
-    CompleteMultipartUpload,
-    AbortMultipartUpload,
-    ListParts,
-    ListMultipartUploads,
-    DeleteObjects,
-    CopyObject,
-    ListObjectVersions,
-    GetBucketAcl,
-    PutBucketAcl,
-    GetObjectAcl,
-    PutObjectAcl,
-    GetBucketOwnershipControls,
-    PutBucketOwnershipControls,
-    DeleteBucketOwnershipControls,
-    GetPublicAccessBlock,
-    PutPublicAccessBlock,
-    DeletePublicAccessBlock,
-    GetObjectTagging,
-    PutObjectTagging,
-    DeleteObjectTagging,
-    GetObjectAttributes,
-    GetBucketTagging,
-    PutBucketTagging,
-    DeleteBucketTagging,
-    GetBucketCors,
-    PutBucketCors,
-    DeleteBucketCors,
-    UploadPartCopy,
-    PostObject,
-    GetObjectTorrent,
-    GetBucketPolicy,
-    PutBucketPolicy,
-    DeleteBucketPolicy,
-    GetBucketPolicyStatus,
-    GetObjectLockConfiguration,
-    PutObjectLockConfiguration,
-    GetObjectRetention,
-    PutObjectRetention,
-    GetObjectLegalHold,
-    PutObjectLegalHold,
-    GetBucketNotificationConfiguration,
-    PutBucketNotificationConfiguration,
-    GetBucketEncryption,
-    PutBucketEncryption,
-    DeleteBucketEncryption,
-    GetBucketLifecycleConfiguration,
-    PutBucketLifecycleConfiguration,
-    DeleteBucketLifecycle,
-    ListenBucketNotification,
-    ListenNotification,
+    service: [
+        ListBuckets,
+        ListenNotification,
+    ],
+    bucket: [
+        CreateBucket,
+        DeleteBucket,
+        HeadBucket,
+        GetBucketLocation,
+        GetBucketVersioning,
+        PutBucketVersioning,
+        ListObjects,
+        ListObjectsV2,
+        ListMultipartUploads,
+        DeleteObjects,
+        ListObjectVersions,
+        GetBucketAcl,
+        PutBucketAcl,
+        GetBucketOwnershipControls,
+        PutBucketOwnershipControls,
+        DeleteBucketOwnershipControls,
+        GetPublicAccessBlock,
+        PutPublicAccessBlock,
+        DeletePublicAccessBlock,
+        GetBucketTagging,
+        PutBucketTagging,
+        DeleteBucketTagging,
+        GetBucketCors,
+        PutBucketCors,
+        DeleteBucketCors,
+        PostObject,
+        GetBucketPolicy,
+        PutBucketPolicy,
+        DeleteBucketPolicy,
+        GetBucketPolicyStatus,
+        GetObjectLockConfiguration,
+        PutObjectLockConfiguration,
+        GetBucketNotificationConfiguration,
+        PutBucketNotificationConfiguration,
+        GetBucketEncryption,
+        PutBucketEncryption,
+        DeleteBucketEncryption,
+        GetBucketLifecycleConfiguration,
+        PutBucketLifecycleConfiguration,
+        DeleteBucketLifecycle,
+        ListenBucketNotification,
+    ],
+    object: [
+        PutObject,
+        GetObject,
+        HeadObject,
+        DeleteObject,
+        CreateMultipartUpload,
+        UploadPart,
+        CompleteMultipartUpload,
+        AbortMultipartUpload,
+        ListParts,
+        CopyObject,
+        GetObjectAcl,
+        PutObjectAcl,
+        GetObjectTagging,
+        PutObjectTagging,
+        DeleteObjectTagging,
+        GetObjectAttributes,
+        UploadPartCopy,
+        GetObjectTorrent,
+        GetObjectRetention,
+        PutObjectRetention,
+        GetObjectLegalHold,
+        PutObjectLegalHold,
+    ],
+}
+
+/// The object an object operation acts on, validated: the bucket's name, the key, and the
+/// version the request's `versionId` names (the current one for operations that take none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectTarget {
+    pub bucket: BucketName,
+    pub key: ObjectKey,
+    pub version: VersionRef,
+}
+
+/// A routed request whose names are validated: what handlers receive. Built by
+/// [`Route::resolve`] once the request is authenticated and authorised (which work on the
+/// names as sent), so a handler cannot act on a name nobody checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    Service(ServiceOperation),
+    Bucket(BucketOperation, BucketName),
+    Object(ObjectOperation, ObjectTarget),
 }
 
 #[derive(Debug, Clone)]
@@ -110,6 +172,59 @@ pub struct Route {
 impl Route {
     pub fn param(&self, name: &str) -> Option<&str> {
         self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// The operation with its names validated, in the order handlers checked them: the key
+    /// (`KeyTooLongError`), the version (`InvalidArgument`), then the bucket: `InvalidBucketName`
+    /// for CreateBucket, else `NoSuchBucket` (a name no bucket can have names no bucket).
+    pub fn resolve(&self) -> Result<Resolved, S3Error> {
+        let routed_without = |what: &str| {
+            S3Error::new(
+                S3ErrorCode::InternalError,
+                &format!("{} was routed without a {what}", self.operation.name()),
+            )
+        };
+        let bucket = || -> Result<BucketName, S3Error> {
+            let name = self.bucket.as_deref().ok_or_else(|| routed_without("bucket"))?;
+            match BucketName::parse(name) {
+                Ok(b) => Ok(b),
+                Err(e) if self.operation == Operation::CreateBucket => Err(e.into()),
+                Err(_) => Err(S3Error::from(strata_object::ObjectError::BucketNotFound)),
+            }
+        };
+        Ok(match self.operation.scoped() {
+            Scoped::Service(op) => Resolved::Service(op),
+            Scoped::Bucket(op) => Resolved::Bucket(op, bucket()?),
+            Scoped::Object(op) => {
+                let key = self.key.as_deref().ok_or_else(|| routed_without("key"))?;
+                let key = ObjectKey::parse(key).map_err(|e: NameError| S3Error::from(e))?;
+                let version = if op.takes_version() { version_ref(self)? } else { VersionRef::Current };
+                Resolved::Object(op, ObjectTarget { bucket: bucket()?, key, version })
+            }
+        })
+    }
+}
+
+impl ObjectOperation {
+    /// Whether the operation acts on the version `versionId` names (the others ignore it).
+    pub fn takes_version(self) -> bool {
+        use ObjectOperation as O;
+        matches!(
+            self,
+            O::GetObject
+                | O::HeadObject
+                | O::DeleteObject
+                | O::GetObjectAttributes
+                | O::GetObjectAcl
+                | O::PutObjectAcl
+                | O::GetObjectTagging
+                | O::PutObjectTagging
+                | O::DeleteObjectTagging
+                | O::GetObjectRetention
+                | O::PutObjectRetention
+                | O::GetObjectLegalHold
+                | O::PutObjectLegalHold
+        )
     }
 }
 
@@ -533,5 +648,52 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn resolved_names_are_validated_for_every_operation() {
+        let resolve = |m: Method, path: &str, q: &str| {
+            route(&m, path, q, None, None).expect("routes").resolve().map_err(|e| e.code)
+        };
+        let long = format!("/b-1/{}", "k".repeat(1025));
+        // Every object operation validates its key, Complete, Abort and ListParts included.
+        for (m, q) in [
+            (Method::PUT, ""),
+            (Method::GET, ""),
+            (Method::POST, "uploadId=0192"),
+            (Method::DELETE, "uploadId=0192"),
+            (Method::GET, "uploadId=0192"),
+        ] {
+            assert_eq!(resolve(m.clone(), &long, q), Err(S3ErrorCode::KeyTooLongError), "{m} {q}");
+        }
+        // A version is parsed where the operation takes one, and ignored where it does not.
+        assert_eq!(resolve(Method::GET, "/b-1/k", "versionId=bad"), Err(S3ErrorCode::InvalidArgument));
+        assert!(matches!(
+            resolve(Method::PUT, "/b-1/k", "versionId=bad"),
+            Ok(Resolved::Object(
+                ObjectOperation::PutObject,
+                ObjectTarget { version: VersionRef::Current, .. }
+            ))
+        ));
+        let id = uuid::Uuid::now_v7();
+        let named = format!("versionId={}", id.simple());
+        match resolve(Method::GET, "/b-1/k", &named) {
+            Ok(Resolved::Object(ObjectOperation::GetObject, t)) => {
+                assert_eq!(
+                    (t.bucket.as_str(), t.key.as_str(), t.version),
+                    ("b-1", "k", VersionRef::Id(Some(id)))
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        // A name no bucket can have: refused as invalid when made, as missing otherwise.
+        assert_eq!(resolve(Method::PUT, "/Bad_Name", ""), Err(S3ErrorCode::InvalidBucketName));
+        assert_eq!(resolve(Method::GET, "/Bad_Name", "list-type=2"), Err(S3ErrorCode::NoSuchBucket));
+        assert_eq!(resolve(Method::GET, "/Bad_Name/k", ""), Err(S3ErrorCode::NoSuchBucket));
+        assert_eq!(resolve(Method::GET, "/", ""), Ok(Resolved::Service(ServiceOperation::ListBuckets)));
+        assert!(matches!(
+            resolve(Method::DELETE, "/b-1", "lifecycle"),
+            Ok(Resolved::Bucket(BucketOperation::DeleteBucketLifecycle, b)) if b.as_str() == "b-1"
+        ));
     }
 }

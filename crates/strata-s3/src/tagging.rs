@@ -6,13 +6,12 @@ use http::StatusCode;
 use strata_types::limits::{
     BUCKET_TAGS_MAX, OBJECT_TAGS_MAX, TAG_KEY_LEN_MAX, TAG_VALUE_LEN_MAX, XML_BODY_SIZE_MAX,
 };
-use strata_types::ObjectKey;
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::{S3Error, S3ErrorCode};
-use crate::router::version_ref;
-use crate::router::Route;
+use crate::router::ObjectTarget;
 use crate::xml;
 use strata_object::VersionRef;
 
@@ -125,20 +124,15 @@ fn tag_document(tags: &BTreeMap<String, String>) -> Reply {
     Reply::xml(x.finish())
 }
 
-pub async fn get_object_tagging(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+pub async fn get_object_tagging(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let open = req.node.layer.open_object_version(bucket, key, which, false).await?;
     let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     Ok(tag_document(&open.info.tags).with_version(shown, open.info.version_id))
 }
 
-pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let info = req.node.layer.bucket_info(bucket)?;
     if info.tags.is_empty() {
         return Err(S3Error::new(S3ErrorCode::NoSuchTagSet, "The TagSet does not exist"));
@@ -148,7 +142,7 @@ pub async fn get_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply
 
 pub async fn put_bucket_tagging(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     let doc = req.bucket_document(bucket, body).await?;
@@ -157,20 +151,18 @@ pub async fn put_bucket_tagging(
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
-pub async fn delete_bucket_tagging(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn delete_bucket_tagging(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     req.node.layer.put_bucket_tags(bucket, BTreeMap::new()).await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
 pub async fn put_object_tagging(
     req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
+    target: &ObjectTarget,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let tags = validate(parse_tagging(&doc)?)?;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, tags).await?;
@@ -180,14 +172,9 @@ pub async fn put_object_tagging(
     Ok(Reply::empty(StatusCode::OK).with_version(shown, id))
 }
 
-pub async fn delete_object_tagging(
-    req: &Request<'_>,
-    bucket: &str,
-    key: &str,
-    route: &Route,
-) -> Result<Reply, S3Error> {
-    ObjectKey::parse(key)?;
-    let which = version_ref(route)?;
+pub async fn delete_object_tagging(req: &Request<'_>, target: &ObjectTarget) -> Result<Reply, S3Error> {
+    let ObjectTarget { bucket, key, .. } = target;
+    let which = target.version;
     let id = req.node.layer.put_object_tags_version(bucket, key, which, BTreeMap::new()).await?;
     let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     let version = id.filter(|_| shown);

@@ -8,6 +8,7 @@
 
 use strata_object::{Versioning, VersionsRequest};
 use strata_types::limits::{LIST_KEYS_MAX, XML_BODY_SIZE_MAX};
+use strata_types::BucketName;
 
 use crate::body::RequestBody;
 use crate::bucket::{encode_name, url_encoding};
@@ -17,7 +18,7 @@ use crate::router::{parse_version_id, Route};
 use crate::version::version_string;
 use crate::xml;
 
-pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &str) -> Result<Reply, S3Error> {
+pub async fn get_bucket_versioning(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {
     let state = req.node.layer.versioning(bucket)?;
     let mut x = xml::Writer::new();
     x.root("VersioningConfiguration");
@@ -58,7 +59,7 @@ pub(crate) fn parse_versioning(doc: &[u8]) -> Result<Option<Versioning>, S3Error
 
 pub async fn put_bucket_versioning(
     req: &Request<'_>,
-    bucket: &str,
+    bucket: &BucketName,
     body: RequestBody,
 ) -> Result<Reply, S3Error> {
     req.node.layer.bucket_info(bucket)?;
@@ -99,7 +100,11 @@ fn versions_request(route: &Route) -> Result<VersionsRequest, S3Error> {
 }
 
 /// ListObjectVersions: versions and delete markers, key ascending then newest first.
-pub async fn list_object_versions(req: &Request<'_>, bucket: &str, route: &Route) -> Result<Reply, S3Error> {
+pub async fn list_object_versions(
+    req: &Request<'_>,
+    bucket: &BucketName,
+    route: &Route,
+) -> Result<Reply, S3Error> {
     let url = url_encoding(route)?;
     let request = versions_request(route)?;
     let page = req.node.layer.list_object_versions(bucket, &request).await?;

@@ -55,6 +55,15 @@ impl BucketName {
     }
 }
 
+/// A validated name reads as the string it is (`&BucketName` passes where `&str` is asked).
+impl std::ops::Deref for BucketName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
 impl fmt::Display for BucketName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -78,6 +87,14 @@ impl ObjectKey {
     }
 
     pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for ObjectKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
         &self.0
     }
 }
