@@ -408,7 +408,9 @@ def test_read_in_progress_survives_an_overwrite_from_another_node(cluster):
 RPC = "/_strata/rpc/v1/"
 RPC_BODY_SIZE_MAX = 16 * MiB  # crates/strata-types/src/limits.rs
 RPC_FRAME_SIZE_MAX = MiB + 64 * KiB
-DISK_INFO = b"\xa8DiskInfo"  # MessagePack of DriveCall::DiskInfo (a unit variant: its name)
+# MessagePack of RemoteCall::Drive(CallContext::default(), DriveCall::DiskInfo): a one-entry map
+# {"Drive": [context [op nil, fence nil], the call (a unit variant: its name)]}.
+DISK_INFO = b"\x81\xa5Drive\x92\x92\xc0\xc0\xa8DiskInfo"
 ANSWER_OK = b"\x81\xa2Ok"  # MessagePack of Result::Ok(..): a one-entry map {"Ok": ..}
 
 

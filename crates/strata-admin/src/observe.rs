@@ -10,6 +10,7 @@ use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
 
+use strata_drive::DriveOps;
 use strata_s3::{Node, Reply};
 
 pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];

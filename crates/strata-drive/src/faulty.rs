@@ -21,14 +21,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use strata_erasure::bitrot;
-use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::sim::SimRng;
-use crate::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
-};
+use crate::{CallContext, Drive, DriveCall, DriveError, DriveReply, DriveResult, ShardReader, ShardWriter};
 
 /// The kinds of drive operation a fault can target: one per [`Drive`] method, plus the shard
 /// writer's and reader's own calls.
@@ -71,6 +68,39 @@ pub enum Op {
 }
 
 impl Op {
+    /// The kind of `call`.
+    pub fn of(call: &DriveCall) -> Op {
+        use DriveCall as C;
+        match call {
+            C::DiskInfo => Op::DiskInfo,
+            C::ReadFormat => Op::ReadFormat,
+            C::WriteFormat(_) => Op::WriteFormat,
+            C::ReadState(_) => Op::ReadState,
+            C::WriteState(..) => Op::WriteState,
+            C::MakeBucket(..) => Op::MakeBucket,
+            C::DeleteBucket(_) => Op::DeleteBucket,
+            C::UpdateBucket(..) => Op::UpdateBucket,
+            C::ListBuckets => Op::ListBuckets,
+            C::StatBucket(_) => Op::StatBucket,
+            C::ReadRecord { .. } | C::ReadVersion { .. } => Op::ReadRecord,
+            C::ReadInline(_) => Op::ReadInline,
+            C::AbortShard(_) => Op::AbortShardFile,
+            C::CommitVersion { .. } => Op::CommitVersion,
+            C::UpdateVersion { .. } => Op::UpdateVersion,
+            C::DeleteVersion { .. } => Op::DeleteVersion,
+            C::FinishOp { .. } => Op::FinishOp,
+            C::PutUpload { .. } => Op::PutUpload,
+            C::ReadUpload { .. } => Op::ReadUpload,
+            C::CommitPart { .. } => Op::CommitPart,
+            C::ListParts(_) => Op::ListParts,
+            C::CompleteUpload { .. } => Op::CompleteUpload,
+            C::DropUpload { .. } => Op::DropUpload,
+            C::ListUploads { .. } => Op::ListUploads,
+            C::List { .. } => Op::List,
+            C::SweepOrphans { .. } => Op::SweepOrphans,
+        }
+    }
+
     /// Operations that change what the drive holds (the write paths' commits and their undos).
     pub const COMMITS: [Op; 7] = [
         Op::CommitVersion,
@@ -405,88 +435,9 @@ impl Drive for FaultyDrive {
         self.inner.endpoint()
     }
 
-    fn with_fence(self: Arc<Self>, fence: crate::Fence) -> Arc<dyn Drive> {
-        Arc::new(FaultyDrive { inner: self.inner.clone().with_fence(fence), shared: self.shared.clone() })
-    }
-
-    async fn disk_info(&self) -> DriveResult<DiskInfo> {
-        self.inject(Op::DiskInfo).await?;
-        self.inner.disk_info().await
-    }
-
-    fn commit_totals(&self) -> Option<(u64, u64)> {
-        self.inner.commit_totals()
-    }
-
-    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
-        self.inject(Op::ReadFormat).await?;
-        self.inner.read_format().await
-    }
-
-    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
-        self.inject(Op::WriteFormat).await?;
-        self.inner.write_format(format).await
-    }
-
-    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
-        self.inject(Op::ReadState).await?;
-        self.inner.read_state(name).await
-    }
-
-    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
-        self.inject(Op::WriteState).await?;
-        self.inner.write_state(name, bytes).await
-    }
-
-    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.inject(Op::MakeBucket).await?;
-        self.inner.make_bucket(bucket, record).await
-    }
-
-    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
-        self.inject(Op::DeleteBucket).await?;
-        self.inner.delete_bucket(bucket).await
-    }
-
-    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.inject(Op::UpdateBucket).await?;
-        self.inner.update_bucket(bucket, record).await
-    }
-
-    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
-        self.inject(Op::ListBuckets).await?;
-        self.inner.list_buckets().await
-    }
-
-    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
-        self.inject(Op::StatBucket).await?;
-        self.inner.stat_bucket(bucket).await
-    }
-
-    async fn read_record(
-        &self,
-        bucket: &str,
-        key: &str,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        self.inject(Op::ReadRecord).await?;
-        self.inner.read_record(bucket, key, inline).await
-    }
-
-    async fn read_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        self.inject(Op::ReadRecord).await?;
-        self.inner.read_version(bucket, key, version_id, inline).await
-    }
-
-    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
-        self.inject(Op::ReadInline).await?;
-        self.inner.read_inline(data_id).await
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        self.inject(Op::of(&call)).await?;
+        self.inner.call(ctx, call).await
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
@@ -501,107 +452,7 @@ impl Drive for FaultyDrive {
         Ok(Box::new(FaultyReader { inner, shared: self.shared.clone() }))
     }
 
-    async fn abort_shard_file(&self, data_id: Uuid) {
-        if self.inject(Op::AbortShardFile).await.is_ok() {
-            self.inner.abort_shard_file(data_id).await;
-        }
-    }
-
-    async fn commit_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        inline: Option<Bytes>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.inject(Op::CommitVersion).await?;
-        self.inner.commit_version(bucket, key, version, inline, op).await
-    }
-
-    async fn update_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.inject(Op::UpdateVersion).await?;
-        self.inner.update_version(bucket, key, version, op).await
-    }
-
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.inject(Op::DeleteVersion).await?;
-        self.inner.delete_version(bucket, key, version_id, op).await
-    }
-
-    async fn finish_op(&self, op: Uuid, keep: bool) {
-        if self.inject(Op::FinishOp).await.is_ok() {
-            self.inner.finish_op(op, keep).await;
-        }
-    }
-
-    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
-        self.inject(Op::PutUpload).await?;
-        self.inner.put_upload(bucket, upload).await
-    }
-
-    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
-        self.inject(Op::ReadUpload).await?;
-        self.inner.read_upload(bucket, key, upload_id).await
-    }
-
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
-        self.inject(Op::CommitPart).await?;
-        self.inner.commit_part(bucket, key, upload_id, part).await
-    }
-
-    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
-        self.inject(Op::ListParts).await?;
-        self.inner.list_parts(upload_id).await
-    }
-
-    async fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.inject(Op::CompleteUpload).await?;
-        self.inner.complete_upload(bucket, key, upload_id, version, op).await
-    }
-
-    async fn drop_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        keep: Vec<Uuid>,
-    ) -> DriveResult<()> {
-        self.inject(Op::DropUpload).await?;
-        self.inner.drop_upload(bucket, key, upload_id, keep).await
-    }
-
-    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
-        self.inject(Op::ListUploads).await?;
-        self.inner.list_uploads(bucket, query).await
-    }
-
-    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
-        self.inject(Op::List).await?;
-        self.inner.list(bucket, query).await
-    }
-
-    async fn sweep_orphans(&self, min_age: Duration) -> DriveResult<(u64, u64)> {
-        self.inject(Op::SweepOrphans).await?;
-        self.inner.sweep_orphans(min_age).await
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        self.inner.commit_totals()
     }
 }

@@ -1,14 +1,17 @@
 //! The `Drive` trait, the one storage seam, and [`LocalDrive`], a drive on a local folder.
 //!
 //! The object layer talks to every drive through [`Drive`], whether the drive is a folder in this
-//! process or (later) on another node. A drive stores:
+//! process or on another node. The drive API is described once ([`call`]): every operation but
+//! the shard streams is a [`DriveCall`] through [`Drive::call`], so a wrapper ([`Metered`],
+//! [`FaultyDrive`], the object layer's time-outs, the RPC layer's fencing and remote drives) is
+//! one method, and callers use the typed methods of [`DriveOps`]. A drive stores:
 //! - its format record (`.strata.sys/format.json`), written once when the deployment is formed;
 //! - a metadata index (redb, `.strata.sys/index.redb`): buckets, one [`ObjectRecord`] per object
 //!   of its set holding its current version, a row per older version (`versions`: an object's
 //!   history costs nothing to reads and listings of current objects), and the framed shard bytes
 //!   of inline (small) versions;
 //! - shard files for larger versions (`.strata.sys/data/xx/<data id>`), written first under
-//!   `.strata.sys/tmp/` and moved into place by [`Drive::commit_version`].
+//!   `.strata.sys/tmp/` and moved into place by [`DriveCall::CommitVersion`].
 //!
 //! Invariants: a version becomes visible only when its record is committed to the index, after its
 //! shard file is durable and in place; data of a version is deleted only after the record that
@@ -18,6 +21,7 @@
 //!
 //! For tests, [`FaultyDrive`] wraps any drive and fails, slows, hangs or cuts short its operations.
 
+pub mod call;
 pub mod faulty;
 pub mod fs;
 mod index;
@@ -27,13 +31,15 @@ pub mod sim;
 mod versions;
 
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use strata_erasure::bitrot;
-use strata_meta::{DecodeError, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
+use strata_meta::{DecodeError, ObjectRecord};
 use uuid::Uuid;
 
+pub use call::{CallContext, DriveCall, DriveOps, DriveReply};
 pub use faulty::FaultyDrive;
 pub use index::CommitStats;
 pub use local::{LocalDrive, OpenError, OpenOptions};
@@ -115,10 +121,10 @@ impl ListEntry {
 }
 
 /// The identity of a distributed object lock a change is made under: its resource (the object's
-/// placement hash) and the holder's id. A drive handle carrying it ([`Drive::with_fence`]) sends
-/// it with each change that needs the lock (commit, metadata update, delete, multipart complete),
-/// and the drive's node refuses the change ([`DriveError::Fenced`]) when its own lock table
-/// shows another live holder of the resource.
+/// placement hash) and the holder's id. A drive handle carrying it ([`fenced`]) sends it with
+/// each change that needs the lock ([`DriveCall::is_fenced`]), and the drive's node refuses the
+/// change ([`DriveError::Fenced`]) when its own lock table shows another live holder of the
+/// resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Fence {
     pub resource: u64,
@@ -210,128 +216,61 @@ pub trait ShardReader: Send + Sync {
 }
 
 /// The storage seam. All methods are safe to call concurrently.
+///
+/// Every operation but the shard streams is one [`DriveCall`] through [`Drive::call`] (typed
+/// methods for callers: [`DriveOps`]); shard files are written and read through their own
+/// streams.
 #[async_trait]
 pub trait Drive: Send + Sync + Debug {
     /// Where the drive is, for logs and errors.
     fn endpoint(&self) -> &str;
 
-    /// This drive, with its changes made under the lock `fence` names: `commit_version`,
-    /// `update_version`, `delete_version` and `complete_upload` carry it to the node that owns
-    /// the drive, which refuses them while another holder has the lock there. A drive that no
-    /// node fences (one process alone) returns itself; a wrapper returns itself around its inner
-    /// drive's fenced handle.
-    fn with_fence(self: std::sync::Arc<Self>, fence: Fence) -> std::sync::Arc<dyn Drive>;
+    /// One operation, in its context (see [`call`]).
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply>;
 
-    /// Capacity of the drive; an error when it is offline.
-    async fn disk_info(&self) -> DriveResult<DiskInfo>;
+    /// A new temp shard file, moved into place by the commit of its version or part.
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>>;
+
     /// Group-commit totals (commits, changes) for metrics, when the drive keeps them.
     fn commit_totals(&self) -> Option<(u64, u64)> {
         None
     }
+}
 
-    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>>;
-    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()>;
+/// `drive` with its changes made under the lock `fence` names: the changes that need the lock
+/// ([`DriveCall::is_fenced`]) carry it to the node that owns the drive, which refuses them while
+/// another holder has the lock there. A drive no node fences (one process alone) ignores it.
+pub fn fenced(drive: Arc<dyn Drive>, fence: Fence) -> Arc<dyn Drive> {
+    Arc::new(Fenced { inner: drive, fence })
+}
 
-    /// A small named state document kept on this drive for its node (the healer's progress),
-    /// replaced atomically; `None` when never written.
-    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>>;
-    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()>;
+/// See [`fenced`].
+#[derive(Debug)]
+struct Fenced {
+    inner: Arc<dyn Drive>,
+    fence: Fence,
+}
 
-    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
-    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()>;
-    /// Replaces an existing bucket's record.
-    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()>;
-    /// Bucket name → encoded bucket record, in name order.
-    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>>;
-    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>>;
+#[async_trait]
+impl Drive for Fenced {
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
 
-    /// The object's record of its current version (older versions are kept apart, see
-    /// [`Drive::read_version`] and [`ListQuery::versions`]); with `inline`, also the framed shard
-    /// bytes of that version when it is inline (read in the same snapshot, so they always match).
-    async fn read_record(
-        &self,
-        bucket: &str,
-        key: &str,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
-    /// One version of the object (`None` = the `null` version), current or older, as a record of
-    /// that version alone; with `inline`, its framed shard bytes when inline (same snapshot).
-    /// `NotFound` when the object has no such version.
-    async fn read_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
-    /// The framed shard bytes of an inline version.
-    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes>;
-    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>>;
-    /// Drops a temp shard file of a write that will not be committed.
-    async fn abort_shard_file(&self, data_id: Uuid);
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        self.inner.call(CallContext { fence: Some(self.fence), ..ctx }, call).await
+    }
 
-    /// Adds `version` to the object's record, replacing a version with the same id, and makes it
-    /// durable. For a file version, the finished temp shard file moves into place first; for an
-    /// inline version, `inline` holds its framed shard bytes. The data of a replaced version is
-    /// kept until [`Drive::finish_op`] says whether operation `op` met its quorum.
-    async fn commit_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        inline: Option<Bytes>,
-        op: Uuid,
-    ) -> DriveResult<()>;
-    /// Replaces a version's metadata (tags, …) keeping its data where it is; finished like
-    /// [`Drive::commit_version`] by [`Drive::finish_op`].
-    async fn update_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()>;
-    /// Removes one version (`None` = the null version); the record goes when its last version does.
-    /// Its data is kept until [`Drive::finish_op`].
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        op: Uuid,
-    ) -> DriveResult<()>;
-    /// Ends operation `op` on this drive: `keep` frees the data it displaced; otherwise the change
-    /// is undone (the quorum was missed), so a failed write never replaces what was there.
-    async fn finish_op(&self, op: Uuid, keep: bool);
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
+        self.inner.create_shard_file(data_id).await
+    }
 
-    /// Records a new multipart upload.
-    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()>;
-    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord>;
-    /// Moves the finished temp shard file of `part.data_id` into place and records the part,
-    /// replacing (and freeing) an earlier upload of the same part number.
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()>;
-    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>>;
-    /// Adds the completed object's version (its data is the listed parts' files) while the
-    /// upload exists; finished like [`Drive::commit_version`] by [`Drive::finish_op`].
-    async fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()>;
-    /// Removes an upload and its part records, freeing every part file not in `keep`.
-    async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: Vec<Uuid>)
-        -> DriveResult<()>;
-    /// Uploads in progress whose key starts with `prefix`, in key order, at most `limit`.
-    /// Uploads in progress, in [`upload_position`] order (see [`UploadsQuery`]).
-    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>>;
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+        self.inner.open_shard_file(data_id).await
+    }
 
-    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>>;
-
-    /// Deletes shard files no record refers to and temp files, both older than `min_age` (what
-    /// a crash between writing data and committing its record leaves). Returns (files, bytes).
-    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)>;
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        self.inner.commit_totals()
+    }
 }

@@ -17,8 +17,8 @@ use uuid::Uuid;
 use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
 use crate::{
-    DiskInfo, Drive, DriveError, DriveResult, Fence, ListEntry, ListQuery, ShardReader, ShardWriter,
-    UploadsQuery,
+    CallContext, DiskInfo, Drive, DriveCall, DriveError, DriveReply, DriveResult, ListEntry, ListQuery,
+    ShardReader, ShardWriter, UploadsQuery,
 };
 
 const SYS_DIR: &str = ".strata.sys";
@@ -39,7 +39,7 @@ pub struct LocalDrive {
     data: PathBuf,
     /// Swapped for a new one when a wiped drive is formatted again in its slot.
     index: std::sync::RwLock<Arc<Index>>,
-    /// Changes committed but not yet finished: what to free or undo (see [`Drive::finish_op`]).
+    /// Changes committed but not yet finished: what to free or undo (see [`DriveCall::FinishOp`](crate::DriveCall::FinishOp)).
     pending: Mutex<HashMap<Uuid, PendingOp>>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
@@ -162,7 +162,7 @@ impl LocalDrive {
         self.index_rebuilt
     }
 
-    /// Changes committed and not yet finished by [`Drive::finish_op`] (for tests: every commit
+    /// Changes committed and not yet finished by [`DriveCall::FinishOp`](crate::DriveCall::FinishOp) (for tests: every commit
     /// is finished, kept or undone, so this returns to its baseline once requests are done).
     pub fn pending_count(&self) -> usize {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
@@ -511,19 +511,9 @@ impl ShardReader for LocalShardReader {
     }
 }
 
-#[async_trait]
-impl Drive for LocalDrive {
-    fn endpoint(&self) -> &str {
-        &self.endpoint
-    }
-
-    /// A local drive knows no lock table: a node that serves peers wraps its drives in one that
-    /// does (`strata_rpc::FencedLocal`).
-    fn with_fence(self: Arc<Self>, _fence: Fence) -> Arc<dyn Drive> {
-        self
-    }
-
-    async fn disk_info(&self) -> DriveResult<DiskInfo> {
+/// The drive API's operations on a local folder ([`Drive::call`] dispatches to them).
+impl LocalDrive {
+    pub async fn disk_info(&self) -> DriveResult<DiskInfo> {
         let (fs, sys) = self.at();
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -533,16 +523,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
-        let index = self.index();
-        let s = index.stats();
-        Some((
-            s.commits.load(std::sync::atomic::Ordering::Relaxed),
-            s.changes.load(std::sync::atomic::Ordering::Relaxed),
-        ))
-    }
-
-    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
+    pub async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
         let (fs, path) = (self.fs.clone(), self.sys.join(FORMAT_FILE));
         blocking(move || match fs.read(&path) {
             Ok(b) => Ok(Some(b)),
@@ -552,12 +533,12 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
+    pub async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
         let (fs, sys) = self.at();
         blocking(move || Ok(write_file_durably(fs.as_ref(), &sys.join(FORMAT_FILE), &format)?)).await
     }
 
-    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
+    pub async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
         let path = self.sys.join(format!("state-{name}.json"));
         let (fs, sys) = self.at();
         blocking(move || {
@@ -571,7 +552,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
+    pub async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
         let ((fs, sys), name) = (self.at(), name.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -588,22 +569,22 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+    pub async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::MakeBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
-    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
+    pub async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::UpdateBucket { bucket: bucket.to_owned(), record }).await.map(drop)
     }
 
-    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
+    pub async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         self.index().apply(Change::DeleteBucket { bucket: bucket.to_owned() }).await.map(drop)
     }
 
-    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
+    pub async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
         let (index, (fs, sys)) = (self.index(), self.at());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -612,7 +593,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
+    pub async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
         let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -621,7 +602,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn read_record(
+    pub async fn read_record(
         &self,
         bucket: &str,
         key: &str,
@@ -635,7 +616,7 @@ impl Drive for LocalDrive {
         self.index().read_record(bucket, key, inline)
     }
 
-    async fn read_version(
+    pub async fn read_version(
         &self,
         bucket: &str,
         key: &str,
@@ -652,67 +633,17 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
+    pub async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
         // As `read_record`: a cached lookup, cheaper here than on another thread.
         self.index().read_inline(data_id)
     }
 
-    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
-        let (named, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
-        // A temp file is never shared: a write's data id is new, but two heals of one object
-        // (two nodes, or a heal on read beside a scan) rebuild the same data id on the same
-        // drive. The first writes `tmp/<data id>` itself; a writer that finds the name taken
-        // writes a name of its own and moves it onto `tmp/<data id>` once its frames are
-        // durable, so whichever file a commit moves into place is a whole one.
-        let own = self.tmp.join(format!("{}.{}", data_id.simple(), Uuid::new_v4().simple()));
-        // The create runs on another thread and finishes even if this call is cancelled
-        // meanwhile: whichever of the two comes second removes the file nobody will write.
-        let claim = Arc::new(Mutex::new(CreateClaim::default()));
-        let mut guard = AbandonedCreate { claim: claim.clone(), fs: fs.clone(), armed: true };
-        let (at, alt) = (named.clone(), own.clone());
-        let (file, path) = blocking(move || {
-            Self::ensure_online(fs.as_ref(), &sys)?;
-            let (file, path) = match fs.create_new(&at) {
-                Ok(f) => (f, at),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new(&alt)?, alt),
-                Err(e) => return Err(e.into()),
-            };
-            let mut c = claim.lock().map_err(|_| DriveError::Offline("create claim poisoned".into()))?;
-            if c.abandoned {
-                let _ = fs.remove_file(&path);
-            }
-            c.created = Some(path.clone());
-            Ok((file, path))
-        })
-        .await?;
-        guard.armed = false;
-        let rename_to = (path != named).then_some(named);
-        Ok(Box::new(LocalShardWriter {
-            file: Some(file),
-            path,
-            rename_to,
-            fs: self.fs.clone(),
-            finished: false,
-        }))
-    }
-
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let (fs, path) = (self.fs.clone(), data_path(&self.data, data_id));
-        let file = blocking(move || match fs.open(&path) {
-            Ok(f) => Ok(f),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DriveError::NotFound),
-            Err(e) => Err(e.into()),
-        })
-        .await?;
-        Ok(Box::new(LocalShardReader { file: Arc::from(file) }))
-    }
-
-    async fn abort_shard_file(&self, data_id: Uuid) {
+    pub async fn abort_shard_file(&self, data_id: Uuid) {
         let (fs, path) = (self.fs.clone(), self.tmp.join(data_id.simple().to_string()));
         let _ = blocking(move || Ok(fs.remove_file(&path)?)).await;
     }
 
-    async fn commit_version(
+    pub async fn commit_version(
         &self,
         bucket: &str,
         key: &str,
@@ -784,7 +715,7 @@ impl Drive for LocalDrive {
         }
     }
 
-    async fn update_version(
+    pub async fn update_version(
         &self,
         bucket: &str,
         key: &str,
@@ -803,7 +734,7 @@ impl Drive for LocalDrive {
         Ok(())
     }
 
-    async fn delete_version(
+    pub async fn delete_version(
         &self,
         bucket: &str,
         key: &str,
@@ -817,7 +748,7 @@ impl Drive for LocalDrive {
         Ok(())
     }
 
-    async fn finish_op(&self, op: Uuid, keep: bool) {
+    pub async fn finish_op(&self, op: Uuid, keep: bool) {
         let pending = self.pending.lock().ok().and_then(|mut p| p.remove(&op));
         let Some(p) = pending else { return };
         let change = if keep {
@@ -841,13 +772,13 @@ impl Drive for LocalDrive {
         }
     }
 
-    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
+    pub async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::PutUpload { bucket: bucket.to_owned(), upload: Box::new(upload) };
         self.index().apply(change).await.map(drop)
     }
 
-    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
+    pub async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
         let (index, (fs, sys)) = (self.index(), self.at());
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         blocking(move || {
@@ -857,7 +788,13 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
+    pub async fn commit_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        part: PartInfo,
+    ) -> DriveResult<()> {
         let from = self.tmp.join(part.data_id.simple().to_string());
         let to = data_path(&self.data, part.data_id);
         let ((fs, sys), moved_to) = (self.at(), to.clone());
@@ -883,12 +820,12 @@ impl Drive for LocalDrive {
         result
     }
 
-    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
+    pub async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
         let index = self.index();
         blocking(move || index.list_parts(upload_id)).await
     }
 
-    async fn complete_upload(
+    pub async fn complete_upload(
         &self,
         bucket: &str,
         key: &str,
@@ -908,7 +845,7 @@ impl Drive for LocalDrive {
         Ok(())
     }
 
-    async fn drop_upload(
+    pub async fn drop_upload(
         &self,
         bucket: &str,
         key: &str,
@@ -920,7 +857,7 @@ impl Drive for LocalDrive {
         self.index().apply(change).await.map(drop)
     }
 
-    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
+    pub async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
         let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -929,7 +866,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
+    pub async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
         let (index, (fs, sys), bucket) = (self.index(), self.at(), bucket.to_owned());
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
@@ -938,7 +875,7 @@ impl Drive for LocalDrive {
         .await
     }
 
-    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
+    pub async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let index = self.index();
         let (fs, data, tmp) = (self.fs.clone(), self.data.clone(), self.tmp.clone());
@@ -977,5 +914,168 @@ impl Drive for LocalDrive {
             Ok((files, bytes))
         })
         .await
+    }
+}
+
+#[async_trait]
+impl Drive for LocalDrive {
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        let index = self.index();
+        let s = index.stats();
+        Some((
+            s.commits.load(std::sync::atomic::Ordering::Relaxed),
+            s.changes.load(std::sync::atomic::Ordering::Relaxed),
+        ))
+    }
+
+    async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
+        let (named, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
+        // A temp file is never shared: a write's data id is new, but two heals of one object
+        // (two nodes, or a heal on read beside a scan) rebuild the same data id on the same
+        // drive. The first writes `tmp/<data id>` itself; a writer that finds the name taken
+        // writes a name of its own and moves it onto `tmp/<data id>` once its frames are
+        // durable, so whichever file a commit moves into place is a whole one.
+        let own = self.tmp.join(format!("{}.{}", data_id.simple(), Uuid::new_v4().simple()));
+        // The create runs on another thread and finishes even if this call is cancelled
+        // meanwhile: whichever of the two comes second removes the file nobody will write.
+        let claim = Arc::new(Mutex::new(CreateClaim::default()));
+        let mut guard = AbandonedCreate { claim: claim.clone(), fs: fs.clone(), armed: true };
+        let (at, alt) = (named.clone(), own.clone());
+        let (file, path) = blocking(move || {
+            Self::ensure_online(fs.as_ref(), &sys)?;
+            let (file, path) = match fs.create_new(&at) {
+                Ok(f) => (f, at),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new(&alt)?, alt),
+                Err(e) => return Err(e.into()),
+            };
+            let mut c = claim.lock().map_err(|_| DriveError::Offline("create claim poisoned".into()))?;
+            if c.abandoned {
+                let _ = fs.remove_file(&path);
+            }
+            c.created = Some(path.clone());
+            Ok((file, path))
+        })
+        .await?;
+        guard.armed = false;
+        let rename_to = (path != named).then_some(named);
+        Ok(Box::new(LocalShardWriter {
+            file: Some(file),
+            path,
+            rename_to,
+            fs: self.fs.clone(),
+            finished: false,
+        }))
+    }
+
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+        let (fs, path) = (self.fs.clone(), data_path(&self.data, data_id));
+        let file = blocking(move || match fs.open(&path) {
+            Ok(f) => Ok(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(DriveError::NotFound),
+            Err(e) => Err(e.into()),
+        })
+        .await?;
+        Ok(Box::new(LocalShardReader { file: Arc::from(file) }))
+    }
+
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        use DriveCall as C;
+        use DriveReply as R;
+        // A change without its operation's id could never be finished (kept or undone).
+        let name = call.name();
+        let op = || ctx.op.ok_or_else(|| DriveError::Offline(format!("{name} without an operation id")));
+        Ok(match call {
+            C::DiskInfo => R::DiskInfo(self.disk_info().await?),
+            C::ReadFormat => R::Bytes(self.read_format().await?.map(Bytes::from)),
+            C::WriteFormat(f) => {
+                self.write_format(f.into()).await?;
+                R::Done
+            }
+            C::ReadState(name) => R::Bytes(self.read_state(&name).await?.map(Bytes::from)),
+            C::WriteState(name, b) => {
+                self.write_state(&name, b.into()).await?;
+                R::Done
+            }
+            C::MakeBucket(b, r) => {
+                self.make_bucket(&b, r.into()).await?;
+                R::Done
+            }
+            C::DeleteBucket(b) => {
+                self.delete_bucket(&b).await?;
+                R::Done
+            }
+            C::UpdateBucket(b, r) => {
+                self.update_bucket(&b, r.into()).await?;
+                R::Done
+            }
+            C::ListBuckets => {
+                R::Buckets(self.list_buckets().await?.into_iter().map(|(n, r)| (n, Bytes::from(r))).collect())
+            }
+            C::StatBucket(b) => R::Bytes(Some(Bytes::from(self.stat_bucket(&b).await?))),
+            C::ReadRecord { bucket, key, inline } => {
+                let (r, b) = self.read_record(&bucket, &key, inline).await?;
+                R::Record(r, b)
+            }
+            C::ReadVersion { bucket, key, version_id, inline } => {
+                let (r, b) = self.read_version(&bucket, &key, version_id, inline).await?;
+                R::Record(r, b)
+            }
+            C::ReadInline(id) => R::Bytes(Some(self.read_inline(id).await?)),
+            C::AbortShard(id) => {
+                self.abort_shard_file(id).await;
+                R::Done
+            }
+            C::CommitVersion { bucket, key, version, inline } => {
+                let op = op()?;
+                self.commit_version(&bucket, &key, version, inline, op).await?;
+                R::Done
+            }
+            C::UpdateVersion { bucket, key, version } => {
+                let op = op()?;
+                self.update_version(&bucket, &key, version, op).await?;
+                R::Done
+            }
+            C::DeleteVersion { bucket, key, version_id } => {
+                let op = op()?;
+                self.delete_version(&bucket, &key, version_id, op).await?;
+                R::Done
+            }
+            C::FinishOp { keep } => {
+                let op = op()?;
+                self.finish_op(op, keep).await;
+                R::Done
+            }
+            C::PutUpload { bucket, upload } => {
+                self.put_upload(&bucket, upload).await?;
+                R::Done
+            }
+            C::ReadUpload { bucket, key, upload_id } => {
+                R::Upload(Box::new(self.read_upload(&bucket, &key, upload_id).await?))
+            }
+            C::CommitPart { bucket, key, upload_id, part } => {
+                self.commit_part(&bucket, &key, upload_id, part).await?;
+                R::Done
+            }
+            C::ListParts(id) => R::Parts(self.list_parts(id).await?),
+            C::CompleteUpload { bucket, key, upload_id, version } => {
+                let op = op()?;
+                self.complete_upload(&bucket, &key, upload_id, version, op).await?;
+                R::Done
+            }
+            C::DropUpload { bucket, key, upload_id, keep } => {
+                self.drop_upload(&bucket, &key, upload_id, keep).await?;
+                R::Done
+            }
+            C::ListUploads { bucket, query } => R::Uploads(self.list_uploads(&bucket, query).await?),
+            C::List { bucket, query } => R::List(self.list(&bucket, query).await?),
+            C::SweepOrphans { min_age } => {
+                let (files, bytes) = self.sweep_orphans(min_age).await?;
+                R::Swept(files, bytes)
+            }
+        })
     }
 }

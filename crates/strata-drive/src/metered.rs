@@ -7,12 +7,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use uuid::Uuid;
 
-use crate::{
-    DiskInfo, Drive, DriveError, DriveResult, ListEntry, ListQuery, ShardReader, ShardWriter, UploadsQuery,
-};
+use crate::{CallContext, Drive, DriveCall, DriveError, DriveReply, DriveResult, ShardReader, ShardWriter};
 
 /// Receives one call per drive operation.
 pub trait DriveObserver: Send + Sync {
@@ -98,75 +95,12 @@ impl Drive for Metered {
         self.inner.endpoint()
     }
 
-    fn with_fence(self: Arc<Self>, fence: crate::Fence) -> Arc<dyn Drive> {
-        Arc::new(Metered { inner: self.inner.clone().with_fence(fence), probe: self.probe.clone() })
-    }
-
-    async fn disk_info(&self) -> DriveResult<DiskInfo> {
-        self.probe.time("disk_info", self.inner.disk_info()).await
-    }
-
-    fn commit_totals(&self) -> Option<(u64, u64)> {
-        self.inner.commit_totals()
-    }
-
-    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
-        self.probe.time("read_format", self.inner.read_format()).await
-    }
-
-    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
-        self.probe.time("write_format", self.inner.write_format(format)).await
-    }
-
-    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
-        self.probe.time("read_state", self.inner.read_state(name)).await
-    }
-
-    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
-        self.probe.time("write_state", self.inner.write_state(name, bytes)).await
-    }
-
-    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.probe.time("make_bucket", self.inner.make_bucket(bucket, record)).await
-    }
-
-    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
-        self.probe.time("delete_bucket", self.inner.delete_bucket(bucket)).await
-    }
-
-    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.probe.time("update_bucket", self.inner.update_bucket(bucket, record)).await
-    }
-
-    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
-        self.probe.time("list_buckets", self.inner.list_buckets()).await
-    }
-
-    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
-        self.probe.time("stat_bucket", self.inner.stat_bucket(bucket)).await
-    }
-
-    async fn read_record(
-        &self,
-        bucket: &str,
-        key: &str,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        self.probe.time("read_record", self.inner.read_record(bucket, key, inline)).await
-    }
-
-    async fn read_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        self.probe.time("read_version", self.inner.read_version(bucket, key, version_id, inline)).await
-    }
-
-    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
-        self.probe.time("read_inline", self.inner.read_inline(data_id)).await
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        if call.answers_nothing() {
+            return self.inner.call(ctx, call).await;
+        }
+        let name = call.name();
+        self.probe.time(name, self.inner.call(ctx, call)).await
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
@@ -179,94 +113,8 @@ impl Drive for Metered {
         Ok(Box::new(MeteredReader { inner, probe: self.probe.clone() }))
     }
 
-    async fn abort_shard_file(&self, data_id: Uuid) {
-        self.inner.abort_shard_file(data_id).await
-    }
-
-    async fn commit_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        inline: Option<Bytes>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.probe.time("commit_version", self.inner.commit_version(bucket, key, version, inline, op)).await
-    }
-
-    async fn update_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.probe.time("update_version", self.inner.update_version(bucket, key, version, op)).await
-    }
-
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.probe.time("delete_version", self.inner.delete_version(bucket, key, version_id, op)).await
-    }
-
-    async fn finish_op(&self, op: Uuid, keep: bool) {
-        self.inner.finish_op(op, keep).await
-    }
-
-    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
-        self.probe.time("put_upload", self.inner.put_upload(bucket, upload)).await
-    }
-
-    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
-        self.probe.time("read_upload", self.inner.read_upload(bucket, key, upload_id)).await
-    }
-
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
-        self.probe.time("commit_part", self.inner.commit_part(bucket, key, upload_id, part)).await
-    }
-
-    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
-        self.probe.time("list_parts", self.inner.list_parts(upload_id)).await
-    }
-
-    async fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.probe
-            .time("complete_upload", self.inner.complete_upload(bucket, key, upload_id, version, op))
-            .await
-    }
-
-    async fn drop_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        keep: Vec<Uuid>,
-    ) -> DriveResult<()> {
-        self.probe.time("drop_upload", self.inner.drop_upload(bucket, key, upload_id, keep)).await
-    }
-
-    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
-        self.probe.time("list_uploads", self.inner.list_uploads(bucket, query)).await
-    }
-
-    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
-        self.probe.time("list", self.inner.list(bucket, query)).await
-    }
-
-    async fn sweep_orphans(&self, min_age: std::time::Duration) -> DriveResult<(u64, u64)> {
-        self.probe.time("sweep_orphans", self.inner.sweep_orphans(min_age)).await
+    fn commit_totals(&self) -> Option<(u64, u64)> {
+        self.inner.commit_totals()
     }
 }
 
@@ -275,7 +123,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::LocalDrive;
+    use crate::{DriveOps, LocalDrive};
 
     #[derive(Default)]
     struct Seen(Mutex<Vec<(&'static str, bool)>>);

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use strata_drive::faulty::{Chaos, Fault, Op, Rule};
+use strata_drive::DriveOps;
 use strata_drive::{Drive, DriveError, FaultyDrive, LocalDrive};
 use strata_erasure::bitrot;
 use strata_meta::BucketRecord;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use strata_drive::{version_rank, Drive, DriveError, ListEntry, ListQuery, LocalDrive};
+use strata_drive::{version_rank, DriveError, ListEntry, ListQuery, LocalDrive};
 use strata_meta::{BucketRecord, DataLocation, ErasureInfo, ObjectVersion};
 use uuid::Uuid;
 

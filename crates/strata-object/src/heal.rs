@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use md5::Digest;
+use strata_drive::DriveOps;
 use strata_drive::{version_rank, Drive, DriveError, ListEntry, ListQuery};
 use strata_erasure::{bitrot, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};

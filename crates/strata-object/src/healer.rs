@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
 use crate::layer::ObjectLayer;
+use strata_drive::DriveOps;
 
 /// Objects waiting in the heal queue at most; more are left to the scanner.
 const QUEUE_MAX: usize = 10_000;

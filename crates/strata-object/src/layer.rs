@@ -5,6 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use futures_util::future::join_all;
 use strata_cluster::placement;
+use strata_drive::DriveOps;
 use strata_drive::{Drive, DriveError};
 use strata_meta::BucketRecord;
 use uuid::Uuid;

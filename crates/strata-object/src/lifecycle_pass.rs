@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
+use strata_drive::DriveOps;
 use strata_drive::{ListEntry, ListQuery};
 use strata_meta::{LifecycleConfig, ObjectVersion, Versioning};
 use strata_types::limits::{LIFECYCLE_PAGE_SIZE, LIFECYCLE_SAVE_INTERVAL, LIFECYCLE_SAVE_KEYS};

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use futures_util::future::join_all;
+use strata_drive::DriveOps;
 use strata_drive::{DriveError, ListEntry, ListQuery};
 use strata_meta::ObjectVersion;
 

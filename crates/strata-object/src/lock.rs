@@ -26,7 +26,7 @@ pub trait Lease: Send + Sync {
     fn still_held(&self) -> bool;
 
     /// The lock's identity, for the drives' nodes to check changes made under it against their
-    /// own lock tables ([`Drive::with_fence`](strata_drive::Drive::with_fence)); `None` for a
+    /// own lock tables ([`strata_drive::fenced`]); `None` for a
     /// lock of this process.
     fn fence(&self) -> Option<strata_drive::Fence> {
         None
@@ -65,7 +65,7 @@ impl LockGuard {
     /// `drives` with their changes fenced by this lock (unchanged for a lock of this process).
     pub(crate) fn fenced(&self, drives: &[Option<Arc<dyn strata_drive::Drive>>]) -> crate::set::Drives {
         match self.fence() {
-            Some(f) => drives.iter().map(|d| d.clone().map(|d| d.with_fence(f))).collect(),
+            Some(f) => drives.iter().map(|d| d.clone().map(|d| strata_drive::fenced(d, f))).collect(),
             None => drives.to_vec(),
         }
     }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use md5::{Digest, Md5};
+use strata_drive::DriveOps;
 use strata_drive::{upload_position, Drive, DriveError, UploadsQuery};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, PartInfo, UploadRecord};
 use strata_types::limits::{PART_NUMBER_MAX, PART_SIZE_MIN, UPLOADS_ROUND};

@@ -8,6 +8,7 @@ use bytes::{Bytes, BytesMut};
 use futures_util::future::join_all;
 use md5::{Digest, Md5};
 use strata_crypto::package::{PACKAGE_SIZE, SEALED_PACKAGE_SIZE};
+use strata_drive::DriveOps;
 use strata_drive::{DriveError, ShardWriter};
 use strata_erasure::{bitrot, Erasure};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion};

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::{join_all, BoxFuture};
+use strata_drive::DriveOps;
 use strata_drive::{Drive, DriveError, DriveResult};
 use strata_erasure::Erasure;
 use strata_meta::{ObjectRecord, ObjectVersion};

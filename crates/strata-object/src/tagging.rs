@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use strata_drive::DriveError;
+use strata_drive::DriveOps;
 use strata_meta::{Acl, ObjectVersion};
 use uuid::Uuid;
 

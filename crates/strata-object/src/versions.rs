@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use futures_util::future::join_all;
+use strata_drive::DriveOps;
 use strata_drive::{version_rank, DriveError, ListEntry, ListQuery, RANK_LEN};
 use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, Versioning};
 use strata_types::limits::BLOCK_SIZE;

@@ -7,7 +7,6 @@ mod common;
 use bytes::Bytes;
 use common::{body, pattern, Rig};
 use strata_drive::faulty::{Fault, Op, Rule};
-use strata_drive::Drive;
 use strata_object::{
     ObjectError, ObjectLayer, PutOptions, Retention, RetentionMode, VersionRef, Versioning, VersionsRequest,
 };

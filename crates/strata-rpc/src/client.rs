@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 
 use crate::auth::{unix_now, BodyDigest, FrameKey, RpcKey, Signed, AUTH_HEADER};
 use crate::peer::{PeerCall, PeerError, PeerReply};
-use crate::wire::{decode, encode, DriveCall, DriveReply, WireError};
+use crate::wire::{decode, encode, RemoteCall, RemoteReply, WireError};
 use crate::PREFIX;
 
 pub type RequestBody = UnsyncBoxBody<Bytes, std::io::Error>;
@@ -78,7 +78,7 @@ pub struct NodeClient {
 struct QueuedCall {
     drive: String,
     call: Bytes,
-    answer: oneshot::Sender<Result<DriveReply, DriveError>>,
+    answer: oneshot::Sender<Result<RemoteReply, DriveError>>,
 }
 
 impl std::fmt::Debug for NodeClient {
@@ -310,8 +310,8 @@ impl NodeClient {
     pub async fn drive_call(
         self: &Arc<Self>,
         drive: &str,
-        call: &DriveCall,
-    ) -> Result<DriveReply, DriveError> {
+        call: &RemoteCall,
+    ) -> Result<RemoteReply, DriveError> {
         let call = encode(call);
         if call.len() > RPC_BATCH_CALL_SIZE_MAX {
             return self.call(&drive_call_path(drive), call).await;
@@ -363,7 +363,7 @@ impl NodeClient {
         let calls: Vec<(&str, &[u8])> = batch.iter().map(|c| (c.drive.as_str(), c.call.as_ref())).collect();
         let body = encode(&serde_bytes_calls(&calls));
         let answers =
-            self.call::<Vec<Result<DriveReply, WireError>>>(&format!("{PREFIX}drive/calls"), body).await;
+            self.call::<Vec<Result<RemoteReply, WireError>>>(&format!("{PREFIX}drive/calls"), body).await;
         match answers {
             Ok(answers) if answers.len() == batch.len() => {
                 for (c, a) in batch.into_iter().zip(answers) {

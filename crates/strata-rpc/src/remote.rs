@@ -20,10 +20,8 @@ use bytes::Bytes;
 use http::Method;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use strata_drive::{
-    DiskInfo, Drive, DriveError, DriveResult, Fence, ListEntry, ListQuery, ShardReader, ShardWriter,
-    UploadsQuery,
+    CallContext, Drive, DriveCall, DriveError, DriveReply, DriveResult, ShardReader, ShardWriter,
 };
-use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use uuid::Uuid;
@@ -32,7 +30,7 @@ use strata_types::limits::{RPC_ANSWER_SIZE_MAX, RPC_FRAME_SIZE_MAX};
 
 use crate::auth::{BodyDigest, FrameKey};
 use crate::client::{read_answer, ChannelBody, NodeClient};
-use crate::wire::{decode, DriveCall, DriveReply, WireError};
+use crate::wire::{decode, RemoteCall, RemoteReply, WireError};
 use crate::PREFIX;
 
 /// Shard length of the frame header that ends a shard write stream.
@@ -43,45 +41,29 @@ pub(crate) const FRAME_HEADER_SIZE: usize = 4 + 32 + 32;
 #[derive(Debug, Clone)]
 pub struct RemoteDrive {
     node: Arc<NodeClient>,
-    /// The object lock this handle's changes are made under ([`Drive::with_fence`]).
-    fence: Option<Fence>,
     /// The drive's path on its node.
     path: String,
     /// `http://host:port/path`, for logs.
     endpoint: String,
 }
 
-fn unexpected(reply: DriveReply) -> DriveError {
+fn unexpected(reply: RemoteReply) -> DriveError {
     DriveError::Offline(format!("unexpected answer from the remote drive: {reply:?}"))
 }
 
 impl RemoteDrive {
     pub fn new(node: Arc<NodeClient>, path: &str) -> Self {
         let endpoint = format!("{}{path}", node.name);
-        Self { node, fence: None, path: path.to_owned(), endpoint }
+        Self { node, path: path.to_owned(), endpoint }
     }
 
     fn query(&self) -> String {
         utf8_percent_encode(&self.path, NON_ALPHANUMERIC).to_string()
     }
 
-    /// One drive call, batched with this node's other calls of the moment.
-    async fn call(&self, call: DriveCall) -> DriveResult<DriveReply> {
+    /// One call, batched with this node's other calls of the moment.
+    async fn remote(&self, call: RemoteCall) -> DriveResult<RemoteReply> {
         self.node.drive_call(&self.path, &call).await
-    }
-
-    async fn done(&self, call: DriveCall) -> DriveResult<()> {
-        match self.call(call).await? {
-            DriveReply::Done => Ok(()),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn bytes(&self, call: DriveCall) -> DriveResult<Option<Bytes>> {
-        match self.call(call).await? {
-            DriveReply::Bytes(b) => Ok(b),
-            r => Err(unexpected(r)),
-        }
     }
 }
 
@@ -91,85 +73,11 @@ impl Drive for RemoteDrive {
         &self.endpoint
     }
 
-    fn with_fence(self: Arc<Self>, fence: Fence) -> Arc<dyn Drive> {
-        Arc::new(RemoteDrive { fence: Some(fence), ..(*self).clone() })
-    }
-
-    async fn disk_info(&self) -> DriveResult<DiskInfo> {
-        match self.call(DriveCall::DiskInfo).await? {
-            DriveReply::DiskInfo(i) => Ok(i),
+    async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        match self.remote(RemoteCall::Drive(ctx, Box::new(call))).await? {
+            RemoteReply::Drive(r) => Ok(r),
             r => Err(unexpected(r)),
         }
-    }
-
-    async fn read_format(&self) -> DriveResult<Option<Vec<u8>>> {
-        Ok(self.bytes(DriveCall::ReadFormat).await?.map(|b| b.to_vec()))
-    }
-
-    async fn write_format(&self, format: Vec<u8>) -> DriveResult<()> {
-        self.done(DriveCall::WriteFormat(format.into())).await
-    }
-
-    async fn read_state(&self, name: &str) -> DriveResult<Option<Vec<u8>>> {
-        Ok(self.bytes(DriveCall::ReadState(name.to_owned())).await?.map(|b| b.to_vec()))
-    }
-
-    async fn write_state(&self, name: &str, bytes: Vec<u8>) -> DriveResult<()> {
-        self.done(DriveCall::WriteState(name.to_owned(), bytes.into())).await
-    }
-
-    async fn make_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.done(DriveCall::MakeBucket(bucket.to_owned(), record.into())).await
-    }
-
-    async fn delete_bucket(&self, bucket: &str) -> DriveResult<()> {
-        self.done(DriveCall::DeleteBucket(bucket.to_owned())).await
-    }
-
-    async fn update_bucket(&self, bucket: &str, record: Vec<u8>) -> DriveResult<()> {
-        self.done(DriveCall::UpdateBucket(bucket.to_owned(), record.into())).await
-    }
-
-    async fn list_buckets(&self) -> DriveResult<Vec<(String, Vec<u8>)>> {
-        match self.call(DriveCall::ListBuckets).await? {
-            DriveReply::Buckets(b) => Ok(b.into_iter().map(|(n, r)| (n, r.to_vec())).collect()),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn stat_bucket(&self, bucket: &str) -> DriveResult<Vec<u8>> {
-        Ok(self.bytes(DriveCall::StatBucket(bucket.to_owned())).await?.unwrap_or_default().to_vec())
-    }
-
-    async fn read_record(
-        &self,
-        bucket: &str,
-        key: &str,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        let call = DriveCall::ReadRecord { bucket: bucket.to_owned(), key: key.to_owned(), inline };
-        match self.call(call).await? {
-            DriveReply::Record(r, b) => Ok((r, b)),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn read_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        inline: bool,
-    ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        match self.call(DriveCall::ReadVersion { bucket, key, version_id, inline }).await? {
-            DriveReply::Record(r, b) => Ok((r, b)),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn read_inline(&self, data_id: Uuid) -> DriveResult<Bytes> {
-        self.bytes(DriveCall::ReadInline(data_id)).await?.ok_or(DriveError::NotFound)
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
@@ -198,8 +106,8 @@ impl Drive for RemoteDrive {
     }
 
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let handle = match self.call(DriveCall::OpenShard(data_id)).await? {
-            DriveReply::Handle(h) => h,
+        let handle = match self.remote(RemoteCall::OpenShard(data_id)).await? {
+            RemoteReply::Handle(h) => h,
             r => return Err(unexpected(r)),
         };
         Ok(Box::new(RemoteReader {
@@ -207,133 +115,6 @@ impl Drive for RemoteDrive {
             base: format!("{PREFIX}drive/read?d={}&id={data_id}&h={handle}", self.query()),
             handle,
         }))
-    }
-
-    async fn abort_shard_file(&self, data_id: Uuid) {
-        let _ = self.done(DriveCall::AbortShard(data_id)).await;
-    }
-
-    async fn commit_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        inline: Option<Bytes>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        let fence = self.fence;
-        self.done(DriveCall::CommitVersion {
-            bucket: bucket.into(),
-            key: key.into(),
-            version,
-            inline,
-            op,
-            fence,
-        })
-        .await
-    }
-
-    async fn update_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        let fence = self.fence;
-        self.done(DriveCall::UpdateVersion { bucket: bucket.into(), key: key.into(), version, op, fence })
-            .await
-    }
-
-    async fn delete_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        let fence = self.fence;
-        self.done(DriveCall::DeleteVersion { bucket: bucket.into(), key: key.into(), version_id, op, fence })
-            .await
-    }
-
-    async fn finish_op(&self, op: Uuid, keep: bool) {
-        if let Err(e) = self.done(DriveCall::FinishOp { op, keep }).await {
-            tracing::debug!(drive = %self.endpoint, error = %e, "cannot finish an operation on a remote drive");
-        }
-    }
-
-    async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
-        self.done(DriveCall::PutUpload { bucket: bucket.into(), upload }).await
-    }
-
-    async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord> {
-        match self.call(DriveCall::ReadUpload { bucket: bucket.into(), key: key.into(), upload_id }).await? {
-            DriveReply::Upload(u) => Ok(*u),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
-        self.done(DriveCall::CommitPart { bucket: bucket.into(), key: key.into(), upload_id, part }).await
-    }
-
-    async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
-        match self.call(DriveCall::ListParts(upload_id)).await? {
-            DriveReply::Parts(p) => Ok(p),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn complete_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        version: ObjectVersion,
-        op: Uuid,
-    ) -> DriveResult<()> {
-        self.done(DriveCall::CompleteUpload {
-            bucket: bucket.into(),
-            key: key.into(),
-            upload_id,
-            version,
-            op,
-            fence: self.fence,
-        })
-        .await
-    }
-
-    async fn drop_upload(
-        &self,
-        bucket: &str,
-        key: &str,
-        upload_id: Uuid,
-        keep: Vec<Uuid>,
-    ) -> DriveResult<()> {
-        self.done(DriveCall::DropUpload { bucket: bucket.into(), key: key.into(), upload_id, keep }).await
-    }
-
-    async fn list_uploads(&self, bucket: &str, query: UploadsQuery) -> DriveResult<Vec<UploadRecord>> {
-        match self.call(DriveCall::ListUploads { bucket: bucket.into(), query }).await? {
-            DriveReply::Uploads(u) => Ok(u),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn list(&self, bucket: &str, query: ListQuery) -> DriveResult<Vec<ListEntry>> {
-        match self.call(DriveCall::List { bucket: bucket.into(), query }).await? {
-            DriveReply::List(l) => Ok(l),
-            r => Err(unexpected(r)),
-        }
-    }
-
-    async fn sweep_orphans(&self, min_age: Duration) -> DriveResult<(u64, u64)> {
-        let min_age_ms = u64::try_from(min_age.as_millis()).unwrap_or(u64::MAX);
-        match self.call(DriveCall::SweepOrphans { min_age_ms }).await? {
-            DriveReply::Swept(f, b) => Ok((f, b)),
-            r => Err(unexpected(r)),
-        }
     }
 }
 

@@ -14,7 +14,8 @@ use bytes::{Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use strata_drive::{Drive, DriveError, DriveResult, ShardReader, ShardWriter};
+use strata_drive::DriveOps;
+use strata_drive::{Drive, DriveError, ShardReader, ShardWriter};
 use strata_erasure::bitrot;
 use strata_object::{ObjectLayer, SharedState};
 use strata_types::limits::{RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_READ_SIZE_MAX};
@@ -24,7 +25,7 @@ use crate::auth::{unix_now, AuthError, BodyDigest, FrameKey, ReplayWindows, RpcK
 use crate::lock::LockServer;
 use crate::peer::{PeerCall, PeerError, PeerReply, PeerService};
 use crate::remote::{END_OF_FRAMES, FRAME_HEADER_SIZE};
-use crate::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, WireError};
+use crate::wire::{decode, encode, Batch, LockCall, RemoteCall, RemoteReply, WireError};
 use crate::PREFIX;
 
 pub struct RpcServer {
@@ -93,7 +94,7 @@ impl RpcServer {
         let _ = self.peer_service.set(service);
     }
 
-    async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<DriveReply, WireError> {
+    async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<RemoteReply, WireError> {
         let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
         let now = Instant::now();
         let mut open = self.open.lock().map_err(|_| WireError::Io("open file table poisoned".into()))?;
@@ -104,7 +105,7 @@ impl RpcServer {
         open.next += 1;
         let handle = open.next;
         open.readers.insert(handle, (reader, now));
-        Ok(DriveReply::Handle(handle))
+        Ok(RemoteReply::Handle(handle))
     }
 
     fn held(&self, handle: u64) -> Option<Arc<dyn ShardReader>> {
@@ -146,20 +147,25 @@ impl RpcServer {
     }
 
     /// One encoded drive call to drive `name` (alone, or one of a batch).
-    async fn serve_drive_call(&self, name: &str, call: &[u8]) -> Result<DriveReply, WireError> {
+    async fn serve_drive_call(&self, name: &str, call: &[u8]) -> Result<RemoteReply, WireError> {
         let d = self.drive_named(name)?;
-        let call = decode_call::<DriveCall>(call)?;
-        // A change under an object lock: admitted only while no other holder has the lock in
-        // this node's table, and no other holder is granted it here until the change is done.
-        let _admitted = match call.fence() {
-            Some(fence) => Some(self.locks.admit(fence).ok_or_else(|| {
-                WireError::Fenced(format!("{} has another holder of lock {:016x}", name, fence.resource))
-            })?),
-            None => None,
-        };
-        match call {
-            DriveCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
-            call => serve_drive_call(d.as_ref(), call).await.map_err(WireError::from),
+        match decode_call::<RemoteCall>(call)? {
+            RemoteCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
+            RemoteCall::Drive(ctx, call) => {
+                // A change under an object lock: admitted only while no other holder has the
+                // lock in this node's table, and no other holder is granted it here until the
+                // change is done.
+                let _admitted = match ctx.fence.filter(|_| call.is_fenced()) {
+                    Some(fence) => Some(self.locks.admit(fence).ok_or_else(|| {
+                        WireError::Fenced(format!(
+                            "{} has another holder of lock {:016x}",
+                            name, fence.resource
+                        ))
+                    })?),
+                    None => None,
+                };
+                Ok(RemoteReply::Drive(d.call(ctx, *call).await?))
+            }
         }
     }
 
@@ -494,97 +500,6 @@ where
     }
 }
 
-async fn serve_drive_call(d: &dyn Drive, call: DriveCall) -> DriveResult<DriveReply> {
-    use DriveCall as C;
-    use DriveReply as R;
-    Ok(match call {
-        C::DiskInfo => R::DiskInfo(d.disk_info().await?),
-        C::ReadFormat => R::Bytes(d.read_format().await?.map(Bytes::from)),
-        C::WriteFormat(f) => {
-            d.write_format(f.to_vec()).await?;
-            R::Done
-        }
-        C::ReadState(name) => R::Bytes(d.read_state(&name).await?.map(Bytes::from)),
-        C::WriteState(name, b) => {
-            d.write_state(&name, b.to_vec()).await?;
-            R::Done
-        }
-        C::MakeBucket(b, r) => {
-            d.make_bucket(&b, r.to_vec()).await?;
-            R::Done
-        }
-        C::DeleteBucket(b) => {
-            d.delete_bucket(&b).await?;
-            R::Done
-        }
-        C::UpdateBucket(b, r) => {
-            d.update_bucket(&b, r.to_vec()).await?;
-            R::Done
-        }
-        C::ListBuckets => {
-            R::Buckets(d.list_buckets().await?.into_iter().map(|(n, r)| (n, Bytes::from(r))).collect())
-        }
-        C::StatBucket(b) => R::Bytes(Some(Bytes::from(d.stat_bucket(&b).await?))),
-        C::ReadRecord { bucket, key, inline } => {
-            let (r, b) = d.read_record(&bucket, &key, inline).await?;
-            R::Record(r, b)
-        }
-        C::ReadInline(id) => R::Bytes(Some(d.read_inline(id).await?)),
-        C::ReadVersion { bucket, key, version_id, inline } => {
-            let (r, b) = d.read_version(&bucket, &key, version_id, inline).await?;
-            R::Record(r, b)
-        }
-        // Answered by `RpcServer::open_shard`, which keeps the file open under a handle.
-        C::OpenShard(_) => return Err(DriveError::Offline("OpenShard reached the plain dispatcher".into())),
-        C::AbortShard(id) => {
-            d.abort_shard_file(id).await;
-            R::Done
-        }
-        C::CommitVersion { bucket, key, version, inline, op, .. } => {
-            d.commit_version(&bucket, &key, version, inline, op).await?;
-            R::Done
-        }
-        C::UpdateVersion { bucket, key, version, op, .. } => {
-            d.update_version(&bucket, &key, version, op).await?;
-            R::Done
-        }
-        C::DeleteVersion { bucket, key, version_id, op, .. } => {
-            d.delete_version(&bucket, &key, version_id, op).await?;
-            R::Done
-        }
-        C::FinishOp { op, keep } => {
-            d.finish_op(op, keep).await;
-            R::Done
-        }
-        C::PutUpload { bucket, upload } => {
-            d.put_upload(&bucket, upload).await?;
-            R::Done
-        }
-        C::ReadUpload { bucket, key, upload_id } => {
-            R::Upload(Box::new(d.read_upload(&bucket, &key, upload_id).await?))
-        }
-        C::CommitPart { bucket, key, upload_id, part } => {
-            d.commit_part(&bucket, &key, upload_id, part).await?;
-            R::Done
-        }
-        C::ListParts(id) => R::Parts(d.list_parts(id).await?),
-        C::CompleteUpload { bucket, key, upload_id, version, op, .. } => {
-            d.complete_upload(&bucket, &key, upload_id, version, op).await?;
-            R::Done
-        }
-        C::DropUpload { bucket, key, upload_id, keep } => {
-            d.drop_upload(&bucket, &key, upload_id, keep).await?;
-            R::Done
-        }
-        C::ListUploads { bucket, query } => R::Uploads(d.list_uploads(&bucket, query).await?),
-        C::List { bucket, query } => R::List(d.list(&bucket, query).await?),
-        C::SweepOrphans { min_age_ms } => {
-            let (f, b) = d.sweep_orphans(Duration::from_millis(min_age_ms)).await?;
-            R::Swept(f, b)
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::Chunks;
@@ -619,6 +534,7 @@ mod tests {
 #[cfg(test)]
 mod frame_fuzz {
     use super::*;
+    use strata_drive::DriveResult;
 
     /// A shard file in memory: the frames written (hash, shard), and whether it was finished.
     type File = (Vec<([u8; 32], Bytes)>, bool);

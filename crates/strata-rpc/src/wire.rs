@@ -1,127 +1,26 @@
-//! What travels between nodes: drive calls and replies, lock calls, errors. MessagePack
+//! What travels between nodes: drive calls (the drive API's own [`DriveCall`]s) and replies,
+//! lock calls, errors. MessagePack
 //! (rmp-serde); byte payloads as `Bytes` so they travel as binary, not as arrays of numbers.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use strata_drive::{DiskInfo, DriveError, Fence, ListEntry, ListQuery, UploadsQuery};
-use strata_meta::{ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
+use strata_drive::{CallContext, DriveCall, DriveError, DriveReply};
 use uuid::Uuid;
 
-/// One drive operation (everything of the `Drive` trait but shard bytes, which stream).
+/// A drive call to another node: one of the drive API's calls in its context, or the opening
+/// of a shard file, kept open under a handle (so a version replaced while it is read stays
+/// readable, as with a local drive) until a [`Batch`] closes it or it sits idle for a minute.
 #[derive(Debug, Serialize, Deserialize)]
-pub enum DriveCall {
-    DiskInfo,
-    ReadFormat,
-    WriteFormat(Bytes),
-    ReadState(String),
-    WriteState(String, Bytes),
-    MakeBucket(String, Bytes),
-    DeleteBucket(String),
-    UpdateBucket(String, Bytes),
-    ListBuckets,
-    StatBucket(String),
-    ReadRecord {
-        bucket: String,
-        key: String,
-        inline: bool,
-    },
-    ReadInline(Uuid),
-    ReadVersion {
-        bucket: String,
-        key: String,
-        version_id: Option<Uuid>,
-        inline: bool,
-    },
-    /// Opens a shard file and keeps it open under a handle (so a version replaced while it is
-    /// read stays readable, as with a local drive) until a [`Batch`] closes it or it sits idle
-    /// for a minute.
+pub enum RemoteCall {
+    Drive(CallContext, Box<DriveCall>),
     OpenShard(Uuid),
-    AbortShard(Uuid),
-    CommitVersion {
-        bucket: String,
-        key: String,
-        version: ObjectVersion,
-        inline: Option<Bytes>,
-        op: Uuid,
-        /// The object lock the change is made under: refused while another holds it here.
-        fence: Option<Fence>,
-    },
-    UpdateVersion {
-        bucket: String,
-        key: String,
-        version: ObjectVersion,
-        op: Uuid,
-        /// The object lock the change is made under: refused while another holds it here.
-        fence: Option<Fence>,
-    },
-    DeleteVersion {
-        bucket: String,
-        key: String,
-        version_id: Option<Uuid>,
-        op: Uuid,
-        /// The object lock the change is made under: refused while another holds it here.
-        fence: Option<Fence>,
-    },
-    FinishOp {
-        op: Uuid,
-        keep: bool,
-    },
-    PutUpload {
-        bucket: String,
-        upload: UploadRecord,
-    },
-    ReadUpload {
-        bucket: String,
-        key: String,
-        upload_id: Uuid,
-    },
-    CommitPart {
-        bucket: String,
-        key: String,
-        upload_id: Uuid,
-        part: PartInfo,
-    },
-    ListParts(Uuid),
-    CompleteUpload {
-        bucket: String,
-        key: String,
-        upload_id: Uuid,
-        version: ObjectVersion,
-        op: Uuid,
-        /// The object lock the change is made under: refused while another holds it here.
-        fence: Option<Fence>,
-    },
-    DropUpload {
-        bucket: String,
-        key: String,
-        upload_id: Uuid,
-        keep: Vec<Uuid>,
-    },
-    ListUploads {
-        bucket: String,
-        query: UploadsQuery,
-    },
-    List {
-        bucket: String,
-        query: ListQuery,
-    },
-    SweepOrphans {
-        min_age_ms: u64,
-    },
 }
 
+/// What a [`RemoteCall`] answers.
 #[derive(Debug, Serialize, Deserialize)]
-pub enum DriveReply {
-    Done,
-    DiskInfo(DiskInfo),
-    Bytes(Option<Bytes>),
-    Buckets(Vec<(String, Bytes)>),
-    Record(ObjectRecord, Option<Bytes>),
-    Upload(Box<UploadRecord>),
-    Parts(Vec<PartInfo>),
-    Uploads(Vec<UploadRecord>),
-    List(Vec<ListEntry>),
-    Swept(u64, u64),
+pub enum RemoteReply {
+    Drive(DriveReply),
+    /// The handle of an opened shard file.
     Handle(u64),
 }
 
@@ -142,19 +41,6 @@ pub enum WireError {
     BadRequest(String),
     /// A fenced change refused: the object's lock has another holder on this node.
     Fenced(String),
-}
-
-impl DriveCall {
-    /// The lock a change is made under, for the changes that carry one.
-    pub fn fence(&self) -> Option<Fence> {
-        match self {
-            DriveCall::CommitVersion { fence, .. }
-            | DriveCall::UpdateVersion { fence, .. }
-            | DriveCall::DeleteVersion { fence, .. }
-            | DriveCall::CompleteUpload { fence, .. } => *fence,
-            _ => None,
-        }
-    }
 }
 
 impl From<DriveError> for WireError {
@@ -236,12 +122,16 @@ mod tests {
     #[test]
     fn calls_and_errors_round_trip() {
         let payload = Bytes::from(vec![0xffu8; 300]);
-        let call = DriveCall::WriteState("heal".into(), payload.clone());
+        let call = RemoteCall::Drive(
+            CallContext::default(),
+            Box::new(DriveCall::WriteState("heal".into(), payload.clone())),
+        );
         let bytes = encode(&call);
         // Binary payloads travel as bin (1 byte each), not one number per byte (2 bytes each).
-        assert!(bytes.len() < 330, "{}", bytes.len());
-        match decode::<DriveCall>(&bytes) {
-            Ok(DriveCall::WriteState(n, b)) => assert_eq!((n.as_str(), b), ("heal", payload)),
+        assert!(bytes.len() < 340, "{}", bytes.len());
+        let Ok(RemoteCall::Drive(_, call)) = decode::<RemoteCall>(&bytes) else { panic!("decodes") };
+        match *call {
+            DriveCall::WriteState(n, b) => assert_eq!((n.as_str(), b), ("heal", payload)),
             other => panic!("{other:?}"),
         }
         for e in [DriveError::NotFound, DriveError::BucketNotEmpty, DriveError::Corrupt("x".into())] {
@@ -252,7 +142,7 @@ mod tests {
                 DriveError::NotFound | DriveError::BucketNotEmpty | DriveError::Corrupt(_)
             ));
         }
-        assert!(decode::<DriveCall>(b"\xc1garbage").is_err());
+        assert!(decode::<RemoteCall>(b"\xc1garbage").is_err());
     }
 
     #[test]
@@ -280,7 +170,8 @@ mod tests {
     #[test]
     fn unit_calls_and_answers_have_the_shape_the_e2e_signer_sends() {
         // tests/e2e/test_cluster.py builds these bytes by hand.
-        assert_eq!(&encode(&DriveCall::DiskInfo)[..], b"\xa8DiskInfo");
+        let disk_info = RemoteCall::Drive(CallContext::default(), Box::new(DriveCall::DiskInfo));
+        assert_eq!(&encode(&disk_info)[..], b"\x81\xa5Drive\x92\x92\xc0\xc0\xa8DiskInfo");
         assert!(encode(&Ok::<_, WireError>(DriveReply::Done)).starts_with(b"\x81\xa2Ok"));
     }
 }

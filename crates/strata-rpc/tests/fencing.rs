@@ -10,7 +10,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{read_all, TestCluster, VecBody};
 use strata_drive::faulty::{Fault, Op, Rule};
-use strata_drive::{Drive, DriveError, FaultyDrive, Fence};
+use strata_drive::{Drive, DriveError, DriveOps, FaultyDrive, Fence};
 use strata_object::{Locker, ObjectError};
 use strata_rpc::wire::LockCall;
 use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
@@ -95,11 +95,14 @@ async fn a_stalled_holders_late_commit_is_refused_once_its_lock_passed_on() {
     let b_fence = b_guard.fence().expect("a quorum lock has a fence");
     let client = cluster.client(2, timeout);
     let remote: Arc<dyn Drive> = Arc::new(RemoteDrive::new(client, &cluster.nodes[2].paths[0]));
-    let stale = remote.clone().with_fence(Fence { resource, holder: a_owner });
+    let stale = strata_drive::fenced(remote.clone(), Fence { resource, holder: a_owner });
     let refused = stale.delete_version("b", "k", None, Uuid::new_v4()).await;
     assert!(matches!(refused, Err(DriveError::Fenced(_))), "{refused:?}");
     let op = Uuid::new_v4();
-    remote.clone().with_fence(b_fence).delete_version("b", "k", None, op).await.expect("B's fenced change");
+    strata_drive::fenced(remote.clone(), b_fence)
+        .delete_version("b", "k", None, op)
+        .await
+        .expect("B's fenced change");
     remote.finish_op(op, false).await;
     drop(b_guard);
 }

@@ -3,9 +3,10 @@
 
 use bytes::Bytes;
 use http::HeaderMap;
+use strata_drive::{CallContext, DriveCall, DriveReply};
 use strata_rpc::auth::{BodyDigest, RpcKey, Signed, AUTH_HEADER};
 use strata_rpc::peer::{PeerCall, PeerError, PeerReply, SpeedtestShare};
-use strata_rpc::wire::{decode, encode, Batch, DriveCall, DriveReply, LockCall, WireError};
+use strata_rpc::wire::{decode, encode, Batch, LockCall, RemoteCall, RemoteReply, WireError};
 use uuid::Uuid;
 
 #[test]
@@ -14,7 +15,10 @@ fn fuzz_wire_messages() {
         encode(&DriveCall::ReadRecord { bucket: "b".into(), key: "photos/cat.jpg".into(), inline: true }),
         encode(&DriveCall::WriteState("heal".into(), Bytes::from_static(b"{\"queue\":[]}"))),
         encode(&DriveCall::ListParts(Uuid::from_u128(5))),
-        encode(&DriveCall::SweepOrphans { min_age_ms: 3_600_000 }),
+        encode(&DriveCall::SweepOrphans { min_age: std::time::Duration::from_secs(3600) }),
+        encode(&RemoteCall::Drive(CallContext::default(), Box::new(DriveCall::DiskInfo))),
+        encode(&RemoteCall::OpenShard(Uuid::from_u128(7))),
+        encode(&Ok::<_, WireError>(RemoteReply::Handle(3))),
         encode(&Batch { closes: vec![1, 2, 3], releases: vec![Uuid::from_u128(9)] }),
         encode(&PeerCall::Changed(strata_object::SharedState::Iam)),
         encode(&PeerCall::Speedtest(SpeedtestShare {
@@ -36,14 +40,14 @@ fn fuzz_wire_messages() {
     ];
     let corpus: Vec<&[u8]> = calls.iter().map(|b| b.as_ref()).collect();
     strata_types::fuzz::run("rpc messages", &corpus, |bytes| {
-        let _ = decode::<DriveCall>(bytes);
-        let _ = decode::<Result<DriveReply, WireError>>(bytes);
+        let _ = decode::<RemoteCall>(bytes);
+        let _ = decode::<Result<RemoteReply, WireError>>(bytes);
         let _ = decode::<LockCall>(bytes);
         let _ = decode::<Batch>(bytes);
         let _ = decode::<PeerCall>(bytes);
         let _ = decode::<Result<PeerReply, PeerError>>(bytes);
         let _ = decode::<Vec<(String, Bytes)>>(bytes);
-        let _ = decode::<Vec<Result<DriveReply, WireError>>>(bytes);
+        let _ = decode::<Vec<Result<RemoteReply, WireError>>>(bytes);
     });
 }
 

@@ -53,22 +53,30 @@ async fn a_small_get_costs_few_round_trips() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_of_drive_calls_are_bounded_and_answer_each_call() {
-    use strata_rpc::wire::{encode, DriveCall, DriveReply, WireError};
+    use strata_drive::{CallContext, DriveCall, DriveReply};
+    use strata_rpc::wire::{encode, RemoteCall, RemoteReply, WireError};
     use strata_types::limits::RPC_BATCH_CALLS_MAX;
     let cluster = TestCluster::start(2, 2).await;
     let client = cluster.client(1, Duration::from_secs(5));
     let path = "/_strata/rpc/v1/drive/calls";
-    let call = |drive: &str| (drive.to_owned(), encode(&DriveCall::DiskInfo));
+    let call = |drive: &str| {
+        (drive.to_owned(), encode(&RemoteCall::Drive(CallContext::default(), Box::new(DriveCall::DiskInfo))))
+    };
     // Each call answered on its own: a known drive, and one the node does not have.
     let calls =
         vec![call(&cluster.nodes[1].paths[0]), call("/no/such/drive"), call(&cluster.nodes[1].paths[1])];
-    let answers: Vec<Result<DriveReply, WireError>> = client.call(path, encode(&calls)).await.expect("batch");
+    let answers: Vec<Result<RemoteReply, WireError>> =
+        client.call(path, encode(&calls)).await.expect("batch");
     assert!(matches!(
         answers[..],
-        [Ok(DriveReply::DiskInfo(_)), Err(WireError::Offline(_)), Ok(DriveReply::DiskInfo(_))]
+        [
+            Ok(RemoteReply::Drive(DriveReply::DiskInfo(_))),
+            Err(WireError::Offline(_)),
+            Ok(RemoteReply::Drive(DriveReply::DiskInfo(_)))
+        ]
     ));
     // One call past the limit: refused whole, nothing run.
     let calls: Vec<_> = (0..=RPC_BATCH_CALLS_MAX).map(|_| call(&cluster.nodes[1].paths[0])).collect();
-    let refused = client.call::<Vec<Result<DriveReply, WireError>>>(path, encode(&calls)).await;
+    let refused = client.call::<Vec<Result<RemoteReply, WireError>>>(path, encode(&calls)).await;
     assert!(matches!(&refused, Err(e) if e.to_string().contains("more than the 64 allowed")), "{refused:?}");
 }

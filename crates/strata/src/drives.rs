@@ -9,6 +9,7 @@ use strata_cluster::endpoint;
 use strata_cluster::format::{resolve, DriveAction, DriveState};
 use strata_cluster::layout::{plan, Layout};
 use strata_cluster::FormatError;
+use strata_drive::DriveOps;
 use strata_drive::{Drive, LocalDrive, OpenError, OpenOptions};
 use strata_object::DriveSlot;
 use uuid::Uuid;
