@@ -28,7 +28,8 @@ use crate::error::{BodyError, ObjectError};
 use crate::healer::Healing;
 use crate::layer::ObjectLayer;
 use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
-use crate::set::{normalized, same_version, to_completion, ErasureSet};
+use crate::quorum::{normalized, same_version};
+use crate::set::{to_completion, ErasureSet};
 use crate::{ObjectStream, VersionRef};
 
 /// What healing one object did.

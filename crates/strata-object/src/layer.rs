@@ -15,7 +15,8 @@ use crate::get::{open_object, OpenObject};
 use crate::list::{list_objects, ListPage, ListRequest};
 use crate::lock::{Locker, Locks};
 use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
-use crate::set::{write_quorum, ErasureSet};
+use crate::quorum::write_quorum;
+use crate::set::ErasureSet;
 use crate::{BucketInfo, ObjectInfo, VersionRef};
 
 /// A drive position in the layout: the drive, or `None` when it was offline at start.
@@ -226,7 +227,7 @@ impl ObjectLayer {
 
     /// Quorum for bucket operations, which touch every drive: a majority.
     fn bucket_quorum(&self) -> usize {
-        self.all_drives().count() / 2 + 1
+        crate::quorum::majority(self.all_drives().count())
     }
 
     async fn read_bucket_list(&self) -> Result<BTreeMap<String, BucketRecord>, ObjectError> {

@@ -40,6 +40,7 @@ mod list;
 mod lock;
 mod multipart;
 mod put;
+mod quorum;
 mod retention;
 mod set;
 mod sse;

@@ -467,7 +467,7 @@ impl ObjectLayer {
         let others = |l: &Vec<ListEntry>| {
             l.iter().filter(|e| matches!(e, ListEntry::Object { key: k, .. } if k == key)).count() > 1
         };
-        if answered.len() < set.data_count() || answered.iter().any(others) {
+        if answered.len() < crate::quorum::read_quorum(set.data_count()) || answered.iter().any(others) {
             return Ok(None);
         }
         self.remove_version_locked(bucket, key, version_id, guard).await?;

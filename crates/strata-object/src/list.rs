@@ -14,6 +14,7 @@ use strata_drive::{DriveError, ListEntry, ListQuery};
 use strata_meta::ObjectVersion;
 
 use crate::error::ObjectError;
+use crate::quorum::{agreed, read_quorum};
 use crate::set::ErasureSet;
 use crate::ObjectInfo;
 
@@ -67,7 +68,7 @@ async fn list_set(
             Err(e) => exhausted = exhausted.or(crate::set::exhausted([&Err::<(), _>(e)])),
         }
     }
-    let quorum = set.data_count();
+    let quorum = read_quorum(set.data_count());
     if lists.len() < quorum {
         if missing_bucket >= quorum {
             return Err(ObjectError::BucketNotFound);
@@ -100,26 +101,11 @@ async fn list_set(
             continue;
         }
         // The same rule as a read: the newest version that a read quorum of drives holds.
-        if let Some(v) = newest_with_quorum(versions).filter(|v| !v.delete_marker) {
+        if let Some((v, _)) = agreed(versions).filter(|(v, _)| !v.delete_marker) {
             entries.insert(name, Some(v));
         }
     }
     Ok(SetRound { entries, horizon })
-}
-
-pub(crate) fn newest_with_quorum(versions: Vec<ObjectVersion>) -> Option<ObjectVersion> {
-    let mut groups: Vec<(ObjectVersion, usize)> = Vec::new();
-    for v in versions {
-        match groups.iter_mut().find(|(g, _)| crate::set::same_version(g, &v)) {
-            Some((_, n)) => *n += 1,
-            None => groups.push((v, 1)),
-        }
-    }
-    groups
-        .into_iter()
-        .filter(|(v, n)| *n >= usize::from(v.erasure.data_count))
-        .max_by_key(|(v, _)| (v.mod_time, v.data.data_id()))
-        .map(|(v, _)| v)
 }
 
 pub(crate) async fn list_objects(

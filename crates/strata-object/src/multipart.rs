@@ -19,7 +19,8 @@ use crate::put::{
     block_size_for, check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions,
     WriteCondition,
 };
-use crate::set::{apply_and_finish, reduce_writes, to_completion, write_quorum, CommitFn, ErasureSet};
+use crate::quorum::{read_quorum, write_quorum};
+use crate::set::{apply_and_finish, reduce_writes, to_completion, CommitFn, ErasureSet};
 use crate::ObjectInfo;
 
 /// One entry of a CompleteMultipartUpload request.
@@ -178,11 +179,11 @@ impl ObjectLayer {
         let not_found = reads.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count();
         let found: Vec<UploadRecord> = reads.into_iter().flatten().collect();
         match found.first() {
-            Some(r) if found.len() >= usize::from(r.erasure.data_count) => Ok(r.clone()),
-            _ if not_found >= set.data_count() || not_found > 0 && found.is_empty() => {
+            Some(r) if found.len() >= read_quorum(usize::from(r.erasure.data_count)) => Ok(r.clone()),
+            _ if not_found >= read_quorum(set.data_count()) || not_found > 0 && found.is_empty() => {
                 Err(ObjectError::NoSuchUpload)
             }
-            _ => Err(ObjectError::ReadQuorum { needed: set.data_count(), online: found.len() }),
+            _ => Err(ObjectError::ReadQuorum { needed: read_quorum(set.data_count()), online: found.len() }),
         }
     }
 
@@ -342,7 +343,7 @@ impl ObjectLayer {
         for p in lists.into_iter().flatten().flatten() {
             counts.entry((p.number, p.data_id)).or_insert((0, p)).0 += 1;
         }
-        let needed = usize::from(upload.erasure.data_count);
+        let needed = read_quorum(usize::from(upload.erasure.data_count));
         let mut out: BTreeMap<u32, PartInfo> = BTreeMap::new();
         for ((number, _), (n, p)) in counts {
             if n >= needed && out.get(&number).is_none_or(|old| p.mod_time > old.mod_time) {
@@ -525,7 +526,7 @@ impl ObjectLayer {
         let uploads = seen
             .into_iter()
             .filter(|(at, _)| horizon.as_ref().is_none_or(|h| at <= h))
-            .filter(|(_, (n, u))| *n >= usize::from(u.erasure.data_count))
+            .filter(|(_, (n, u))| *n >= read_quorum(usize::from(u.erasure.data_count)))
             .map(|(_, (_, u))| u)
             .collect();
         Ok(UploadsPage { uploads, next: horizon })

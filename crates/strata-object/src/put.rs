@@ -16,7 +16,8 @@ use strata_types::limits::{BLOCK_SIZE, BLOCK_SIZE_MAX, INLINE_SIZE_MAX, PUT_OBJE
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
-use crate::set::{commit_on_quorum, write_quorum, CommitFn, Drives, ErasureSet};
+use crate::quorum::write_quorum;
+use crate::set::{commit_on_quorum, CommitFn, Drives, ErasureSet};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,

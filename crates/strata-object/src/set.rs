@@ -12,6 +12,7 @@ use strata_meta::{ObjectRecord, ObjectVersion};
 
 use crate::error::ObjectError;
 use crate::lock::{LockGuard, LockTable, Locks};
+use crate::quorum::{agreed, read_quorum, same_version};
 use crate::timed::Timed;
 
 pub(crate) struct ErasureSet {
@@ -22,15 +23,6 @@ pub(crate) struct ErasureSet {
     /// The codec for the default split, built once.
     pub erasure: Arc<Erasure>,
     pub locks: Locks,
-}
-
-/// Drives that must acknowledge a write of a `data`+`parity` object.
-pub(crate) fn write_quorum(data_count: usize, parity_count: usize) -> usize {
-    if data_count == parity_count {
-        data_count + 1
-    } else {
-        data_count
-    }
 }
 
 /// One drive's answer to a record read.
@@ -121,51 +113,28 @@ impl ErasureSet {
         Ok(resolved)
     }
 
-    /// Picks the newest latest-version that at least its data count of drives hold (a delete
-    /// marker too); of its copies, the metadata most drives agree on (a drive may have missed a
-    /// tag update).
+    /// The version a read quorum agrees on ([`crate::quorum::agreed`]; a delete marker too),
+    /// and which drives hold it.
     pub fn resolve_any(&self, reads: Vec<RecordRead>) -> Result<Resolved, ObjectError> {
-        // Per write (same_version): how many drives hold it, and each metadata variant's count.
-        let mut groups: Vec<(usize, Vec<(ObjectVersion, usize)>)> = Vec::new();
-        let mut not_found = 0;
-        for read in &reads {
-            match read {
-                Ok((record, _)) => match record.latest() {
-                    Some(v) => {
-                        let v = normalized(v);
-                        match groups.iter_mut().find(|(_, variants)| same_version(&variants[0].0, &v)) {
-                            Some((n, variants)) => {
-                                *n += 1;
-                                match variants.iter_mut().find(|(m, _)| *m == v) {
-                                    Some((_, c)) => *c += 1,
-                                    None => variants.push((v, 1)),
-                                }
-                            }
-                            None => groups.push((1, vec![(v, 1)])),
-                        }
-                    }
-                    None => not_found += 1,
-                },
-                Err(DriveError::NotFound) => not_found += 1,
-                Err(_) => {}
-            }
-        }
-        let chosen = groups
-            .into_iter()
-            .filter_map(|(n, variants)| {
-                let (v, _) = variants.into_iter().max_by_key(|(_, c)| *c)?;
-                (n >= usize::from(v.erasure.data_count)).then_some(v)
+        let not_found = reads
+            .iter()
+            .filter(|r| match r {
+                Ok((record, _)) => record.latest().is_none(),
+                Err(e) => matches!(e, DriveError::NotFound),
             })
-            .max_by_key(|v| (v.mod_time, v.data.data_id()));
+            .count();
+        let copies =
+            reads.iter().filter_map(|r| r.as_ref().ok().and_then(|(record, _)| record.latest().cloned()));
+        let chosen = agreed(copies).map(|(v, _)| v);
         let Some(version) = chosen else {
-            if not_found >= self.data_count() {
+            if not_found >= read_quorum(self.data_count()) {
                 return Err(ObjectError::ObjectNotFound);
             }
             if let Some(e) = exhausted(&reads) {
                 return Err(e);
             }
             return Err(ObjectError::ReadQuorum {
-                needed: self.data_count(),
+                needed: read_quorum(self.data_count()),
                 online: reads.iter().filter(|r| r.is_ok()).count(),
             });
         };
@@ -178,18 +147,6 @@ impl ErasureSet {
             .collect();
         Ok(Resolved { version, holders })
     }
-}
-
-/// A version as every drive of the set holds it (the shard index is the drive's own).
-pub(crate) fn normalized(v: &ObjectVersion) -> ObjectVersion {
-    let mut v = v.clone();
-    v.erasure.shard_index = 0;
-    v
-}
-
-/// Two drives' copies of a version are the same write when their data id and time agree.
-pub(crate) fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
-    a.data.data_id() == b.data.data_id() && a.mod_time == b.mod_time && a.version_id == b.version_id
 }
 
 /// For a quorum that failed: the process running out of a resource (open files, memory) on

@@ -10,7 +10,8 @@ use uuid::Uuid;
 
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
-use crate::set::{commit_on_quorum, write_quorum, CommitFn};
+use crate::quorum::write_quorum;
+use crate::set::{commit_on_quorum, CommitFn};
 use crate::VersionRef;
 
 impl ObjectLayer {

@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
-use crate::set::{commit_on_quorum, write_quorum, CommitFn, ErasureSet};
+use crate::quorum::{agreed, read_quorum, write_quorum};
+use crate::set::{commit_on_quorum, CommitFn, ErasureSet};
 use crate::{ObjectInfo, VersionRef};
 
 /// What a DELETE did, for its response headers.
@@ -95,7 +96,7 @@ async fn list_set_versions(
         start_rank: inside.then(|| after.1.clone()),
     };
     let answers = join_all(set.drives.iter().flatten().map(|d| d.list(bucket, query.clone()))).await;
-    let quorum = set.data_count();
+    let quorum = read_quorum(set.data_count());
     let lists: Vec<Vec<ListEntry>> = answers.iter().filter_map(|a| a.as_ref().ok().cloned()).collect();
     if lists.len() < quorum {
         let missing = answers.iter().filter(|a| matches!(a, Err(DriveError::BucketNotFound))).count();
@@ -130,7 +131,7 @@ async fn list_set_versions(
             if n >= quorum {
                 entries.insert(at, None);
             }
-        } else if let Some(v) = crate::list::newest_with_quorum(versions) {
+        } else if let Some((v, _)) = agreed(versions) {
             entries.insert(at, Some(v));
         }
     }
