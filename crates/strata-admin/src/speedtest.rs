@@ -106,7 +106,7 @@ fn latency(mut us: Vec<u64>) -> Latency {
 async fn phase<F, Fut>(concurrent: usize, duration: Duration, work: F) -> Throughput
 where
     F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = Result<u64, ObjectError>> + Send,
+    Fut: std::future::Future<Output = Result<u64, OperationError>> + Send,
 {
     let work = Arc::new(work);
     let started = Instant::now();
@@ -177,7 +177,7 @@ async fn put_phase(
         async move {
             let mut options = PutOptions::default();
             if let Some(s) = sealing {
-                options.sse = Some(s.seal().await.map_err(speedtest_error)?);
+                options.sse = Some(s.seal().await?);
             }
             let size = data.len() as u64;
             let mut body = BytesBody::new(data);
@@ -206,7 +206,7 @@ async fn get_phase(
         let (layer, keys, sealing) = (layer.clone(), keys.clone(), sealing.clone());
         async move {
             if keys.is_empty() {
-                return Err(ObjectError::ObjectNotFound);
+                return Err(ObjectError::ObjectNotFound.into());
             }
             let key = &keys[(w * 7919 + n as usize) % keys.len()];
             let open = layer.open_object(SPEEDTEST_BUCKET, key, true).await?;
@@ -214,7 +214,7 @@ async fn get_phase(
             let mut stream = match sealing {
                 None => open.stream(0, size),
                 Some(s) => {
-                    let cipher = s.open(open.info.sse.as_ref()).await.map_err(speedtest_error)?;
+                    let cipher = s.open(open.info.sse.as_ref()).await?;
                     open.stream_decrypted(cipher, 0, size)
                 }
             };
@@ -223,7 +223,7 @@ async fn get_phase(
                 got += chunk?.len() as u64;
             }
             if got != size {
-                return Err(ObjectError::Internal(format!("read {got} of {size} bytes")));
+                return Err(OperationError::ShortRead { got, size });
             }
             Ok(got)
         }
@@ -303,9 +303,23 @@ impl Sealing {
     }
 }
 
-/// A speedtest operation's failure (counted as an error of its phase).
-fn speedtest_error(e: S3Error) -> ObjectError {
-    ObjectError::Internal(e.message)
+/// Why one operation of a speedtest phase failed (counted as an error of its phase).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum OperationError {
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+    /// Sealing or opening the object failed (the KMS, a key): the S3 error a request got.
+    #[error("{0}")]
+    Sealing(String),
+    /// A GET streamed fewer bytes than the object has.
+    #[error("read {got} of {size} bytes")]
+    ShortRead { got: u64, size: u64 },
+}
+
+impl From<S3Error> for OperationError {
+    fn from(e: S3Error) -> Self {
+        OperationError::Sealing(e.message)
+    }
 }
 
 async fn run_node_part(node: &Node, part: &SpeedtestShare) -> Result<SpeedtestResult, S3Error> {

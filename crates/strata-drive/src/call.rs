@@ -220,7 +220,7 @@ impl DriveCall {
 /// A reply of another kind than the call's: the drive (or the node serving it) broke the
 /// protocol.
 fn unexpected(call: &'static str, reply: DriveReply) -> DriveError {
-    DriveError::Offline(format!("unexpected answer to {call}: {reply:?}"))
+    DriveError::Protocol(format!("unexpected answer to {call}: {reply:?}"))
 }
 
 /// The drive API as typed methods, for every [`Drive`]: each builds its [`DriveCall`] and takes

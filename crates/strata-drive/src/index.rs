@@ -248,7 +248,7 @@ impl Index {
         sync_dirs: Vec<PathBuf>,
     ) -> DriveResult<Displaced> {
         let (reply, rx) = oneshot::channel();
-        let closed = || DriveError::Offline("metadata writer stopped".into());
+        let closed = || DriveError::Stopped("metadata writer stopped".into());
         let queue = self.queue.as_ref().ok_or_else(closed)?;
         queue.send(Pending { change, sync_dirs, reply }).await.map_err(|_| closed())?;
         rx.await.map_err(|_| closed())?

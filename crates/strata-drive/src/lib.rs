@@ -47,10 +47,36 @@ pub use metered::{DriveObserver, Metered};
 pub use versions::{version_rank, RANK_LEN};
 
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.
+///
+/// The first six say the drive could not serve this call at all (see
+/// [`DriveError::is_unavailable`]): the quorum rules count such a drive as missing, and healing
+/// waits for it to come back rather than rewriting it now.
 #[derive(Debug, thiserror::Error)]
 pub enum DriveError {
-    #[error("drive is offline: {0}")]
-    Offline(String),
+    /// The drive cannot be reached: it was offline at start, its node is down or refuses our
+    /// requests, it is not online on its node, or it lost its format (wiped in place).
+    #[error("drive unreachable: {0}")]
+    Unreachable(String),
+    /// No answer within the time allowed (a stalled device, a hung mount, a node that takes
+    /// requests and never replies).
+    #[error("{op} did not answer within {after:?}")]
+    TimedOut { op: String, after: std::time::Duration },
+    /// The drive or its node answered outside the protocol: an answer of the wrong kind, one
+    /// that does not decode, a call the node refused as malformed.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The drive's own machinery stopped (its metadata writer, a blocking task), or a shard
+    /// stream was used after it failed or ended.
+    #[error("drive stopped: {0}")]
+    Stopped(String),
+    /// The drive does not hold what the call needs (the object's current version), so it was
+    /// not asked: it missed a write, and a heal brings it up to date.
+    #[error("drive is stale: {0}")]
+    Stale(String),
+    /// The drive refused the call as asked: a format of a drive that is not blank, a change
+    /// without its operation id.
+    #[error("refused: {0}")]
+    Refused(String),
     #[error("not found")]
     NotFound,
     #[error("bucket not found")]
@@ -75,6 +101,45 @@ pub enum DriveError {
     /// drive; the request may be retried.
     #[error("refused: the object's lock has another holder now ({0})")]
     Fenced(String),
+}
+
+impl DriveError {
+    /// The drive could not serve the call at all (unreachable, timed out, out of protocol,
+    /// stopped, stale or refusing): for the quorum rules, a missing drive.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self,
+            DriveError::Unreachable(_)
+                | DriveError::TimedOut { .. }
+                | DriveError::Protocol(_)
+                | DriveError::Stopped(_)
+                | DriveError::Stale(_)
+                | DriveError::Refused(_)
+        )
+    }
+
+    /// The same error again (an I/O error keeps its kind and message): for an answer shared by
+    /// several callers, such as a batch of calls that failed as one.
+    pub fn duplicate(&self) -> DriveError {
+        use DriveError as E;
+        match self {
+            E::Unreachable(m) => E::Unreachable(m.clone()),
+            E::TimedOut { op, after } => E::TimedOut { op: op.clone(), after: *after },
+            E::Protocol(m) => E::Protocol(m.clone()),
+            E::Stopped(m) => E::Stopped(m.clone()),
+            E::Stale(m) => E::Stale(m.clone()),
+            E::Refused(m) => E::Refused(m.clone()),
+            E::NotFound => E::NotFound,
+            E::BucketNotFound => E::BucketNotFound,
+            E::BucketExists => E::BucketExists,
+            E::BucketNotEmpty => E::BucketNotEmpty,
+            E::Corrupt(m) => E::Corrupt(m.clone()),
+            E::Io(e) => E::Io(std::io::Error::new(e.kind(), e.to_string())),
+            E::Index(m) => E::Index(m.clone()),
+            E::Exhausted(m) => E::Exhausted(m.clone()),
+            E::Fenced(m) => E::Fenced(m.clone()),
+        }
+    }
 }
 
 impl From<std::io::Error> for DriveError {

@@ -153,7 +153,7 @@ impl std::fmt::Debug for LocalDrive {
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> DriveResult<T> + Send + 'static) -> DriveResult<T> {
     tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| DriveError::Offline(format!("blocking task failed: {e}")))?
+        .map_err(|e| DriveError::Stopped(format!("blocking task failed: {e}")))?
 }
 
 impl LocalDrive {
@@ -208,7 +208,7 @@ impl LocalDrive {
     /// index, and `format` as its format record. Refuses a drive that is not blank.
     pub fn reinitialize(&self, format: &[u8]) -> DriveResult<()> {
         if !self.root_is_blank() {
-            return Err(DriveError::Offline(format!("{} is not blank", self.endpoint)));
+            return Err(DriveError::Refused(format!("{} is not blank", self.endpoint)));
         }
         make_folders(self.fs.as_ref(), &self.sys)?;
         let index =
@@ -315,7 +315,7 @@ impl LocalDrive {
             }
             Err(e) => {
                 sys.seen.forget();
-                Err(DriveError::Offline(format!(
+                Err(DriveError::Unreachable(format!(
                     "{}: no format record ({e}): a wiped or new drive, formatted again in its slot shortly",
                     sys.display()
                 )))
@@ -445,7 +445,8 @@ fn remove_in_background(fs: Arc<dyn Fs>, path: PathBuf) {
 #[async_trait]
 impl ShardWriter for LocalShardWriter {
     async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-        let file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let file =
+            self.file.take().ok_or_else(|| DriveError::Stopped("the shard writer failed before".into()))?;
         let file = blocking(move || {
             file.append_vectored(&mut [IoSlice::new(&hash), IoSlice::new(&shard)])?;
             Ok(file)
@@ -456,7 +457,8 @@ impl ShardWriter for LocalShardWriter {
     }
 
     async fn finish(&mut self) -> DriveResult<()> {
-        let file = self.file.take().ok_or_else(|| DriveError::Offline("writer failed before".into()))?;
+        let file =
+            self.file.take().ok_or_else(|| DriveError::Stopped("the shard writer failed before".into()))?;
         let (fs, from, to) = (self.fs.clone(), self.path.clone(), self.rename_to.clone());
         blocking(move || {
             file.sync_data()?;
@@ -952,7 +954,7 @@ impl Drive for LocalDrive {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new(&alt)?, alt),
                 Err(e) => return Err(e.into()),
             };
-            let mut c = claim.lock().map_err(|_| DriveError::Offline("create claim poisoned".into()))?;
+            let mut c = claim.lock().map_err(|_| DriveError::Stopped("create claim poisoned".into()))?;
             if c.abandoned {
                 let _ = fs.remove_file(&path);
             }
@@ -987,7 +989,7 @@ impl Drive for LocalDrive {
         use DriveReply as R;
         // A change without its operation's id could never be finished (kept or undone).
         let name = call.name();
-        let op = || ctx.op.ok_or_else(|| DriveError::Offline(format!("{name} without an operation id")));
+        let op = || ctx.op.ok_or_else(|| DriveError::Refused(format!("{name} without an operation id")));
         Ok(match call {
             C::DiskInfo => R::DiskInfo(self.disk_info().await?),
             C::ReadFormat => R::Bytes(self.read_format().await?.map(Bytes::from)),

@@ -20,7 +20,7 @@ pub trait DriveObserver: Send + Sync {
 
 /// Whether an error counts against the drive.
 fn is_failure(e: &DriveError) -> bool {
-    matches!(e, DriveError::Offline(_) | DriveError::Corrupt(_) | DriveError::Io(_) | DriveError::Index(_))
+    e.is_unavailable() || matches!(e, DriveError::Corrupt(_) | DriveError::Io(_) | DriveError::Index(_))
 }
 
 #[derive(Clone)]

@@ -366,9 +366,9 @@ async fn a_wiped_drive_refuses_writes_at_once_and_reads_soon_after() {
         }
     }
     let write = d.commit_version("b", "k2", v, Some(Bytes::from_static(b"abc")), Uuid::new_v4()).await;
-    assert!(matches!(write, Err(DriveError::Offline(_))), "{write:?}");
+    assert!(matches!(write, Err(DriveError::Unreachable(_))), "{write:?}");
     let read = d.read_record("b", "k", true).await;
-    assert!(matches!(read, Err(DriveError::Offline(_))), "{read:?}");
+    assert!(matches!(read, Err(DriveError::Unreachable(_))), "{read:?}");
 }
 
 #[tokio::test]
@@ -388,7 +388,7 @@ async fn record_reads_alone_notice_a_wiped_drive_within_the_recheck_interval() {
     std::fs::remove_dir_all(dir.path().join(".strata.sys")).expect("wipe");
     loop {
         match d.read_record("b", "k", true).await {
-            Err(DriveError::Offline(_)) => break,
+            Err(DriveError::Unreachable(_)) => break,
             other => assert!(wiped.elapsed() < std::time::Duration::from_secs(2), "still read: {other:?}"),
         }
         tokio::task::yield_now().await;

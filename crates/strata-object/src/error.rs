@@ -85,8 +85,26 @@ pub enum ObjectError {
     /// retryable, and the operator is told which.
     #[error("{0}")]
     Exhausted(String),
-    #[error("internal error: {0}")]
-    Internal(String),
+    /// The erasure codec refused a split or a block (a bug, or a record with an impossible
+    /// layout).
+    #[error(transparent)]
+    Erasure(#[from] strata_erasure::ErasureError),
+    /// A task the operation ran on (a commit, an encode on the blocking pool) did not finish:
+    /// it panicked or the runtime is shutting down.
+    #[error("a task failed: {0}")]
+    TaskFailed(String),
+    /// A lock of this process was poisoned by a panic while held.
+    #[error("{0} lock poisoned")]
+    Poisoned(&'static str),
+    /// What the drives agree on is inconsistent (a part ETag that is not hex, part checksums
+    /// that do not combine, a part sealed unlike its upload, a rebuilt object that does not
+    /// match its ETag): the record is damaged, not the request.
+    #[error("record damaged: {0}")]
+    Corrupt(String),
+    /// Another write changed the object while this operation worked on it (a heal overtaken
+    /// by a newer version): nothing was changed; retryable.
+    #[error("overtaken by another write: {0}")]
+    Raced(String),
     /// An encrypted object's stored packages do not open (tampered beyond what healing
     /// repairs, or a damaged record): no byte of them is returned.
     #[error("sealed data does not open: {0}")]

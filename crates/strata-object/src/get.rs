@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use strata_drive::{Drive, DriveError, ShardReader};
+use strata_drive::{Drive, ShardReader};
 use strata_erasure::{bitrot, Erasure, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
 use tokio::sync::mpsc;
@@ -40,7 +40,7 @@ async fn open_files(
     let opened = join_all(drives.iter().map(|d| async move {
         match d {
             Some(d) => d.open_shard_file(id).await.map(Arc::from),
-            None => Err(strata_drive::DriveError::Offline("offline".into())),
+            None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
         }
     }))
     .await;
@@ -378,8 +378,8 @@ async fn read_shards(
                 };
                 match read {
                     Ok(shard) => Some(shard),
-                    // Offline mid-read is a time-out (or a vanished drive): one is enough.
-                    Err(DriveError::Offline(_)) => {
+                    // Unavailable mid-read is a time-out (or a vanished drive): one is enough.
+                    Err(e) if e.is_unavailable() => {
                         gone.store(true, Ordering::Relaxed);
                         None
                     }

@@ -153,10 +153,7 @@ async fn targets(
 }
 
 fn is_offline(read: &crate::set::RecordRead) -> bool {
-    matches!(
-        read,
-        Err(DriveError::Offline(_) | DriveError::Io(_) | DriveError::Index(_) | DriveError::Exhausted(_))
-    )
+    matches!(read, Err(e) if e.is_unavailable() || matches!(e, DriveError::Io(_) | DriveError::Index(_) | DriveError::Exhausted(_)))
 }
 
 /// Every version id any drive of the set holds for the object, newest first (by rank).
@@ -316,7 +313,7 @@ impl ObjectLayer {
                 if etag_checked
                     && encoded.md5.clone().map(|m| hex::encode(m.finalize())) != Some(version.etag.clone())
                 {
-                    return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
+                    return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
                 }
                 (drives.iter().map(Option::is_some).collect(), Some(encoded.inline_frames()))
             }
@@ -331,7 +328,7 @@ impl ObjectLayer {
                 temp.disarm();
                 if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(version.etag.clone()) {
                     join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
-                    return Err(ObjectError::Internal("the rebuilt object does not match its ETag".into()));
+                    return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
                 }
                 (written, None)
             }
@@ -351,7 +348,7 @@ impl ObjectLayer {
                             .await?;
                     temp.disarm();
                     if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(part.etag.clone()) {
-                        return Err(ObjectError::Internal(format!(
+                        return Err(ObjectError::Corrupt(format!(
                             "rebuilt part {} does not match its ETag",
                             part.number
                         )));
@@ -375,7 +372,7 @@ impl ObjectLayer {
         let current = set.resolve_any(set.read_which(bucket, key, which, false).await);
         if !current.is_ok_and(|r| same_version(&r.version, &version)) {
             self.abort_heal(&drives, &version).await;
-            return Err(ObjectError::Internal("the object changed while it was healed".into()));
+            return Err(ObjectError::Raced("the object changed while it was healed".into()));
         }
         if let Err(e) = guard.ensure_held() {
             self.abort_heal(&drives, &version).await;
@@ -403,7 +400,7 @@ impl ObjectLayer {
                             Some(committed)
                         }
                         Some(d) => {
-                            Some(Err(DriveError::Offline(format!("{}: writing shards failed", d.endpoint()))))
+                            Some(Err(DriveError::Stopped(format!("{}: writing shards failed", d.endpoint()))))
                         }
                         None => None,
                     }

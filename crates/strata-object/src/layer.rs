@@ -93,7 +93,7 @@ impl std::fmt::Debug for ObjectLayer {
 }
 
 fn poisoned() -> ObjectError {
-    ObjectError::Internal("bucket cache lock poisoned".into())
+    ObjectError::Poisoned("bucket cache")
 }
 
 impl ObjectLayer {
@@ -234,7 +234,7 @@ impl ObjectLayer {
         let answers = join_all(self.all_drives().map(|d| async move {
             match d {
                 Some(d) => d.list_buckets().await,
-                None => Err(DriveError::Offline("offline".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }))
         .await;
@@ -304,7 +304,7 @@ impl ObjectLayer {
             async move {
                 match d {
                     Some(d) => d.make_bucket(bucket, record).await,
-                    None => Err(DriveError::Offline("offline".into())),
+                    None => Err(DriveError::Unreachable("offline at start".into())),
                 }
             }
         }))
@@ -333,7 +333,7 @@ impl ObjectLayer {
         let results = join_all(self.all_drives().map(|d| async move {
             match d {
                 Some(d) => d.delete_bucket(bucket).await,
-                None => Err(DriveError::Offline("offline".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }))
         .await;
@@ -390,7 +390,7 @@ impl ObjectLayer {
             async move {
                 match d {
                     Some(d) => d.update_bucket(bucket, bytes).await,
-                    None => Err(DriveError::Offline("offline".into())),
+                    None => Err(DriveError::Unreachable("offline at start".into())),
                 }
             }
         }))

@@ -87,13 +87,13 @@ fn completed_checksums(
     let parts: Vec<BTreeMap<String, String>> = chosen.iter().map(open).collect::<Result<_, _>>()?;
     let mut values = Vec::with_capacity(chosen.len());
     for (p, checksums) in chosen.iter().zip(&parts) {
-        let v = checksums.get(a.name()).ok_or_else(|| {
-            ObjectError::Internal(format!("part {} has no {} checksum", p.number, a.name()))
-        })?;
+        let v = checksums
+            .get(a.name())
+            .ok_or_else(|| ObjectError::Corrupt(format!("part {} has no {} checksum", p.number, a.name())))?;
         values.push((v.as_str(), p.size));
     }
     let value = checksum::combine_parts(a, t, &values)
-        .ok_or_else(|| ObjectError::Internal(format!("part {} checksums do not combine", a.name())))?;
+        .ok_or_else(|| ObjectError::Corrupt(format!("part {} checksums do not combine", a.name())))?;
     if let Some((ea, ev)) = expected {
         if *ea != a || *ev != value {
             return Err(ObjectError::Body(BodyError::ChecksumMismatch(ea.name().to_owned())));
@@ -112,7 +112,7 @@ where
         async move {
             match fut {
                 Some(fut) => fut.await,
-                None => Err(DriveError::Offline("offline at start".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }
     }))
@@ -247,7 +247,7 @@ impl ObjectLayer {
             _ => body,
         };
         if upload.sse.is_some() != sse.is_some() {
-            return Err(ObjectError::Internal("a part sealed unlike its upload".into()));
+            return Err(ObjectError::Corrupt("a part sealed unlike its upload".into()));
         }
         let (written, checksums, etag) = match sse {
             None => {
@@ -298,7 +298,7 @@ impl ObjectLayer {
                 let (b, k, p) = (&b, &k, committed.clone());
                 let ok = finished.get(pos).copied().unwrap_or(false);
                 async move {
-                    let Some(d) = d else { return Err(DriveError::Offline("offline at start".into())) };
+                    let Some(d) = d else { return Err(DriveError::Unreachable("offline at start".into())) };
                     // A drive whose shard write failed half way holds a truncated file: never
                     // commit it.
                     if !ok {
@@ -418,7 +418,10 @@ impl ObjectLayer {
             upload.sse.clone().map(|e| Box::new(strata_meta::SseEnvelope { sealed_checksums: sealed, ..*e }));
         let mut md5 = Md5::new();
         for p in &chosen {
-            md5.update(hex::decode(&p.etag).map_err(|e| ObjectError::Internal(e.to_string()))?);
+            md5.update(
+                hex::decode(&p.etag)
+                    .map_err(|e| ObjectError::Corrupt(format!("part {} ETag: {e}", p.number)))?,
+            );
         }
         let version = ObjectVersion {
             version_id: self.new_version_id(bucket)?,

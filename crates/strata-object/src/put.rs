@@ -262,12 +262,12 @@ pub(crate) async fn encode(
         if let Some(m) = md5.as_mut() {
             m.update(&block);
         }
-        let shards = erasure.encode_block(block).map_err(|e| ObjectError::Internal(e.to_string()))?;
+        let shards = erasure.encode_block(block)?;
         let frames = shards.into_iter().map(|s| (bitrot::hash(&s), s)).collect();
         Ok(Encoded { md5, frames })
     })
     .await
-    .map_err(|e| ObjectError::Internal(e.to_string()))?
+    .map_err(|e| ObjectError::TaskFailed(format!("encoding a block: {e}")))?
 }
 
 /// Writers per drive position; `None` once a drive failed (it will miss this version).
@@ -427,7 +427,7 @@ pub(crate) async fn put_object(
 /// answered and needs healing now.
 pub(crate) async fn shard_write_failed(d: &dyn strata_drive::Drive) -> DriveError {
     match d.disk_info().await {
-        Err(e @ DriveError::Offline(_)) => e,
+        Err(e) if e.is_unavailable() => e,
         _ => DriveError::Io(std::io::Error::other("its shard write did not finish")),
     }
 }
@@ -491,7 +491,7 @@ pub(crate) async fn write_shard_files(
                 let created = d.create_shard_file(data_id).await;
                 match &created {
                     // An offline drive is reported by the health checks, not once per write.
-                    Err(e @ strata_drive::DriveError::Offline(_)) => {
+                    Err(e) if e.is_unavailable() => {
                         tracing::debug!(drive = d.endpoint(), error = %e, "cannot create a shard file")
                     }
                     Err(e) => tracing::warn!(drive = d.endpoint(), error = %e, "cannot create a shard file"),
@@ -499,7 +499,7 @@ pub(crate) async fn write_shard_files(
                 }
                 created
             }
-            None => Err(strata_drive::DriveError::Offline("offline".into())),
+            None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
         }
     }))
     .await;

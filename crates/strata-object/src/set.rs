@@ -48,8 +48,7 @@ impl ErasureSet {
         let drives: Vec<Option<Arc<dyn Drive>>> =
             drives.into_iter().map(|d| d.map(|d| Timed::wrap(d, drive_op_timeout))).collect();
         let data_count = drives.len() - parity_count;
-        let erasure =
-            Erasure::new(data_count, parity_count).map_err(|e| ObjectError::Internal(e.to_string()))?;
+        let erasure = Erasure::new(data_count, parity_count)?;
         Ok(Self {
             drives,
             parity_count,
@@ -63,7 +62,7 @@ impl ErasureSet {
         if data_count == self.erasure.data_count() && parity_count == self.erasure.parity_count() {
             return Ok(self.erasure.clone());
         }
-        Erasure::new(data_count, parity_count).map(Arc::new).map_err(|e| ObjectError::Internal(e.to_string()))
+        Ok(Arc::new(Erasure::new(data_count, parity_count)?))
     }
 
     pub fn data_count(&self) -> usize {
@@ -79,7 +78,7 @@ impl ErasureSet {
         join_all(self.drives.iter().map(|d| async move {
             match d {
                 Some(d) => d.read_record(bucket, key, inline).await,
-                None => Err(DriveError::Offline("offline at start".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }))
         .await
@@ -98,7 +97,7 @@ impl ErasureSet {
         join_all(self.drives.iter().map(|d| async move {
             match d {
                 Some(d) => d.read_version(bucket, key, id, inline).await,
-                None => Err(DriveError::Offline("offline at start".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }))
         .await
@@ -176,7 +175,9 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
             "the object's lock passed to another holder during the commit ({ok} of {quorum} drives took it)"
         )));
     }
-    let answered = results.iter().filter(|r| !matches!(r, Err(DriveError::Offline(_) | DriveError::Io(_))));
+    let answered = results
+        .iter()
+        .filter(|r| !matches!(r, Err(e) if e.is_unavailable() || matches!(e, DriveError::Io(_))));
     let missing_bucket = results.iter().filter(|r| matches!(r, Err(DriveError::BucketNotFound))).count();
     if missing_bucket > 0 && missing_bucket * 2 > answered.count() {
         return Err(ObjectError::BucketNotFound);
@@ -187,7 +188,7 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
 /// Whether a write that met its quorum missed a drive that is online (so a heal can fix it now;
 /// an offline drive is caught up by the scan its return starts).
 pub(crate) fn missed_answering_drive(results: &[Result<(), DriveError>]) -> bool {
-    results.iter().any(|r| matches!(r, Err(e) if !matches!(e, DriveError::Offline(_))))
+    results.iter().any(|r| matches!(r, Err(e) if !e.is_unavailable()))
 }
 
 /// A set's drives, owned: what a commit task needs to outlive its request.
@@ -199,7 +200,7 @@ pub(crate) type Drives = Vec<Option<Arc<dyn Drive>>>;
 pub(crate) async fn to_completion<T: Send + 'static>(
     work: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Result<T, ObjectError> {
-    tokio::spawn(work).await.map_err(|e| ObjectError::Internal(format!("a commit task failed: {e}")))
+    tokio::spawn(work).await.map_err(|e| ObjectError::TaskFailed(format!("a commit: {e}")))
 }
 
 /// One drive's part of a commit: `commit(position, drive)`.
@@ -238,7 +239,7 @@ pub(crate) async fn apply_and_finish(
         async move {
             match fut {
                 Some(fut) => fut.await,
-                None => Err(DriveError::Offline("offline at start".into())),
+                None => Err(DriveError::Unreachable("offline at start".into())),
             }
         }
     }))

@@ -213,7 +213,8 @@ pub(crate) fn seal_checksums(
     else {
         return Ok((checksums.clone(), None));
     };
-    let text = serde_json::to_vec(checksums).map_err(|e| ObjectError::Internal(e.to_string()))?;
+    // A map of strings always encodes; an error here could only be a bug.
+    let text = serde_json::to_vec(checksums).map_err(|e| ObjectError::Corrupt(format!("checksums: {e}")))?;
     let sealed =
         cipher.seal_metadata(&checksums_label(segment), &text).map_err(|e| damaged(&e.to_string()))?;
     Ok((BTreeMap::new(), Some(sealed)))

@@ -102,7 +102,7 @@ impl ObjectLayer {
             let (b, k, held) = (b.clone(), k.clone(), held.get(pos).copied().unwrap_or(false));
             Box::pin(async move {
                 if !held {
-                    return Err(DriveError::Offline("does not hold the current version".into()));
+                    return Err(DriveError::Stale("does not hold the current version".into()));
                 }
                 d.update_version(&b, &k, v, op).await
             })

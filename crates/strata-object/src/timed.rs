@@ -4,7 +4,7 @@
 //! never replies) must cost a request one time-out, not the request: each set wraps its drives in
 //! [`Timed`] at start, and an operation (or a shard writer's or reader's call) that has not
 //! answered within [`LayerOptions::drive_op_timeout`](crate::LayerOptions) fails with
-//! `DriveError::Offline`, which every quorum rule counts as a failed drive. Operations that answer
+//! `DriveError::TimedOut`, which every quorum rule counts as a failed drive. Operations that answer
 //! nothing (`finish_op`, `abort_shard_file`) are given up on the same way. `sweep_orphans` walks
 //! a whole drive and runs in the background, so it has no time-out.
 
@@ -43,7 +43,7 @@ async fn within<T>(
         Ok(result) => result,
         Err(_) => {
             tracing::warn!(drive = endpoint, op, ?timeout, "drive operation timed out");
-            Err(DriveError::Offline(format!("{endpoint}: {op} did not answer within {timeout:?}")))
+            Err(DriveError::TimedOut { op: format!("{endpoint}: {op}"), after: timeout })
         }
     }
 }

@@ -88,7 +88,7 @@ impl std::fmt::Debug for NodeClient {
 }
 
 fn transport(e: impl std::fmt::Display) -> DriveError {
-    DriveError::Offline(e.to_string())
+    DriveError::Unreachable(e.to_string())
 }
 
 impl NodeClient {
@@ -190,7 +190,7 @@ impl NodeClient {
             .uri(format!("{}{path_and_query}", self.base))
             .header(AUTH_HEADER, auth)
             .body(body)
-            .map_err(|e| DriveError::Offline(format!("bad request to {}: {e}", self.name)))?;
+            .map_err(|e| DriveError::Protocol(format!("bad request to {}: {e}", self.name)))?;
         let frames = (digest == BodyDigest::Frames).then(|| self.key.frame_key(&signature));
         Ok((req, frames))
     }
@@ -207,7 +207,7 @@ impl NodeClient {
         self.send_request(req, timeout).await
     }
 
-    /// Sends one signed request; `Offline` at once when the node is known to be down, and the
+    /// Sends one signed request; `Unreachable` at once when the node is known to be down, and the
     /// node is marked down when the transport fails or the call times out.
     pub async fn send_request(
         self: &Arc<Self>,
@@ -215,7 +215,7 @@ impl NodeClient {
         timeout: Option<Duration>,
     ) -> Result<Response<Incoming>, DriveError> {
         if !self.is_online() {
-            return Err(DriveError::Offline(format!("node {} is offline", self.name)));
+            return Err(DriveError::Unreachable(format!("node {} is offline", self.name)));
         }
         let answer = match timeout {
             Some(t) => tokio::time::timeout(t, self.http.request(req)).await,
@@ -224,7 +224,7 @@ impl NodeClient {
         match answer {
             Ok(Ok(resp)) if resp.status() == StatusCode::FORBIDDEN => {
                 let why = read_answer(resp.into_body(), 4096).await.unwrap_or_default();
-                Err(DriveError::Offline(format!(
+                Err(DriveError::Unreachable(format!(
                     "node {} refused our RPC request: {}",
                     self.name,
                     String::from_utf8_lossy(&why)
@@ -237,7 +237,10 @@ impl NodeClient {
             }
             Err(_) => {
                 self.mark_offline("timed out");
-                Err(transport(format!("node {} timed out", self.name)))
+                Err(DriveError::TimedOut {
+                    op: format!("a call to node {}", self.name),
+                    after: timeout.unwrap_or(self.timeout),
+                })
             }
         }
     }
@@ -251,7 +254,7 @@ impl NodeClient {
             Ok(r) => r,
             Err(_) => {
                 self.mark_offline("timed out");
-                Err(transport(format!("node {} timed out", self.name)))
+                Err(DriveError::TimedOut { op: format!("a call to node {}", self.name), after: self.timeout })
             }
         }
     }
@@ -269,7 +272,7 @@ impl NodeClient {
                 .await
                 .map_err(|e| transport(format!("node {}: {e}", self.name)))?;
             if status != StatusCode::OK {
-                return Err(DriveError::Offline(format!(
+                return Err(DriveError::Protocol(format!(
                     "node {} refused the call ({status}): {}",
                     self.name,
                     String::from_utf8_lossy(&bytes)
@@ -277,7 +280,7 @@ impl NodeClient {
             }
             decode::<Result<T, WireError>>(&bytes)
                 .map_err(|e| {
-                    DriveError::Offline(format!("node {} sent an unreadable answer: {e}", self.name))
+                    DriveError::Protocol(format!("node {} sent an unreadable answer: {e}", self.name))
                 })?
                 .map_err(DriveError::from)
         };
@@ -296,7 +299,7 @@ impl NodeClient {
                 return Ok(bytes);
             }
             Err(decode::<WireError>(&bytes).map(DriveError::from).unwrap_or_else(|e| {
-                DriveError::Offline(format!("node {} sent an unreadable error: {e}", self.name))
+                DriveError::Protocol(format!("node {} sent an unreadable error: {e}", self.name))
             }))
         };
         self.within_timeout(call).await
@@ -319,7 +322,7 @@ impl NodeClient {
         let (tx, rx) = oneshot::channel();
         let first = {
             let Ok(mut queued) = self.queued.lock() else {
-                return Err(DriveError::Offline("the drive call queue is poisoned".into()));
+                return Err(DriveError::Stopped("the drive call queue is poisoned".into()));
             };
             queued.push(QueuedCall { drive: drive.to_owned(), call, answer: tx });
             queued.len() == 1
@@ -331,7 +334,7 @@ impl NodeClient {
                 this.send_queued().await;
             });
         }
-        rx.await.unwrap_or_else(|_| Err(DriveError::Offline("a drive call batch was dropped".into())))
+        rx.await.unwrap_or_else(|_| Err(DriveError::Stopped("a drive call batch was dropped".into())))
     }
 
     /// Sends the queued drive calls: one alone as a plain call, more as batches.
@@ -378,13 +381,12 @@ impl NodeClient {
                     batch.len()
                 );
                 for c in batch {
-                    let _ = c.answer.send(Err(DriveError::Offline(why.clone())));
+                    let _ = c.answer.send(Err(DriveError::Protocol(why.clone())));
                 }
             }
             Err(e) => {
-                let why = e.to_string();
                 for c in batch {
-                    let _ = c.answer.send(Err(DriveError::Offline(why.clone())));
+                    let _ = c.answer.send(Err(e.duplicate()));
                 }
             }
         }
@@ -500,14 +502,22 @@ impl serde::Serialize for BinRef<'_> {
 }
 
 /// An answer's body, read whole up to `limit` bytes; an error past it.
-pub async fn read_answer(body: Incoming, limit: usize) -> Result<Bytes, String> {
+pub async fn read_answer(body: Incoming, limit: usize) -> Result<Bytes, AnswerError> {
     match Limited::new(body, limit).collect().await {
         Ok(b) => Ok(b.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(format!("answer too large (more than {limit} bytes)"))
-        }
-        Err(e) => Err(e.to_string()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(AnswerError::TooLarge(limit)),
+        Err(e) => Err(AnswerError::Broken(e)),
     }
+}
+
+/// Why an answer's body could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("answer too large (more than {0} bytes)")]
+    TooLarge(usize),
+    /// The connection broke while the answer came.
+    #[error("the answer broke off: {0}")]
+    Broken(Box<dyn std::error::Error + Send + Sync>),
 }
 
 pub fn full(bytes: Bytes) -> RequestBody {

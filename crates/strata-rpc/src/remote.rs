@@ -48,7 +48,7 @@ pub struct RemoteDrive {
 }
 
 fn unexpected(reply: RemoteReply) -> DriveError {
-    DriveError::Offline(format!("unexpected answer from the remote drive: {reply:?}"))
+    DriveError::Protocol(format!("unexpected answer from the remote drive: {reply:?}"))
 }
 
 impl RemoteDrive {
@@ -87,13 +87,14 @@ impl Drive for RemoteDrive {
         let body = http_body_util::combinators::UnsyncBoxBody::new(ChannelBody(rx));
         let (req, frames) = node.request(Method::POST, &path, BodyDigest::Frames, body)?;
         let frames =
-            frames.ok_or_else(|| DriveError::Offline("a shard stream without a frame key".into()))?;
+            frames.ok_or_else(|| DriveError::Protocol("a shard stream without a frame key".into()))?;
         let sent = tokio::spawn(async move {
             let resp = node.send_request(req, None).await?;
-            let bytes =
-                read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX).await.map_err(DriveError::Offline)?;
+            let bytes = read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)
+                .await
+                .map_err(|e| DriveError::Unreachable(e.to_string()))?;
             decode::<Result<(), WireError>>(&bytes)
-                .map_err(|e| DriveError::Offline(format!("unreadable answer: {e}")))?
+                .map_err(|e| DriveError::Protocol(format!("unreadable answer: {e}")))?
                 .map_err(DriveError::from)
         });
         Ok(Box::new(RemoteWriter {
@@ -141,18 +142,18 @@ impl RemoteWriter {
     /// The request's outcome once its body has ended (or the node stopped reading it).
     async fn outcome(&mut self) -> DriveResult<()> {
         let Some(sent) = self.sent.take() else {
-            return Err(DriveError::Offline("the shard write already ended".into()));
+            return Err(DriveError::Stopped("the shard write already ended".into()));
         };
         match tokio::time::timeout(self.timeout, sent).await {
             Ok(Ok(r)) => r,
-            Ok(Err(e)) => Err(DriveError::Offline(format!("shard write task failed: {e}"))),
-            Err(_) => Err(DriveError::Offline("shard write timed out".into())),
+            Ok(Err(e)) => Err(DriveError::Stopped(format!("shard write task failed: {e}"))),
+            Err(_) => Err(DriveError::TimedOut { op: "shard write".into(), after: self.timeout }),
         }
     }
 
     async fn push(&mut self, bytes: Bytes) -> DriveResult<()> {
         let Some(tx) = &self.tx else {
-            return Err(DriveError::Offline("the shard write already ended".into()));
+            return Err(DriveError::Stopped("the shard write already ended".into()));
         };
         match tokio::time::timeout(self.timeout, tx.send(bytes)).await {
             Ok(Ok(())) => Ok(()),
@@ -163,9 +164,9 @@ impl RemoteWriter {
                     .outcome()
                     .await
                     .err()
-                    .unwrap_or_else(|| DriveError::Offline("shard write ended early".into())))
+                    .unwrap_or_else(|| DriveError::Stopped("shard write ended early".into())))
             }
-            Err(_) => Err(DriveError::Offline("shard write timed out".into())),
+            Err(_) => Err(DriveError::TimedOut { op: "shard write".into(), after: self.timeout }),
         }
     }
 }

@@ -97,7 +97,7 @@ impl RpcServer {
     async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<RemoteReply, WireError> {
         let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
         let now = Instant::now();
-        let mut open = self.open.lock().map_err(|_| WireError::Io("open file table poisoned".into()))?;
+        let mut open = self.open.lock().map_err(|_| WireError::Stopped("open file table poisoned".into()))?;
         if open.swept.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10)) {
             open.readers.retain(|_, (_, used)| now.duration_since(*used) < OPEN_IDLE_MAX);
             open.swept = Some(now);
@@ -143,7 +143,7 @@ impl RpcServer {
         self.drives
             .get(name)
             .cloned()
-            .ok_or_else(|| WireError::Offline(format!("drive {name} is not online on this node")))
+            .ok_or_else(|| WireError::Unreachable(format!("drive {name} is not online on this node")))
     }
 
     /// One encoded drive call to drive `name` (alone, or one of a batch).
@@ -387,7 +387,7 @@ async fn read_body(body: Incoming, signed: &Signed) -> Result<Bytes, Response<By
 /// left, and collections preallocate at most 1 MiB whatever length they declare (serde's
 /// cautious size hint), growing only with elements actually present.
 fn decode_call<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, WireError> {
-    decode::<T>(body).map_err(WireError::BadRequest)
+    decode::<T>(body).map_err(|e| WireError::BadRequest(e.to_string()))
 }
 
 /// Why a shard write stream was refused.
@@ -423,7 +423,7 @@ impl From<StreamError> for WireError {
             StreamError::BadHash(i) => {
                 WireError::Corrupt(format!("shard frame {i} does not match its bitrot hash"))
             }
-            StreamError::Broken(m) => WireError::Io(m),
+            StreamError::Broken(m) => WireError::Io { kind: "Other".into(), message: m },
             StreamError::Drive(e) => e.into(),
         }
     }
@@ -544,11 +544,11 @@ mod frame_fuzz {
     #[async_trait::async_trait]
     impl ShardWriter for Recorded {
         async fn write_frame(&mut self, hash: [u8; 32], shard: Bytes) -> DriveResult<()> {
-            self.0.lock().map_err(|_| DriveError::Offline("poisoned".into()))?.0.push((hash, shard));
+            self.0.lock().map_err(|_| DriveError::Stopped("poisoned".into()))?.0.push((hash, shard));
             Ok(())
         }
         async fn finish(&mut self) -> DriveResult<()> {
-            self.0.lock().map_err(|_| DriveError::Offline("poisoned".into()))?.1 = true;
+            self.0.lock().map_err(|_| DriveError::Stopped("poisoned".into()))?.1 = true;
             Ok(())
         }
     }

@@ -24,35 +24,71 @@ pub enum RemoteReply {
     Handle(u64),
 }
 
-/// A [`DriveError`] on the wire.
+/// A [`DriveError`] on the wire: the same cases, an I/O error's kind and message kept.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum WireError {
-    Offline(String),
+    Unreachable(String),
+    TimedOut {
+        op: String,
+        after_ms: u64,
+    },
+    Protocol(String),
+    Stopped(String),
+    Stale(String),
+    Refused(String),
     NotFound,
     BucketNotFound,
     BucketExists,
     BucketNotEmpty,
     Corrupt(String),
-    Io(String),
+    /// `std::io::ErrorKind`'s name (as `Debug` prints it) and the message.
+    Io {
+        kind: String,
+        message: String,
+    },
     Index(String),
     /// The remote process ran out of a resource (open files, memory).
     Exhausted(String),
-    /// The request itself was wrong (unknown drive, undecodable call).
+    /// The request itself was wrong (unknown drive, undecodable call): a protocol error here.
     BadRequest(String),
     /// A fenced change refused: the object's lock has another holder on this node.
     Fenced(String),
 }
 
+/// The I/O error kinds an answer can carry back (others arrive as `Other`).
+fn io_kind(name: &str) -> std::io::ErrorKind {
+    use std::io::ErrorKind as K;
+    [
+        K::NotFound,
+        K::PermissionDenied,
+        K::AlreadyExists,
+        K::InvalidData,
+        K::UnexpectedEof,
+        K::StorageFull,
+        K::Interrupted,
+    ]
+    .into_iter()
+    .find(|k| format!("{k:?}") == name)
+    .unwrap_or(K::Other)
+}
+
 impl From<DriveError> for WireError {
     fn from(e: DriveError) -> Self {
         match e {
-            DriveError::Offline(m) => WireError::Offline(m),
+            DriveError::Unreachable(m) => WireError::Unreachable(m),
+            DriveError::TimedOut { op, after } => {
+                WireError::TimedOut { op, after_ms: u64::try_from(after.as_millis()).unwrap_or(u64::MAX) }
+            }
+            DriveError::Protocol(m) => WireError::Protocol(m),
+            DriveError::Stopped(m) => WireError::Stopped(m),
+            DriveError::Stale(m) => WireError::Stale(m),
+            DriveError::Refused(m) => WireError::Refused(m),
             DriveError::NotFound => WireError::NotFound,
             DriveError::BucketNotFound => WireError::BucketNotFound,
             DriveError::BucketExists => WireError::BucketExists,
             DriveError::BucketNotEmpty => WireError::BucketNotEmpty,
             DriveError::Corrupt(m) => WireError::Corrupt(m),
-            DriveError::Io(e) => WireError::Io(e.to_string()),
+            DriveError::Io(e) => WireError::Io { kind: format!("{:?}", e.kind()), message: e.to_string() },
             DriveError::Index(m) => WireError::Index(m),
             DriveError::Exhausted(m) => WireError::Exhausted(m),
             DriveError::Fenced(m) => WireError::Fenced(m),
@@ -63,17 +99,24 @@ impl From<DriveError> for WireError {
 impl From<WireError> for DriveError {
     fn from(e: WireError) -> Self {
         match e {
-            WireError::Offline(m) => DriveError::Offline(m),
+            WireError::Unreachable(m) => DriveError::Unreachable(m),
+            WireError::TimedOut { op, after_ms } => {
+                DriveError::TimedOut { op, after: std::time::Duration::from_millis(after_ms) }
+            }
+            WireError::Protocol(m) => DriveError::Protocol(m),
+            WireError::Stopped(m) => DriveError::Stopped(m),
+            WireError::Stale(m) => DriveError::Stale(m),
+            WireError::Refused(m) => DriveError::Refused(m),
             WireError::NotFound => DriveError::NotFound,
             WireError::BucketNotFound => DriveError::BucketNotFound,
             WireError::BucketExists => DriveError::BucketExists,
             WireError::BucketNotEmpty => DriveError::BucketNotEmpty,
             WireError::Corrupt(m) => DriveError::Corrupt(m),
-            WireError::Io(m) => DriveError::Io(std::io::Error::other(m)),
+            WireError::Io { kind, message } => DriveError::Io(std::io::Error::new(io_kind(&kind), message)),
             WireError::Index(m) => DriveError::Index(m),
             WireError::Exhausted(m) => DriveError::Exhausted(m),
             WireError::Fenced(m) => DriveError::Fenced(m),
-            WireError::BadRequest(m) => DriveError::Offline(format!("refused by the remote node: {m}")),
+            WireError::BadRequest(m) => DriveError::Protocol(format!("refused by the remote node: {m}")),
         }
     }
 }
@@ -111,8 +154,8 @@ pub fn encode<T: Serialize>(value: &T) -> Bytes {
     Bytes::from(rmp_serde::to_vec(value).unwrap_or_default())
 }
 
-pub fn decode<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<T, String> {
-    rmp_serde::from_slice(bytes).map_err(|e| e.to_string())
+pub fn decode<T: for<'a> Deserialize<'a>>(bytes: &[u8]) -> Result<T, rmp_serde::decode::Error> {
+    rmp_serde::from_slice(bytes)
 }
 
 #[cfg(test)]
@@ -143,6 +186,31 @@ mod tests {
             ));
         }
         assert!(decode::<RemoteCall>(b"\xc1garbage").is_err());
+    }
+
+    #[test]
+    fn errors_keep_their_kind_across_nodes() {
+        let cases = [
+            DriveError::TimedOut { op: "read_record".into(), after: std::time::Duration::from_millis(300) },
+            DriveError::Unreachable("node x is offline".into()),
+            DriveError::Stale("does not hold the current version".into()),
+            DriveError::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full")),
+        ];
+        for e in cases {
+            let shown = e.to_string();
+            let back: DriveError = decode::<WireError>(&encode(&WireError::from(e))).expect("decodes").into();
+            assert_eq!(back.to_string(), shown);
+            match back {
+                DriveError::TimedOut { after, .. } => {
+                    assert_eq!(after, std::time::Duration::from_millis(300))
+                }
+                DriveError::Io(io) => assert_eq!(io.kind(), std::io::ErrorKind::StorageFull),
+                DriveError::Unreachable(_) | DriveError::Stale(_) => {}
+                other => panic!("kind lost: {other:?}"),
+            }
+        }
+        let refused: DriveError = WireError::BadRequest("undecodable call".into()).into();
+        assert!(matches!(refused, DriveError::Protocol(_)) && refused.is_unavailable());
     }
 
     #[test]

@@ -71,7 +71,7 @@ async fn batches_of_drive_calls_are_bounded_and_answer_each_call() {
         answers[..],
         [
             Ok(RemoteReply::Drive(DriveReply::DiskInfo(_))),
-            Err(WireError::Offline(_)),
+            Err(WireError::Unreachable(_)),
             Ok(RemoteReply::Drive(DriveReply::DiskInfo(_)))
         ]
     ));

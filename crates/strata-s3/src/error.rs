@@ -257,9 +257,11 @@ impl From<ObjectError> for S3Error {
                 (C::InvalidStorageClass, "The storage class you specified is not valid")
             }
             ObjectError::Body(b) => return S3Error::from(b.clone()),
-            ObjectError::Internal(_) => {
-                (C::InternalError, "We encountered an internal error. Please try again.")
-            }
+            ObjectError::Erasure(_)
+            | ObjectError::TaskFailed(_)
+            | ObjectError::Poisoned(_)
+            | ObjectError::Corrupt(_) => (C::InternalError, "We encountered an internal error. Please try again."),
+            ObjectError::Raced(_) => (C::SlowDown, "The object changed while it was worked on; please try again."),
             ObjectError::Sealed(_) => {
                 tracing::error!(error = %e, "an encrypted object does not open");
                 (C::InternalError, "The object's encrypted data cannot be read: too many of its shards are damaged.")

@@ -117,7 +117,7 @@ pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
 pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 
 /// Longest the object layer waits for one drive operation (a record read, a frame written or
-/// read, a commit) before it counts that drive as failed for the request (`DriveError::Offline`,
+/// read, a commit) before it counts that drive as failed for the request (`DriveError::TimedOut`,
 /// so the quorum rules decide: the request succeeds on the other drives or fails with a quorum
 /// error, never hangs). Longer than the node RPC time-out (15 s), so a remote drive's own
 /// time-out answers first; far longer than a sync of a group commit under load.
