@@ -1,3 +1,5 @@
+//! Unit tests of `lifecycle.rs`: rule matching, expiry dates and noncurrent selection.
+
 use super::*;
 use strata_meta::NoncurrentExpiration;
 

@@ -1,3 +1,6 @@
+//! Unit tests of `lifecycle.rs`: the lifecycle configuration documents, their AWS errors and the
+//! print-back round trip.
+
 use super::*;
 
 fn doc(rules: &str) -> String {
