@@ -89,11 +89,12 @@ fn every_module_opens_with_its_map() {
 }
 
 /// The repository paths cited in `text`: words starting with `crates/`, `docs/`, `scripts/` or
-/// `tests/`, cut at the first character a path does not hold, without trailing punctuation or a
-/// `:line` suffix. Patterns (`*`, `{`, `<`) are not paths.
+/// `tests/`, or a crate's folder (`strata-s3/src/...`, short for `crates/strata-s3/src/...`), cut
+/// at the first character a path does not hold, without trailing punctuation or a `:line`
+/// suffix. Patterns (`*`, `{`, `<`) are not paths.
 fn cited_paths(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for prefix in ["crates/", "docs/", "scripts/", "tests/"] {
+    for prefix in ["crates/", "docs/", "scripts/", "tests/", "strata-"] {
         let mut from = 0;
         while let Some(found) = text[from..].find(prefix) {
             let start = from + found;
@@ -110,7 +111,12 @@ fn cited_paths(text: &str) -> Vec<String> {
                 continue;
             }
             let path = path.trim_end_matches(['.', ',']).to_owned();
-            if path.len() > prefix.len() {
+            if prefix == "strata-" {
+                // A crate's folder only when a path inside it follows (`strata-s3/src/x.rs`).
+                if path.contains("/src/") || path.contains("/tests/") {
+                    out.push(format!("crates/{path}"));
+                }
+            } else if path.len() > prefix.len() {
                 out.push(path);
             }
         }
