@@ -16,7 +16,10 @@ use strata_object::{BytesBody, ListRequest, ObjectError, PutOptions};
 use strata_rpc::peer::{Latency, PeerError, SpeedtestResult, SpeedtestShare, SpeedtestSse, Throughput};
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::{Node, Reply};
-use strata_types::limits::SPEEDTEST_PEER_SLACK;
+use strata_types::limits::{
+    SPEEDTEST_AUTOTUNE_STEP_MIN, SPEEDTEST_DURATION_DEFAULT, SPEEDTEST_DURATION_MAX, SPEEDTEST_DURATION_MIN,
+    SPEEDTEST_PEER_SLACK, SPEEDTEST_SIZE_DEFAULT,
+};
 use tokio::sync::Mutex;
 
 use crate::{json_reply, Admin};
@@ -42,7 +45,7 @@ impl SpeedtestParams {
         let param = |k: &str| query.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         let bad = |m: &str| S3Error::new(S3ErrorCode::InvalidArgument, m);
         let size = match param("size") {
-            None => 64 << 20,
+            None => SPEEDTEST_SIZE_DEFAULT,
             Some(s) => strata_types::size::parse_size(s).ok_or_else(|| bad("size must be like 64MiB"))?,
         };
         let concurrent = match param("concurrent") {
@@ -50,7 +53,7 @@ impl SpeedtestParams {
             Some(c) => c.parse().map_err(|_| bad("concurrent must be a number"))?,
         };
         let duration = match param("duration") {
-            None => Duration::from_secs(10),
+            None => SPEEDTEST_DURATION_DEFAULT,
             Some(d) => {
                 strata_types::time::parse_duration(d).ok_or_else(|| bad("duration must be like 10s"))?
             }
@@ -70,7 +73,7 @@ impl SpeedtestParams {
         if !(1..=1024).contains(&concurrent) {
             return Err(bad("concurrent must be between 1 and 1024"));
         }
-        if duration < Duration::from_millis(100) || duration > Duration::from_secs(600) {
+        if !(SPEEDTEST_DURATION_MIN..=SPEEDTEST_DURATION_MAX).contains(&duration) {
             return Err(bad("duration must be between 100ms and 10m"));
         }
         Ok(Self { size, concurrent, duration_secs: duration.as_secs_f64(), autotune, sse })
@@ -397,7 +400,7 @@ async fn run_speedtest(admin: &Admin, params: SpeedtestParams) -> Result<Speedte
     if params.autotune {
         // Double the concurrency while PUT throughput still grows by 5 % or more.
         let (mut c, mut best) = (4usize, 0.0f64);
-        let step = duration.div_f64(2.0).max(Duration::from_millis(500));
+        let step = duration.div_f64(2.0).max(SPEEDTEST_AUTOTUNE_STEP_MIN);
         loop {
             let (t, _) =
                 put_phase(node, &data, &format!("{prefix}/tune-{c}"), (c, step), sealing.as_ref()).await;

@@ -26,9 +26,7 @@ use crate::report::{
     histogram_percentiles, merge_histograms, ClientReport, OpReport, ProcessUsage, Report, Sample,
 };
 use crate::run::{self, BenchArgs, Op, Prepared};
-
-/// Largest command an agent accepts.
-const COMMAND_SIZE_MAX: usize = 64 * 1024;
+use strata_types::limits::BENCH_AGENT_COMMAND_SIZE_MAX;
 
 #[derive(Serialize, Deserialize)]
 struct PrepareCommand {
@@ -58,7 +56,7 @@ fn reply(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
 
 async fn handle(slot: Slot, req: Request<Incoming>) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let body = match http_body_util::Limited::new(body, COMMAND_SIZE_MAX).collect().await {
+    let body = match http_body_util::Limited::new(body, BENCH_AGENT_COMMAND_SIZE_MAX).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => return reply(StatusCode::BAD_REQUEST, format!("reading the command: {e}").into_bytes()),
     };
@@ -77,7 +75,10 @@ async fn handle(slot: Slot, req: Request<Incoming>) -> Response<Full<Bytes>> {
                 let cmd: StartCommand = serde_json::from_slice(&body).context("a start command")?;
                 let prepared = slot.lock().await.take().context("no run is prepared")?;
                 let wait = cmd.start_at_ms.saturating_sub(now_ms());
-                tokio::time::sleep(Duration::from_millis(wait.min(60_000))).await;
+                tokio::time::sleep(
+                    Duration::from_millis(wait).min(strata_types::limits::BENCH_AGENT_WAIT_MAX),
+                )
+                .await;
                 let report = run::execute(&prepared).await;
                 run::finish(prepared).await?;
                 Ok(serde_json::to_vec(&report?)?)

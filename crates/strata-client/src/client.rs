@@ -148,7 +148,7 @@ impl Client {
         let https = builder.https_or_http().enable_http1().wrap_connector(connector);
         let http = HyperClient::builder(TokioExecutor::new())
             .pool_max_idle_per_host(concurrency)
-            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(strata_types::limits::HTTP_POOL_IDLE_TIMEOUT)
             .build(https);
         Ok(Self { http, ep, next_host: AtomicUsize::new(0) })
     }

@@ -606,7 +606,7 @@ pub struct Prepared {
 pub async fn prepare(op: Op, args: BenchArgs, tag: &str) -> Result<Prepared> {
     let sizes = parse_size_range(&args.obj_size)?;
     let part_size = if args.disable_multipart { None } else { Some(parse_size(&args.part_size)?) };
-    if part_size.is_some_and(|p| p < 5 << 20) {
+    if part_size.is_some_and(|p| p < strata_types::limits::PART_SIZE_MIN) {
         bail!("--part.size must be at least 5MiB (S3's smallest part)");
     }
     let duration = parse_duration(&args.duration)?;
@@ -683,8 +683,8 @@ pub async fn execute(p: &Prepared) -> Result<Report> {
         tokio::spawn(async move {
             let mut last = (0u64, 0u64, 0u64);
             let mut tick = tokio::time::interval_at(
-                tokio::time::Instant::now() + Duration::from_secs(1),
-                Duration::from_secs(1),
+                tokio::time::Instant::now() + strata_types::limits::BENCH_REPORT_INTERVAL,
+                strata_types::limits::BENCH_REPORT_INTERVAL,
             );
             loop {
                 tick.tick().await;

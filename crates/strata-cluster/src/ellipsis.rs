@@ -3,6 +3,8 @@
 //! Several ranges in one argument expand as a cartesian product, the first range varying
 //! slowest, so `node{1...2}/d{1...2}` gives node1/d1, node1/d2, node2/d1, node2/d2.
 
+use strata_types::limits::ELLIPSIS_EXPANSION_MAX;
+
 /// A pattern that does not expand.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid ellipsis pattern {pattern:?}: {reason}")]
@@ -10,9 +12,6 @@ pub struct EllipsisError {
     pub pattern: String,
     pub reason: &'static str,
 }
-
-/// Largest expansion of one argument; a typo like `{1...100000}` is refused, not allocated.
-const EXPANSION_MAX: usize = 1 << 16;
 
 /// How a range is written, shown with every pattern that does not expand.
 const SYNTAX: &str = "a range is written with three dots: {1...4}, {01...16} or {a...d} \
@@ -64,7 +63,7 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
             })?,
             None => vec![format!("{{{inner}}}")],
         };
-        if results.len().saturating_mul(values.len()) > EXPANSION_MAX {
+        if results.len().saturating_mul(values.len()) > ELLIPSIS_EXPANSION_MAX {
             return Err(err("expands to too many drives"));
         }
         results =
@@ -79,7 +78,7 @@ pub fn expand(pattern: &str) -> Result<Vec<String>, EllipsisError> {
 
 fn range_values(lo: &str, hi: &str) -> Option<Vec<String>> {
     if let (Ok(a), Ok(b)) = (lo.parse::<u64>(), hi.parse::<u64>()) {
-        if lo.is_empty() || hi.is_empty() || a > b || b - a >= EXPANSION_MAX as u64 {
+        if lo.is_empty() || hi.is_empty() || a > b || b - a >= ELLIPSIS_EXPANSION_MAX as u64 {
             return None;
         }
         let width = if lo.starts_with('0') && lo.len() > 1 { lo.len() } else { 0 };

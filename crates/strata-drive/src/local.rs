@@ -20,6 +20,7 @@ use crate::{
     CallContext, DiskInfo, Drive, DriveCall, DriveError, DriveReply, DriveResult, ListEntry, ListQuery,
     ShardReader, ShardWriter, UploadsQuery,
 };
+use strata_types::limits::DRIVE_ONLINE_RECHECK;
 
 const SYS_DIR: &str = ".strata.sys";
 const FORMAT_FILE: &str = "format.json";
@@ -47,12 +48,6 @@ pub struct LocalDrive {
     _lock: Box<dyn Send + Sync>,
 }
 
-/// How long a sighting of the format record vouches for a record read. A metadata lookup is a
-/// page-cache hit costing less than the `stat` that proves the drive is still there (10 % of a
-/// GET 4 KiB's server CPU went to it), so reads share one `stat` per this interval; writes
-/// still check every time, so nothing is acknowledged on a drive that has been wiped.
-const ONLINE_RECHECK: std::time::Duration = std::time::Duration::from_millis(250);
-
 /// The last sighting of a drive's format record, as ms since an arbitrary process-wide instant.
 #[derive(Default)]
 struct OnlineSeen(std::sync::atomic::AtomicU64);
@@ -66,7 +61,7 @@ impl OnlineSeen {
 
     fn fresh(&self) -> bool {
         let seen = self.0.load(std::sync::atomic::Ordering::Relaxed);
-        seen != 0 && Self::now_ms().saturating_sub(seen) < ONLINE_RECHECK.as_millis() as u64
+        seen != 0 && Self::now_ms().saturating_sub(seen) < DRIVE_ONLINE_RECHECK.as_millis() as u64
     }
 
     fn record(&self) {
@@ -323,7 +318,7 @@ impl LocalDrive {
         }
     }
 
-    /// [`Self::ensure_online`] for record reads: one `stat` per [`ONLINE_RECHECK`] unless a
+    /// [`Self::ensure_online`] for record reads: one `stat` per [`DRIVE_ONLINE_RECHECK`] unless a
     /// check failed meanwhile. A read in that window from a drive just wiped still sees the records its open index holds, which
     /// are as true as a moment before (and every shard block is bitrot-checked anyway).
     fn ensure_online_for_read(&self) -> DriveResult<()> {

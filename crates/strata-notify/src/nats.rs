@@ -13,9 +13,6 @@ pub struct NatsAuth {
     pub token: Option<String>,
 }
 
-/// Longest protocol line read from the server (its `INFO` carries the server's settings).
-const LINE_SIZE_MAX: u64 = 64 * 1024;
-
 pub struct NatsConnection {
     stream: BufReader<TcpStream>,
 }
@@ -66,7 +63,7 @@ impl NatsConnection {
 
     async fn read_line(&mut self) -> Result<String, String> {
         let mut line = Vec::new();
-        let mut limited = (&mut self.stream).take(LINE_SIZE_MAX);
+        let mut limited = (&mut self.stream).take(NATS_LINE_SIZE_MAX);
         let n = limited.read_until(b'\n', &mut line).await.map_err(|e| format!("read: {e}"))?;
         if n == 0 || line.last() != Some(&b'\n') {
             return Err("the NATS server closed the connection".into());
@@ -88,4 +85,5 @@ impl NatsConnection {
     }
 }
 
+use strata_types::limits::NATS_LINE_SIZE_MAX;
 use tokio::io::AsyncReadExt as _;

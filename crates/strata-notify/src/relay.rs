@@ -36,6 +36,7 @@ use tokio::sync::watch;
 
 use crate::listen::{Hub, Next, Subscription};
 use crate::EventName;
+use strata_types::limits::LISTEN_SUBSCRIPTION_ID_LEN_MAX;
 
 /// The other nodes of the deployment, as the relay reaches them (the RPC layer implements it).
 #[async_trait]
@@ -51,8 +52,8 @@ pub trait ListenPeers: Send + Sync {
 /// Why a poll got no batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 pub enum PollError {
-    /// The subscription id is empty or longer than [`SUBSCRIPTION_ID_LEN_MAX`].
-    #[error("a subscription id has 1 to {SUBSCRIPTION_ID_LEN_MAX} characters")]
+    /// The subscription id is empty or longer than [`LISTEN_SUBSCRIPTION_ID_LEN_MAX`].
+    #[error("a subscription id has 1 to {LISTEN_SUBSCRIPTION_ID_LEN_MAX} characters")]
     BadSubscription,
     /// The polled node keeps [`LISTEN_PEER_SUBSCRIPTIONS_MAX`] subscriptions at most.
     #[error("the node keeps {LISTEN_PEER_SUBSCRIPTIONS_MAX} subscriptions at most")]
@@ -96,9 +97,6 @@ pub struct RemoteEvent {
     /// The listen document, without its newline.
     pub line: String,
 }
-
-/// Longest subscription id a poll may name (a UUID is 36 characters).
-pub const SUBSCRIPTION_ID_LEN_MAX: usize = 64;
 
 /// A node's relay of the other nodes' events (see the module documentation).
 pub(crate) struct Relay {
@@ -256,7 +254,7 @@ impl Parked {
         poll: Poll,
     ) -> Result<Batch, PollError> {
         let id = poll.subscription;
-        if id.is_empty() || id.len() > SUBSCRIPTION_ID_LEN_MAX {
+        if id.is_empty() || id.len() > LISTEN_SUBSCRIPTION_ID_LEN_MAX {
             return Err(PollError::BadSubscription);
         }
         if poll.close {

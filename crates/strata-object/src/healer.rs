@@ -14,9 +14,10 @@ use tokio::sync::mpsc;
 
 use crate::layer::ObjectLayer;
 use strata_drive::DriveOps;
-
-/// Objects waiting in the heal queue at most; more are left to the scanner.
-const QUEUE_MAX: usize = 10_000;
+use strata_types::limits::{
+    DRIVE_STATUS_TIMEOUT, HEAL_PAUSE_LOW_MIN, HEAL_PAUSE_NORMAL_MIN, HEAL_QUEUE_MAX,
+    HEAL_STATE_SAVE_INTERVAL, SCANNER_ORPHAN_AGE, SCAN_PAGE_SIZE, STATE_COPIES,
+};
 
 /// How much I/O healing may take while foreground requests run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -50,8 +51,8 @@ impl HealPriority {
     /// quarter of the time at low priority, two thirds at normal, and flat out at high.
     pub(crate) fn pause(self, spent: Duration) -> Duration {
         match self {
-            Self::Low => spent * 3 + Duration::from_millis(5),
-            Self::Normal => spent / 2 + Duration::from_millis(1),
+            Self::Low => spent * 3 + HEAL_PAUSE_LOW_MIN,
+            Self::Normal => spent / 2 + HEAL_PAUSE_NORMAL_MIN,
             Self::High => Duration::ZERO,
         }
     }
@@ -61,8 +62,8 @@ impl HealPriority {
     /// million objects then takes minutes and costs foreground reads little), flat out at high.
     pub(crate) fn lifecycle_pause(self, spent: Duration) -> Duration {
         match self {
-            Self::Low => spent * 19 + Duration::from_millis(5),
-            Self::Normal => spent * 9 + Duration::from_millis(1),
+            Self::Low => spent * 19 + HEAL_PAUSE_LOW_MIN,
+            Self::Normal => spent * 9 + HEAL_PAUSE_NORMAL_MIN,
             Self::High => Duration::ZERO,
         }
     }
@@ -211,8 +212,6 @@ struct Saved {
 
 /// Name of the state document on drives.
 pub(crate) const STATE_NAME: &str = "heal";
-/// Drives that keep a copy of the state.
-const STATE_COPIES: usize = 3;
 
 /// How scans check and clean.
 #[derive(Debug, Clone, Copy)]
@@ -225,7 +224,7 @@ pub struct ScanConfig {
 
 impl Default for ScanConfig {
     fn default() -> Self {
-        Self { deep_fraction: 0.01, orphan_age: Duration::from_secs(3600) }
+        Self { deep_fraction: 0.01, orphan_age: SCANNER_ORPHAN_AGE }
     }
 }
 
@@ -276,7 +275,7 @@ fn now_secs() -> u64 {
 
 impl Healer {
     pub(crate) fn new() -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE_MAX);
+        let (tx, rx) = mpsc::channel(HEAL_QUEUE_MAX);
         Self {
             dirty: Default::default(),
             tx,
@@ -519,7 +518,7 @@ impl ObjectLayer {
         let layer = self.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                tokio::time::sleep(HEAL_STATE_SAVE_INTERVAL).await;
                 if layer.healer.dirty.swap(false, Ordering::Relaxed) {
                     layer.save_heal_state().await;
                 }
@@ -599,7 +598,7 @@ impl ObjectLayer {
                 let reason = match d {
                     None => Some(("offline at start".to_owned(), format!("{set} drive {i}"))),
                     Some(d) => {
-                        let answer = tokio::time::timeout(Duration::from_secs(1), d.disk_info()).await;
+                        let answer = tokio::time::timeout(DRIVE_STATUS_TIMEOUT, d.disk_info()).await;
                         let why = match answer {
                             Ok(Ok(_)) => None,
                             Ok(Err(e)) => Some(e.to_string()),
@@ -785,7 +784,6 @@ impl ObjectLayer {
         F: FnMut(Vec<(String, u64)>) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
-        const PAGE: usize = 1000;
         let drives: Vec<Arc<dyn strata_drive::Drive>> =
             self.all_sets().flat_map(|s| s.drives.iter().flatten().cloned()).collect();
         let mut after = after.to_owned();
@@ -795,7 +793,7 @@ impl ObjectLayer {
                     prefix: prefix.to_owned(),
                     start_after: after.clone(),
                     delimiter: None,
-                    limit: PAGE,
+                    limit: SCAN_PAGE_SIZE,
                     ..Default::default()
                 };
                 d.list(bucket, q)
@@ -805,7 +803,7 @@ impl ObjectLayer {
             let mut bound: Option<String> = None;
             let mut keys: BTreeMap<String, u64> = BTreeMap::new();
             for page in pages.into_iter().flatten() {
-                if page.len() == PAGE {
+                if page.len() == SCAN_PAGE_SIZE {
                     if let Some(last) = page.last() {
                         let last = last.name().to_owned();
                         bound = Some(bound.map_or(last.clone(), |b| b.min(last)));

@@ -21,7 +21,10 @@ use serde::{Deserialize, Serialize};
 use strata_drive::DriveOps;
 use strata_drive::{ListEntry, ListQuery};
 use strata_meta::{LifecycleConfig, ObjectVersion, Versioning};
-use strata_types::limits::{LIFECYCLE_PAGE_SIZE, LIFECYCLE_SAVE_INTERVAL, LIFECYCLE_SAVE_KEYS};
+use strata_types::limits::{
+    LIFECYCLE_DAY, LIFECYCLE_INTERVAL, LIFECYCLE_PAGE_SIZE, LIFECYCLE_SAVE_INTERVAL, LIFECYCLE_SAVE_KEYS,
+    STATE_COPIES,
+};
 use strata_types::time::now_nanos;
 use uuid::Uuid;
 
@@ -29,9 +32,6 @@ use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
 use crate::lifecycle::{self, Action, Clock, KeyWalk, VersionFacts};
 use crate::{ObjectInfo, VersionRef, VersionsRequest};
-
-/// Drives that keep a copy of the pass's state.
-const STATE_COPIES: usize = 3;
 
 /// How often passes run and how long a lifecycle day lasts.
 #[derive(Debug, Clone, Copy)]
@@ -44,7 +44,7 @@ pub struct LifecycleSettings {
 
 impl Default for LifecycleSettings {
     fn default() -> Self {
-        Self { interval: Duration::from_secs(6 * 3600), day: Duration::from_secs(86_400) }
+        Self { interval: LIFECYCLE_INTERVAL, day: LIFECYCLE_DAY }
     }
 }
 

@@ -12,8 +12,7 @@ use async_trait::async_trait;
 use tokio::sync::RwLock;
 
 use crate::error::ObjectError;
-
-const STRIPES: usize = 1024;
+use strata_types::limits::LOCK_STRIPES;
 
 /// A held lock; dropping it releases the lock.
 pub struct LockGuard(Box<dyn Lease>);
@@ -101,11 +100,11 @@ impl Default for LockTable {
 
 impl LockTable {
     pub fn new() -> Self {
-        Self { stripes: (0..STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
+        Self { stripes: (0..LOCK_STRIPES).map(|_| Arc::new(RwLock::new(()))).collect() }
     }
 
     fn stripe(&self, hash: u64) -> Arc<RwLock<()>> {
-        self.stripes[(hash.rotate_left(17) % STRIPES as u64) as usize].clone()
+        self.stripes[(hash.rotate_left(17) % LOCK_STRIPES as u64) as usize].clone()
     }
 }
 

@@ -77,7 +77,7 @@ impl BodyReader for BytesBody {
         if self.sent == self.data.len() {
             return Ok(None);
         }
-        let end = (self.sent + (1 << 20)).min(self.data.len());
+        let end = (self.sent + strata_types::limits::BLOCK_SIZE).min(self.data.len());
         let chunk = self.data.slice(self.sent..end);
         self.sent = end;
         Ok(Some(chunk))

@@ -23,7 +23,9 @@ use tokio::sync::mpsc;
 
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use strata_types::limits::{
-    RPC_ANSWER_SIZE_MAX, RPC_BATCH_CALLS_MAX, RPC_BATCH_CALL_SIZE_MAX, RPC_READ_SIZE_MAX,
+    HTTP2_CONNECTION_WINDOW, HTTP2_FRAME_SIZE_MAX, HTTP2_STREAM_WINDOW, NODE_PROBE_INTERVAL,
+    NODE_PROBE_TIMEOUT, RPC_ANSWER_SIZE_MAX, RPC_BATCH_CALLS_MAX, RPC_BATCH_CALL_SIZE_MAX, RPC_BATCH_DELAY,
+    RPC_KEEPALIVE_INTERVAL, RPC_KEEPALIVE_TIMEOUT, RPC_READ_SIZE_MAX,
 };
 use tokio::sync::oneshot;
 
@@ -120,12 +122,12 @@ impl NodeClient {
             .timer(TokioTimer::new())
             .pool_timer(TokioTimer::new())
             .http2_only(true)
-            .http2_initial_stream_window_size(4 << 20)
-            .http2_initial_connection_window_size(16 << 20)
+            .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
             // Whole shard blocks in one DATA frame: the answer arrives as one buffer, no gathering copy.
-            .http2_max_frame_size(1 << 20)
-            .http2_keep_alive_interval(Duration::from_secs(5))
-            .http2_keep_alive_timeout(Duration::from_secs(5))
+            .http2_max_frame_size(HTTP2_FRAME_SIZE_MAX)
+            .http2_keep_alive_interval(RPC_KEEPALIVE_INTERVAL)
+            .http2_keep_alive_timeout(RPC_KEEPALIVE_TIMEOUT)
             .build(connector);
         Arc::new(Self {
             name: name.to_owned(),
@@ -405,7 +407,7 @@ impl NodeClient {
         let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
         let this = self.clone();
         rt.spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+            tokio::time::sleep(RPC_BATCH_DELAY).await;
             let batch = this.deferred.lock().ok().and_then(|mut p| p.take());
             if let Some(batch) = batch {
                 let _ = this.call::<()>(&format!("{PREFIX}batch"), crate::wire::encode(&batch)).await;
@@ -452,7 +454,7 @@ impl NodeClient {
         let this = self.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+                tokio::time::sleep(NODE_PROBE_INTERVAL).await;
                 if this.probe().await {
                     // Probing ends before the node counts as online: a call that fails in
                     // between then starts a new probe. (The other order left a node marked
@@ -476,7 +478,7 @@ impl NodeClient {
             return false;
         };
         matches!(
-            tokio::time::timeout(Duration::from_secs(2), self.http.request(req)).await,
+            tokio::time::timeout(NODE_PROBE_TIMEOUT, self.http.request(req)).await,
             Ok(Ok(r)) if r.status() == StatusCode::OK
         )
     }

@@ -214,7 +214,7 @@ impl LockTimings {
     /// [`LOCK_LEASE_PER_RPC_TIMEOUT`] time-outs, a commit margin of one, and a wait that outlasts
     /// a lease and a commit.
     pub fn for_rpc_timeout(rpc_timeout: Duration) -> Self {
-        let rpc_timeout = rpc_timeout.max(Duration::from_millis(100));
+        let rpc_timeout = rpc_timeout.max(strata_types::limits::LOCK_RPC_TIMEOUT_MIN);
         let lease = rpc_timeout * LOCK_LEASE_PER_RPC_TIMEOUT;
         Self { lease, wait: LOCK_WAIT_MIN.max(lease + rpc_timeout), commit_margin: rpc_timeout }
     }

@@ -100,7 +100,7 @@ impl Drive for RemoteDrive {
         Ok(Box::new(RemoteWriter {
             tx: Some(tx),
             sent: Some(sent),
-            timeout: Duration::from_secs(30),
+            timeout: strata_types::limits::SHARD_WRITE_TIMEOUT,
             frames,
             index: 0,
         }))

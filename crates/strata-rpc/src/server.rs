@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use http::{Method, Request, Response, StatusCode};
@@ -18,7 +18,10 @@ use strata_drive::DriveOps;
 use strata_drive::{Drive, DriveError, ShardReader, ShardWriter};
 use strata_erasure::bitrot;
 use strata_object::{ObjectLayer, SharedState};
-use strata_types::limits::{RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_READ_SIZE_MAX};
+use strata_types::limits::{
+    RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_OPEN_IDLE_MAX, RPC_OPEN_SWEEP_INTERVAL,
+    RPC_READ_SIZE_MAX, SHARD_HASH_INLINE_MAX,
+};
 use uuid::Uuid;
 
 use crate::auth::{unix_now, AuthError, BodyDigest, FrameKey, ReplayWindows, RpcKey, Signed};
@@ -51,9 +54,6 @@ struct OpenFiles {
     readers: HashMap<u64, (Arc<dyn ShardReader>, Instant)>,
     swept: Option<Instant>,
 }
-
-/// An open shard file unused this long is closed (its reader died without closing it).
-const OPEN_IDLE_MAX: Duration = Duration::from_secs(60);
 
 fn reply(status: StatusCode, body: Bytes) -> Response<Bytes> {
     let mut r = Response::new(body);
@@ -98,8 +98,8 @@ impl RpcServer {
         let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
         let now = Instant::now();
         let mut open = self.open.lock().map_err(|_| WireError::Stopped("open file table poisoned".into()))?;
-        if open.swept.is_none_or(|t| now.duration_since(t) > Duration::from_secs(10)) {
-            open.readers.retain(|_, (_, used)| now.duration_since(*used) < OPEN_IDLE_MAX);
+        if open.swept.is_none_or(|t| now.duration_since(t) > RPC_OPEN_SWEEP_INTERVAL) {
+            open.readers.retain(|_, (_, used)| now.duration_since(*used) < RPC_OPEN_IDLE_MAX);
             open.swept = Some(now);
         }
         open.next += 1;
@@ -432,7 +432,7 @@ impl From<StreamError> for WireError {
 /// The bitrot hash of a received shard: on a blocking thread when it is large enough to take a
 /// while (HighwayHash runs at ~11 GB/s: a 1 MiB shard is ~0.1 ms).
 async fn shard_hash(shard: &Bytes) -> Result<[u8; 32], StreamError> {
-    if shard.len() < 64 * 1024 {
+    if shard.len() < SHARD_HASH_INLINE_MAX {
         return Ok(bitrot::hash(shard));
     }
     let shard = shard.clone();

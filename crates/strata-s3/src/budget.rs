@@ -145,7 +145,7 @@ pub fn default_memory_max() -> u64 {
     let total = match (ram, cgroup) {
         (Some(r), Some(c)) => r.min(c),
         (Some(x), None) | (None, Some(x)) => x,
-        (None, None) => 4 << 30,
+        (None, None) => strata_types::limits::MEMORY_MAX_FALLBACK,
     };
     total / 100 * strata_types::limits::MEMORY_MAX_DEFAULT_PERCENT
 }

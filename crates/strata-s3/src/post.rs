@@ -1,7 +1,7 @@
 //! PostObject: browser uploads as `multipart/form-data`, authorised by a POST policy the
 //! bucket owner signed in advance (SigV4 `x-amz-signature`, or SigV2 `signature`).
 //!
-//! The form's text fields come first and are kept (each at most [`FIELD_SIZE_MAX`]); the `file`
+//! The form's text fields come first and are kept (each at most [`POST_FIELD_SIZE_MAX`]); the `file`
 //! field streams straight into the PUT path, counted against the policy's
 //! `content-length-range` as it goes, so a form upload is never held in memory. Fields after
 //! `file` are ignored, as S3 ignores them.
@@ -24,11 +24,7 @@ use crate::error::{S3Error, S3ErrorCode};
 use crate::router::{Resolved, Route};
 use crate::sigv4::{Payload, SecretLookup, Verified};
 use crate::xml;
-
-/// Largest text field of a form (the policy is the big one; S3 caps policies at 20 KiB).
-const FIELD_SIZE_MAX: usize = 20 * 1024;
-/// Most text fields a form may carry before `file`.
-const FIELDS_MAX: usize = 100;
+use strata_types::limits::{POST_FIELDS_MAX, POST_FIELD_SIZE_MAX};
 
 /// Form fields S3 never asks a policy condition for.
 const UNCONDITIONED: [&str; 5] = ["policy", "x-amz-signature", "signature", "awsaccesskeyid", "file"];
@@ -382,12 +378,12 @@ pub(crate) async fn read_fields<'r>(
         if name == "file" {
             return Ok((form, field));
         }
-        if form.fields.len() == FIELDS_MAX {
+        if form.fields.len() == POST_FIELDS_MAX {
             return Err(malformed_post("The form has too many fields."));
         }
         let mut value = Vec::new();
         while let Some(chunk) = field.chunk().await.map_err(not_form)? {
-            if value.len() + chunk.len() > FIELD_SIZE_MAX {
+            if value.len() + chunk.len() > POST_FIELD_SIZE_MAX {
                 return Err(S3Error::new(
                     S3ErrorCode::MaxPostPreDataLengthExceeded,
                     "Your POST request fields preceding the upload file were too large.",

@@ -20,7 +20,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_types::limits::{
-    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, TLS_SEND_BUFFER,
+    ACCEPT_RETRY_PAUSE, HTTP2_CONNECTION_WINDOW, HTTP2_FRAME_SIZE_MAX, HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX,
+    HTTP2_STREAM_WINDOW, OVER_CAPACITY_WRITE_TIMEOUT, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE,
+    TLS_SEND_BUFFER,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -122,7 +124,7 @@ pub async fn serve_service(
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                tokio::time::sleep(ACCEPT_RETRY_PAUSE).await;
                 continue;
             }
         };
@@ -132,7 +134,7 @@ pub async fn serve_service(
             tokio::spawn(async move {
                 if plain {
                     let write = stream.write_all(conn::OVER_CAPACITY_RESPONSE);
-                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), write).await;
+                    let _ = tokio::time::timeout(OVER_CAPACITY_WRITE_TIMEOUT, write).await;
                 }
             });
             continue;
@@ -211,9 +213,9 @@ where
         .keep_alive_interval(limits.idle_timeout / 2)
         .keep_alive_timeout(HTTP2_PING_TIMEOUT)
         .max_concurrent_streams(HTTP2_STREAMS_MAX)
-        .initial_stream_window_size(4 << 20)
-        .initial_connection_window_size(16 << 20)
-        .max_frame_size(1 << 20);
+        .initial_stream_window_size(HTTP2_STREAM_WINDOW)
+        .initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+        .max_frame_size(HTTP2_FRAME_SIZE_MAX);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         served = connection => served,

@@ -15,24 +15,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aws_lc_rs::signature::{RsaPublicKeyComponents, RSA_PKCS1_2048_8192_SHA256};
 use base64::Engine;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use serde_json::Value;
-
-/// How long fetched keys are trusted before they are fetched again.
-pub const JWKS_MAX_AGE: Duration = Duration::from_secs(300);
-/// Least time between two fetches (a token naming an unknown key cannot make us hammer the
-/// provider).
-pub const JWKS_REFETCH_MIN: Duration = Duration::from_secs(5);
-/// Largest JWKS document read, and longest wait for it.
-const JWKS_SIZE_MAX: usize = 256 * 1024;
-const JWKS_TIMEOUT: Duration = Duration::from_secs(5);
-/// Clock skew allowed on `nbf`.
-const SKEW_SECS: u64 = 60;
+use strata_types::limits::{JWKS_MAX_AGE, JWKS_REFETCH_MIN, JWKS_SIZE_MAX, JWKS_TIMEOUT, OIDC_CLOCK_SKEW};
 
 /// Where the provider's issuer name and keys come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,7 +144,7 @@ impl OpenId {
         if exp <= now {
             return Err(OidcError::Expired);
         }
-        if claims["nbf"].as_u64().is_some_and(|nbf| nbf > now + SKEW_SECS) {
+        if claims["nbf"].as_u64().is_some_and(|nbf| nbf > now + OIDC_CLOCK_SKEW.as_secs()) {
             return Err(invalid("The token is not valid yet (nbf)."));
         }
         let audiences: Vec<&str> = match &claims["aud"] {

@@ -14,7 +14,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
@@ -133,7 +132,7 @@ impl VaultKms {
             .enable_http1()
             .wrap_connector(connector);
         let http = HyperClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(strata_types::limits::HTTP_POOL_IDLE_TIMEOUT)
             .build(https);
         let vault = Self { http, config };
         let name = vault.config.key_name.clone();

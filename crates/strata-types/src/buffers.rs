@@ -5,23 +5,19 @@
 //! must be zeroed before `pread` (or a decryption) fills it: 3 % of the CPU of a GET 1 MiB went to
 //! that `memset`, plus the page faults of fresh memory. A buffer handed out here returns when the
 //! last [`Bytes`] slice of it is dropped (the response was sent), and its next use zeroes nothing
-//! it already held. At most [`KEPT`] buffers wait.
+//! it already held. At most [`BUFFERS_KEPT_MAX`] buffers wait.
 
 use std::sync::Mutex;
 
+use crate::limits::{BUFFERS_KEPT_MAX, BUFFER_REUSE_SIZE_MIN};
 use bytes::Bytes;
-
-/// Buffers kept waiting for reuse (each up to a frame of the largest block).
-const KEPT: usize = 48;
-/// Smaller buffers are cheap to zero and not worth keeping.
-const SMALLEST: usize = 64 * 1024;
 
 static POOL: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
 
 /// A buffer of `len` bytes whose contents are unspecified (zeroes or an earlier frame's bytes):
 /// the caller overwrites all of it.
 pub fn take(len: usize) -> Vec<u8> {
-    if len < SMALLEST {
+    if len < BUFFER_REUSE_SIZE_MIN {
         return vec![0; len];
     }
     let reused = POOL.lock().ok().and_then(|mut pool| pool.pop());
@@ -37,7 +33,7 @@ pub fn take(len: usize) -> Vec<u8> {
 
 /// `buf` as [`Bytes`]; it returns to the pool when the last slice of it is dropped.
 pub fn into_bytes(buf: Vec<u8>) -> Bytes {
-    if buf.len() < SMALLEST {
+    if buf.len() < BUFFER_REUSE_SIZE_MIN {
         return Bytes::from(buf);
     }
     Bytes::from_owner(Pooled(buf))
@@ -54,7 +50,7 @@ impl AsRef<[u8]> for Pooled {
 impl Drop for Pooled {
     fn drop(&mut self) {
         if let Ok(mut pool) = POOL.lock() {
-            if pool.len() < KEPT {
+            if pool.len() < BUFFERS_KEPT_MAX {
                 pool.push(std::mem::take(&mut self.0));
             }
         }
@@ -67,7 +63,7 @@ mod tests {
 
     #[test]
     fn a_buffer_comes_back_once_its_last_slice_is_dropped() {
-        let mut buf = take(SMALLEST * 2);
+        let mut buf = take(BUFFER_REUSE_SIZE_MIN * 2);
         buf.fill(7);
         let at = buf.as_ptr() as usize;
         let whole = into_bytes(buf);
@@ -82,14 +78,14 @@ mod tests {
         assert!(waiting(at), "back in the pool");
         // Reused at another size: the length asked for, the allocation kept.
         let mut again = Vec::new();
-        for _ in 0..=KEPT {
-            let b = take(SMALLEST + 5);
+        for _ in 0..=BUFFERS_KEPT_MAX {
+            let b = take(BUFFER_REUSE_SIZE_MIN + 5);
             if b.as_ptr() as usize == at {
                 again = b;
                 break;
             }
         }
-        assert_eq!((again.len(), again.as_ptr() as usize), (SMALLEST + 5, at));
+        assert_eq!((again.len(), again.as_ptr() as usize), (BUFFER_REUSE_SIZE_MIN + 5, at));
         assert_eq!(take(100).len(), 100);
     }
 }

@@ -450,3 +450,164 @@ pub const LIFECYCLE_PAGE_SIZE: usize = 1000;
 pub const LIFECYCLE_SAVE_KEYS: u64 = 1000;
 /// See [`LIFECYCLE_SAVE_KEYS`].
 pub const LIFECYCLE_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
+// --- Forming a deployment and watching its drives (the binary) ---
+
+/// Longest wait for a TCP connection to a peer node. Short: a node that does not accept within
+/// it is down or unreachable, and the caller moves on (the probe brings it back).
+pub const RPC_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// While a deployment forms, a node checks again this often whether its peers answer, and
+/// retries a format record that could not be written yet.
+pub const FORMING_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// While a deployment forms, the node says which peers it waits for at most this often.
+pub const FORMING_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// Longest a node keeps retrying a format record once formatting began: a new deployment whose
+/// drives are partly formatted has no quorum, so the leader insists for this long, then stops
+/// with the error.
+pub const FORMAT_WRITE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+/// How often the drive monitor checks each local drive (`STRATA_DRIVE_CHECK_INTERVAL`).
+pub const DRIVE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+/// After a drive operation failed, the drive monitor looks at once, but at most this often
+/// however many operations fail.
+pub const DRIVE_TROUBLE_CHECK_DELAY: std::time::Duration = std::time::Duration::from_millis(200);
+/// How long a sighting of a local drive's format record vouches for a record read. A metadata
+/// lookup is a page-cache hit costing less than the `stat` that proves the drive is still there
+/// (10 % of a GET 4 KiB's server CPU went to it), so reads share one `stat` per this interval;
+/// writes still check every time, so nothing is acknowledged on a drive that has been wiped (a
+/// wiped drive then fails as unreachable).
+pub const DRIVE_ONLINE_RECHECK: std::time::Duration = std::time::Duration::from_millis(250);
+/// How often the leader looks whether a node came back (and so a scan for what it missed is
+/// due).
+pub const RETURNED_NODE_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often a node reads the bucket list again, for a change whose notice it missed.
+pub const BUCKET_RELOAD_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+
+// --- The listener (the front door) ---
+
+/// After a failed `accept` (out of file descriptors, a reset), the listener pauses this long
+/// instead of spinning.
+pub const ACCEPT_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+/// A connection past [`CONNECTIONS_MAX`] is sent its `503` for at most this long, off the
+/// accept loop, then closed.
+pub const OVER_CAPACITY_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+/// HTTP/2 flow control of the S3 port and between nodes: a stream may have this much unread
+/// (room for a shard stream between nodes; HTTP/2's default is 64 KiB)...
+pub const HTTP2_STREAM_WINDOW: u32 = 4 << 20;
+/// ... and a connection this much over all its streams.
+pub const HTTP2_CONNECTION_WINDOW: u32 = 16 << 20;
+/// Largest HTTP/2 DATA frame: a whole shard block in one frame, so it arrives as one buffer
+/// and is not gathered from pieces.
+pub const HTTP2_FRAME_SIZE_MAX: u32 = 1 << 20;
+
+// --- Between nodes (RPC) ---
+
+/// An RPC connection pings an idle peer this often, and counts it dead when a ping is not
+/// answered within [`RPC_KEEPALIVE_TIMEOUT`].
+pub const RPC_KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// See [`RPC_KEEPALIVE_INTERVAL`].
+pub const RPC_KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A node marked offline is probed this often until it answers...
+pub const NODE_PROBE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// ... each probe waiting at most this long.
+pub const NODE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Releases (closed shard files, released locks) queued within this long go out in one request.
+pub const RPC_BATCH_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
+/// Longest a shard write to another node waits for the peer to take a frame, or to answer at
+/// the end; past it the write fails as timed out.
+pub const SHARD_WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// A shard file a peer keeps open for a reader that has not read it for this long is closed
+/// (the reader died without closing it)...
+pub const RPC_OPEN_IDLE_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+/// ... checked at most this often.
+pub const RPC_OPEN_SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
+/// Shards at least this large are hashed on a blocking thread when they arrive from a peer
+/// (HighwayHash runs at ~11 GB/s: a 1 MiB shard takes ~0.1 ms); smaller ones inline.
+pub const SHARD_HASH_INLINE_MAX: usize = 64 * 1024;
+/// Lock timings are derived from the RPC time-out, but never from one shorter than this.
+pub const LOCK_RPC_TIMEOUT_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+
+// --- Healing, scanning, lifecycle (the object layer) ---
+
+/// Objects waiting in the heal queue at most; more are left to the scanner.
+pub const HEAL_QUEUE_MAX: usize = 10_000;
+/// How often the healer saves its queue and progress on the drives (when they changed).
+pub const HEAL_STATE_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Drives that keep a copy of a node's heal or lifecycle state.
+pub const STATE_COPIES: usize = 3;
+/// Keys a scan lists per page.
+pub const SCAN_PAGE_SIZE: usize = 1000;
+/// The least pause after each object a heal or scan worked on, at low priority...
+pub const HEAL_PAUSE_LOW_MIN: std::time::Duration = std::time::Duration::from_millis(5);
+/// ... and at normal priority (the rest of the pause follows the time the object took).
+pub const HEAL_PAUSE_NORMAL_MIN: std::time::Duration = std::time::Duration::from_millis(1);
+/// How often the scanner runs by default (`STRATA_SCANNER_INTERVAL`).
+pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Shard and temp files no record refers to are swept once older than this
+/// (`STRATA_SCANNER_ORPHAN_AGE`): far longer than any write takes from its first frame to its
+/// commit.
+pub const SCANNER_ORPHAN_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+/// The heal status asks each drive for its capacity, waiting at most this long (a hung drive
+/// shows as not answering instead of holding the status).
+pub const DRIVE_STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+/// How often lifecycle passes run by default (`STRATA_LIFECYCLE_INTERVAL`).
+pub const LIFECYCLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
+/// A lifecycle day (`STRATA_LIFECYCLE_DAY_SECONDS` shortens it, for tests only).
+pub const LIFECYCLE_DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
+/// Stripes of a set's object lock table: objects whose hashes share a stripe share a lock.
+pub const LOCK_STRIPES: usize = 1024;
+
+// --- Parsing and the protocols around S3 ---
+
+/// Longest expansion of one ellipsis pattern (`/mnt/disk{1...N}`). Past it: refused at start.
+pub const ELLIPSIS_EXPANSION_MAX: usize = 1 << 16;
+/// Largest field of a POST form (AWS: 20 KiB), and most fields one form may hold. Past them:
+/// `MalformedPOSTRequest`.
+pub const POST_FIELD_SIZE_MAX: usize = 20 * 1024;
+/// See [`POST_FIELD_SIZE_MAX`].
+pub const POST_FIELDS_MAX: usize = 100;
+/// Longest subscription id a listen poll may name (a UUID is 36 characters).
+pub const LISTEN_SUBSCRIPTION_ID_LEN_MAX: usize = 64;
+/// Longest line a NATS server may send (an `INFO` or an error).
+pub const NATS_LINE_SIZE_MAX: u64 = 64 * 1024;
+/// An OpenID provider's keys are trusted this long before they are fetched again...
+pub const JWKS_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(300);
+/// ... fetched at most this often (a token naming an unknown key cannot make us hammer the
+/// provider) ...
+pub const JWKS_REFETCH_MIN: std::time::Duration = std::time::Duration::from_secs(5);
+/// ... waiting at most this long, for a document of at most this size.
+pub const JWKS_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// See [`JWKS_TIMEOUT`].
+pub const JWKS_SIZE_MAX: usize = 256 * 1024;
+/// Clock skew allowed on an identity token's `nbf` (not before).
+pub const OIDC_CLOCK_SKEW: std::time::Duration = std::time::Duration::from_secs(60);
+/// Connections to an external service (the KMS; the bench's S3 endpoint) idle this long are
+/// closed.
+pub const HTTP_POOL_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+// --- The memory budget ---
+
+/// The memory ceiling when the machine's RAM cannot be read and no `STRATA_MEMORY_MAX` is set.
+pub const MEMORY_MAX_FALLBACK: u64 = 4 << 30;
+/// Smallest buffer kept for reuse, and how many are kept at most (see `buffers.rs`).
+pub const BUFFER_REUSE_SIZE_MIN: usize = 64 * 1024;
+/// See [`BUFFER_REUSE_SIZE_MIN`].
+pub const BUFFERS_KEPT_MAX: usize = 48;
+
+// --- The speedtest and the bench (tools) ---
+
+/// A speedtest's objects unless `size` says otherwise.
+pub const SPEEDTEST_SIZE_DEFAULT: u64 = 64 << 20;
+/// A speedtest's phases last this long unless `duration` says otherwise...
+pub const SPEEDTEST_DURATION_DEFAULT: std::time::Duration = std::time::Duration::from_secs(10);
+/// ... at least this...
+pub const SPEEDTEST_DURATION_MIN: std::time::Duration = std::time::Duration::from_millis(100);
+/// ... and at most this. Past either: `InvalidArgument`.
+pub const SPEEDTEST_DURATION_MAX: std::time::Duration = std::time::Duration::from_secs(600);
+/// Shortest autotune round of a speedtest.
+pub const SPEEDTEST_AUTOTUNE_STEP_MIN: std::time::Duration = std::time::Duration::from_millis(500);
+/// The bench reports its progress this often.
+pub const BENCH_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// Longest a bench agent waits for the start time it was given (a clock far off is refused).
+pub const BENCH_AGENT_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+/// Largest command a bench agent reads.
+pub const BENCH_AGENT_COMMAND_SIZE_MAX: usize = 64 * 1024;

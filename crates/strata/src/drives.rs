@@ -137,7 +137,7 @@ fn client_config(
         tls,
         local_ip: (!address.ip().is_unspecified()).then(|| address.ip()),
         timeout,
-        connect_timeout: std::time::Duration::from_secs(2),
+        connect_timeout: strata_types::limits::RPC_CONNECT_TIMEOUT,
     })
 }
 
@@ -321,7 +321,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
             Err(e) => return Err(format_error(e, &name)),
         };
         if let Some(why) = waiting {
-            if last_said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(5)) {
+            if last_said.is_none_or(|t| t.elapsed() >= strata_types::limits::FORMING_LOG_INTERVAL) {
                 let missing = missing_nodes(prepared, &offline);
                 tracing::warn!(
                     waited_s = started.elapsed().as_secs(),
@@ -330,7 +330,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
                 );
                 last_said = Some(std::time::Instant::now());
             }
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            tokio::time::sleep(strata_types::limits::FORMING_RETRY_INTERVAL).await;
         }
     };
     let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
@@ -446,13 +446,13 @@ async fn set_aside_corrupt_indexes(
 /// deployment it must finish (a minority of formatted drives would leave no quorum), and a
 /// peer's connection may need a moment to come back after that peer restarted.
 async fn write_format_patiently(d: &dyn Drive, format: Vec<u8>) -> Result<()> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let deadline = std::time::Instant::now() + strata_types::limits::FORMAT_WRITE_PATIENCE;
     loop {
         match d.write_format(format.clone()).await {
             Ok(()) => return Ok(()),
             Err(e) if std::time::Instant::now() < deadline => {
                 tracing::warn!(drive = d.endpoint(), error = %e, "cannot write the format record yet; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+                tokio::time::sleep(strata_types::limits::FORMING_RETRY_INTERVAL).await;
             }
             Err(e) => return Err(e.into()),
         }
@@ -568,7 +568,7 @@ pub fn spawn_drive_monitor(
             tokio::select! {
                 _ = tokio::time::sleep(every) => {}
                 // A drive operation failed: look now (at most every 200 ms, however many fail).
-                _ = trouble.notified() => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+                _ = trouble.notified() => tokio::time::sleep(strata_types::limits::DRIVE_TROUBLE_CHECK_DELAY).await,
             }
             for (i, (drive, _)) in locals.iter().enumerate() {
                 let now = matches!(drive.read_format().await, Ok(Some(_)));

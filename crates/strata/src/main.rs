@@ -290,7 +290,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             let layer = layer.clone();
             tokio::spawn(async move {
                 loop {
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    tokio::time::sleep(strata_types::limits::RETURNED_NODE_CHECK_INTERVAL).await;
                     if pending.swap(false, std::sync::atomic::Ordering::Relaxed) {
                         layer.start_heal_scan(strata_object::HealScope::default());
                     }
@@ -332,7 +332,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         Ok(v) => Some(
             strata_types::time::parse_duration(&v).with_context(|| format!("STRATA_SCANNER_INTERVAL={v}"))?,
         ),
-        Err(_) => Some(std::time::Duration::from_secs(3600)),
+        Err(_) => Some(strata_types::limits::SCANNER_INTERVAL),
     };
     if deployment.replaced_drives > 0 {
         tracing::info!(drives = deployment.replaced_drives, "replaced drives found: healing their sets now");
@@ -364,7 +364,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         Ok(v) => strata_types::time::parse_duration(&v)
             .filter(|d| !d.is_zero())
             .with_context(|| format!("STRATA_DRIVE_CHECK_INTERVAL={v}"))?,
-        Err(_) => std::time::Duration::from_secs(10),
+        Err(_) => strata_types::limits::DRIVE_CHECK_INTERVAL,
     };
     // Each local drive's index cache may grow to INDEX_CACHE_SIZE and counts toward the ceiling:
     // a ceiling below it would, once the caches are warm, refuse every request.
@@ -638,7 +638,7 @@ fn spawn_iam_refresh(node: Arc<Node>) {
 fn spawn_bucket_refresh(layer: Arc<strata_object::ObjectLayer>) {
     tokio::spawn(async move {
         loop {
-            tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+            tokio::time::sleep(strata_types::limits::BUCKET_RELOAD_INTERVAL).await;
             if let Err(e) = layer.reload_buckets().await {
                 tracing::debug!(error = %e, "cannot reload the bucket list");
             }

@@ -313,3 +313,91 @@ fn the_s3_crate_has_no_import_circle() {
     }
     assert!(graph.values().all(|refs| !refs.contains("dispatch")), "nothing may import dispatch.rs");
 }
+
+/// Files whose literals are not limits: the units sizes are parsed in, a format's fixed size,
+/// and a test tool's fixed geometry.
+const LITERALS_ALLOWED: [(&str, &str); 3] = [
+    ("crates/strata-types/src/size.rs", "the units sizes are written in (KiB, MiB, GiB)"),
+    (
+        "crates/strata-crypto/src/package.rs",
+        "PACKAGE_SIZE: the sealed package of the on-drive format (docs/formats.md)",
+    ),
+    ("crates/strata-drive/src/sim.rs", "the simulated filesystem's fixed geometry (a test tool)"),
+];
+
+/// The integer literal that ends `before` (digits and `_`), if it ends with one.
+fn ends_with_literal(before: &str) -> bool {
+    let before = before.trim_end();
+    let literal: String = before.chars().rev().take_while(|c| c.is_ascii_digit() || *c == '_').collect();
+    !literal.is_empty()
+        && literal.chars().any(|c| c.is_ascii_digit())
+        && !before[..before.len() - literal.len()].ends_with(|c: char| c.is_alphanumeric() || c == '.')
+}
+
+/// A duration or size written as a literal in `line`: `Duration::from_secs(5)`,
+/// `from_millis(500)`, `64 << 20`, `16 * 1024`.
+fn literal_limit(line: &str) -> Option<&'static str> {
+    for (i, _) in line.match_indices("Duration::from_") {
+        let rest = &line[i + "Duration::from_".len()..];
+        let unit: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let arg = rest[unit.len()..].strip_prefix('(').map(str::trim_start).unwrap_or("");
+        if arg.starts_with(|c: char| c.is_ascii_digit()) {
+            return Some("a duration");
+        }
+    }
+    for (i, _) in line.match_indices("<<") {
+        let after = line[i + 2..].trim_start();
+        let shift: String = after.chars().take_while(char::is_ascii_digit).collect();
+        if matches!(shift.as_str(), "10" | "20" | "30" | "40") && ends_with_literal(&line[..i]) {
+            return Some("a size");
+        }
+    }
+    for (i, _) in line.match_indices('*') {
+        let after = line[i + 1..].trim_start();
+        let is_kib = after.starts_with("1024")
+            && !after["1024".len()..].starts_with(|c: char| c.is_ascii_digit() || c == '.');
+        if is_kib && ends_with_literal(&line[..i]) {
+            return Some("a size");
+        }
+    }
+    None
+}
+
+#[test]
+fn no_duration_or_size_is_a_literal_outside_limits() {
+    let root = root();
+    let mut found = Vec::new();
+    for p in sources() {
+        let path = rel(&p);
+        // limits.rs itself, the listed exceptions, and test modules kept in files of their own.
+        let test_module = path.ends_with("_tests.rs");
+        if path.ends_with("strata-types/src/limits.rs")
+            || test_module
+            || LITERALS_ALLOWED.iter().any(|(f, _)| *f == path)
+        {
+            continue;
+        }
+        let text = read(&p);
+        for (n, line) in without_tests(&text).lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            if let Some(what) = literal_limit(line) {
+                found.push(format!("{path}:{}: {what}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "limits belong in crates/strata-types/src/limits.rs, named, with why they exist and what \
+         happens past them (and a row in docs/limits.md): {found:#?}"
+    );
+    assert!(root.join("docs/limits.md").exists());
+    // The matcher itself: what it must and must not see.
+    for hit in ["sleep(Duration::from_millis(500))", "let x = 64 << 20;", "size: 16 * 1024,"] {
+        assert!(literal_limit(hit).is_some(), "{hit}");
+    }
+    for miss in ["Duration::from_millis(wait)", "n << 20", "kib * 1024", "1024.0 * 1024.0", "x * 10240"] {
+        assert!(literal_limit(miss).is_none(), "{miss}");
+    }
+}
