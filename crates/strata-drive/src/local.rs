@@ -982,95 +982,99 @@ impl Drive for LocalDrive {
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
         use DriveCall as C;
         use DriveReply as R;
+        // Each operation's future is boxed at its own size: unboxed, this future would be as large
+        // as the largest of them (2.5 KB) for every call, the smallest included.
         // A change without its operation's id could never be finished (kept or undone).
         let name = call.name();
         let op = || ctx.op.ok_or_else(|| DriveError::Refused(format!("{name} without an operation id")));
         Ok(match call {
-            C::DiskInfo => R::DiskInfo(self.disk_info().await?),
-            C::ReadFormat => R::Bytes(self.read_format().await?.map(Bytes::from)),
+            C::DiskInfo => R::DiskInfo(Box::pin(self.disk_info()).await?),
+            C::ReadFormat => R::Bytes(Box::pin(self.read_format()).await?.map(Bytes::from)),
             C::WriteFormat(f) => {
-                self.write_format(f.into()).await?;
+                Box::pin(self.write_format(f.into())).await?;
                 R::Done
             }
-            C::ReadState(name) => R::Bytes(self.read_state(&name).await?.map(Bytes::from)),
+            C::ReadState(name) => R::Bytes(Box::pin(self.read_state(&name)).await?.map(Bytes::from)),
             C::WriteState(name, b) => {
-                self.write_state(&name, b.into()).await?;
+                Box::pin(self.write_state(&name, b.into())).await?;
                 R::Done
             }
             C::MakeBucket(b, r) => {
-                self.make_bucket(&b, r.into()).await?;
+                Box::pin(self.make_bucket(&b, r.into())).await?;
                 R::Done
             }
             C::DeleteBucket(b) => {
-                self.delete_bucket(&b).await?;
+                Box::pin(self.delete_bucket(&b)).await?;
                 R::Done
             }
             C::UpdateBucket(b, r) => {
-                self.update_bucket(&b, r.into()).await?;
+                Box::pin(self.update_bucket(&b, r.into())).await?;
                 R::Done
             }
-            C::ListBuckets => {
-                R::Buckets(self.list_buckets().await?.into_iter().map(|(n, r)| (n, Bytes::from(r))).collect())
-            }
-            C::StatBucket(b) => R::Bytes(Some(Bytes::from(self.stat_bucket(&b).await?))),
+            C::ListBuckets => R::Buckets(
+                Box::pin(self.list_buckets()).await?.into_iter().map(|(n, r)| (n, Bytes::from(r))).collect(),
+            ),
+            C::StatBucket(b) => R::Bytes(Some(Bytes::from(Box::pin(self.stat_bucket(&b)).await?))),
             C::ReadRecord { bucket, key, inline } => {
-                let (r, b) = self.read_record(&bucket, &key, inline).await?;
+                let (r, b) = Box::pin(self.read_record(&bucket, &key, inline)).await?;
                 R::Record(r, b)
             }
             C::ReadVersion { bucket, key, version_id, inline } => {
-                let (r, b) = self.read_version(&bucket, &key, version_id, inline).await?;
+                let (r, b) = Box::pin(self.read_version(&bucket, &key, version_id, inline)).await?;
                 R::Record(r, b)
             }
-            C::ReadInline(id) => R::Bytes(Some(self.read_inline(id).await?)),
+            C::ReadInline(id) => R::Bytes(Some(Box::pin(self.read_inline(id)).await?)),
             C::AbortShard(id) => {
-                self.abort_shard_file(id).await;
+                Box::pin(self.abort_shard_file(id)).await;
                 R::Done
             }
             C::CommitVersion { bucket, key, version, inline } => {
                 let op = op()?;
-                self.commit_version(&bucket, &key, version, inline, op).await?;
+                Box::pin(self.commit_version(&bucket, &key, version, inline, op)).await?;
                 R::Done
             }
             C::UpdateVersion { bucket, key, version } => {
                 let op = op()?;
-                self.update_version(&bucket, &key, version, op).await?;
+                Box::pin(self.update_version(&bucket, &key, version, op)).await?;
                 R::Done
             }
             C::DeleteVersion { bucket, key, version_id } => {
                 let op = op()?;
-                self.delete_version(&bucket, &key, version_id, op).await?;
+                Box::pin(self.delete_version(&bucket, &key, version_id, op)).await?;
                 R::Done
             }
             C::FinishOp { keep } => {
                 let op = op()?;
-                self.finish_op(op, keep).await;
+                Box::pin(self.finish_op(op, keep)).await;
                 R::Done
             }
             C::PutUpload { bucket, upload } => {
-                self.put_upload(&bucket, upload).await?;
+                Box::pin(self.put_upload(&bucket, upload)).await?;
                 R::Done
             }
             C::ReadUpload { bucket, key, upload_id } => {
-                R::Upload(Box::new(self.read_upload(&bucket, &key, upload_id).await?))
+                R::Upload(Box::new(Box::pin(self.read_upload(&bucket, &key, upload_id)).await?))
             }
             C::CommitPart { bucket, key, upload_id, part } => {
-                self.commit_part(&bucket, &key, upload_id, part).await?;
+                Box::pin(self.commit_part(&bucket, &key, upload_id, part)).await?;
                 R::Done
             }
-            C::ListParts(id) => R::Parts(self.list_parts(id).await?),
+            C::ListParts(id) => R::Parts(Box::pin(self.list_parts(id)).await?),
             C::CompleteUpload { bucket, key, upload_id, version } => {
                 let op = op()?;
-                self.complete_upload(&bucket, &key, upload_id, version, op).await?;
+                Box::pin(self.complete_upload(&bucket, &key, upload_id, version, op)).await?;
                 R::Done
             }
             C::DropUpload { bucket, key, upload_id, keep } => {
-                self.drop_upload(&bucket, &key, upload_id, keep).await?;
+                Box::pin(self.drop_upload(&bucket, &key, upload_id, keep)).await?;
                 R::Done
             }
-            C::ListUploads { bucket, query } => R::Uploads(self.list_uploads(&bucket, query).await?),
-            C::List { bucket, query } => R::List(self.list(&bucket, query).await?),
+            C::ListUploads { bucket, query } => {
+                R::Uploads(Box::pin(self.list_uploads(&bucket, query)).await?)
+            }
+            C::List { bucket, query } => R::List(Box::pin(self.list(&bucket, query)).await?),
             C::SweepOrphans { min_age } => {
-                let (files, bytes) = self.sweep_orphans(min_age).await?;
+                let (files, bytes) = Box::pin(self.sweep_orphans(min_age)).await?;
                 R::Swept(files, bytes)
             }
         })

@@ -51,8 +51,8 @@ pub(crate) fn same_version(a: &ObjectVersion, b: &ObjectVersion) -> bool {
 pub(crate) fn agreed(copies: impl IntoIterator<Item = ObjectVersion>) -> Option<(ObjectVersion, usize)> {
     // Per write: how many drives hold it, and each metadata variant's count.
     let mut writes: Vec<(usize, Vec<(ObjectVersion, usize)>)> = Vec::new();
-    for copy in copies {
-        let copy = normalized(&copy);
+    for mut copy in copies {
+        copy.erasure.shard_index = 0;
         match writes.iter_mut().find(|(_, variants)| same_version(&variants[0].0, &copy)) {
             Some((held, variants)) => {
                 *held += 1;

@@ -144,6 +144,14 @@ async fn serve_route(
     result.map_err(|e| e.with_resource(bucket, key))
 }
 
+/// The request body as a handler reads it (each operation takes it at most once); its error
+/// returns from the calling function.
+macro_rules! request_body {
+    ($req:expr, $body:expr) => {
+        object::request_body($req, $body)?
+    };
+}
+
 /// One authenticated, authorised request on its way to its handler.
 struct Call<'a> {
     req: &'a Request<'a>,
@@ -177,19 +185,15 @@ impl Call<'_> {
     ) -> Result<Reply, S3Error> {
         use BucketOperation as O;
         let (req, route) = (self.req, self.route);
-        // The request body as handlers read it (each operation takes it at most once).
-        macro_rules! body {
-            () => {
-                object::request_body(req, body)?
-            };
-        }
         match op {
-            O::CreateBucket => bucket::create_bucket(req, bucket, body!()).await,
+            O::CreateBucket => bucket::create_bucket(req, bucket, request_body!(req, body)).await,
             O::DeleteBucket => bucket::delete_bucket(req, bucket).await,
             O::HeadBucket => bucket::head_bucket(req, bucket).await,
             O::GetBucketLocation => bucket::get_bucket_location(req, bucket).await,
             O::GetBucketVersioning => versioning::get_bucket_versioning(req, bucket).await,
-            O::PutBucketVersioning => versioning::put_bucket_versioning(req, bucket, body!()).await,
+            O::PutBucketVersioning => {
+                versioning::put_bucket_versioning(req, bucket, request_body!(req, body)).await
+            }
             O::ListObjectsV2 => bucket::list_objects_v2(req, bucket, route).await,
             O::ListObjects => bucket::list_objects_v1(req, bucket, route).await,
             O::ListMultipartUploads => multipart::list_uploads(req, bucket, route).await,
@@ -198,41 +202,50 @@ impl Call<'_> {
                 Err(S3Error::new(S3ErrorCode::InternalError, "PostObject is served before authentication"))
             }
             O::GetBucketEncryption => encryption::get_bucket_encryption(req, bucket).await,
-            O::PutBucketEncryption => encryption::put_bucket_encryption(req, bucket, body!()).await,
+            O::PutBucketEncryption => {
+                encryption::put_bucket_encryption(req, bucket, request_body!(req, body)).await
+            }
             O::DeleteBucketEncryption => encryption::delete_bucket_encryption(req, bucket).await,
             O::GetBucketCors => cors::get_bucket_cors(req, bucket).await,
-            O::PutBucketCors => cors::put_bucket_cors(req, bucket, body!()).await,
+            O::PutBucketCors => cors::put_bucket_cors(req, bucket, request_body!(req, body)).await,
             O::DeleteBucketCors => cors::delete_bucket_cors(req, bucket).await,
             O::GetBucketTagging => tagging::get_bucket_tagging(req, bucket).await,
-            O::PutBucketTagging => tagging::put_bucket_tagging(req, bucket, body!()).await,
+            O::PutBucketTagging => tagging::put_bucket_tagging(req, bucket, request_body!(req, body)).await,
             O::DeleteBucketTagging => tagging::delete_bucket_tagging(req, bucket).await,
             O::GetBucketAcl => acl::get_bucket_acl(req, bucket).await,
-            O::PutBucketAcl => acl::put_bucket_acl(req, bucket, body!()).await,
+            O::PutBucketAcl => acl::put_bucket_acl(req, bucket, request_body!(req, body)).await,
             O::GetBucketOwnershipControls => acl::get_bucket_ownership_controls(req, bucket).await,
-            O::PutBucketOwnershipControls => acl::put_bucket_ownership_controls(req, bucket, body!()).await,
+            O::PutBucketOwnershipControls => {
+                acl::put_bucket_ownership_controls(req, bucket, request_body!(req, body)).await
+            }
             O::DeleteBucketOwnershipControls => acl::delete_bucket_ownership_controls(req, bucket).await,
             O::GetPublicAccessBlock => acl::get_public_access_block(req, bucket).await,
-            O::PutPublicAccessBlock => acl::put_public_access_block(req, bucket, body!()).await,
+            O::PutPublicAccessBlock => {
+                acl::put_public_access_block(req, bucket, request_body!(req, body)).await
+            }
             O::DeletePublicAccessBlock => acl::delete_public_access_block(req, bucket).await,
             O::GetBucketPolicy => bucket_policy::get_bucket_policy(req, bucket).await,
-            O::PutBucketPolicy => bucket_policy::put_bucket_policy(req, bucket, body!()).await,
+            O::PutBucketPolicy => {
+                bucket_policy::put_bucket_policy(req, bucket, request_body!(req, body)).await
+            }
             O::DeleteBucketPolicy => bucket_policy::delete_bucket_policy(req, bucket).await,
             O::GetBucketPolicyStatus => bucket_policy::get_bucket_policy_status(req, bucket).await,
             O::GetObjectLockConfiguration => object_lock::get_object_lock_configuration(req, bucket).await,
             O::PutObjectLockConfiguration => {
-                object_lock::put_object_lock_configuration(req, bucket, body!()).await
+                object_lock::put_object_lock_configuration(req, bucket, request_body!(req, body)).await
             }
             O::GetBucketNotificationConfiguration => {
                 notification::get_bucket_notification_configuration(req, bucket).await
             }
             O::PutBucketNotificationConfiguration => {
-                notification::put_bucket_notification_configuration(req, bucket, body!()).await
+                notification::put_bucket_notification_configuration(req, bucket, request_body!(req, body))
+                    .await
             }
             O::GetBucketLifecycleConfiguration => {
                 lifecycle::get_bucket_lifecycle_configuration(req, bucket).await
             }
             O::PutBucketLifecycleConfiguration => {
-                lifecycle::put_bucket_lifecycle_configuration(req, bucket, body!()).await
+                lifecycle::put_bucket_lifecycle_configuration(req, bucket, request_body!(req, body)).await
             }
             O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(req, bucket).await,
             O::ListenBucketNotification => listen::listen_notification(req, Some(bucket), route).await,
@@ -242,7 +255,7 @@ impl Call<'_> {
                     |k: &str, v: Option<&str>| self.access.may_delete(node, bucket, k, v, self.checked);
                 let bypass = |k: &str| self.bypass(bucket, k);
                 let rights = delete::Rights { allowed: &allowed, bypass: &bypass };
-                delete::delete_objects(req, bucket, body!(), &rights).await
+                delete::delete_objects(req, bucket, request_body!(req, body), &rights).await
             }
         }
     }
@@ -255,13 +268,8 @@ impl Call<'_> {
     ) -> Result<Reply, S3Error> {
         use ObjectOperation as O;
         let (req, route) = (self.req, self.route);
-        macro_rules! body {
-            () => {
-                object::request_body(req, body)?
-            };
-        }
         match op {
-            O::PutObject => object::put_object(req, target, body!()).await,
+            O::PutObject => object::put_object(req, target, request_body!(req, body)).await,
             O::GetObject => object::get_object(req, target, route, false).await,
             O::HeadObject => object::get_object(req, target, route, true).await,
             O::DeleteObject => {
@@ -269,7 +277,7 @@ impl Call<'_> {
                 object::delete_object(req, target, bypass).await
             }
             O::CreateMultipartUpload => multipart::create(req, target).await,
-            O::UploadPart => multipart::upload_part(req, target, route, body!()).await,
+            O::UploadPart => multipart::upload_part(req, target, route, request_body!(req, body)).await,
             O::CompleteMultipartUpload => {
                 multipart::complete(req, target, route, object::complete_body(req, body)?).await
             }
@@ -278,19 +286,21 @@ impl Call<'_> {
             O::CopyObject => copy::copy_object(req, target).await,
             O::UploadPartCopy => copy::upload_part_copy(req, target, route).await,
             O::GetObjectTagging => tagging::get_object_tagging(req, target).await,
-            O::PutObjectTagging => tagging::put_object_tagging(req, target, body!()).await,
+            O::PutObjectTagging => tagging::put_object_tagging(req, target, request_body!(req, body)).await,
             O::DeleteObjectTagging => tagging::delete_object_tagging(req, target).await,
             O::GetObjectAttributes => object::get_object_attributes(req, target).await,
             O::GetObjectTorrent => object::get_object_torrent(req, target).await,
             O::GetObjectAcl => acl::get_object_acl(req, target).await,
-            O::PutObjectAcl => acl::put_object_acl(req, target, body!()).await,
+            O::PutObjectAcl => acl::put_object_acl(req, target, request_body!(req, body)).await,
             O::GetObjectRetention => object_lock::get_object_retention(req, target).await,
             O::PutObjectRetention => {
                 let bypass = self.bypass(&target.bucket, &target.key);
-                object_lock::put_object_retention(req, target, body!(), bypass).await
+                object_lock::put_object_retention(req, target, request_body!(req, body), bypass).await
             }
             O::GetObjectLegalHold => object_lock::get_object_legal_hold(req, target).await,
-            O::PutObjectLegalHold => object_lock::put_object_legal_hold(req, target, body!()).await,
+            O::PutObjectLegalHold => {
+                object_lock::put_object_legal_hold(req, target, request_body!(req, body)).await
+            }
         }
     }
 }
