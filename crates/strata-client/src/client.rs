@@ -302,3 +302,32 @@ pub fn error_code(o: &Outcome) -> String {
         _ => format!("HTTP {}", o.status.as_u16()),
     }
 }
+
+/// GETs `url` without signing it and returns the status: a health probe of a server on this
+/// machine (`strata health`), so any certificate is accepted, and the answer must come within
+/// `timeout`.
+pub async fn probe(url: &str, timeout: Duration) -> Result<StatusCode> {
+    let uri: http::Uri = url.parse().with_context(|| format!("{url} is not a URL"))?;
+    let tls = match uri.scheme_str() {
+        Some("http") => false,
+        Some("https") => true,
+        _ => anyhow::bail!("{url}: http:// or https:// expected"),
+    };
+    let host = uri.authority().with_context(|| format!("{url} names no host"))?.to_string();
+    let ep = Endpoint {
+        hosts: vec![host],
+        access_key: String::new(),
+        secret_key: String::new(),
+        region: String::new(),
+        tls,
+        insecure: true,
+        object_headers: Vec::new(),
+    };
+    let client = Client::new(ep, 1)?;
+    let req = Request::get(uri).body(Full::new(Bytes::new())).context("building request")?;
+    let resp = tokio::time::timeout(timeout, client.http.request(req))
+        .await
+        .with_context(|| format!("{url} did not answer within {timeout:?}"))?
+        .with_context(|| format!("cannot reach {url}"))?;
+    Ok(resp.status())
+}

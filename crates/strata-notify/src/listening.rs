@@ -103,6 +103,11 @@ impl Listening {
         self.listeners.lock().count
     }
 
+    /// Ends every listen stream (their last chunk sent) without waiting for them to go.
+    pub fn close(&self) {
+        self.hub.close();
+    }
+
     /// Ends every listen stream (their last chunk sent) and waits, at most
     /// [`LISTEN_SHUTDOWN_WAIT`], until they are gone. For server shutdown.
     pub async fn shutdown(&self) {

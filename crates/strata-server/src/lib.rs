@@ -22,7 +22,7 @@ use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_types::limits::{
     ACCEPT_RETRY_PAUSE, HTTP2_CONNECTION_WINDOW, HTTP2_FRAME_SIZE_MAX, HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX,
     HTTP2_STREAM_WINDOW, OVER_CAPACITY_WRITE_TIMEOUT, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE,
-    TLS_SEND_BUFFER,
+    SHUTDOWN_DRAIN_MAX, TLS_SEND_BUFFER,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -92,7 +92,8 @@ impl Service {
     }
 }
 
-/// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes.
+/// Serves S3 on `listener` (over TLS with `tls`) until `shutdown` completes, then lets the
+/// requests in flight finish (see [`serve_service`]).
 pub async fn serve(
     node: Arc<Admin>,
     listener: TcpListener,
@@ -105,7 +106,10 @@ pub async fn serve(
     serve_service(service, listener, tls, limits, shutdown).await
 }
 
-/// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes.
+/// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes. Then it
+/// stops accepting, asks every connection to end after its request in flight (HTTP/1: the
+/// response says `Connection: close`, an idle connection closes at once; HTTP/2: GOAWAY), and
+/// returns when they have, or after [`SHUTDOWN_DRAIN_MAX`] with those still open cut.
 pub async fn serve_service(
     node: Arc<Service>,
     listener: TcpListener,
@@ -115,10 +119,11 @@ pub async fn serve_service(
 ) {
     tokio::pin!(shutdown);
     let connections = Arc::new(Semaphore::new(limits.connections_max));
+    let (stop, stopping) = tokio::sync::watch::channel(false);
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
-            () = &mut shutdown => return,
+            () = &mut shutdown => break,
         };
         let (mut stream, peer) = match accepted {
             Ok(a) => a,
@@ -140,7 +145,7 @@ pub async fn serve_service(
             continue;
         };
         let _ = stream.set_nodelay(true);
-        let (node, tls, limits) = (node.clone(), tls.clone(), limits.clone());
+        let (node, tls, limits, stopping) = (node.clone(), tls.clone(), limits.clone(), stopping.clone());
         tokio::spawn(async move {
             let _permit = permit;
             let activity = Activity::new();
@@ -152,7 +157,7 @@ pub async fn serve_service(
                         Ok(Ok(mut s)) => {
                             s.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
                             let conn = ConnInfo { peer: Some(peer), tls: true };
-                            serve_connection(node, s, &limits, activity, conn).await
+                            serve_connection(node, s, &limits, activity, conn, stopping).await
                         }
                         Ok(Err(e)) => {
                             tracing::debug!(error = %e, "TLS handshake failed");
@@ -166,13 +171,24 @@ pub async fn serve_service(
                 }
                 None => {
                     let conn = ConnInfo { peer: Some(peer), tls: false };
-                    serve_connection(node, stream, &limits, activity, conn).await
+                    serve_connection(node, stream, &limits, activity, conn, stopping).await
                 }
             };
             if let Err(e) = served {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
         });
+    }
+    drop(listener);
+    let _ = stop.send(true);
+    let all = u32::try_from(limits.connections_max).unwrap_or(u32::MAX);
+    let open = limits.connections_max - connections.available_permits();
+    if open > 0 {
+        tracing::info!(connections = open, "waiting for the requests in flight");
+    }
+    if tokio::time::timeout(SHUTDOWN_DRAIN_MAX, connections.acquire_many(all)).await.is_err() {
+        let open = limits.connections_max - connections.available_permits();
+        tracing::warn!(connections = open, "connections still open after {SHUTDOWN_DRAIN_MAX:?}: cut");
     }
 }
 
@@ -184,6 +200,7 @@ async fn serve_connection<S>(
     limits: &ConnectionLimits,
     activity: Arc<Activity>,
     conn: ConnInfo,
+    mut stopping: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -217,12 +234,21 @@ where
         .initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
         .max_frame_size(HTTP2_FRAME_SIZE_MAX);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    let idle = conn::idle_expired(activity, limits.idle_timeout);
+    tokio::pin!(idle);
     tokio::select! {
-        served = connection => served,
-        () = conn::idle_expired(activity, limits.idle_timeout) => {
+        served = connection.as_mut() => return served,
+        () = &mut idle => {
             tracing::debug!("closing an idle connection");
-            Ok(())
+            return Ok(());
         }
+        // A closed channel is a stop too.
+        _ = stopping.wait_for(|stop| *stop) => connection.as_mut().graceful_shutdown(),
+    }
+    tokio::select! {
+        served = connection.as_mut() => served,
+        () = &mut idle => Ok(()),
     }
 }
 

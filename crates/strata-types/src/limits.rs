@@ -611,3 +611,10 @@ pub const BENCH_REPORT_INTERVAL: std::time::Duration = std::time::Duration::from
 pub const BENCH_AGENT_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(60);
 /// Largest command a bench agent reads.
 pub const BENCH_AGENT_COMMAND_SIZE_MAX: usize = 64 * 1024;
+/// `strata health` gives the server this long to answer its liveness check before calling it
+/// unhealthy (a container runtime's own time-out is usually longer).
+pub const HEALTH_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// After SIGTERM the server lets the requests in flight finish for at most this long, then cuts
+/// the connections still open (systemd's stop time-out and Kubernetes' grace period are set
+/// longer).
+pub const SHUTDOWN_DRAIN_MAX: std::time::Duration = std::time::Duration::from_secs(60);

@@ -5,6 +5,7 @@
 //! object layer → S3 server, and stops cleanly on SIGINT/SIGTERM.
 
 mod drives;
+mod minio_env;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -24,7 +25,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve S3 over the given drives (folders; ellipsis patterns like /mnt/disk{1...4} expand).
-    #[command(after_help = SERVER_HELP)]
+    // A flag given twice takes the later value: `STRATA_OPTS` (or `MINIO_OPTS`) go first, so the
+    // command line overrides them.
+    #[command(after_help = SERVER_HELP, args_override_self = true)]
     Server(ServerArgs),
     /// Load-test any S3 endpoint (put, get, stat, delete, list, mixed), or compare two runs.
     #[command(subcommand)]
@@ -32,12 +35,23 @@ enum Command {
     /// Administer a running deployment through its admin API (root credentials).
     #[command(subcommand)]
     Admin(strata_client::admin::AdminCommand),
+    /// Exit 0 when the server on this machine answers its liveness check, 1 when not (for a
+    /// container's health check: the image has no shell and no curl).
+    Health(HealthArgs),
+}
+
+#[derive(Args)]
+struct HealthArgs {
+    /// What to ask; by default the liveness path on this machine's `STRATA_ADDRESS` port, over
+    /// HTTPS when `STRATA_CERTS_DIR` is set.
+    #[arg(long)]
+    url: Option<String>,
 }
 
 #[derive(Args)]
 struct ServerArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_ADDRESS")]
+    /// Address to listen on: HOST:PORT, or :PORT for every interface.
+    #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_ADDRESS", value_parser = parse_address)]
     address: SocketAddr,
     /// Domain for virtual-host-style requests (bucket.DOMAIN).
     #[arg(long, env = "STRATA_DOMAIN")]
@@ -46,10 +60,14 @@ struct ServerArgs {
     #[arg(long, default_value = "us-east-1", env = "STRATA_REGION")]
     region: String,
     /// Serve HTTPS with the certificate chain `public.crt` and key `private.key` (PEM) in this folder.
-    #[arg(long, env = "STRATA_CERTS_DIR")]
+    #[arg(long, short = 'S', env = "STRATA_CERTS_DIR")]
     certs_dir: Option<std::path::PathBuf>,
-    /// Drives: folders or ellipsis patterns. Each ellipsis argument is one pool.
-    #[arg(required = true)]
+    /// Address for a web console. This build has none: the option is accepted, as MinIO's
+    /// deployment files pass it, and a warning says so.
+    #[arg(long, env = "STRATA_CONSOLE_ADDRESS", value_parser = parse_address)]
+    console_address: Option<SocketAddr>,
+    /// Drives: folders or ellipsis patterns. Each ellipsis argument is one pool. None given:
+    /// the space-separated list in STRATA_VOLUMES (or MINIO_VOLUMES).
     drives: Vec<String>,
 }
 
@@ -66,7 +84,11 @@ Environment:
                                            (default by set size: 2-3 drives 1, 4-5 2, 6-7 3,
                                            8-16 4; at most half the set)
   STRATA_STORAGE_CLASS_RRS=EC:N            parity for `x-amz-storage-class: REDUCED_REDUNDANCY`
+  STRATA_VOLUMES, STRATA_OPTS              drives and options when the command line has none
+                                           (space-separated, as in MinIO's /etc/default/minio)
   STRATA_LOG=debug                         log filter (tracing syntax); logs go to stderr
+  MINIO_*                                  MinIO's names are read where Strata has the setting
+                                           (STRATA_* wins); see docs/minio.md
   More (limits, time-outs, healing, lifecycle): docs/operations.md
 
 Drives:
@@ -82,8 +104,8 @@ const DEFAULT_ROOT_USER: &str = "strataadmin";
 const DEFAULT_ROOT_PASSWORD: &str = "strataadmin";
 
 fn credentials() -> Result<(String, String)> {
-    let user = std::env::var("STRATA_ROOT_USER").ok();
-    let password = std::env::var("STRATA_ROOT_PASSWORD").ok();
+    let user = secret_from_env("STRATA_ROOT_USER")?;
+    let password = secret_from_env("STRATA_ROOT_PASSWORD")?;
     let defaults = user.is_none() && password.is_none();
     let user = user.unwrap_or_else(|| DEFAULT_ROOT_USER.to_owned());
     let password = password.unwrap_or_else(|| DEFAULT_ROOT_PASSWORD.to_owned());
@@ -100,6 +122,50 @@ fn credentials() -> Result<(String, String)> {
         );
     }
     Ok((user, password))
+}
+
+/// `NAME`, or the content of the file `NAME_FILE` names (a container secret, as
+/// `/run/secrets/...`), without its final line break.
+fn secret_from_env(name: &str) -> Result<Option<String>> {
+    if let Ok(v) = std::env::var(name) {
+        return Ok(Some(v));
+    }
+    let Ok(path) = std::env::var(format!("{name}_FILE")) else { return Ok(None) };
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("{name}_FILE={path}: cannot read it"))?;
+    Ok(Some(text.trim_end_matches(['\n', '\r']).to_owned()))
+}
+
+/// The drives: the command line's, else the space-separated `STRATA_VOLUMES`.
+fn drives(args: &ServerArgs) -> Result<Vec<String>> {
+    if !args.drives.is_empty() {
+        return Ok(args.drives.clone());
+    }
+    let volumes = std::env::var("STRATA_VOLUMES").unwrap_or_default();
+    let drives: Vec<String> = volumes.split_whitespace().map(str::to_owned).collect();
+    if drives.is_empty() {
+        bail!(
+            "no drives to serve: give folders or ellipsis patterns (strata server /data, \
+             strata server '/mnt/disk{{1...4}}'), or set STRATA_VOLUMES (or MINIO_VOLUMES)"
+        );
+    }
+    Ok(drives)
+}
+
+/// `HOST:PORT`, `[V6]:PORT`, or MinIO's `:PORT` for every interface.
+fn parse_address(s: &str) -> std::result::Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Some(port) = s.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| format!("{s}: the port is not a number from 0 to 65535"))?;
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    if let Ok(a) = s.parse() {
+        return Ok(a);
+    }
+    s.to_socket_addrs()
+        .map_err(|e| format!("{s}: {e} (expected HOST:PORT or :PORT)"))?
+        .next()
+        .ok_or_else(|| format!("{s}: the name has no address"))
 }
 
 fn parity_from_env(name: &str) -> Result<Option<usize>> {
@@ -207,8 +273,13 @@ async fn server(args: ServerArgs) -> Result<()> {
     let mut listener =
         Some(listen(args.address).with_context(|| format!("cannot listen on {}", args.address))?);
     let root = (root_user.as_str(), root_password.as_str());
+    let drive_args = drives(&args)?;
+    warn_if_ephemeral(&drive_args);
+    if let Some(console) = args.console_address {
+        tracing::warn!("this build has no web console: --console-address {console} is not served");
+    }
     let mut prepared =
-        drives::prepare(&args.drives, args.address, root, args.certs_dir.as_deref(), parity).await?;
+        drives::prepare(&drive_args, args.address, root, args.certs_dir.as_deref(), parity).await?;
     // Over several nodes the listener serves RPC from the start (the deployment forms over it)
     // and S3 once the deployment has formed; alone, it opens when everything is ready.
     let early = match &prepared.distributed {
@@ -419,13 +490,22 @@ async fn server(args: ServerArgs) -> Result<()> {
         deployment.set_drive_count - deployment.parity_count,
         deployment.parity_count
     );
+    // Listen streams never end by themselves: at a stop they get their last chunk, so the
+    // drain of the requests in flight does not wait for them.
+    let listening = node.clone();
+    tokio::spawn(async move {
+        stop_signal().await;
+        listening.listen.close();
+    });
     let serving = admin.clone();
     match (early, listener) {
         (Some((service, served)), _) => {
             service.set_node(serving);
+            notify_service_manager(sd_notify::NotifyState::Ready);
             let _ = served.await;
         }
         (None, Some(listener)) => {
+            notify_service_manager(sd_notify::NotifyState::Ready);
             strata_server::serve(serving, listener, tls, limits, shutdown_signal()).await
         }
         (None, None) => bail!("no listener"),
@@ -663,7 +743,15 @@ fn spawn_upload_expiry(layer: Arc<strata_object::ObjectLayer>) -> Result<()> {
     Ok(())
 }
 
+/// Waits for SIGTERM or SIGINT, then says the server is stopping (log, service manager).
 async fn shutdown_signal() {
+    stop_signal().await;
+    tracing::info!("stopping: finishing the requests in flight");
+    notify_service_manager(sd_notify::NotifyState::Stopping);
+}
+
+/// Waits for SIGTERM or SIGINT (every waiter hears it).
+async fn stop_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {
@@ -678,6 +766,62 @@ async fn shutdown_signal() {
     }
 }
 
+/// Tells systemd (a `Type=notify` unit: `NOTIFY_SOCKET` is set) that the server is ready or
+/// stopping. Without a service manager it does nothing.
+fn notify_service_manager(state: sd_notify::NotifyState) {
+    if std::env::var_os("NOTIFY_SOCKET").is_none() {
+        return;
+    }
+    if let Err(e) = sd_notify::notify(false, &[state]) {
+        tracing::warn!("cannot tell the service manager this server's state: {e}");
+    }
+}
+
+/// A drive folder on a container's own writable layer loses its data with the container: say
+/// so at start (the image declares `/data` a volume; a runtime that ignores it lands here).
+fn warn_if_ephemeral(drives: &[String]) {
+    use std::os::unix::fs::MetadataExt;
+    let in_container = ["/run/.containerenv", "/.dockerenv"].iter().any(|p| std::path::Path::new(p).exists())
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let Ok(root) = std::fs::metadata("/") else { return };
+    if !in_container {
+        return;
+    }
+    for drive in drives {
+        // A pattern's prefix up to its first brace is a folder that exists when the drives do.
+        let folder = drive.split('{').next().unwrap_or(drive);
+        if let Ok(m) = std::fs::metadata(folder) {
+            if m.dev() == root.dev() {
+                tracing::warn!(
+                    "{drive} is on the container's own file system, not a volume: its data is lost \
+                     with the container. Mount a volume there."
+                );
+            }
+        }
+    }
+}
+
+/// `strata health`: 0 when the liveness check answers 200, 1 with the reason otherwise.
+async fn health(args: HealthArgs) -> Result<()> {
+    let url = match args.url {
+        Some(url) => url,
+        None => {
+            let address = std::env::var("STRATA_ADDRESS").unwrap_or_else(|_| "127.0.0.1:9000".to_owned());
+            let address = parse_address(&address).map_err(anyhow::Error::msg)?;
+            let ip =
+                if address.ip().is_unspecified() { "127.0.0.1".to_owned() } else { address.ip().to_string() };
+            let ip = if address.is_ipv6() && !address.ip().is_unspecified() { format!("[{ip}]") } else { ip };
+            let scheme = if std::env::var_os("STRATA_CERTS_DIR").is_some() { "https" } else { "http" };
+            format!("{scheme}://{ip}:{}/minio/health/live", address.port())
+        }
+    };
+    let status = strata_client::client::probe(&url, strata_types::limits::HEALTH_PROBE_TIMEOUT).await?;
+    if status != 200 {
+        bail!("{url} answered {status}");
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
     use std::io::IsTerminal;
     tracing_subscriber::fmt()
@@ -688,12 +832,23 @@ fn main() -> Result<()> {
         // Colours for a person at a terminal; a file or a pipe gets plain text.
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let cli = Cli::parse();
+    let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Before any thread starts: MinIO's names become environment variables of Strata's.
+    let serving = argv.get(1).is_some_and(|a| a == "server");
+    if serving || argv.get(1).is_some_and(|a| a == "health") {
+        minio_env::apply(serving);
+    }
+    if let (true, Ok(opts)) = (serving, std::env::var("STRATA_OPTS")) {
+        let opts = minio_env::split_options(&opts).map_err(anyhow::Error::msg)?;
+        argv.splice(2..2, opts.into_iter().map(std::ffi::OsString::from));
+    }
+    let cli = Cli::parse_from(argv);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Server(args) => runtime.block_on(server(args)),
         Command::Bench(cmd) => runtime.block_on(strata_client::main(cmd)),
         Command::Admin(cmd) => runtime.block_on(strata_client::admin::main(cmd)),
+        Command::Health(args) => runtime.block_on(health(args)),
     }
 }
 
