@@ -7,6 +7,12 @@
 mod drives;
 mod minio_env;
 
+// musl's allocator takes one lock for every thread: the static (musl) build of the container
+// image allocates with mimalloc; the glibc build keeps glibc's.
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -138,10 +144,17 @@ fn secret_from_env(name: &str) -> Result<Option<String>> {
 
 /// The drives: the command line's, else the space-separated `STRATA_VOLUMES`.
 fn drives(args: &ServerArgs) -> Result<Vec<String>> {
+    let volumes = std::env::var("STRATA_VOLUMES").unwrap_or_default();
     if !args.drives.is_empty() {
+        if !volumes.trim().is_empty() {
+            // A container's default command names /data; the operator's variable is then unused.
+            tracing::warn!(
+                "drives from the command line ({}); STRATA_VOLUMES={volumes} is not used",
+                args.drives.join(" ")
+            );
+        }
         return Ok(args.drives.clone());
     }
-    let volumes = std::env::var("STRATA_VOLUMES").unwrap_or_default();
     let drives: Vec<String> = volumes.split_whitespace().map(str::to_owned).collect();
     if drives.is_empty() {
         bail!(
@@ -806,7 +819,21 @@ async fn health(args: HealthArgs) -> Result<()> {
     let url = match args.url {
         Some(url) => url,
         None => {
-            let address = std::env::var("STRATA_ADDRESS").unwrap_or_else(|_| "127.0.0.1:9000".to_owned());
+            // The server's own sources: its options (`--address X` or `--address=X`), then
+            // STRATA_ADDRESS.
+            let opts = std::env::var("STRATA_OPTS").ok().and_then(|o| minio_env::split_options(&o).ok());
+            let opts = opts.unwrap_or_default();
+            let mut from_opts = None;
+            for (i, o) in opts.iter().enumerate() {
+                if o == "--address" {
+                    from_opts = opts.get(i + 1).cloned();
+                } else if let Some(a) = o.strip_prefix("--address=") {
+                    from_opts = Some(a.to_owned());
+                }
+            }
+            let address = from_opts
+                .or_else(|| std::env::var("STRATA_ADDRESS").ok())
+                .unwrap_or_else(|| "127.0.0.1:9000".to_owned());
             let address = parse_address(&address).map_err(anyhow::Error::msg)?;
             let ip =
                 if address.ip().is_unspecified() { "127.0.0.1".to_owned() } else { address.ip().to_string() };
