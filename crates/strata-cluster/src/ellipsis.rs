@@ -108,6 +108,12 @@ mod tests {
         );
         assert_eq!(expand("/plain").expect("ok"), ["/plain"]);
         assert_eq!(expand("/d{1...16}").expect("ok").len(), 16);
+        // The Helm chart's endpoint list: ranges from 0, in a host name with dots.
+        let chart =
+            expand("http://strata-{0...3}.strata-hl.storage.svc.cluster.local:9000/data{0...3}").expect("ok");
+        assert_eq!(chart.len(), 16);
+        assert_eq!(chart[0], "http://strata-0.strata-hl.storage.svc.cluster.local:9000/data0");
+        assert_eq!(chart[15], "http://strata-3.strata-hl.storage.svc.cluster.local:9000/data3");
     }
 
     #[test]
