@@ -9,9 +9,14 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
-# A real NATS server for the notification tests (Debian's package).
-if ! command -v nats-server >/dev/null && [ ! -x /usr/sbin/nats-server ]; then
-    apt-get update -qq && apt-get install -y -qq nats-server
+# Real servers the tests start (Debian's packages): NATS for notifications, Prometheus for
+# MinIO's dashboard queries. The container image test needs podman and musl-gcc, which
+# scripts/build-image.sh installs; Helm is built by scripts/install-helm.sh.
+missing=()
+command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
+command -v prometheus >/dev/null || missing+=(prometheus)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 cargo fmt --all -- --check

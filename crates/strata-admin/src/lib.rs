@@ -17,6 +17,7 @@
 
 pub mod iam;
 pub mod kms;
+pub mod minio_metrics;
 pub mod observe;
 pub mod speedtest;
 

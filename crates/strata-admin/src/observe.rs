@@ -13,7 +13,9 @@ use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_drive::DriveOps;
 use strata_s3::{Node, Reply};
 
-pub const METRICS_PATHS: [&str; 2] = ["/metrics", "/minio/v2/metrics/cluster"];
+/// Strata's own names. MinIO's paths (`/minio/v2/metrics/...`) serve MinIO's names:
+/// [`crate::minio_metrics`].
+pub const METRICS_PATHS: [&str; 1] = ["/metrics"];
 pub const CLUSTER_HEALTH_PATHS: [&str; 2] = ["/health/cluster", "/minio/health/cluster"];
 
 /// The bearer token Prometheus presents: derived from the root credentials, so it changes with
@@ -67,22 +69,27 @@ async fn drive_states(node: &Node) -> Vec<(strata_object::SetView, Vec<Option<st
     out
 }
 
-pub async fn scrape(node: &Arc<Node>) -> Reply {
+/// Brings the gauges up to date (drives, sets, healer, lifecycle, listeners, process) and
+/// returns the drive states it read.
+pub async fn refresh(
+    node: &Arc<Node>,
+) -> Vec<(strata_object::SetView, Vec<Option<strata_object::DiskInfo>>)> {
     let m = &node.metrics;
-    for (view, infos) in drive_states(node).await {
+    let states = drive_states(node).await;
+    for (view, infos) in &states {
         let set_labels = SetLabels { pool: view.pool.to_string(), set: view.set.to_string() };
         let online = infos.iter().filter(|i| i.is_some()).count();
         m.set_online_drives.get_or_create(&set_labels).set(online as i64);
         m.set_read_quorum_ok.get_or_create(&set_labels).set(i64::from(online >= view.read_quorum));
         m.set_write_quorum_ok.get_or_create(&set_labels).set(i64::from(online >= view.write_quorum));
-        for (pos, (drive, info)) in view.drives.iter().zip(&infos).enumerate() {
+        for (pos, (drive, info)) in view.drives.iter().zip(infos).enumerate() {
             let labels = DriveLabels {
                 drive: drive.as_ref().map_or_else(|| format!("offline-{pos}"), |d| d.endpoint().to_owned()),
                 pool: view.pool.to_string(),
                 set: view.set.to_string(),
             };
             m.drive_online.get_or_create(&labels).set(i64::from(info.is_some()));
-            let info = info.unwrap_or_default();
+            let info = (*info).unwrap_or_default();
             let clamp = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
             m.drive_total_bytes.get_or_create(&labels).set(clamp(info.total_bytes));
             m.drive_free_bytes.get_or_create(&labels).set(clamp(info.free_bytes));
@@ -126,7 +133,12 @@ pub async fn scrape(node: &Arc<Node>) -> Reply {
     let subscriptions = node.listen.hub().subscriber_count();
     m.listen_subscriptions.set(i64::try_from(subscriptions).unwrap_or(i64::MAX));
     m.refresh_process();
-    let text = m.encode();
+    states
+}
+
+pub async fn scrape(node: &Arc<Node>) -> Reply {
+    refresh(node).await;
+    let text = node.metrics.encode();
     let len = text.len().to_string();
     let mut reply = Reply::empty(StatusCode::OK)
         .header("content-type", "application/openmetrics-text; version=1.0.0; charset=utf-8")

@@ -111,9 +111,10 @@ impl Metrics {
         let mut r = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
         r.register("strata_s3_requests", "S3 requests answered, by API and HTTP status", requests.clone());
-        let request_duration = Family::<ApiLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(exponential_buckets(0.0005, 2.0, 16))
-        });
+        let request_duration =
+            Family::<ApiLabels, Histogram>::new_with_constructor(
+                || Histogram::new(request_duration_bounds()),
+            );
         r.register(
             "strata_s3_request_duration_seconds",
             "Time from request arrival to response headers, by API",
@@ -386,6 +387,15 @@ impl Metrics {
             self.process_open_fds.set(dir.count() as i64);
         }
     }
+}
+
+/// The request-duration histogram's bounds: doubling from 0.5 ms to 16 s, plus the bounds of
+/// MinIO's time-to-first-byte distribution (0.05 to 10 s), which its dashboards read.
+fn request_duration_bounds() -> Vec<f64> {
+    let mut bounds: Vec<f64> = exponential_buckets(0.0005, 2.0, 16).collect();
+    bounds.extend([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]);
+    bounds.sort_by(f64::total_cmp);
+    bounds
 }
 
 /// Moves a counter up to `value` (for totals kept elsewhere, such as group-commit counts).

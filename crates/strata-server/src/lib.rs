@@ -311,6 +311,12 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
             Err(e) => Err(e),
         };
         ("Metrics".to_owned(), r)
+    } else if let (true, Some(scope)) = (is_get, strata_admin::minio_metrics::scope_of(&path)) {
+        let r = match observe::authorize_scrape(&node, &parts) {
+            Ok(()) => Ok(strata_admin::minio_metrics::scrape(&node, scope).await),
+            Err(e) => Err(e),
+        };
+        ("Metrics".to_owned(), r)
     } else {
         strata_s3::dispatch::dispatch(&node, &parts, body, &admission).await
     };
