@@ -348,3 +348,22 @@ def test_status_tells_the_truth_about_a_wiped_drive_and_scans_queue():
         read_all_with_only(server, objects, keep=[d2, server.drives[2]])
     finally:
         server.cleanup()
+
+
+def test_before_any_scan_the_shortfall_of_a_lost_drive_is_unknown_not_zero():
+    """A drive lost before any scan has counted its set: the status cannot know how many objects
+    are short of its shard, and says so (null, and "unknown" in the CLI) rather than 0."""
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_DRIVE_CHECK_INTERVAL": "1h"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="early")
+        put_mixed(s3, "early", 6)
+        lost = server.drives[3]
+        remove_drive(lost)
+        status = heal_status(server)
+        (entry,) = [d for d in status["unavailable_drives"] if d["drive"] == str(lost)]
+        assert entry["objects_short"] is None, status
+        text = admin(server, "heal", "status")
+        assert "UNAVAILABLE" in text and "unknown until a scan counts the set" in text, text
+    finally:
+        server.cleanup()

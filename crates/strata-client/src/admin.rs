@@ -215,12 +215,15 @@ fn print_heal_status(s: &Value) {
     println!("healing: {}", s["state"].as_str().unwrap_or("?"));
     if let Some(drives) = s["unavailable_drives"].as_array() {
         for d in drives {
+            let short = match d["objects_short"].as_u64() {
+                Some(count) => format!("{count} objects of its set are"),
+                None => "objects of its set (how many: unknown until a scan counts the set) are".to_owned(),
+            };
             println!(
-                "  drive {} (set {}) UNAVAILABLE: {}; {} objects of its set are short of a shard until it is back",
+                "  drive {} (set {}) UNAVAILABLE: {}; {short} short of a shard until it is back",
                 d["drive"].as_str().unwrap_or("?"),
                 d["set"].as_str().unwrap_or("?"),
                 d["reason"].as_str().unwrap_or("?"),
-                n(&d["objects_short"]),
             );
         }
     }

@@ -25,13 +25,14 @@ pub(crate) const VERSIONS: TableDefinition<(&[u8], &[u8]), &[u8]> = TableDefinit
 /// Bytes of a [`version_rank`].
 pub const RANK_LEN: usize = 24;
 
-/// Where a version sorts among its object's versions: newest (highest modification time, then
-/// highest id) first. The modification time (big-endian, inverted) then the version id
-/// (inverted; the `null` version as zeros). Equal on every drive of the set.
+/// Where a version sorts among its object's versions, newest first: the bytes of
+/// [`ObjectVersion::order_key`]'s stamp and version id, inverted (the stamp big-endian, the
+/// `null` version as zeros). A drive holds one version per id, so the data id that completes
+/// the key elsewhere is not needed here. Equal on every drive of the set.
 pub fn version_rank(v: &ObjectVersion) -> [u8; RANK_LEN] {
+    let (stamp, id, _) = v.order_key();
     let mut r = [0u8; RANK_LEN];
-    r[..8].copy_from_slice(&(!v.mod_time).to_be_bytes());
-    let id = v.version_id.map_or([0; 16], |id| *id.as_bytes());
+    r[..8].copy_from_slice(&(!stamp).to_be_bytes());
     for (slot, b) in r[8..].iter_mut().zip(id) {
         *slot = !b;
     }

@@ -341,6 +341,31 @@ pub enum LockedBy {
     Retention(RetentionMode),
 }
 
+/// The order of an object's versions, and how a new one is stamped: the one place that says
+/// which version is newer. The drive index, the object layer's quorum, listings, heal and
+/// lifecycle all follow [`ObjectVersion::order_key`].
+///
+/// A version's stamp (`mod_time`) is not trusted as a wall-clock reading: nodes' clocks differ,
+/// and a write coordinated by a node whose clock is behind must still sort after the write it
+/// follows. So a new version is stamped under its object's lock with [`next_stamp`]: later
+/// than the clock's now and than every version the drives hold (a hybrid logical clock). The
+/// stamp stays close to real time (it only runs ahead by the skew of the fastest clock that
+/// wrote the object), so it still serves as `Last-Modified` and for lifecycle ages.
+impl ObjectVersion {
+    /// Where this version sorts among its object's versions, oldest first: its stamp, then its
+    /// version id (the `null` version lowest), then its data id (two writes with equal stamps
+    /// and ids are still ordered, the same way everywhere).
+    pub fn order_key(&self) -> (u64, [u8; 16], [u8; 16]) {
+        (self.mod_time, self.version_id.map_or([0; 16], |id| *id.as_bytes()), *self.data.data_id().as_bytes())
+    }
+}
+
+/// The stamp of a version written now (`now`, the coordinating node's clock) after `newest`,
+/// the highest stamp the object's drives hold: later than both.
+pub fn next_stamp(now: u64, newest: Option<u64>) -> u64 {
+    newest.map_or(now, |n| now.max(n.saturating_add(1)))
+}
+
 impl ObjectVersion {
     /// The size of the object's plaintext: `size` unless encrypted.
     pub fn plain_size(&self) -> u64 {

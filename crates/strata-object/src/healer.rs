@@ -178,8 +178,9 @@ pub struct UnavailableDrive {
     /// `pool/set`.
     pub set: String,
     pub reason: String,
-    /// Objects of the set (from the last scan that counted it) short of this drive's shard.
-    pub objects_short: u64,
+    /// Objects of the set short of this drive's shard, from the last scan that counted the set;
+    /// `None` (JSON `null`) until a scan has: the number is unknown, not 0.
+    pub objects_short: Option<u64>,
 }
 
 /// What `heal start` did.
@@ -612,8 +613,7 @@ impl ObjectLayer {
         });
         let unavailable = futures_util::future::join_all(checks).await;
         for (set, drive, reason) in unavailable.into_iter().flatten() {
-            let objects_short =
-                status.scan.sets.get(&set).map_or(0, |p| p.objects_total.max(p.objects_scanned));
+            let objects_short = status.scan.sets.get(&set).map(|p| p.objects_total.max(p.objects_scanned));
             status.unavailable_drives.push(UnavailableDrive { drive, set, reason, objects_short });
         }
         if !status.unavailable_drives.is_empty() && status.state == "idle" {

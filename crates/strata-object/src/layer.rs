@@ -51,11 +51,16 @@ pub struct ObjectLayer {
 pub struct LayerOptions {
     /// How long one drive operation may take before that drive counts as failed for the request.
     pub drive_op_timeout: std::time::Duration,
+    /// The clock new versions are stamped by (tests give nodes clocks that disagree).
+    pub clock: Arc<dyn strata_types::time::Clock>,
 }
 
 impl Default for LayerOptions {
     fn default() -> Self {
-        Self { drive_op_timeout: strata_types::limits::DRIVE_OP_TIMEOUT }
+        Self {
+            drive_op_timeout: strata_types::limits::DRIVE_OP_TIMEOUT,
+            clock: Arc::new(strata_types::time::SystemClock),
+        }
     }
 }
 
@@ -128,7 +133,9 @@ impl ObjectLayer {
         let mut pools = pools
             .into_iter()
             .map(|sets| {
-                sets.into_iter().map(|drives| ErasureSet::new(drives, parity_count, timeout)).collect()
+                sets.into_iter()
+                    .map(|drives| ErasureSet::new(drives, parity_count, timeout, options.clock.clone()))
+                    .collect()
             })
             .collect::<Result<Vec<Vec<_>>, _>>()?;
         let mut state_name = crate::healer::STATE_NAME.to_owned();

@@ -423,9 +423,10 @@ impl ObjectLayer {
                     .map_err(|e| ObjectError::Corrupt(format!("part {} ETag: {e}", p.number)))?,
             );
         }
+        check_condition(set, bucket, key, &opts.condition).await?;
         let version = ObjectVersion {
             version_id: self.new_version_id(bucket)?,
-            mod_time: strata_types::time::now_nanos(),
+            mod_time: set.next_stamp(bucket, key).await?,
             delete_marker: false,
             size: chosen.iter().map(|p| p.size).sum(),
             etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
@@ -444,7 +445,7 @@ impl ObjectLayer {
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
-        check_condition(set, bucket, key, &opts.condition).await.and_then(|()| guard.ensure_held())?;
+        guard.ensure_held()?;
         let (b, k, committed, distribution) =
             (bucket.to_owned(), key.to_owned(), version.clone(), e.distribution.clone());
         let commit: CommitFn = Box::new(move |pos, d| {

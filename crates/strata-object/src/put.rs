@@ -350,9 +350,10 @@ pub(crate) async fn put_object(
     let checksums = reader.body.checksums();
     let (stored_checksums, sealed) =
         crate::sse::seal_checksums(opts.sse.as_ref().map(|s| (&s.envelope, &s.cipher)), 0, &checksums)?;
-    let version = ObjectVersion {
+    let mut version = ObjectVersion {
         version_id: t.version_id,
-        mod_time: strata_types::time::now_nanos(),
+        // Stamped under the lock, below.
+        mod_time: 0,
         delete_marker: false,
         size,
         etag: hex::encode(digest),
@@ -382,10 +383,16 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
-    if let Err(e) = check_condition(set, t.bucket, t.key, &condition).await.and_then(|()| guard.ensure_held())
-    {
-        temp.abort().await;
-        return Err(e);
+    let checked = match check_condition(set, t.bucket, t.key, &condition).await {
+        Ok(()) => set.next_stamp(t.bucket, t.key).await,
+        Err(e) => Err(e),
+    };
+    match checked.and_then(|stamp| guard.ensure_held().map(|()| stamp)) {
+        Ok(stamp) => version.mod_time = stamp,
+        Err(e) => {
+            temp.abort().await;
+            return Err(e);
+        }
     }
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));

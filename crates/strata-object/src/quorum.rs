@@ -70,7 +70,7 @@ pub(crate) fn agreed(copies: impl IntoIterator<Item = ObjectVersion>) -> Option<
             let (v, _) = variants.into_iter().max_by_key(|(_, c)| *c)?;
             (held >= read_quorum(usize::from(v.erasure.data_count))).then_some((v, held))
         })
-        .max_by_key(|(v, _)| (v.mod_time, v.data.data_id()))
+        .max_by_key(|(v, _)| v.order_key())
 }
 
 #[cfg(test)]

@@ -23,6 +23,8 @@ pub(crate) struct ErasureSet {
     /// The codec for the default split, built once.
     pub erasure: Arc<Erasure>,
     pub locks: Locks,
+    /// The clock new versions are stamped by (see [`ErasureSet::next_stamp`]).
+    pub clock: Arc<dyn strata_types::time::Clock>,
 }
 
 /// One drive's answer to a record read.
@@ -41,6 +43,7 @@ impl ErasureSet {
         drives: Vec<Option<Arc<dyn Drive>>>,
         parity_count: usize,
         drive_op_timeout: std::time::Duration,
+        clock: Arc<dyn strata_types::time::Clock>,
     ) -> Result<Self, ObjectError> {
         if parity_count > drives.len() / 2 {
             return Err(ObjectError::InvalidParity(parity_count));
@@ -54,7 +57,33 @@ impl ErasureSet {
             parity_count,
             erasure: Arc::new(erasure),
             locks: Locks(Arc::new(LockTable::new())),
+            clock,
         })
+    }
+
+    /// The stamp of a new version of `key`, taken under the object's exclusive lock: later than
+    /// the clock's now and than the newest version any answering drive holds
+    /// ([`strata_meta::next_stamp`]). The drives' heads are read first; fewer than a read quorum
+    /// of answers (a version or "none") could miss the last acknowledged write, so that is a
+    /// quorum error rather than a guess.
+    pub async fn next_stamp(&self, bucket: &str, key: &str) -> Result<u64, ObjectError> {
+        let mut answered = 0;
+        let mut newest = None;
+        for read in self.read_records(bucket, key, false).await {
+            match read {
+                Ok((record, _)) => {
+                    answered += 1;
+                    newest = newest.max(record.latest().map(|v| v.mod_time));
+                }
+                Err(DriveError::NotFound) => answered += 1,
+                Err(_) => {}
+            }
+        }
+        let needed = read_quorum(self.data_count());
+        if answered < needed {
+            return Err(ObjectError::WriteQuorum { needed, online: answered });
+        }
+        Ok(strata_meta::next_stamp(self.clock.now_nanos(), newest))
     }
 
     /// The codec for a `data`+`parity` split: the set's own when it matches, else a new one.

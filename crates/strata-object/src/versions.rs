@@ -211,7 +211,7 @@ impl ObjectLayer {
         let distribution = strata_cluster::placement::distribution(hash, n);
         let marker = ObjectVersion {
             version_id: id,
-            mod_time: strata_types::time::now_nanos(),
+            mod_time: set.next_stamp(bucket, key).await?,
             delete_marker: true,
             size: 0,
             etag: String::new(),

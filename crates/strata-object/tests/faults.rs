@@ -356,7 +356,7 @@ async fn concurrent_heals_of_one_object_all_succeed() {
         vec![vec![slots]],
         strata_cluster::layout::default_parity(4),
         None,
-        LayerOptions { drive_op_timeout: Duration::from_secs(30) },
+        LayerOptions { drive_op_timeout: Duration::from_secs(30), ..Default::default() },
     )
     .await
     .expect("second node's layer");

@@ -19,8 +19,8 @@ use strata_drive::{Drive, DriveError, ShardReader, ShardWriter};
 use strata_erasure::bitrot;
 use strata_object::{ObjectLayer, SharedState};
 use strata_types::limits::{
-    RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_OPEN_IDLE_MAX, RPC_OPEN_SWEEP_INTERVAL,
-    RPC_READ_SIZE_MAX, SHARD_HASH_INLINE_MAX,
+    REFUSAL_LOG_INTERVAL, RPC_BATCH_CALLS_MAX, RPC_BODY_SIZE_MAX, RPC_FRAME_SIZE_MAX, RPC_OPEN_IDLE_MAX,
+    RPC_OPEN_SWEEP_INTERVAL, RPC_READ_SIZE_MAX, SHARD_HASH_INLINE_MAX,
 };
 use uuid::Uuid;
 
@@ -46,6 +46,9 @@ pub struct RpcServer {
     peer_service: OnceLock<Arc<dyn PeerService>>,
     /// Shard files peers hold open (handle → reader, last use).
     open: Mutex<OpenFiles>,
+    /// Unix seconds when a refused request was last logged (at most one line per
+    /// [`REFUSAL_LOG_INTERVAL`]: a peer whose clock is off sends many).
+    refusal_logged: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -83,6 +86,26 @@ impl RpcServer {
             layer: OnceLock::new(),
             peer_service: OnceLock::new(),
             open: Mutex::default(),
+            refusal_logged: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Logs why a peer's request was refused: never silently, and not once per request.
+    fn log_refusal(&self, error: &AuthError) {
+        use std::sync::atomic::Ordering;
+        let now = unix_now();
+        let last = self.refusal_logged.load(Ordering::Relaxed);
+        if now.saturating_sub(last) < REFUSAL_LOG_INTERVAL.as_secs()
+            || self.refusal_logged.compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed).is_err()
+        {
+            return;
+        }
+        match error {
+            AuthError::Skewed { time, now, .. } => tracing::warn!(
+                skew_secs = i128::from(*time) - i128::from(*now),
+                "refused a node's RPC request: {error}"
+            ),
+            other => tracing::warn!("refused a node's RPC request: {other}"),
         }
     }
 
@@ -173,7 +196,10 @@ impl RpcServer {
         let path_and_query = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("").to_owned();
         let (signed, signature) = match self.authenticate(&req, &path_and_query) {
             Ok(s) => s,
-            Err(e) => return reply(StatusCode::FORBIDDEN, Bytes::from(e.to_string())),
+            Err(e) => {
+                self.log_refusal(&e);
+                return reply(StatusCode::FORBIDDEN, Bytes::from(e.to_string()));
+            }
         };
         let path = req.uri().path().strip_prefix(PREFIX).unwrap_or("").to_owned();
         let query = req.uri().query().unwrap_or("").to_owned();

@@ -459,6 +459,9 @@ pub const RPC_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// While a deployment forms, a node checks again this often whether its peers answer, and
 /// retries a format record that could not be written yet.
 pub const FORMING_RETRY_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// A node logs a refused node RPC request (a clock past the skew window, other credentials) at
+/// most this often.
+pub const REFUSAL_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(10);
 /// While a deployment forms, the node says which peers it waits for at most this often.
 pub const FORMING_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 /// Longest a node keeps retrying a format record once formatting began: a new deployment whose

@@ -115,17 +115,79 @@ pub fn parse_duration(s: &str) -> Option<std::time::Duration> {
     (n.is_finite() && n >= 0.0).then(|| std::time::Duration::from_secs_f64(n * secs_per))
 }
 
-/// Now, in nanoseconds since the Unix epoch.
+/// Now, in nanoseconds since the Unix epoch, by this process's clock: the system's, shifted by
+/// `STRATA_TEST_CLOCK_SKEW` when that is set (a signed duration, `-50s` or `+30s`: for tests
+/// that give one node a clock as wrong as a broken NTP would, RPC signing included).
 pub fn now_nanos() -> u64 {
-    std::time::SystemTime::now()
+    let system = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+        .unwrap_or(0);
+    system.saturating_add_signed(test_skew_nanos())
+}
+
+/// `STRATA_TEST_CLOCK_SKEW` in nanoseconds (read once; 0 when unset or not a duration).
+fn test_skew_nanos() -> i64 {
+    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *SKEW.get_or_init(|| {
+        std::env::var("STRATA_TEST_CLOCK_SKEW").ok().and_then(|v| parse_skew(&v)).unwrap_or(0)
+    })
+}
+
+/// `-50s`, `+30s`, `2m`: a signed duration in nanoseconds.
+pub fn parse_skew(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (sign, rest) = match s.strip_prefix('-') {
+        Some(r) => (-1, r),
+        None => (1, s.strip_prefix('+').unwrap_or(s)),
+    };
+    let nanos = i64::try_from(parse_duration(rest)?.as_nanos()).ok()?;
+    Some(sign * nanos)
+}
+
+/// A wall clock. The object layer stamps new versions through one, so tests can run nodes whose
+/// clocks disagree in one process; everything else reads [`now_nanos`].
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// Now, in nanoseconds since the Unix epoch.
+    fn now_nanos(&self) -> u64;
+}
+
+/// This process's clock ([`now_nanos`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_nanos(&self) -> u64 {
+        now_nanos()
+    }
+}
+
+/// This process's clock shifted by `offset` nanoseconds (a node with a wrong clock, in tests).
+#[derive(Debug, Clone, Copy)]
+pub struct SkewedClock {
+    pub offset: i64,
+}
+
+impl Clock for SkewedClock {
+    fn now_nanos(&self) -> u64 {
+        now_nanos().saturating_add_signed(self.offset)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skews_parse_and_shift() {
+        assert_eq!(parse_skew("-50s"), Some(-50_000_000_000));
+        assert_eq!(parse_skew("+2m"), Some(120_000_000_000));
+        assert_eq!(parse_skew("30s"), Some(30_000_000_000));
+        assert_eq!(parse_skew("later"), None);
+        let ahead = SkewedClock { offset: 50_000_000_000 }.now_nanos();
+        let now = SystemClock.now_nanos();
+        assert!(ahead > now + 49_000_000_000 && ahead < now + 51_000_000_000);
+    }
 
     #[test]
     fn known_dates() {

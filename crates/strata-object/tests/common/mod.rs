@@ -99,7 +99,7 @@ impl Rig {
         }
         let slots: Vec<DriveSlot> = faulty.iter().map(|d| Some(d.clone() as Arc<dyn Drive>)).collect();
         let parity = strata_cluster::layout::default_parity(n);
-        let options = LayerOptions { drive_op_timeout };
+        let options = LayerOptions { drive_op_timeout, ..Default::default() };
         let layer = ObjectLayer::new_with(Uuid::from_u128(1), vec![vec![slots]], parity, None, options)
             .await
             .expect("layer");

@@ -154,7 +154,7 @@ impl TestCluster {
             peers: Arc::new(NoPeers),
             node: self.nodes[on].addr.clone(),
         };
-        let options = LayerOptions { drive_op_timeout: Duration::from_secs(30) };
+        let options = LayerOptions { drive_op_timeout: Duration::from_secs(30), ..Default::default() };
         let layer =
             ObjectLayer::new_with(Uuid::from_u128(7), vec![vec![slots]], parity, Some(cluster), options)
                 .await
