@@ -16,7 +16,7 @@ use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{
-    block_size_for, check_condition, shard_write_failed, write_file_data, BodyReader, PutOptions,
+    block_size_for, check_and_stamp, shard_write_failed, write_file_data, BodyReader, PutOptions,
     WriteCondition,
 };
 use crate::quorum::{read_quorum, write_quorum};
@@ -423,10 +423,9 @@ impl ObjectLayer {
                     .map_err(|e| ObjectError::Corrupt(format!("part {} ETag: {e}", p.number)))?,
             );
         }
-        check_condition(set, bucket, key, &opts.condition).await?;
         let version = ObjectVersion {
             version_id: self.new_version_id(bucket)?,
-            mod_time: set.next_stamp(bucket, key).await?,
+            mod_time: check_and_stamp(set, bucket, key, &opts.condition).await?,
             delete_marker: false,
             size: chosen.iter().map(|p| p.size).sum(),
             etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),

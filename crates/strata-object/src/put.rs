@@ -156,8 +156,35 @@ pub(crate) async fn check_condition(
     key: &str,
     condition: &Option<WriteCondition>,
 ) -> Result<(), ObjectError> {
+    if condition.is_none() {
+        return Ok(());
+    }
+    check_condition_on(set, set.read_records(bucket, key, false).await, condition)
+}
+
+/// The last step of a write under the object's lock: one read of the drives' current versions
+/// checks the write's `condition` and gives the new version its stamp
+/// ([`ErasureSet::stamp_after`]).
+pub(crate) async fn check_and_stamp(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    condition: &Option<WriteCondition>,
+) -> Result<u64, ObjectError> {
+    let reads = set.read_records(bucket, key, false).await;
+    let stamp = set.stamp_after(&reads)?;
+    check_condition_on(set, reads, condition)?;
+    Ok(stamp)
+}
+
+/// [`check_condition`] against drive answers already read.
+fn check_condition_on(
+    set: &ErasureSet,
+    reads: Vec<crate::set::RecordRead>,
+    condition: &Option<WriteCondition>,
+) -> Result<(), ObjectError> {
     let Some(condition) = condition else { return Ok(()) };
-    let current = set.resolve(set.read_records(bucket, key, false).await);
+    let current = set.resolve(reads);
     match (condition, current) {
         (WriteCondition::NoneMatchAny, Ok(_)) => Err(ObjectError::PreconditionFailed),
         (WriteCondition::NoneMatchAny, Err(ObjectError::ObjectNotFound)) => Ok(()),
@@ -383,10 +410,7 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
-    let checked = match check_condition(set, t.bucket, t.key, &condition).await {
-        Ok(()) => set.next_stamp(t.bucket, t.key).await,
-        Err(e) => Err(e),
-    };
+    let checked = check_and_stamp(set, t.bucket, t.key, &condition).await;
     match checked.and_then(|stamp| guard.ensure_held().map(|()| stamp)) {
         Ok(stamp) => version.mod_time = stamp,
         Err(e) => {

@@ -67,9 +67,14 @@ impl ErasureSet {
     /// of answers (a version or "none") could miss the last acknowledged write, so that is a
     /// quorum error rather than a guess.
     pub async fn next_stamp(&self, bucket: &str, key: &str) -> Result<u64, ObjectError> {
+        self.stamp_after(&self.read_records(bucket, key, false).await)
+    }
+
+    /// [`Self::next_stamp`] from the drives' answers already read (under the lock).
+    pub fn stamp_after(&self, reads: &[RecordRead]) -> Result<u64, ObjectError> {
         let mut answered = 0;
         let mut newest = None;
-        for read in self.read_records(bucket, key, false).await {
+        for read in reads {
             match read {
                 Ok((record, _)) => {
                     answered += 1;

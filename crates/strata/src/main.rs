@@ -819,27 +819,22 @@ async fn health(args: HealthArgs) -> Result<()> {
     let url = match args.url {
         Some(url) => url,
         None => {
-            // The server's own sources: its options (`--address X` or `--address=X`), then
-            // STRATA_ADDRESS.
-            let opts = std::env::var("STRATA_OPTS").ok().and_then(|o| minio_env::split_options(&o).ok());
-            let opts = opts.unwrap_or_default();
-            let mut from_opts = None;
-            for (i, o) in opts.iter().enumerate() {
-                if o == "--address" {
-                    from_opts = opts.get(i + 1).cloned();
-                } else if let Some(a) = o.strip_prefix("--address=") {
-                    from_opts = Some(a.to_owned());
-                }
+            // The address and certificates the server reads: its options (STRATA_OPTS) over
+            // STRATA_ADDRESS and STRATA_CERTS_DIR, parsed by the server's own parser.
+            let opts = match std::env::var("STRATA_OPTS") {
+                Ok(o) => minio_env::split_options(&o).map_err(anyhow::Error::msg)?,
+                Err(_) => Vec::new(),
+            };
+            let server = ["strata", "server"].into_iter().map(String::from).chain(opts);
+            let Command::Server(server) = Cli::try_parse_from(server)?.command else {
+                bail!("STRATA_OPTS does not parse as server options")
+            };
+            let mut address = server.address;
+            if address.ip().is_unspecified() {
+                address.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
             }
-            let address = from_opts
-                .or_else(|| std::env::var("STRATA_ADDRESS").ok())
-                .unwrap_or_else(|| "127.0.0.1:9000".to_owned());
-            let address = parse_address(&address).map_err(anyhow::Error::msg)?;
-            let ip =
-                if address.ip().is_unspecified() { "127.0.0.1".to_owned() } else { address.ip().to_string() };
-            let ip = if address.is_ipv6() && !address.ip().is_unspecified() { format!("[{ip}]") } else { ip };
-            let scheme = if std::env::var_os("STRATA_CERTS_DIR").is_some() { "https" } else { "http" };
-            format!("{scheme}://{ip}:{}/minio/health/live", address.port())
+            let scheme = if server.certs_dir.is_some() { "https" } else { "http" };
+            format!("{scheme}://{address}/minio/health/live")
         }
     };
     let status = strata_client::client::probe(&url, strata_types::limits::HEALTH_PROBE_TIMEOUT).await?;
