@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 # Real servers the tests start (Debian's packages): NATS for notifications, Prometheus for
-# MinIO's dashboard queries. The container image test needs podman and musl-gcc, which
+# MinIO's dashboard queries. The container image test needs podman, which
 # scripts/build-image.sh installs; Helm is built by scripts/install-helm.sh.
 missing=()
 command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)

@@ -5,10 +5,12 @@ the image's configuration, unpacks its layers, and runs the binary it holds as t
 import json
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import tarfile
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,120 @@ def test_the_binary_in_the_image_serves_four_drives_to_the_aws_cli(image):
             proc.kill()
             proc.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+class Resolver:
+    """A DNS server on a loopback address of port 53 answering A queries for names under
+    `zone` with 127.0.0.1, and "no such name" for every other name: what a Kubernetes cluster's
+    DNS does for a StatefulSet's pods, which is how the image's peers find each other."""
+
+    A, AAAA, IN = 1, 28, 1
+
+    def __init__(self, address, zone):
+        self.zone = zone.lower().rstrip(".")
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind((address, 53))
+        self.sock.settimeout(0.2)
+        self.asked = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        while not self.stop.is_set():
+            try:
+                query, peer = self.sock.recvfrom(512)
+            except socket.timeout:
+                continue
+            answer = self.answer(query)
+            if answer:
+                self.sock.sendto(answer, peer)
+
+    def answer(self, query):
+        if len(query) < 12:
+            return None
+        ident, _flags, qdcount = struct.unpack_from(">HHH", query, 0)
+        if qdcount != 1:
+            return None
+        labels, at = [], 12
+        while at < len(query) and query[at]:
+            labels.append(query[at + 1:at + 1 + query[at]].decode("ascii", "replace"))
+            at += 1 + query[at]
+        at += 1
+        if at + 4 > len(query):
+            return None
+        qtype, qclass = struct.unpack_from(">HH", query, at)
+        question = query[12:at + 4]
+        name = ".".join(labels).lower()
+        self.asked.append((name, qtype))
+        known = name == self.zone or name.endswith("." + self.zone)
+        records = b""
+        count = 0
+        if known and qtype == self.A and qclass == self.IN:
+            # A pointer to the question's name, type A, class IN, 5 s, four bytes.
+            records = struct.pack(">HHHIH", 0xC00C, self.A, self.IN, 5, 4) + socket.inet_aton("127.0.0.1")
+            count = 1
+        rcode = 0 if known else 3  # NXDOMAIN
+        header = struct.pack(">HHHHHH", ident, 0x8180 | rcode, 1, count, 0, 0)
+        return header + question + records
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def test_the_image_finds_its_servers_by_dns_name(image):
+    """In a chroot of the image (nothing but its files, a resolv.conf as a container runtime
+    mounts one, and no NSS libraries), the static binary serves drives named by a DNS name the
+    way a StatefulSet's endpoint list names them, and its health check reaches the server by
+    name; a name the DNS does not know fails cleanly."""
+    c, image_root = image["config"], image["root"]
+    root = Path(tempfile.mkdtemp(prefix="strata-image-chroot-"))
+    os.chmod(root, 0o755)
+    shutil.copytree(image_root, root, dirs_exist_ok=True, symlinks=True)
+    os.chown(root / "data", 1000, 1000)
+    for i in range(1, 5):
+        (root / "data" / f"d{i}").mkdir()
+        os.chown(root / "data" / f"d{i}", 1000, 1000)
+    (root / "etc" / "resolv.conf").write_text("nameserver 127.53.0.1\noptions timeout:2 attempts:2\n")
+    resolver = Resolver("127.53.0.1", "strata-hl.test")
+    port = free_port()
+    env = dict(e.split("=", 1) for e in c["Env"])
+    env.update(STRATA_ROOT_USER="image-admin", STRATA_ROOT_PASSWORD="image-secret-key",
+               STRATA_ADDRESS=f":{port}")
+    uid, gid = (int(x) for x in c["User"].split(":"))
+
+    def inside():
+        os.chroot(root)
+        os.chdir("/data")
+        os.setgroups([])
+        os.setgid(gid)
+        os.setuid(uid)
+
+    host = "strata-0.strata-hl.test"
+    command = [c["Entrypoint"][0], "server", f"http://{host}:{port}/data/d{{1...4}}"]
+    log = root / "server.log"
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(command, env=env, stdout=f, stderr=subprocess.STDOUT, preexec_fn=inside)
+    try:
+        health = [c["Healthcheck"]["Test"][1], "health", "--url", f"http://{host}:{port}/minio/health/ready"]
+
+        def ready():
+            assert proc.poll() is None, log.read_text()
+            return subprocess.run(health, env=env, capture_output=True, preexec_fn=inside).returncode == 0
+
+        wait_for(ready, timeout=60, what="the server, by its DNS name")
+        assert (host, Resolver.A) in resolver.asked, resolver.asked
+        assert "Drives: 4 in sets of 4" in log.read_text()
+        unknown = [c["Healthcheck"]["Test"][1], "health", "--url", f"http://nowhere.strata-hl.invalid:{port}/"]
+        out = subprocess.run(unknown, env=env, capture_output=True, text=True, preexec_fn=inside, timeout=60)
+        assert out.returncode == 1 and "nowhere.strata-hl.invalid" in out.stderr, out.stderr
+        proc.terminate()
+        assert proc.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        resolver.close()
+        shutil.rmtree(root, ignore_errors=True)

@@ -7,12 +7,6 @@
 mod drives;
 mod minio_env;
 
-// musl's allocator takes one lock for every thread: the static (musl) build of the container
-// image allocates with mimalloc; the glibc build keeps glibc's.
-#[cfg(target_env = "musl")]
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 
