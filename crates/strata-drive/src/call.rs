@@ -74,12 +74,15 @@ pub enum DriveCall {
     /// Adds `version` to the object's record, replacing a version with the same id, and makes it
     /// durable (a file version's finished temp shard file moves into place first; an inline
     /// one's framed bytes come in `inline`). The data it replaces is kept until
-    /// [`DriveCall::FinishOp`] for the context's operation.
+    /// [`DriveCall::FinishOp`] for the context's operation. With `newest`, the version must be
+    /// stamped after every other version of the object the drive holds, else nothing changes
+    /// and the answer is [`DriveError::NotNewest`].
     CommitVersion {
         bucket: String,
         key: String,
         version: ObjectVersion,
         inline: Option<Bytes>,
+        newest: bool,
     },
     /// Replaces a version's metadata (tags, ...) keeping its data where it is.
     UpdateVersion {
@@ -260,6 +263,16 @@ pub trait DriveOps {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()>;
+    /// [`Self::commit_version`] of a new version, which must be stamped after every version
+    /// the drive holds ([`DriveError::NotNewest`] otherwise, with nothing changed).
+    async fn commit_new_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+    ) -> DriveResult<()>;
     async fn update_version(
         &self,
         bucket: &str,
@@ -409,7 +422,21 @@ impl<D: Drive + ?Sized> DriveOps for D {
         op: Uuid,
     ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        done(self, CallContext::op(op), DriveCall::CommitVersion { bucket, key, version, inline }).await
+        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: false };
+        done(self, CallContext::op(op), call).await
+    }
+
+    async fn commit_new_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+    ) -> DriveResult<()> {
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: true };
+        done(self, CallContext::op(op), call).await
     }
 
     async fn update_version(

@@ -80,11 +80,14 @@ pub(crate) enum Change {
         bucket: String,
     },
     /// Adds a version; answers the versions it displaced, whose data is kept until `FreeData`.
+    /// With `newest`, refused ([`DriveError::NotNewest`]) unless the version is stamped after
+    /// every other version of the object.
     PutVersion {
         bucket: String,
         key: String,
         version: Box<ObjectVersion>,
         inline: Option<Bytes>,
+        newest: bool,
     },
     /// Removes a version; answers it, its data kept until `FreeData`.
     DeleteVersion {
@@ -624,11 +627,18 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             }
             t.buckets.remove(bucket.as_str()).map_err(index_err)?;
         }
-        Change::PutVersion { bucket, key, version, inline } => {
+        Change::PutVersion { bucket, key, version, inline, newest } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
                 return Err(DriveError::BucketNotFound);
             }
             let k = object_key(bucket, key);
+            if *newest {
+                if let Some(stamp) = versions::newest_other(t, &k, version.version_id)? {
+                    if stamp >= version.mod_time {
+                        return Err(DriveError::NotNewest { newest: stamp });
+                    }
+                }
+            }
             // A corrupt old head is replaced: the new version is what the quorum writes.
             let displaced = versions::insert(t, &k, version)?;
             if let (DataLocation::Inline(id), Some(bytes)) = (version.data, inline.as_ref()) {
@@ -782,6 +792,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
                 key: key.clone(),
                 version: version.clone(),
                 inline: None,
+                newest: false,
             };
             return apply_change(t, &mut put, freed);
         }

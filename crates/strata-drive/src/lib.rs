@@ -101,6 +101,11 @@ pub enum DriveError {
     /// drive; the request may be retried.
     #[error("refused: the object's lock has another holder now ({0})")]
     Fenced(String),
+    /// A new version was refused because the drive holds a version of the object stamped at or
+    /// after it (`newest`): committed, it would not have been the current version. The caller,
+    /// under the object's lock, stamps the version again after `newest`.
+    #[error("refused: the drive holds a version stamped {newest}, not older than the new one")]
+    NotNewest { newest: u64 },
 }
 
 impl DriveError {
@@ -137,6 +142,7 @@ impl DriveError {
             E::Io(e) => E::Io(std::io::Error::new(e.kind(), e.to_string())),
             E::Index(m) => E::Index(m.clone()),
             E::Exhausted(m) => E::Exhausted(m.clone()),
+            E::NotNewest { newest } => E::NotNewest { newest: *newest },
             E::Fenced(m) => E::Fenced(m.clone()),
         }
     }

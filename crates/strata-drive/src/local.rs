@@ -282,18 +282,26 @@ impl LocalDrive {
         })
     }
 
+    /// Keeps what change `op` added and displaced, for its [`DriveCall::FinishOp`]. A second
+    /// change of the same operation on the same object (a version stamped again) replaces the
+    /// first one's version: the operation still displaces what the first change displaced, and
+    /// the first change's own version, displaced by the second, is no longer part of it.
     fn remember(
         &self,
         op: Uuid,
         bucket: &str,
         key: &str,
         added: Option<ObjectVersion>,
-        displaced: Vec<ObjectVersion>,
+        mut displaced: Vec<ObjectVersion>,
     ) {
-        if let Ok(mut pending) = self.pending.lock() {
-            pending
-                .insert(op, PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced });
+        let Ok(mut pending) = self.pending.lock() else { return };
+        if let Some(earlier) = pending.remove(&op).filter(|p| p.bucket == bucket && p.key == key) {
+            if let Some(first) = &earlier.added {
+                displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
+            }
+            displaced.extend(earlier.displaced);
         }
+        pending.insert(op, PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced });
     }
 
     /// Group-commit counters of this drive's index.
@@ -648,7 +656,22 @@ impl LocalDrive {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()> {
-        let moved: Vec<PathBuf> = match version.data {
+        self.commit(bucket, key, version, inline, op, false).await
+    }
+
+    /// [`DriveCall::CommitVersion`]: with `newest`, refused ([`DriveError::NotNewest`]) when the
+    /// drive holds a version stamped at or after this one; its data then goes back to temp,
+    /// for the commit of the same version stamped again.
+    async fn commit(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+        newest: bool,
+    ) -> DriveResult<()> {
+        let moved: Vec<(PathBuf, PathBuf)> = match version.data {
             DataLocation::File(id) => {
                 let from = self.tmp.join(id.simple().to_string());
                 let to = data_path(&self.data, id);
@@ -663,7 +686,7 @@ impl LocalDrive {
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound && fs.metadata(&to).is_ok() => {}
                         r => r?,
                     }
-                    Ok(vec![to])
+                    Ok(vec![(from, to)])
                 })
                 .await?
             }
@@ -680,7 +703,7 @@ impl LocalDrive {
                         if fs.metadata(&from).is_ok() {
                             let to = data_path(&data, id);
                             fs.rename(&from, &to)?;
-                            moved.push(to);
+                            moved.push((from, to));
                         }
                     }
                     Ok(moved)
@@ -697,14 +720,23 @@ impl LocalDrive {
             key: key.to_owned(),
             version: Box::new(version.clone()),
             inline,
+            newest,
         };
-        match self.index().apply_after_syncing(change, parents(&moved)).await {
+        let placed: Vec<PathBuf> = moved.iter().map(|(_, to)| to.clone()).collect();
+        match self.index().apply_after_syncing(change, parents(&placed)).await {
             Ok(displaced) => {
                 self.remember(op, bucket, key, Some(version), displaced);
                 Ok(())
             }
+            Err(e @ DriveError::NotNewest { .. }) => {
+                // Refused before any change: the data waits in temp for the restamped commit.
+                for (from, to) in moved {
+                    let _ = self.fs.rename(&to, &from);
+                }
+                Err(e)
+            }
             Err(e) => {
-                for path in moved {
+                for (_, path) in moved {
                     let _ = self.fs.remove_file(&path);
                 }
                 Err(e)
@@ -725,6 +757,7 @@ impl LocalDrive {
             key: key.to_owned(),
             version: Box::new(version.clone()),
             inline: None,
+            newest: false,
         };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, Some(version), displaced);
@@ -1028,9 +1061,9 @@ impl Drive for LocalDrive {
                 Box::pin(self.abort_shard_file(id)).await;
                 R::Done
             }
-            C::CommitVersion { bucket, key, version, inline } => {
+            C::CommitVersion { bucket, key, version, inline, newest } => {
                 let op = op()?;
-                Box::pin(self.commit_version(&bucket, &key, version, inline, op)).await?;
+                Box::pin(self.commit(&bucket, &key, version, inline, op, newest)).await?;
                 R::Done
             }
             C::UpdateVersion { bucket, key, version } => {

@@ -187,6 +187,16 @@ pub(crate) fn insert(t: &mut Tables, k: &[u8], v: &ObjectVersion) -> DriveResult
     Ok(displaced)
 }
 
+/// The stamp of the newest version other than the one with id `version_id` (which a new write
+/// of that id replaces): what a new version must be stamped after to become the head.
+pub(crate) fn newest_other(t: &mut Tables, k: &[u8], version_id: Option<Uuid>) -> DriveResult<Option<u64>> {
+    match load_head(t, k)? {
+        Some(h) if h.version_id != version_id => Ok(Some(h.mod_time)),
+        Some(_) => Ok(rows(&*t.versions, k, None, 1)?.first().map(|v| v.mod_time)),
+        None => Ok(None),
+    }
+}
+
 /// Removes the version with id `version_id` and answers it; `NotFound` when the object has none.
 pub(crate) fn remove(t: &mut Tables, k: &[u8], version_id: Option<Uuid>) -> DriveResult<Vec<ObjectVersion>> {
     let head = load_head(t, k)?.ok_or(DriveError::NotFound)?;

@@ -426,3 +426,72 @@ async fn a_wipe_that_left_a_state_file_is_still_blank() {
     d.reinitialize(b"{\"again\":1}").expect("formatted again");
     assert_eq!(d.read_format().await.expect("read"), Some(b"{\"again\":1}".to_vec()));
 }
+
+/// A new version must be stamped after every other version the drive holds: one that is not is
+/// refused with the newest stamp, nothing changes, and its shard file waits in temp; stamped
+/// again, it commits.
+#[tokio::test]
+async fn a_new_version_not_newer_than_the_drive_holds_is_refused() {
+    use strata_drive::DriveOps;
+    let (dir, d) = drive().await;
+    let tmp = dir.path().join(".strata.sys/tmp");
+    let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
+    let v = |data, at| ObjectVersion { mod_time: at, version_id: Some(Uuid::new_v4()), ..version(data, 100) };
+    shard_file(&d, old).await;
+    let op = Uuid::new_v4();
+    d.commit_new_version("b", "k", v(DataLocation::File(old), 100), None, op).await.expect("first");
+    d.finish_op(op, true).await;
+
+    shard_file(&d, new).await;
+    let op = Uuid::new_v4();
+    let late = v(DataLocation::File(new), 100);
+    let refused = d.commit_new_version("b", "k", late.clone(), None, op).await;
+    assert!(matches!(refused, Err(DriveError::NotNewest { newest: 100 })), "{refused:?}");
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 1, "the refused data waits in temp");
+    let (record, _) = d.read_record("b", "k", false).await.expect("read");
+    assert_eq!(record.versions[0].data, DataLocation::File(old));
+    let again = ObjectVersion { mod_time: 101, ..late };
+    d.commit_new_version("b", "k", again.clone(), None, op).await.expect("stamped again");
+    d.finish_op(op, true).await;
+    let (record, _) = d.read_record("b", "k", false).await.expect("read");
+    assert_eq!(record.versions[0], again);
+    assert!(d.open_shard_file(new).await.is_ok() && d.open_shard_file(old).await.is_ok());
+    assert_eq!(std::fs::read_dir(&tmp).expect("tmp").count(), 0);
+}
+
+/// A version stamped again within its operation (a second change of the same operation on the
+/// same object): kept, the operation frees what its first change displaced and not its own data;
+/// undone, it restores that and frees its own.
+#[tokio::test]
+async fn a_version_stamped_again_ends_as_one_change() {
+    use strata_drive::DriveOps;
+    let (_dir, d) = drive().await;
+    let v = |data, at| ObjectVersion { mod_time: at, ..version(data, 100) };
+    for keep in [true, false] {
+        let key = format!("k-{keep}");
+        let (old, new) = (Uuid::new_v4(), Uuid::new_v4());
+        shard_file(&d, old).await;
+        let op = Uuid::new_v4();
+        d.commit_new_version("b", &key, v(DataLocation::File(old), 100), None, op).await.expect("first");
+        d.finish_op(op, true).await;
+
+        shard_file(&d, new).await;
+        let op = Uuid::new_v4();
+        d.commit_new_version("b", &key, v(DataLocation::File(new), 150), None, op).await.expect("second");
+        d.update_version("b", &key, v(DataLocation::File(new), 160), op).await.expect("stamped again");
+        d.finish_op(op, keep).await;
+        let (record, _) = d.read_record("b", &key, false).await.expect("read");
+        let head = &record.versions[0];
+        let (current, gone) = if keep { (new, old) } else { (old, new) };
+        assert_eq!(head.data, DataLocation::File(current), "keep={keep}");
+        assert_eq!(head.mod_time, if keep { 160 } else { 100 });
+        assert!(d.open_shard_file(current).await.is_ok(), "keep={keep}: the current version's data is there");
+        assert!(matches!(d.open_shard_file(gone).await, Err(DriveError::NotFound)), "keep={keep}");
+    }
+}
+
+async fn shard_file(d: &LocalDrive, id: Uuid) {
+    let mut w = d.create_shard_file(id).await.expect("create");
+    w.write_frame([1; 32], Bytes::from(vec![7u8; 100])).await.expect("write");
+    w.finish().await.expect("finish");
+}

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
 use crate::quorum::write_quorum;
-use crate::set::{commit_on_quorum, CommitFn, Drives, ErasureSet};
+use crate::set::{commit_stamped, Drives, ErasureSet, StampedCommitFn};
 use crate::ObjectInfo;
 
 /// The request body as the S3 layer decodes and verifies it (chunk signatures, payload hash,
@@ -175,6 +175,23 @@ pub(crate) async fn check_and_stamp(
     let stamp = set.stamp_after(&reads)?;
     check_condition_on(set, reads, condition)?;
     Ok(stamp)
+}
+
+/// The write's `condition`, checked under the object's lock against the drives' current
+/// versions (nothing is read without one). The stamps read move this node's clock past them
+/// ([`ErasureSet::stamp_after`]), so the commit that follows is not refused for them.
+pub(crate) async fn check_locked(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    condition: &Option<WriteCondition>,
+) -> Result<(), ObjectError> {
+    if condition.is_none() {
+        return Ok(());
+    }
+    let reads = set.read_records(bucket, key, false).await;
+    set.stamp_after(&reads)?;
+    check_condition_on(set, reads, condition)
 }
 
 /// [`check_condition`] against drive answers already read.
@@ -410,20 +427,17 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
-    let checked = check_and_stamp(set, t.bucket, t.key, &condition).await;
-    match checked.and_then(|stamp| guard.ensure_held().map(|()| stamp)) {
-        Ok(stamp) => version.mod_time = stamp,
-        Err(e) => {
-            temp.abort().await;
-            return Err(e);
-        }
+    if let Err(e) = check_locked(set, t.bucket, t.key, &condition).await.and_then(|()| guard.ensure_held()) {
+        temp.abort().await;
+        return Err(e);
     }
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
-    let commit: CommitFn = Box::new(move |pos, d| {
+    let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
         let shard = distribution[pos];
         let mut v = committed.clone();
         v.erasure.shard_index = shard;
+        v.mod_time = stamp;
         let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
         let (bucket, key, ok) = (bucket.clone(), key.clone(), finished[pos]);
         Box::pin(async move {
@@ -433,9 +447,13 @@ pub(crate) async fn put_object(
                 d.abort_shard_file(data_id).await;
                 return Err(shard_write_failed(d.as_ref()).await);
             }
-            let committed = d.commit_version(&bucket, &key, v, frame, op).await;
-            if committed.is_err() && file {
-                // What the drive did not take stays in its temp folder: remove it now.
+            if again {
+                return d.update_version(&bucket, &key, v, op).await;
+            }
+            let committed = d.commit_new_version(&bucket, &key, v, frame, op).await;
+            // What the drive did not take stays in its temp folder: remove it now, unless it
+            // waits for the version stamped again.
+            if file && committed.as_ref().is_err_and(|e| !matches!(e, DriveError::NotNewest { .. })) {
                 d.abort_shard_file(data_id).await;
             }
             committed
@@ -443,8 +461,9 @@ pub(crate) async fn put_object(
     });
     // From here the commit task owns the temp files (and the lock).
     temp.disarm();
-    let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
-    outcome?;
+    let (results, outcome) =
+        commit_stamped(set.drives.clone(), quorum, op, guard, set.stamps.clone(), commit).await?;
+    version.mod_time = outcome?;
     if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
     }

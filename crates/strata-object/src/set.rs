@@ -23,8 +23,39 @@ pub(crate) struct ErasureSet {
     /// The codec for the default split, built once.
     pub erasure: Arc<Erasure>,
     pub locks: Locks,
-    /// The clock new versions are stamped by (see [`ErasureSet::next_stamp`]).
-    pub clock: Arc<dyn strata_types::time::Clock>,
+    /// Where new versions' stamps come from (see [`Stamps`]).
+    pub stamps: Arc<Stamps>,
+}
+
+/// This node's hybrid logical clock for version stamps: every stamp it gives is later than the
+/// clock's now and than every stamp it gave or saw before. A node whose clock is behind, once
+/// it has seen a later stamp (a drive refusing its version names one), stamps after that from
+/// then on instead of being refused again.
+#[derive(Debug)]
+pub(crate) struct Stamps {
+    clock: Arc<dyn strata_types::time::Clock>,
+    last: std::sync::atomic::AtomicU64,
+}
+
+impl Stamps {
+    pub fn new(clock: Arc<dyn strata_types::time::Clock>) -> Self {
+        Self { clock, last: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// A stamp later than now, than `newest` (a stamp the drives hold) and than every stamp
+    /// given before ([`strata_meta::next_stamp`]).
+    pub fn after(&self, newest: Option<u64>) -> u64 {
+        use std::sync::atomic::Ordering;
+        let now = self.clock.now_nanos();
+        let mut last = self.last.load(Ordering::Relaxed);
+        loop {
+            let stamp = strata_meta::next_stamp(now, Some(last.max(newest.unwrap_or(0))));
+            match self.last.compare_exchange_weak(last, stamp, Ordering::Relaxed, Ordering::Relaxed) {
+                Ok(_) => return stamp,
+                Err(seen) => last = seen,
+            }
+        }
+    }
 }
 
 /// One drive's answer to a record read.
@@ -57,20 +88,15 @@ impl ErasureSet {
             parity_count,
             erasure: Arc::new(erasure),
             locks: Locks(Arc::new(LockTable::new())),
-            clock,
+            stamps: Arc::new(Stamps::new(clock)),
         })
     }
 
-    /// The stamp of a new version of `key`, taken under the object's exclusive lock: later than
-    /// the clock's now and than the newest version any answering drive holds
-    /// ([`strata_meta::next_stamp`]). The drives' heads are read first; fewer than a read quorum
-    /// of answers (a version or "none") could miss the last acknowledged write, so that is a
-    /// quorum error rather than a guess.
-    pub async fn next_stamp(&self, bucket: &str, key: &str) -> Result<u64, ObjectError> {
-        self.stamp_after(&self.read_records(bucket, key, false).await)
-    }
-
-    /// [`Self::next_stamp`] from the drives' answers already read (under the lock).
+    /// The stamp of a new version after the drives' answers `reads` (taken under the object's
+    /// exclusive lock): later than the clock's now and than the newest version any answering
+    /// drive holds ([`Stamps::after`]). Fewer than a read quorum of answers (a version or
+    /// "none") could miss the last acknowledged write, so that is a quorum error rather than a
+    /// guess. Writes that need no read commit with [`commit_stamped`] instead.
     pub fn stamp_after(&self, reads: &[RecordRead]) -> Result<u64, ObjectError> {
         let mut answered = 0;
         let mut newest = None;
@@ -88,7 +114,7 @@ impl ErasureSet {
         if answered < needed {
             return Err(ObjectError::WriteQuorum { needed, online: answered });
         }
-        Ok(strata_meta::next_stamp(self.clock.now_nanos(), newest))
+        Ok(self.stamps.after(newest))
     }
 
     /// The codec for a `data`+`parity` split: the set's own when it matches, else a new one.
@@ -261,6 +287,102 @@ pub(crate) async fn commit_on_quorum(
     .await
 }
 
+/// One drive's part of a stamped commit: `commit(position, drive, stamp, again)` commits the
+/// new version stamped `stamp` ([`DriveOps::commit_new_version`]); with `again`, the drive
+/// already took it at an earlier stamp and only the stamp changes
+/// ([`DriveOps::update_version`]).
+pub(crate) type StampedCommitFn =
+    Box<dyn Fn(usize, Arc<dyn Drive>, u64, bool) -> BoxFuture<'static, DriveResult<()>> + Send + Sync>;
+
+/// [`commit_on_quorum`] of a new version stamped without reading the drives first. The stamp
+/// comes from this node's clock ([`Stamps`]), and a drive takes the version only if it holds
+/// nothing stamped at or after it; a drive that refuses names its newest stamp. Then, still
+/// under the lock, the version is stamped after every stamp named and committed once more:
+/// where a drive took the first stamp only the stamp changes, where a drive refused the version
+/// is committed in full (its data waited in temp).
+///
+/// Why nothing newer can be missed: the last acknowledged version of the object is on a write
+/// quorum of drives, and two write quorums share a drive (a write quorum is more than half the
+/// set). So either one of those drives answers this commit, and refuses a stamp not after that
+/// version, or too few drives take it for a quorum and the write fails. The common case costs
+/// nothing: no read before the commit, no second round.
+///
+/// Answers each drive's result, and the stamp the version was committed with or the error.
+pub(crate) async fn commit_stamped(
+    drives: Drives,
+    quorum: usize,
+    op: uuid::Uuid,
+    guard: LockGuard,
+    stamps: Arc<Stamps>,
+    commit: StampedCommitFn,
+) -> Result<(Vec<DriveResult<()>>, Result<u64, ObjectError>), ObjectError> {
+    to_completion(async move {
+        let drives = guard.fenced(&drives);
+        let first = stamps.after(None);
+        let mut results = join_all(drives.iter().enumerate().map(|(pos, d)| {
+            let fut = d.clone().map(|d| commit(pos, d, first, false));
+            async move {
+                match fut {
+                    Some(fut) => fut.await,
+                    None => Err(DriveError::Unreachable("offline at start".into())),
+                }
+            }
+        }))
+        .await;
+        let newest = results
+            .iter()
+            .filter_map(|r| match r {
+                Err(DriveError::NotNewest { newest }) => Some(*newest),
+                _ => None,
+            })
+            .max();
+        let mut applied: Vec<bool> = results.iter().map(Result::is_ok).collect();
+        let mut stamp = first;
+        if let Some(newest) = newest {
+            stamp = stamps.after(Some(newest));
+            tracing::debug!(
+                first,
+                newest,
+                stamp,
+                "a new version stamped again after a drive's newer version"
+            );
+            let again: Vec<_> = drives
+                .iter()
+                .zip(&results)
+                .enumerate()
+                .map(|(pos, (d, r))| match (d, r) {
+                    (Some(d), Ok(())) => Some(commit(pos, d.clone(), stamp, true)),
+                    (Some(d), Err(DriveError::NotNewest { .. })) => {
+                        Some(commit(pos, d.clone(), stamp, false))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let answers = join_all(again.into_iter().map(|fut| async move {
+                match fut {
+                    Some(fut) => Some(fut.await),
+                    None => None,
+                }
+            }))
+            .await;
+            for ((slot, took), answer) in results.iter_mut().zip(&mut applied).zip(answers) {
+                if let Some(answer) = answer {
+                    // A drive that took the first stamp and not the second still holds the
+                    // version stamped too early: its operation is ended like the others (kept,
+                    // a heal brings the agreed stamp; or undone), but it does not count.
+                    *took |= answer.is_ok();
+                    *slot = answer;
+                }
+            }
+        }
+        let outcome = reduce_writes(&results, quorum);
+        finish_applied(&drives, &applied, op, outcome.is_ok()).await;
+        drop(guard);
+        (results, outcome.map(|()| stamp))
+    })
+    .await
+}
+
 /// The body of [`commit_on_quorum`], for commits that do more under the same task.
 pub(crate) async fn apply_and_finish(
     drives: &Drives,
@@ -292,8 +414,14 @@ pub(crate) async fn finish_op(
     op: uuid::Uuid,
     keep: bool,
 ) {
+    let applied: Vec<bool> = results.iter().map(Result::is_ok).collect();
+    finish_applied(drives, &applied, op, keep).await
+}
+
+/// [`finish_op`] on the drives marked in `applied`.
+async fn finish_applied(drives: &Drives, applied: &[bool], op: uuid::Uuid, keep: bool) {
     let applied: Vec<Arc<dyn Drive>> =
-        drives.iter().zip(results).filter(|(_, r)| r.is_ok()).filter_map(|(d, _)| d.clone()).collect();
+        drives.iter().zip(applied).filter(|(_, a)| **a).filter_map(|(d, _)| d.clone()).collect();
     let work = async move {
         join_all(applied.iter().map(|d| d.finish_op(op, keep))).await;
     };

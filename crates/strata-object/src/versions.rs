@@ -19,7 +19,7 @@ use uuid::Uuid;
 use crate::error::ObjectError;
 use crate::layer::ObjectLayer;
 use crate::quorum::{agreed, read_quorum, write_quorum};
-use crate::set::{commit_on_quorum, CommitFn, ErasureSet};
+use crate::set::{commit_on_quorum, commit_stamped, CommitFn, ErasureSet, StampedCommitFn};
 use crate::{ObjectInfo, VersionRef};
 
 /// What a DELETE did, for its response headers.
@@ -211,7 +211,8 @@ impl ObjectLayer {
         let distribution = strata_cluster::placement::distribution(hash, n);
         let marker = ObjectVersion {
             version_id: id,
-            mod_time: set.next_stamp(bucket, key).await?,
+            // Stamped at the commit (see `commit_stamped`).
+            mod_time: 0,
             delete_marker: true,
             size: 0,
             etag: String::new(),
@@ -238,17 +239,24 @@ impl ObjectLayer {
         let op = Uuid::new_v4();
         guard.ensure_held()?;
         let (b, k) = (bucket.to_owned(), key.to_owned());
-        let commit: CommitFn = Box::new(move |pos, d| {
+        let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
             let mut v = marker.clone();
             v.erasure.shard_index = distribution.get(pos).copied().unwrap_or(0);
+            v.mod_time = stamp;
             let (b, k) = (b.clone(), k.clone());
-            Box::pin(async move { d.commit_version(&b, &k, v, None, op).await })
+            Box::pin(async move {
+                match again {
+                    true => d.update_version(&b, &k, v, op).await,
+                    false => d.commit_new_version(&b, &k, v, None, op).await,
+                }
+            })
         });
-        let (results, outcome) = commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
+        let (results, outcome) =
+            commit_stamped(set.drives.clone(), quorum, op, guard, set.stamps.clone(), commit).await?;
         if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        outcome
+        outcome.map(drop)
     }
 
     /// Removes one version from every drive of the set (a drive without it counts as done).

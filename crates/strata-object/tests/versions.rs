@@ -190,3 +190,80 @@ async fn locked_versions_are_never_removed() {
         assert_eq!(left.is_ok(), legal_hold, "{key}");
     }
 }
+
+/// A layer over the rig's drives whose clock runs `offset_secs` off: another node.
+async fn node_with_clock(rig: &Rig, offset_secs: i64) -> ObjectLayer {
+    use std::sync::Arc;
+    let slots: Vec<strata_object::DriveSlot> =
+        rig.faulty.iter().map(|d| Some(d.clone() as Arc<dyn strata_drive::Drive>)).collect();
+    let clock = Arc::new(strata_types::time::SkewedClock { offset: offset_secs * 1_000_000_000 });
+    let options = strata_object::LayerOptions { clock, ..Default::default() };
+    let parity = strata_cluster::layout::default_parity(slots.len());
+    ObjectLayer::new_with(Uuid::from_u128(1), vec![vec![slots]], parity, None, options).await.expect("layer")
+}
+
+/// A PUT or a delete marker coordinated by a node whose clock is 30 s behind, after a version
+/// stamped by a node on time, becomes the current version: the drives refuse its first stamp,
+/// and it is stamped again after the version they hold. A drive that missed that version took
+/// the first stamp, and gets the second. Every drive ends with the same head and stamp, and no
+/// data is left in temp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_through_a_slow_clock_is_stamped_after_the_current_version() {
+    let rig = Rig::new(4).await;
+    let on_time = &rig.layer;
+    on_time.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    let behind = node_with_clock(&rig, -30).await;
+    let stamp_of = |key: &str, id: Option<Uuid>| {
+        let key = key.to_owned();
+        async move {
+            let open =
+                on_time.open_object_version("b", &key, VersionRef::Id(id), false).await.expect("version");
+            open.info.mod_time
+        }
+    };
+    // Inline and file data: a refused file commit keeps its shard file for the second stamp.
+    for (i, size) in [10usize, 300_000].into_iter().enumerate() {
+        let key = format!("k{i}");
+        let first = put(on_time, "b", &key, &pattern(size, 1), PutOptions::default()).await;
+        // Drive 3 misses the first version (as a drive that was down for that write).
+        let op = Uuid::new_v4();
+        rig.local[3].delete_version("b", &key, first, op).await.expect("drop on drive 3");
+        rig.local[3].finish_op(op, true).await;
+
+        let second = put(&behind, "b", &key, &pattern(size, 2), PutOptions::default()).await;
+        assert_eq!(
+            read(on_time, "b", &key, VersionRef::Current).await.expect("get"),
+            pattern(size, 2).to_vec()
+        );
+        let (s1, s2) = (stamp_of(&key, first).await, stamp_of(&key, second).await);
+        assert!(s2 > s1, "the later write is stamped after the current version: {s2} <= {s1}");
+        for (i, d) in rig.local.iter().enumerate() {
+            let (record, _) = d.read_record("b", &key, false).await.expect("record");
+            let head = record.latest().expect("a head");
+            assert_eq!((head.version_id, head.mod_time), (second, s2), "drive {i}");
+        }
+
+        let marker =
+            behind.delete_object_version("b", &key, VersionRef::Current, false).await.expect("delete");
+        assert!(marker.delete_marker);
+        let current = read(on_time, "b", &key, VersionRef::Current).await;
+        assert!(
+            matches!(current, Err(ObjectError::DeleteMarker { version_id, current: true, .. }) if version_id == marker.version_id),
+            "{current:?}"
+        );
+        let page = on_time
+            .list_object_versions(
+                "b",
+                &VersionsRequest { prefix: key.clone(), max_keys: 10, ..Default::default() },
+            )
+            .await
+            .expect("versions");
+        let ids: Vec<Option<Uuid>> = page.entries.iter().map(|e| e.info.version_id).collect();
+        assert_eq!(
+            ids,
+            vec![marker.version_id, second, first],
+            "versions in the order they were acknowledged"
+        );
+    }
+    assert_eq!(rig.temp_files(), 0, "a refused commit's data was committed or removed");
+}

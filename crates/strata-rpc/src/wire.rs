@@ -53,6 +53,10 @@ pub enum WireError {
     BadRequest(String),
     /// A fenced change refused: the object's lock has another holder on this node.
     Fenced(String),
+    /// A new version refused: the drive holds one stamped `newest`, not older.
+    NotNewest {
+        newest: u64,
+    },
 }
 
 /// The I/O error kinds an answer can carry back (others arrive as `Other`).
@@ -92,6 +96,7 @@ impl From<DriveError> for WireError {
             DriveError::Index(m) => WireError::Index(m),
             DriveError::Exhausted(m) => WireError::Exhausted(m),
             DriveError::Fenced(m) => WireError::Fenced(m),
+            DriveError::NotNewest { newest } => WireError::NotNewest { newest },
         }
     }
 }
@@ -116,6 +121,7 @@ impl From<WireError> for DriveError {
             WireError::Index(m) => DriveError::Index(m),
             WireError::Exhausted(m) => DriveError::Exhausted(m),
             WireError::Fenced(m) => DriveError::Fenced(m),
+            WireError::NotNewest { newest } => DriveError::NotNewest { newest },
             WireError::BadRequest(m) => DriveError::Protocol(format!("refused by the remote node: {m}")),
         }
     }
@@ -195,6 +201,7 @@ mod tests {
             DriveError::Unreachable("node x is offline".into()),
             DriveError::Stale("does not hold the current version".into()),
             DriveError::Io(std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full")),
+            DriveError::NotNewest { newest: 1_700_000_000_123_456_789 },
         ];
         for e in cases {
             let shown = e.to_string();
@@ -205,6 +212,7 @@ mod tests {
                     assert_eq!(after, std::time::Duration::from_millis(300))
                 }
                 DriveError::Io(io) => assert_eq!(io.kind(), std::io::ErrorKind::StorageFull),
+                DriveError::NotNewest { newest } => assert_eq!(newest, 1_700_000_000_123_456_789),
                 DriveError::Unreachable(_) | DriveError::Stale(_) => {}
                 other => panic!("kind lost: {other:?}"),
             }
