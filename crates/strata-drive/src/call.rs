@@ -112,7 +112,9 @@ pub enum DriveCall {
         upload_id: Uuid,
     },
     /// Moves the finished temp shard file of `part.data_id` into place and records the part,
-    /// replacing (and freeing) an earlier upload of the same part number.
+    /// replacing an earlier upload of the same part number, whose data is kept until
+    /// [`DriveCall::FinishOp`] for the context's operation (freed when kept, the earlier part
+    /// put back when undone).
     CommitPart {
         bucket: String,
         key: String,
@@ -290,7 +292,16 @@ pub trait DriveOps {
     async fn finish_op(&self, op: Uuid, keep: bool);
     async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()>;
     async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord>;
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()>;
+    /// Commits a part in operation `op`, ended by [`Self::finish_op`]: kept, the part it
+    /// replaced is freed; undone, that part is back.
+    async fn commit_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        part: PartInfo,
+        op: Uuid,
+    ) -> DriveResult<()>;
     async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>>;
     async fn complete_upload(
         &self,
@@ -479,9 +490,16 @@ impl<D: Drive + ?Sized> DriveOps for D {
         }
     }
 
-    async fn commit_part(&self, bucket: &str, key: &str, upload_id: Uuid, part: PartInfo) -> DriveResult<()> {
+    async fn commit_part(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+        part: PartInfo,
+        op: Uuid,
+    ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        done(self, CallContext::default(), DriveCall::CommitPart { bucket, key, upload_id, part }).await
+        done(self, CallContext::op(op), DriveCall::CommitPart { bucket, key, upload_id, part }).await
     }
 
     async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {

@@ -118,6 +118,18 @@ pub(crate) enum Change {
         upload_id: Uuid,
         part: Box<PartInfo>,
     },
+    /// Ends a part commit (`PutPart` of `new_data`, which replaced `old`): kept, frees the
+    /// replaced part's data; undone, puts `old` back (or nothing, when the number was new) and
+    /// frees the new part's data. Either only while the slot still holds what the commit put.
+    EndPart {
+        bucket: String,
+        key: String,
+        upload_id: Uuid,
+        number: u32,
+        old: Option<Box<PartInfo>>,
+        new_data: Uuid,
+        keep: bool,
+    },
     /// Adds the completed object's version, if the upload still exists. The upload stays until
     /// `DropUpload`, so an undo leaves it whole for a retry.
     CompleteUpload {
@@ -311,6 +323,16 @@ impl Index {
         let table = txn.open_table(UPLOADS).map_err(index_err)?;
         let value = table.get(upload_key(bucket, key, upload_id).as_slice()).map_err(index_err)?;
         Ok(UploadRecord::decode(value.ok_or(DriveError::NotFound)?.value())?)
+    }
+
+    /// Part `number` of the upload, if the drive holds it.
+    pub fn read_part(&self, upload_id: Uuid, number: u32) -> DriveResult<Option<PartInfo>> {
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let table = txn.open_table(PARTS).map_err(index_err)?;
+        match table.get((upload_id.as_u128(), number)).map_err(index_err)? {
+            Some(v) => Ok(Some(PartInfo::decode(v.value())?)),
+            None => Ok(None),
+        }
     }
 
     pub fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
@@ -653,6 +675,7 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
         Change::FreeData { versions } => free_versions(t, versions, freed)?,
         Change::PutUpload { .. }
         | Change::PutPart { .. }
+        | Change::EndPart { .. }
         | Change::CompleteUpload { .. }
         | Change::DropUpload { .. } => {
             return apply_upload_change(t, change, freed);
@@ -771,17 +794,38 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
             if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {
                 return Err(DriveError::NotFound);
             }
-            let slot = (upload_id.as_u128(), part.number);
-            if let Some(old) = t.parts.get(slot).map_err(index_err)? {
-                if let Ok(old) = PartInfo::decode(old.value()) {
-                    if old.data_id != part.data_id
-                        && !object_part_files(t, bucket, key)?.contains(&old.data_id)
-                    {
-                        freed.push(old.data_id);
-                    }
+            // The part it replaces keeps its data until the commit ends (`EndPart`).
+            t.parts
+                .insert((upload_id.as_u128(), part.number), part.encode().as_slice())
+                .map_err(index_err)?;
+        }
+        Change::EndPart { bucket, key, upload_id, number, old, new_data, keep } => {
+            let slot = (upload_id.as_u128(), *number);
+            let holds_new = match t.parts.get(slot).map_err(index_err)? {
+                Some(v) => PartInfo::decode(v.value()).is_ok_and(|p| p.data_id == *new_data),
+                None => false,
+            };
+            if !holds_new {
+                // A later commit of the part number replaced this one: it owns the slot.
+                return Ok(Vec::new());
+            }
+            // The data no part record holds any more (none when both are the same file).
+            let gone = match (*keep, old) {
+                (true, old) => old.as_ref().map(|o| o.data_id).filter(|id| id != new_data),
+                (false, Some(old)) => {
+                    t.parts.insert(slot, old.encode().as_slice()).map_err(index_err)?;
+                    (old.data_id != *new_data).then_some(*new_data)
+                }
+                (false, None) => {
+                    t.parts.remove(slot).map_err(index_err)?;
+                    Some(*new_data)
+                }
+            };
+            if let Some(id) = gone {
+                if !object_part_files(t, bucket, key)?.contains(&id) {
+                    freed.push(id);
                 }
             }
-            t.parts.insert(slot, part.encode().as_slice()).map_err(index_err)?;
         }
         Change::CompleteUpload { bucket, key, upload_id, version } => {
             if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {

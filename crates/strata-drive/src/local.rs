@@ -42,6 +42,8 @@ pub struct LocalDrive {
     index: std::sync::RwLock<Arc<Index>>,
     /// Changes committed but not yet finished: what to free or undo (see [`DriveCall::FinishOp`](crate::DriveCall::FinishOp)).
     pending: Mutex<HashMap<Uuid, PendingOp>>,
+    /// Part commits not yet ended, by operation: what each replaced.
+    pending_parts: Mutex<HashMap<Uuid, PendingPart>>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
     /// The drive's folder, held under an exclusive lock while the drive is open.
@@ -132,6 +134,16 @@ fn open_index(fs: &Arc<dyn Fs>, path: &Path, data: &Path, endpoint: &str) -> Res
     }
 }
 
+/// A part commit until its operation ends: the part it put and the one it replaced.
+struct PendingPart {
+    bucket: String,
+    key: String,
+    upload_id: Uuid,
+    number: u32,
+    new_data: Uuid,
+    old: Option<PartInfo>,
+}
+
 struct PendingOp {
     bucket: String,
     key: String,
@@ -161,6 +173,7 @@ impl LocalDrive {
     /// is finished, kept or undone, so this returns to its baseline once requests are done).
     pub fn pending_count(&self) -> usize {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
+            + self.pending_parts.lock().map(|p| p.len()).unwrap_or(0)
     }
 
     fn index(&self) -> Arc<Index> {
@@ -210,6 +223,9 @@ impl LocalDrive {
             Index::open(self.fs.clone(), &self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
         write_file_durably(self.fs.as_ref(), &self.sys.join(FORMAT_FILE), format)?;
         if let Ok(mut pending) = self.pending.lock() {
+            pending.clear();
+        }
+        if let Ok(mut pending) = self.pending_parts.lock() {
             pending.clear();
         }
         match self.index.write() {
@@ -277,6 +293,7 @@ impl LocalDrive {
             data,
             index: std::sync::RwLock::new(Arc::new(index)),
             pending: Mutex::new(HashMap::new()),
+            pending_parts: Mutex::new(HashMap::new()),
             index_rebuilt,
             _lock: lock,
         })
@@ -779,6 +796,21 @@ impl LocalDrive {
     }
 
     pub async fn finish_op(&self, op: Uuid, keep: bool) {
+        if let Some(p) = self.pending_parts.lock().ok().and_then(|mut p| p.remove(&op)) {
+            let change = Change::EndPart {
+                bucket: p.bucket,
+                key: p.key,
+                upload_id: p.upload_id,
+                number: p.number,
+                old: p.old.map(Box::new),
+                new_data: p.new_data,
+                keep,
+            };
+            if let Err(e) = self.index().apply(change).await {
+                tracing::warn!(drive = %self.endpoint, error = %e, keep, "ending a part commit failed");
+            }
+            return;
+        }
         let pending = self.pending.lock().ok().and_then(|mut p| p.remove(&op));
         let Some(p) = pending else { return };
         let change = if keep {
@@ -818,21 +850,31 @@ impl LocalDrive {
         .await
     }
 
+    /// Moves the part's shard file into place and records the part, in operation `op`: the part
+    /// it replaces keeps its record-less data until [`Self::finish_op`], which frees it (kept)
+    /// or puts that part back (undone), so a failed retry of a part never replaces the part
+    /// acknowledged before it.
     pub async fn commit_part(
         &self,
         bucket: &str,
         key: &str,
         upload_id: Uuid,
         part: PartInfo,
+        op: Uuid,
     ) -> DriveResult<()> {
         let from = self.tmp.join(part.data_id.simple().to_string());
         let to = data_path(&self.data, part.data_id);
-        let ((fs, sys), moved_to) = (self.at(), to.clone());
-        blocking(move || {
+        let ((fs, sys), moved_to, index) = (self.at(), to.clone(), self.index());
+        let number = part.number;
+        // Read before the change: the object's lock, held by the caller, keeps the slot still.
+        let old = blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            Ok(fs.rename(&from, &to)?)
+            let old = index.read_part(upload_id, number)?;
+            fs.rename(&from, &to)?;
+            Ok(old)
         })
         .await?;
+        let new_data = part.data_id;
         let change = Change::PutPart {
             bucket: bucket.to_owned(),
             key: key.to_owned(),
@@ -844,8 +886,16 @@ impl LocalDrive {
             .apply_after_syncing(change, parents(std::slice::from_ref(&moved_to)))
             .await
             .map(drop);
-        if result.is_err() {
-            let _ = self.fs.remove_file(&moved_to);
+        match &result {
+            Ok(()) => {
+                if let Ok(mut pending) = self.pending_parts.lock() {
+                    let (bucket, key) = (bucket.to_owned(), key.to_owned());
+                    pending.insert(op, PendingPart { bucket, key, upload_id, number, new_data, old });
+                }
+            }
+            Err(_) => {
+                let _ = self.fs.remove_file(&moved_to);
+            }
         }
         result
     }
@@ -1089,7 +1139,8 @@ impl Drive for LocalDrive {
                 R::Upload(Box::new(Box::pin(self.read_upload(&bucket, &key, upload_id)).await?))
             }
             C::CommitPart { bucket, key, upload_id, part } => {
-                Box::pin(self.commit_part(&bucket, &key, upload_id, part)).await?;
+                let op = op()?;
+                Box::pin(self.commit_part(&bucket, &key, upload_id, part, op)).await?;
                 R::Done
             }
             C::ListParts(id) => R::Parts(Box::pin(self.list_parts(id)).await?),

@@ -1,6 +1,6 @@
 //! A drive never frees a part file that a completed version of the object references, whatever
 //! later part uploads or upload drops say (a retried part racing Complete on another node, an
-//! upload dropped again by expiry).
+//! upload dropped again by expiry); a part commit that is undone puts back the part it replaced.
 
 use std::sync::Arc;
 
@@ -31,8 +31,7 @@ async fn part_file(d: &LocalDrive, number: u32) -> PartInfo {
     }
 }
 
-#[tokio::test]
-async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploads() {
+async fn drive_with_upload() -> (tempfile::TempDir, Arc<LocalDrive>, Uuid) {
     let dir = tempfile::tempdir().expect("tempdir");
     let d = Arc::new(LocalDrive::open(dir.path()).expect("open"));
     d.write_format(b"{}".to_vec()).await.expect("format");
@@ -54,8 +53,16 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         acl: None,
     };
     d.put_upload("b", upload).await.expect("upload");
+    (dir, d, upload_id)
+}
+
+#[tokio::test]
+async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploads() {
+    let (_dir, d, upload_id) = drive_with_upload().await;
     let part = part_file(&d, 1).await;
-    d.commit_part("b", "k", upload_id, part.clone()).await.expect("part");
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, part.clone(), op).await.expect("part");
+    d.finish_op(op, true).await;
     let version = ObjectVersion {
         version_id: None,
         mod_time: 2,
@@ -81,7 +88,9 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
     // A retried part 1 lands before the upload is dropped: it replaces the upload's part 1, but
     // the completed object still reads the old file.
     let retry = part_file(&d, 1).await;
-    d.commit_part("b", "k", upload_id, retry.clone()).await.expect("retried part");
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, retry.clone(), op).await.expect("retried part");
+    d.finish_op(op, true).await;
     assert!(
         d.open_shard_file(part.data_id).await.is_ok(),
         "a replaced part freed the completed object's file"
@@ -93,4 +102,41 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         "a dropped upload freed the completed object's file"
     );
     assert!(d.open_shard_file(retry.data_id).await.is_err(), "the unused retry is freed");
+}
+
+/// A part uploaded again replaces the earlier one only when its operation is kept: undone (the
+/// retry missed its quorum), the earlier part is back with its data and the retry's data is
+/// freed; kept, the earlier part's data is freed. A part number uploaded for the first time and
+/// undone leaves no part.
+#[tokio::test]
+async fn an_undone_part_commit_puts_back_the_part_it_replaced() {
+    let (_dir, d, upload_id) = drive_with_upload().await;
+    let first = part_file(&d, 1).await;
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, first.clone(), op).await.expect("part");
+    d.finish_op(op, true).await;
+
+    let retry = part_file(&d, 1).await;
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, retry.clone(), op).await.expect("retry");
+    assert_eq!(d.list_parts(upload_id).await.expect("parts"), vec![retry.clone()]);
+    assert!(d.open_shard_file(first.data_id).await.is_ok(), "the replaced part's data waits for the end");
+    d.finish_op(op, false).await;
+    assert_eq!(d.list_parts(upload_id).await.expect("parts"), vec![first.clone()]);
+    assert!(d.open_shard_file(first.data_id).await.is_ok());
+    assert!(d.open_shard_file(retry.data_id).await.is_err(), "the undone retry's data is freed");
+
+    let second = part_file(&d, 1).await;
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, second.clone(), op).await.expect("again");
+    d.finish_op(op, true).await;
+    assert_eq!(d.list_parts(upload_id).await.expect("parts"), vec![second.clone()]);
+    assert!(d.open_shard_file(first.data_id).await.is_err(), "the replaced part's data is freed");
+
+    let new_number = part_file(&d, 2).await;
+    let op = Uuid::new_v4();
+    d.commit_part("b", "k", upload_id, new_number.clone(), op).await.expect("part 2");
+    d.finish_op(op, false).await;
+    assert_eq!(d.list_parts(upload_id).await.expect("parts"), vec![second]);
+    assert!(d.open_shard_file(new_number.data_id).await.is_err());
 }

@@ -20,7 +20,7 @@ use crate::put::{
     WriteCondition,
 };
 use crate::quorum::{read_quorum, write_quorum};
-use crate::set::{apply_and_finish, reduce_writes, to_completion, CommitFn, ErasureSet};
+use crate::set::{apply_and_finish, finish_op, reduce_writes, to_completion, CommitFn, ErasureSet};
 use crate::ObjectInfo;
 
 /// One entry of a CompleteMultipartUpload request.
@@ -291,6 +291,7 @@ impl ObjectLayer {
         let drives = set.drives.clone();
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let (finished, temp, committed) = (written.finished, written.temp, part.clone());
+        let op = Uuid::new_v4();
         // From here the commit task owns the temp files and the lock.
         temp.disarm();
         let results = to_completion(async move {
@@ -306,7 +307,7 @@ impl ObjectLayer {
                         return Err(shard_write_failed(d.as_ref()).await);
                     }
                     let id = p.data_id;
-                    let committed = d.commit_part(b, k, upload_id, p).await;
+                    let committed = d.commit_part(b, k, upload_id, p, op).await;
                     if committed.is_err() {
                         d.abort_shard_file(id).await;
                     }
@@ -314,8 +315,12 @@ impl ObjectLayer {
                 }
             }))
             .await;
+            // Kept, the parts this one replaced are freed; without a quorum, every drive that took
+            // it puts back the part it replaced (the one acknowledged before), under the lock.
+            let kept = reduce_writes(&results, quorum).is_ok();
+            finish_op(&drives, &results, op, kept).await;
             drop(guard);
-            if reduce_writes(&results, quorum).is_err() {
+            if !kept {
                 join_all(drives.iter().flatten().map(|d| d.abort_shard_file(committed.data_id))).await;
             }
             results

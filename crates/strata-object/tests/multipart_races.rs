@@ -151,3 +151,48 @@ async fn uploads_list_in_bounded_rounds() {
     let ids: Vec<_> = page.uploads.iter().map(|u| u.upload_id).collect();
     assert_eq!(ids[1..], [first, second]);
 }
+
+/// A retried UploadPart whose commit fails on two of the four drives (short of the write quorum
+/// of 3) fails, and leaves the part acknowledged before it in place on every drive: ListParts
+/// shows its ETag, Complete with that ETag succeeds, and the object reads as that part. The
+/// retry's data is gone from every drive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_retry_of_a_part_leaves_the_acknowledged_part() {
+    let rig = Rig::new(4).await;
+    let upload = rig.layer.create_multipart_upload("b", "k", PutOptions::default()).await.expect("create");
+    let acknowledged = pattern(300_000, 1);
+    let part =
+        rig.layer.upload_part("b", "k", upload, 1, &mut body(&acknowledged), None).await.expect("part");
+    for i in [2, 3] {
+        rig.faulty[i].add_rule(Rule::new(Op::CommitPart, Fault::Fail).times(1));
+    }
+    let retry = pattern(300_000, 2);
+    let failed = rig.layer.upload_part("b", "k", upload, 1, &mut body(&retry), None).await;
+    rig.clear_faults();
+    assert!(failed.is_err(), "the retry met its quorum: {failed:?}");
+    for (i, d) in rig.local.iter().enumerate() {
+        let parts = d.list_parts(upload).await.expect("parts");
+        assert_eq!(parts.len(), 1, "drive {i}");
+        assert_eq!(
+            (parts[0].data_id, &parts[0].etag),
+            (part.data_id, &part.etag),
+            "drive {i} holds the retry"
+        );
+        assert!(d.open_shard_file(part.data_id).await.is_ok(), "drive {i} lost the acknowledged part's data");
+    }
+    let (_, listed) = rig.layer.list_parts("b", "k", upload).await.expect("list");
+    assert_eq!(listed.iter().map(|p| &p.etag).collect::<Vec<_>>(), vec![&part.etag]);
+    let parts = [CompletePart { number: 1, etag: part.etag.clone(), checksums: BTreeMap::new() }];
+    rig.layer
+        .complete_multipart_upload("b", "k", upload, &parts, CompleteOptions::default())
+        .await
+        .expect("complete");
+    assert_eq!(
+        read_all(&rig.layer, "k", 0, acknowledged.len() as u64).await.expect("read"),
+        acknowledged.as_ref()
+    );
+    parts_on_every_drive(&rig, "k").await;
+    assert_eq!(rig.temp_files(), 0);
+    // Only the completed object's data is left: the retry's shard files were freed.
+    assert_eq!((0..4).map(|i| rig.data_files(i)).sum::<usize>(), 4);
+}
