@@ -208,6 +208,18 @@ def bucket(s3):
     return "e2e-bucket"
 
 
+@pytest.fixture(scope="module")
+def mc():
+    """MinIO's `mc` client: MC_BIN, or built by scripts/install-mc.sh (the Go toolchain)."""
+    given = os.environ.get("MC_BIN")
+    if given:
+        return given
+    built = subprocess.run([str(ROOT / "scripts" / "install-mc.sh")], capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.fail(f"scripts/install-mc.sh could not build mc:\n{built.stderr}")
+    return built.stdout.strip()
+
+
 def admin_cli(server, *args, check=True):
     """Runs `strata admin ARGS` against `server` as the root user."""
     out = subprocess.run(

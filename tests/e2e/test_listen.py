@@ -16,7 +16,6 @@ import subprocess
 import threading
 import time
 import urllib.request
-from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -27,20 +26,8 @@ from botocore.credentials import Credentials
 from conftest import ACCESS_KEY, SECRET_KEY, Server, make_person, wait_for
 from test_cluster import Cluster
 
-ROOT = Path(__file__).resolve().parents[2]
 PUBLIC_METRICS = {"STRATA_PROMETHEUS_AUTH_TYPE": "public"}
 CREATED, REMOVED = "s3:ObjectCreated:*", "s3:ObjectRemoved:*"
-
-
-@pytest.fixture(scope="module")
-def mc():
-    given = os.environ.get("MC_BIN")
-    if given:
-        return given
-    built = subprocess.run([str(ROOT / "scripts" / "install-mc.sh")], capture_output=True, text=True)
-    if built.returncode != 0:
-        pytest.fail(f"scripts/install-mc.sh could not build mc:\n{built.stderr}")
-    return built.stdout.strip()
 
 
 @pytest.fixture(scope="module")

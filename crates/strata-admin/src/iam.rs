@@ -182,7 +182,10 @@ pub async fn serve(
 }
 
 /// Applies a change, stores it, and tells the other nodes.
-async fn change<R>(node: &Node, f: impl Fn(&mut IamState) -> Result<R, IamError>) -> Result<R, S3Error> {
+pub(crate) async fn change<R>(
+    node: &Node,
+    f: impl Fn(&mut IamState) -> Result<R, IamError>,
+) -> Result<R, S3Error> {
     let answer = node.iam.change(&node.layer, f).await?;
     node.layer.tell_peers(strata_object::SharedState::Iam).await;
     Ok(answer)
@@ -196,7 +199,7 @@ fn status(query: &Query) -> Result<Status, S3Error> {
     }
 }
 
-fn status_name(s: Status) -> &'static str {
+pub(crate) fn status_name(s: Status) -> &'static str {
     match s {
         Status::Enabled => "enabled",
         Status::Disabled => "disabled",

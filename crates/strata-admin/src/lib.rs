@@ -17,6 +17,7 @@
 
 pub mod iam;
 pub mod kms;
+pub mod madmin;
 pub mod minio_metrics;
 pub mod observe;
 pub mod speedtest;
@@ -153,12 +154,32 @@ async fn authorize(
     query: &[(String, String)],
     body: Incoming,
 ) -> Result<Bytes, S3Error> {
-    let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let (access, verified) = Access::authenticate(node, parts, now, None)?;
-    let Some(verified) = verified else { return Err(access::denied()) };
     let action = crate::iam::action(&parts.method, op, query)
         .or_else(|| crate::kms::action(&parts.method, op))
         .or_else(|| action(op));
+    let authorized = authorize_in(node, parts, action, &node.config.region, body).await?;
+    Ok(authorized.body)
+}
+
+/// An admin request authenticated and allowed, with its body.
+pub(crate) struct Authorized {
+    pub body: Bytes,
+    /// The signer's secret key.
+    pub secret: String,
+}
+
+/// [`authorize`] for the admin `action` of a request signed for `region`.
+pub(crate) async fn authorize_in(
+    node: &Node,
+    parts: &http::request::Parts,
+    action: Option<&str>,
+    region: &str,
+    body: Incoming,
+) -> Result<Authorized, S3Error> {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let (access, verified) = Access::authenticate_in(node, parts, now, None, region)?;
+    let Some(verified) = verified else { return Err(access::denied()) };
+    let secret = access.secret_of(node, parts, &verified.access_key).ok_or_else(access::denied)?;
     let allowed = access.is_root()
         || action.is_some_and(|a| access.allows(a, None, &strata_iam::ConditionValues::new(), None));
     if !allowed {
@@ -177,14 +198,14 @@ async fn authorize(
         Err(_) => return Err(BodyError::TimedOut.into()),
     };
     match &verified.payload {
-        Payload::Unsigned => Ok(body),
-        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => Ok(body),
+        Payload::Unsigned => Ok(Authorized { body, secret }),
+        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => Ok(Authorized { body, secret }),
         Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
     }
 }
 
-fn capitalise(s: &str) -> String {
+pub(crate) fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }

@@ -27,6 +27,34 @@ pub fn prometheus_token(root_user: &str, root_password: &str) -> String {
     ))
 }
 
+/// The subject of a bearer token as MinIO's `mc admin prometheus generate` makes one: a JWT
+/// signed with HS512 by its subject's secret key, issued by `prometheus`, not expired at `now`
+/// (Unix seconds). Only the root user's tokens are known here (`secret` is its secret).
+fn jwt_subject(token: &str, root_user: &str, secret: &str, now: u64) -> Option<String> {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let mut pieces = token.split('.');
+    let (header, body, signature) = (pieces.next()?, pieces.next()?, pieces.next()?);
+    if pieces.next().is_some() {
+        return None;
+    }
+    let decode = |p: &str| -> Option<serde_json::Value> {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).ok()?).ok()
+    };
+    if decode(header)?.get("alg")?.as_str()? != "HS512" {
+        return None;
+    }
+    let claims = decode(body)?;
+    let subject = claims.get("sub")?.as_str()?;
+    let expires = claims.get("exp")?.as_f64()?;
+    if subject != root_user || claims.get("iss")?.as_str()? != "prometheus" || expires <= now as f64 {
+        return None;
+    }
+    let mac = strata_sign::hmac_sha512(secret.as_bytes(), format!("{header}.{body}").as_bytes());
+    let given = URL_SAFE_NO_PAD.decode(signature).ok()?;
+    strata_sign::constant_time_eq(&mac, &given).then(|| subject.to_owned())
+}
+
 /// Allows a scrape: public when configured, else the bearer token or a root-signed request.
 pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(), S3Error> {
     if node.config.prometheus_public {
@@ -39,8 +67,12 @@ pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(),
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
     {
+        let (bearer, now) = (bearer.trim(), strata_types::time::now_nanos() / 1_000_000_000);
         let want = prometheus_token(&node.config.root_user, &node.config.root_password);
-        return if strata_sign::constant_time_eq(bearer.trim().as_bytes(), want.as_bytes()) {
+        let root = &node.config.root_user;
+        return if strata_sign::constant_time_eq(bearer.as_bytes(), want.as_bytes())
+            || jwt_subject(bearer, root, &node.config.root_password, now).is_some_and(|sub| sub == *root)
+        {
             Ok(())
         } else {
             Err(denied())
@@ -54,7 +86,9 @@ pub fn authorize_scrape(node: &Node, parts: &http::request::Parts) -> Result<(),
 }
 
 /// (online, drive answers) for every drive of every set, in set order.
-async fn drive_states(node: &Node) -> Vec<(strata_object::SetView, Vec<Option<strata_object::DiskInfo>>)> {
+pub(crate) async fn drive_states(
+    node: &Node,
+) -> Vec<(strata_object::SetView, Vec<Option<strata_object::DiskInfo>>)> {
     let mut out = Vec::new();
     for view in node.layer.sets() {
         let infos = join_all(view.drives.iter().map(|d| async move {
@@ -154,4 +188,37 @@ pub async fn cluster_health(node: &Node) -> Reply {
         .iter()
         .all(|(view, infos)| infos.iter().filter(|i| i.is_some()).count() >= view.write_quorum);
     Reply::empty(if healthy { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE })
+}
+
+#[cfg(test)]
+mod jwt_tests {
+    use super::jwt_subject;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+
+    fn token(alg: &str, claims: serde_json::Value, secret: &str) -> String {
+        let header = URL_SAFE_NO_PAD.encode(serde_json::json!({ "alg": alg, "typ": "JWT" }).to_string());
+        let body = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let mac = strata_sign::hmac_sha512(secret.as_bytes(), format!("{header}.{body}").as_bytes());
+        format!("{header}.{body}.{}", URL_SAFE_NO_PAD.encode(mac))
+    }
+
+    #[test]
+    fn prometheus_tokens_are_checked_whole() {
+        let claims = |sub: &str, iss: &str, exp: u64| serde_json::json!({ "sub": sub, "iss": iss, "exp": exp });
+        let good = token("HS512", claims("root", "prometheus", 2_000), "secret");
+        assert_eq!(jwt_subject(&good, "root", "secret", 1_000).as_deref(), Some("root"));
+        assert_eq!(jwt_subject(&good, "root", "secret", 2_000), None, "expired");
+        assert_eq!(jwt_subject(&good, "root", "other", 1_000), None, "another secret");
+        assert_eq!(jwt_subject(&good, "admin", "secret", 1_000), None, "another user");
+        let issuer = token("HS512", claims("root", "someone", 2_000), "secret");
+        assert_eq!(jwt_subject(&issuer, "root", "secret", 1_000), None);
+        let alg = token("HS256", claims("root", "prometheus", 2_000), "secret");
+        assert_eq!(jwt_subject(&alg, "root", "secret", 1_000), None);
+        let mut tampered = good.clone();
+        tampered.insert(good.find('.').unwrap_or(0) + 2, 'x');
+        assert_eq!(jwt_subject(&tampered, "root", "secret", 1_000), None);
+        assert_eq!(jwt_subject("not.a.jwt.at.all", "root", "secret", 1_000), None);
+        assert_eq!(jwt_subject("", "root", "secret", 1_000), None);
+    }
 }

@@ -102,6 +102,11 @@ fn poisoned() -> ObjectError {
 }
 
 impl ObjectLayer {
+    /// The deployment's id (in every drive's format record).
+    pub fn deployment_id(&self) -> Uuid {
+        self.deployment_id
+    }
+
     /// `pools[p][s]` lists set `s` of pool `p`'s drives in set order. Loads the bucket list.
     pub async fn new(
         deployment_id: Uuid,

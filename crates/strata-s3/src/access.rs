@@ -140,10 +140,22 @@ impl Access {
         now: u64,
         host_bucket: Option<&str>,
     ) -> Result<(Access, Option<Verified>), S3Error> {
+        Self::authenticate_in(node, parts, now, host_bucket, &node.config.region)
+    }
+
+    /// [`Self::authenticate`] of a request signed for `region` (MinIO's admin client signs for
+    /// the empty region).
+    pub fn authenticate_in(
+        node: &Node,
+        parts: &Parts,
+        now: u64,
+        host_bucket: Option<&str>,
+        region: &str,
+    ) -> Result<(Access, Option<Verified>), S3Error> {
         let directory = node.iam.directory();
         let token = session_token(parts);
         let credentials = Credentials { node, directory: &directory, token: token.as_deref(), now };
-        let verified = verify_signature(parts, &credentials, &node.config.region, now, host_bucket)?;
+        let verified = verify_signature(parts, &credentials, region, now, host_bucket)?;
         let identity = match &verified {
             None => Identity::Anonymous,
             Some(v) if v.access_key == node.config.root_user => Identity::Root,
@@ -157,6 +169,15 @@ impl Access {
             auth: auth_type(parts, verified.is_some()),
         };
         Ok((Access { directory, identity, now, facts }, verified))
+    }
+
+    /// The secret key of `access_key`, the request's signer (MinIO's admin API seals bodies
+    /// with it).
+    pub fn secret_of(&self, node: &Node, parts: &Parts, access_key: &str) -> Option<String> {
+        let token = session_token(parts);
+        let credentials =
+            Credentials { node, directory: &self.directory, token: token.as_deref(), now: self.now };
+        credentials.secret(access_key)
     }
 
     pub fn is_root(&self) -> bool {

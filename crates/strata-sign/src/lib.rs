@@ -23,6 +23,15 @@ pub fn hmac_sha256(key: &[u8], data: &[u8]) -> [u8; 32] {
     MacKey::new(key).sign(data)
 }
 
+/// HMAC-SHA512 of `data` under `key`: the HS512 tokens MinIO's `mc admin prometheus generate`
+/// makes.
+pub fn hmac_sha512(key: &[u8], data: &[u8]) -> [u8; 64] {
+    let key = hmac::Key::new(hmac::HMAC_SHA512, key);
+    let mut out = [0u8; 64];
+    out.copy_from_slice(hmac::sign(&key, data).as_ref());
+    out
+}
+
 /// HMAC-SHA1 of `data` under `key`: SigV2's signatures only.
 pub fn hmac_sha1(key: &[u8], data: &[u8]) -> [u8; 20] {
     let key = hmac::Key::new(hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, key);

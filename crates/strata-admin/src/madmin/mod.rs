@@ -1,0 +1,489 @@
+//! MinIO's admin API, under [`PREFIX`], as MinIO's `mc admin` client speaks it, so that
+//! scripts written for MinIO keep working against Strata: the same paths, query parameters,
+//! JSON shapes and status codes, and the same sealed bodies ([`crypto`]) where MinIO seals
+//! them. Every operation maps onto Strata's own (the IAM state, the drives' health) and needs
+//! the same `admin:` action as Strata's admin API ([`crate::iam`]).
+//!
+//! MinIO's client signs for the empty region, so requests here are verified against the region
+//! their signature names.
+//!
+//! | method and path | sealed | does |
+//! |---|---|---|
+//! | `GET info` | | the deployment: servers, drives, erasure sets |
+//! | `PUT add-user?accessKey=` | request | adds (or updates the secret of) a user |
+//! | `DELETE remove-user?accessKey=` | | removes a user |
+//! | `GET list-users` | answer | users with their policies, status and groups |
+//! | `GET user-info?accessKey=` | | one user |
+//! | `PUT set-user-status?accessKey=&status=` | | enables or disables a user |
+//! | `PUT update-group-members` | | adds or removes group members (or an empty group) |
+//! | `GET groups`, `GET group?group=` | | |
+//! | `PUT set-group-status?group=&status=` | | |
+//! | `PUT add-canned-policy?name=` (the document), `DELETE remove-canned-policy?name=` | | |
+//! | `GET list-canned-policies`, `GET info-canned-policy?name=` | | |
+//! | `POST idp/builtin/policy/attach`, `.../detach` | both | attaches or detaches policies |
+//!
+//! Anything else is answered `501 NotImplemented` (never 503: MinIO's client retries those for
+//! minutes).
+
+pub mod crypto;
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use hyper::body::Incoming;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use strata_iam::state::{IamState, Status};
+use strata_iam::{builtin, IamError, Target};
+
+use crate::iam::{change, status_name};
+use crate::{authorize_in, json_reply, Admin};
+use strata_s3::body::ResponseBody;
+use strata_s3::error::{S3Error, S3ErrorCode};
+use strata_s3::{Node, Reply};
+
+pub const PREFIX: &str = "/minio/admin/v3/";
+
+type Query = [(String, String)];
+
+fn param<'q>(query: &'q Query, name: &str) -> Option<&'q str> {
+    query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+fn required<'q>(query: &'q Query, name: &str) -> Result<&'q str, S3Error> {
+    param(query, name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidArgument, &format!("the query needs {name}")))
+}
+
+fn bad_body(why: impl std::fmt::Display) -> S3Error {
+    S3Error::new(S3ErrorCode::InvalidArgument, &format!("the request body is not what was expected: {why}"))
+}
+
+/// The admin action a MinIO admin operation needs, as Strata's own admin API names it.
+fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
+    let enable = param(query, "status").is_some_and(|s| s.eq_ignore_ascii_case("enabled"));
+    Some(match (method, op) {
+        (&Method::GET, "info") => "admin:ServerInfo",
+        (&Method::PUT, "add-user") => "admin:CreateUser",
+        (&Method::DELETE, "remove-user") => "admin:DeleteUser",
+        (&Method::GET, "list-users") => "admin:ListUsers",
+        (&Method::GET, "user-info") => "admin:GetUser",
+        (&Method::PUT, "set-user-status") if enable => "admin:EnableUser",
+        (&Method::PUT, "set-user-status") => "admin:DisableUser",
+        (&Method::PUT, "update-group-members") => "admin:AddUserToGroup",
+        (&Method::GET, "groups") => "admin:ListGroups",
+        (&Method::GET, "group") => "admin:GetGroup",
+        (&Method::PUT, "set-group-status") if enable => "admin:EnableGroup",
+        (&Method::PUT, "set-group-status") => "admin:DisableGroup",
+        (&Method::PUT, "add-canned-policy") => "admin:CreatePolicy",
+        (&Method::DELETE, "remove-canned-policy") => "admin:DeletePolicy",
+        (&Method::GET, "list-canned-policies") => "admin:ListPolicies",
+        (&Method::GET, "info-canned-policy") => "admin:GetPolicy",
+        (&Method::POST, "idp/builtin/policy/attach") => "admin:AttachPolicy",
+        (&Method::POST, "idp/builtin/policy/detach") => "admin:DetachPolicy",
+        _ => return None,
+    })
+}
+
+/// The region a request's SigV4 scope names (`Credential=KEY/DATE/REGION/SERVICE/...`).
+fn signed_region(parts: &http::request::Parts) -> Option<String> {
+    let auth = parts.headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let credential = auth.split(['=', ',', ' ']).skip_while(|t| *t != "Credential").nth(1)?;
+    credential.split('/').nth(2).map(str::to_owned)
+}
+
+/// Serves one request whose path starts with [`PREFIX`].
+pub async fn serve(
+    admin: &Admin,
+    parts: &http::request::Parts,
+    body: Incoming,
+) -> (String, Result<Reply, S3Error>) {
+    let node = admin.node.as_ref();
+    let op = parts.uri.path().strip_prefix(PREFIX).unwrap_or("").to_owned();
+    let name = format!("MinioAdmin{}", op.split(['/', '-']).map(crate::capitalise).collect::<String>());
+    let query = strata_s3::router::parse_query(parts.uri.query().unwrap_or(""));
+    let Some(action) = action(&parts.method, &op, &query) else {
+        let e = S3Error::new(
+            S3ErrorCode::NotImplemented,
+            &format!("Strata does not serve MinIO's admin operation {} {op}", parts.method),
+        );
+        return (name, Err(e));
+    };
+    let region = signed_region(parts).unwrap_or_else(|| node.config.region.clone());
+    let authorized = match authorize_in(node, parts, Some(action), &region, body).await {
+        Ok(a) => a,
+        Err(e) => return (name, Err(e)),
+    };
+    let call = Call { node, parts, query: &query, body: &authorized.body, secret: &authorized.secret };
+    (name, call.run(admin, &op).await)
+}
+
+/// One authorized request.
+struct Call<'a> {
+    node: &'a Node,
+    parts: &'a http::request::Parts,
+    query: &'a Query,
+    body: &'a Bytes,
+    /// The signer's secret key: sealed bodies are sealed with it.
+    secret: &'a str,
+}
+
+impl Call<'_> {
+    async fn run(&self, admin: &Admin, op: &str) -> Result<Reply, S3Error> {
+        let node = self.node;
+        let state = || node.iam.directory();
+        match (&self.parts.method, op) {
+            (&Method::GET, "info") => Ok(json_reply(StatusCode::OK, &info(admin, self.parts).await)),
+            (&Method::PUT, "add-user") => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct NewUser {
+                    secret_key: String,
+                    #[serde(default)]
+                    status: String,
+                }
+                let key = required(self.query, "accessKey")?;
+                let new: NewUser = serde_json::from_slice(&self.open().await?).map_err(bad_body)?;
+                if key == node.config.root_user {
+                    return Err(IamError::AccessKeyInUse(key.to_owned()).into());
+                }
+                let disabled = new.status.eq_ignore_ascii_case("disabled");
+                change(node, |s| {
+                    if s.users.contains_key(key) {
+                        s.set_user_secret(key, &new.secret_key)?;
+                    } else {
+                        s.add_user(key, &new.secret_key)?;
+                    }
+                    if disabled {
+                        s.set_user_status(key, Status::Disabled)?;
+                    }
+                    Ok(())
+                })
+                .await?;
+                Ok(empty())
+            }
+            (&Method::DELETE, "remove-user") => {
+                let key = required(self.query, "accessKey")?;
+                change(node, |s| s.remove_user(key)).await?;
+                Ok(empty())
+            }
+            (&Method::GET, "list-users") => {
+                let directory = state();
+                let users: BTreeMap<&String, Value> =
+                    directory.state().users.keys().map(|k| (k, user_info(directory.state(), k))).collect();
+                let users = json!(users);
+                self.sealed(&users).await
+            }
+            (&Method::GET, "user-info") => {
+                let key = required(self.query, "accessKey")?;
+                let directory = state();
+                if !directory.state().users.contains_key(key) {
+                    return Err(IamError::NoSuchUser(key.to_owned()).into());
+                }
+                Ok(json_reply(StatusCode::OK, &user_info(directory.state(), key)))
+            }
+            (&Method::PUT, "set-user-status") => {
+                let (key, status) = (required(self.query, "accessKey")?, status(self.query)?);
+                change(node, |s| s.set_user_status(key, status)).await?;
+                Ok(empty())
+            }
+            (&Method::PUT, "update-group-members") => {
+                #[derive(Deserialize)]
+                #[serde(rename_all = "camelCase")]
+                struct Update {
+                    group: String,
+                    #[serde(default)]
+                    members: Option<Vec<String>>,
+                    #[serde(default)]
+                    is_remove: bool,
+                }
+                let u: Update = serde_json::from_slice(self.body).map_err(bad_body)?;
+                let members = u.members.unwrap_or_default();
+                let names: Vec<&str> = members.iter().map(String::as_str).collect();
+                match (u.is_remove, names.is_empty()) {
+                    (false, _) => change(node, |s| s.add_group_members(&u.group, &names)).await?,
+                    (true, true) => change(node, |s| s.remove_group(&u.group)).await?,
+                    (true, false) => change(node, |s| s.remove_group_members(&u.group, &names)).await?,
+                }
+                Ok(empty())
+            }
+            (&Method::GET, "groups") => {
+                let names: Vec<String> = state().state().groups.keys().cloned().collect();
+                Ok(json_reply(StatusCode::OK, &names))
+            }
+            (&Method::GET, "group") => {
+                let name = required(self.query, "group")?;
+                let directory = state();
+                let Some(g) = directory.state().groups.get(name) else {
+                    return Err(IamError::NoSuchGroup(name.to_owned()).into());
+                };
+                let reply = json!({
+                    "name": name,
+                    "status": status_name(g.status),
+                    "members": g.members,
+                    "policy": g.policies.iter().map(String::as_str).collect::<Vec<_>>().join(","),
+                });
+                Ok(json_reply(StatusCode::OK, &reply))
+            }
+            (&Method::PUT, "set-group-status") => {
+                let (group, status) = (required(self.query, "group")?, status(self.query)?);
+                change(node, |s| s.set_group_status(group, status)).await?;
+                Ok(empty())
+            }
+            (&Method::PUT, "add-canned-policy") => {
+                let name = required(self.query, "name")?;
+                let document = std::str::from_utf8(self.body).map_err(bad_body)?;
+                change(node, |s| s.set_policy(name, document)).await?;
+                Ok(empty())
+            }
+            (&Method::DELETE, "remove-canned-policy") => {
+                let name = required(self.query, "name")?;
+                change(node, |s| s.remove_policy(name)).await?;
+                Ok(empty())
+            }
+            (&Method::GET, "list-canned-policies") => {
+                let directory = state();
+                let mut all: BTreeMap<&str, Value> = BTreeMap::new();
+                for (name, document) in builtin::BUILTIN.iter() {
+                    all.insert(name, parse_document(document));
+                }
+                for (name, document) in &directory.state().policies {
+                    all.insert(name, parse_document(document));
+                }
+                Ok(json_reply(StatusCode::OK, &all))
+            }
+            (&Method::GET, "info-canned-policy") => {
+                let name = required(self.query, "name")?;
+                let directory = state();
+                let document = match directory.state().policies.get(name) {
+                    Some(d) => d.as_str(),
+                    None => builtin::document(name).ok_or_else(|| IamError::NoSuchPolicy(name.to_owned()))?,
+                };
+                let reply = match param(self.query, "v") {
+                    Some("2") => json!({ "PolicyName": name, "Policy": parse_document(document) }),
+                    _ => parse_document(document),
+                };
+                Ok(json_reply(StatusCode::OK, &reply))
+            }
+            (&Method::POST, "idp/builtin/policy/attach" | "idp/builtin/policy/detach") => {
+                self.attach(op.ends_with("/attach")).await
+            }
+            _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
+        }
+    }
+
+    /// The request body, opened ([`crypto::open`]); a body that does not open is MinIO's
+    /// `XMinioAdminConfigBadJSON` case, a 400.
+    async fn open(&self) -> Result<Vec<u8>, S3Error> {
+        let (secret, sealed) = (self.secret.to_owned(), self.body.clone());
+        match crypto::one_at_a_time(move || crypto::open(&secret, &sealed)).await {
+            Some(Ok(plain)) => Ok(plain),
+            Some(Err(e)) => Err(S3Error::new(
+                S3ErrorCode::InvalidRequest,
+                &format!("The request body could not be opened with the signer's secret key: {e}"),
+            )),
+            None => Err(S3Error::new(S3ErrorCode::InternalError, "the body's key derivation did not run")),
+        }
+    }
+
+    /// `value` as JSON, sealed for the signer.
+    async fn sealed(&self, value: &Value) -> Result<Reply, S3Error> {
+        let plain = serde_json::to_vec(value).unwrap_or_default();
+        let secret = self.secret.to_owned();
+        let sealed = match crypto::one_at_a_time(move || crypto::seal(&secret, &plain)).await {
+            Some(Ok(s)) => s,
+            Some(Err(e)) => return Err(S3Error::new(S3ErrorCode::InternalError, &e.to_string())),
+            None => {
+                return Err(S3Error::new(S3ErrorCode::InternalError, "the body's key derivation did not run"))
+            }
+        };
+        let mut r = Reply::empty(StatusCode::OK)
+            .header("content-type", "application/octet-stream")
+            .header("content-length", &sealed.len().to_string());
+        r.body = ResponseBody::Full(Some(Bytes::from(sealed)));
+        Ok(r)
+    }
+
+    async fn attach(&self, attach: bool) -> Result<Reply, S3Error> {
+        #[derive(Deserialize)]
+        struct Association {
+            #[serde(default)]
+            policies: Vec<String>,
+            #[serde(default)]
+            user: String,
+            #[serde(default)]
+            group: String,
+        }
+        let a: Association = serde_json::from_slice(&self.open().await?).map_err(bad_body)?;
+        let names: Vec<&str> = a.policies.iter().map(String::as_str).collect();
+        if names.is_empty() {
+            return Err(S3Error::new(S3ErrorCode::InvalidArgument, "name at least one policy"));
+        }
+        let target = match (a.user.is_empty(), a.group.is_empty()) {
+            (false, true) => Target::User(&a.user),
+            (true, false) => Target::Group(&a.group),
+            _ => return Err(S3Error::new(S3ErrorCode::InvalidArgument, "name one user or one group")),
+        };
+        if attach {
+            change(self.node, |s| s.attach(target, &names)).await?;
+        } else {
+            change(self.node, |s| s.detach(target, &names)).await?;
+        }
+        let now = strata_types::time::iso8601(strata_types::time::now_nanos());
+        let changed = if attach { "policiesAttached" } else { "policiesDetached" };
+        self.sealed(&json!({ changed: a.policies, "updatedAt": now })).await
+    }
+}
+
+fn empty() -> Reply {
+    Reply::empty(StatusCode::OK).header("content-length", "0")
+}
+
+fn status(query: &Query) -> Result<Status, S3Error> {
+    match param(query, "status") {
+        Some(s) if s.eq_ignore_ascii_case("enabled") => Ok(Status::Enabled),
+        Some(s) if s.eq_ignore_ascii_case("disabled") => Ok(Status::Disabled),
+        _ => Err(S3Error::new(S3ErrorCode::InvalidArgument, "status must be enabled or disabled")),
+    }
+}
+
+fn parse_document(document: &str) -> Value {
+    serde_json::from_str(document).unwrap_or_else(|_| Value::String(document.to_owned()))
+}
+
+/// A user as MinIO describes one: its policies comma-separated, its status and groups.
+fn user_info(state: &IamState, key: &str) -> Value {
+    let Some(user) = state.users.get(key) else { return Value::Null };
+    let groups: Vec<&str> = state.groups_of(key).map(|(n, _)| n).collect();
+    json!({
+        "policyName": user.policies.iter().map(String::as_str).collect::<Vec<_>>().join(","),
+        "status": status_name(user.status),
+        "memberOf": groups,
+    })
+}
+
+/// The `host:port` a drive endpoint names (`http://host:port/path`), or `None` for a local
+/// drive (a path).
+fn drive_host(endpoint: &str) -> Option<&str> {
+    let rest = endpoint.strip_prefix("http://").or_else(|| endpoint.strip_prefix("https://"))?;
+    Some(rest.split('/').next().unwrap_or(rest))
+}
+
+/// MinIO's `InfoMessage`: the servers with their drives, and the erasure layout.
+async fn info(admin: &Admin, parts: &http::request::Parts) -> Value {
+    let node = admin.node.as_ref();
+    let here =
+        parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost").to_owned();
+    let states = crate::observe::drive_states(node).await;
+    let mut servers: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    servers.insert(here.clone(), Vec::new());
+    let (mut online, mut offline) = (0u64, 0u64);
+    let mut sets_per_pool: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut parity = 0;
+    for (view, infos) in &states {
+        let entry = sets_per_pool.entry(view.pool).or_insert((0, view.drives.len()));
+        entry.0 += 1;
+        parity = view.drives.len() - view.read_quorum;
+        for (index, (drive, info)) in view.drives.iter().zip(infos).enumerate() {
+            let endpoint =
+                drive.as_ref().map_or_else(|| format!("offline-{index}"), |d| d.endpoint().to_owned());
+            let host = drive_host(&endpoint).map_or_else(|| here.clone(), str::to_owned);
+            let path = match drive_host(&endpoint) {
+                Some(h) => endpoint.split_once(h).map_or("", |(_, p)| p).to_owned(),
+                None => endpoint.clone(),
+            };
+            let (state, info) = match info {
+                Some(i) => {
+                    online += 1;
+                    ("ok", *i)
+                }
+                None => {
+                    offline += 1;
+                    ("offline", Default::default())
+                }
+            };
+            let info: strata_object::DiskInfo = info;
+            servers.entry(host).or_default().push(json!({
+                "endpoint": endpoint,
+                "path": path,
+                "state": state,
+                "uuid": "",
+                "totalspace": info.total_bytes,
+                "usedspace": info.total_bytes.saturating_sub(info.free_bytes),
+                "availspace": info.free_bytes,
+                "pool_index": view.pool,
+                "set_index": view.set,
+                "disk_index": index,
+            }));
+        }
+    }
+    let started = strata_types::process::start_time_unix("self").unwrap_or(0.0);
+    let uptime = (strata_types::time::now_nanos() as f64 / 1e9 - started).max(0.0) as u64;
+    let network: BTreeMap<&String, &str> = servers.keys().map(|h| (h, "online")).collect();
+    let servers: Vec<Value> = servers
+        .iter()
+        .map(|(host, drives)| {
+            let reachable = host == &here || drives.iter().any(|d| d["state"] == "ok");
+            json!({
+                "state": if reachable { "online" } else { "offline" },
+                "endpoint": host,
+                "scheme": "http",
+                "uptime": uptime,
+                "version": concat!("strata-", env!("CARGO_PKG_VERSION")),
+                "commitID": "",
+                "network": network,
+                "drives": drives,
+                "poolNumber": drives.first().map_or(0, |d| d["pool_index"].as_u64().unwrap_or(0) + 1),
+            })
+        })
+        .collect();
+    let pools = sets_per_pool.len();
+    let total_sets: Vec<usize> = (0..pools).map(|p| sets_per_pool.get(&p).map_or(0, |s| s.0)).collect();
+    let drives_per_set: Vec<usize> = (0..pools).map(|p| sets_per_pool.get(&p).map_or(0, |s| s.1)).collect();
+    json!({
+        "mode": "online",
+        "deploymentID": node.layer.deployment_id().to_string(),
+        "region": node.config.region,
+        "servers": servers,
+        "backend": {
+            "backendType": "Erasure",
+            "onlineDisks": online,
+            "offlineDisks": offline,
+            "standardSCParity": parity,
+            "rrSCParity": parity,
+            "totalSets": total_sets,
+            "totalDrivesPerSet": drives_per_set,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signed_region_is_read_from_the_scope() {
+        let parts = |auth: &str| {
+            let (p, _) = http::Request::builder()
+                .header("authorization", auth)
+                .body(())
+                .expect("request")
+                .into_parts();
+            p
+        };
+        let minio =
+            "AWS4-HMAC-SHA256 Credential=admin/20261127//s3/aws4_request, SignedHeaders=host, Signature=00";
+        assert_eq!(signed_region(&parts(minio)).as_deref(), Some(""));
+        let aws = "AWS4-HMAC-SHA256 Credential=admin/20261127/eu-west-1/s3/aws4_request,SignedHeaders=host,Signature=0";
+        assert_eq!(signed_region(&parts(aws)).as_deref(), Some("eu-west-1"));
+        assert_eq!(signed_region(&parts("Bearer x")), None);
+    }
+
+    #[test]
+    fn drive_hosts() {
+        assert_eq!(drive_host("http://10.0.0.1:9000/mnt/d1"), Some("10.0.0.1:9000"));
+        assert_eq!(drive_host("/mnt/d1"), None);
+    }
+}
