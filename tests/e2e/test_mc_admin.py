@@ -185,3 +185,64 @@ def test_the_token_mc_generates_for_prometheus_scrapes_minios_paths(mc, server):
     head, claims, sig = token.split(".")
     assert scrape(f"{head}.{claims}.{sig[:-2]}AA")[0] == 403
     assert scrape(f"{head}.{claims[:-1]}.{sig}")[0] == 403
+
+
+def test_service_accounts_through_mc(mc, server):
+    m = Mc(mc, server)
+    s3 = server.client()
+    s3.create_bucket(Bucket="builds")
+    s3.put_object(Bucket="builds", Key="one", Body=b"1")
+    policy = server.dir / "builds.json"
+    policy.write_text(json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket"],
+         "Resource": ["arn:aws:s3:::builds", "arn:aws:s3:::builds/*"]}]}))
+    m.run("admin", "user", "add", "s", "frank", "frank-secret-key")
+    m.run("admin", "policy", "create", "s", "builds", str(policy))
+    m.run("admin", "policy", "attach", "s", "builds", "--user", "frank")
+
+    # Keys made by mc, a name, a description and an expiry: the answer is sealed.
+    (made,) = m.json("admin", "user", "svcacct", "add", "s", "frank", "--access-key", "FRANKCI1",
+                     "--secret-key", "frank-ci-secret-1", "--name", "ci", "--description", "the build robot",
+                     "--expiry", "2027-06-01")
+    assert made["accessKey"] == "FRANKCI1" and made["secretKey"] == "frank-ci-secret-1", made
+    (other,) = m.json("admin", "user", "svcacct", "add", "s", "frank")
+    listed = {a["accessKey"]: a for a in m.json("admin", "user", "svcacct", "list", "s", "frank")}
+    assert set(listed) == {"FRANKCI1", other["accessKey"]}, listed
+    assert listed["FRANKCI1"]["expiration"].startswith("2027-06-01") and "expiration" not in listed[other["accessKey"]]
+    (info,) = m.json("admin", "user", "svcacct", "info", "s", "FRANKCI1")
+    assert (info["parentUser"], info["name"], info["description"]) == ("frank", "ci", "the build robot"), info
+    assert info["accountStatus"] == "on" and info["impliedPolicy"] is True, info
+
+    ci = client(server, "FRANKCI1", "frank-ci-secret-1")
+    ci.put_object(Bucket="builds", Key="two", Body=b"2")
+    # Narrowed by a policy of its own: reads only.
+    narrow = server.dir / "read-only-builds.json"
+    narrow.write_text(json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": ["arn:aws:s3:::builds/*"]}]}))
+    m.run("admin", "user", "svcacct", "edit", "s", "FRANKCI1", "--policy", str(narrow))
+    assert ci.get_object(Bucket="builds", Key="two")["Body"].read() == b"2"
+    with pytest.raises(ci.exceptions.ClientError) as narrowed:
+        ci.put_object(Bucket="builds", Key="three", Body=b"3")
+    assert narrowed.value.response["Error"]["Code"] == "AccessDenied"
+    (info,) = m.json("admin", "user", "svcacct", "info", "s", "FRANKCI1")
+    assert not info.get("impliedPolicy") and "s3:GetObject" in json.dumps(info["policy"]), info
+
+    m.run("admin", "user", "svcacct", "disable", "s", "FRANKCI1")
+    with pytest.raises(ci.exceptions.ClientError) as disabled:
+        ci.get_object(Bucket="builds", Key="two")
+    assert disabled.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+    m.run("admin", "user", "svcacct", "enable", "s", "FRANKCI1")
+    m.run("admin", "user", "svcacct", "edit", "s", "FRANKCI1", "--secret-key", "frank-ci-secret-2")
+    with pytest.raises(ci.exceptions.ClientError):
+        ci.get_object(Bucket="builds", Key="two")
+    renewed = client(server, "FRANKCI1", "frank-ci-secret-2")
+    assert renewed.get_object(Bucket="builds", Key="two")["Body"].read() == b"2"
+
+    m.run("admin", "user", "svcacct", "rm", "s", "FRANKCI1")
+    m.run("admin", "user", "svcacct", "rm", "s", other["accessKey"])
+    assert "No service accounts found" in m.run("admin", "user", "svcacct", "list", "s", "frank").stdout
+    gone = m.run("admin", "user", "svcacct", "info", "s", "FRANKCI1", check=False)
+    assert gone.returncode != 0
+    # The root user has none: said plainly.
+    root = m.run("admin", "user", "svcacct", "add", "s", ACCESS_KEY, check=False)
+    assert root.returncode != 0 and "root user has none" in root.stderr, root

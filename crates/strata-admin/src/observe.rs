@@ -205,7 +205,8 @@ mod jwt_tests {
 
     #[test]
     fn prometheus_tokens_are_checked_whole() {
-        let claims = |sub: &str, iss: &str, exp: u64| serde_json::json!({ "sub": sub, "iss": iss, "exp": exp });
+        let claims =
+            |sub: &str, iss: &str, exp: u64| serde_json::json!({ "sub": sub, "iss": iss, "exp": exp });
         let good = token("HS512", claims("root", "prometheus", 2_000), "secret");
         assert_eq!(jwt_subject(&good, "root", "secret", 1_000).as_deref(), Some("root"));
         assert_eq!(jwt_subject(&good, "root", "secret", 2_000), None, "expired");

@@ -82,6 +82,23 @@ pub struct ServiceAccount {
     pub policy: Option<String>,
     /// Unix seconds after which the key no longer works.
     pub expiry: Option<u64>,
+    /// A name and a description for people (MinIO's `mc admin user svcacct add --name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// What changes in a service account (`None`: unchanged).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceAccountChange<'a> {
+    pub secret: Option<&'a str>,
+    /// `Some(None)` removes the account's own policy (it acts as its parent again).
+    pub policy: Option<Option<&'a str>>,
+    pub status: Option<Status>,
+    pub expiry: Option<u64>,
+    pub name: Option<&'a str>,
+    pub description: Option<&'a str>,
 }
 
 /// Temporary credentials (STS): like a service account, but always expiring and checked with
@@ -398,8 +415,50 @@ impl IamState {
             status: Status::Enabled,
             policy: policy.map(str::to_owned),
             expiry,
+            name: None,
+            description: None,
         };
         self.service_accounts.insert(access_key.to_owned(), account);
+        Ok(())
+    }
+
+    /// Changes a service account: its secret, policy, status, expiry (checked against `now`,
+    /// Unix seconds), name or description. Nothing changes when any part is refused.
+    pub fn update_service_account(
+        &mut self,
+        access_key: &str,
+        change: &ServiceAccountChange<'_>,
+        now: u64,
+    ) -> Result<(), IamError> {
+        let secret = change.secret.map(Secret::new).transpose()?;
+        if let Some(Some(doc)) = change.policy {
+            check_document(doc)?;
+        }
+        if change.expiry.is_some_and(|e| e <= now) {
+            return Err(IamError::ExpiryInPast);
+        }
+        let svc = self
+            .service_accounts
+            .get_mut(access_key)
+            .ok_or_else(|| IamError::NoSuchServiceAccount(access_key.to_owned()))?;
+        if let Some(secret) = secret {
+            svc.secret = secret;
+        }
+        if let Some(policy) = change.policy {
+            svc.policy = policy.map(str::to_owned);
+        }
+        if let Some(status) = change.status {
+            svc.status = status;
+        }
+        if let Some(expiry) = change.expiry {
+            svc.expiry = Some(expiry);
+        }
+        if let Some(name) = change.name {
+            svc.name = Some(name.to_owned()).filter(|n| !n.is_empty());
+        }
+        if let Some(description) = change.description {
+            svc.description = Some(description.to_owned()).filter(|d| !d.is_empty());
+        }
         Ok(())
     }
 

@@ -166,3 +166,55 @@ fn round_trip_and_validation_of_stored_state() {
     });
     assert_eq!(dup, IamError::Inconsistent("access key \"bob\" used twice".into()));
 }
+
+#[test]
+fn a_service_account_update_is_all_or_nothing() {
+    let mut s = IamState::new();
+    s.add_user("carol", "carol-secret").expect("user");
+    s.add_service_account("svckey01", "svc-secret-1", "carol", None, None, 100).expect("account");
+    let before = s.service_accounts["svckey01"].clone();
+    let bad_policy = ServiceAccountChange {
+        secret: Some("svc-secret-2"),
+        policy: Some(Some("{not a policy")),
+        ..Default::default()
+    };
+    assert!(s.update_service_account("svckey01", &bad_policy, 100).is_err());
+    let past = ServiceAccountChange { secret: Some("svc-secret-2"), expiry: Some(50), ..Default::default() };
+    assert!(matches!(s.update_service_account("svckey01", &past, 100), Err(IamError::ExpiryInPast)));
+    assert_eq!(s.service_accounts["svckey01"], before, "a refused update changed the account");
+    let good = ServiceAccountChange {
+        secret: Some("svc-secret-2"),
+        status: Some(Status::Disabled),
+        name: Some("ci"),
+        description: Some(""),
+        expiry: Some(500),
+        ..Default::default()
+    };
+    s.update_service_account("svckey01", &good, 100).expect("update");
+    let after = &s.service_accounts["svckey01"];
+    assert_eq!(after.secret.expose(), "svc-secret-2");
+    assert_eq!(
+        (after.status, after.expiry, after.name.as_deref(), after.description.as_deref()),
+        (Status::Disabled, Some(500), Some("ci"), None)
+    );
+    let narrow =
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*"}]}"#;
+    s.update_service_account(
+        "svckey01",
+        &ServiceAccountChange { policy: Some(Some(narrow)), ..Default::default() },
+        100,
+    )
+    .expect("policy");
+    assert_eq!(s.service_accounts["svckey01"].policy.as_deref(), Some(narrow));
+    s.update_service_account(
+        "svckey01",
+        &ServiceAccountChange { policy: Some(None), ..Default::default() },
+        100,
+    )
+    .expect("no policy");
+    assert_eq!(s.service_accounts["svckey01"].policy, None);
+    assert!(matches!(
+        s.update_service_account("missing", &ServiceAccountChange::default(), 100),
+        Err(IamError::NoSuchServiceAccount(_))
+    ));
+}

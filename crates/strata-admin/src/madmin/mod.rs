@@ -21,6 +21,9 @@
 //! | `PUT add-canned-policy?name=` (the document), `DELETE remove-canned-policy?name=` | | |
 //! | `GET list-canned-policies`, `GET info-canned-policy?name=` | | |
 //! | `POST idp/builtin/policy/attach`, `.../detach` | both | attaches or detaches policies |
+//! | `PUT add-service-account` | both | adds a service account (of a user, or of the caller) |
+//! | `GET list-service-accounts?user=`, `GET info-service-account?accessKey=` | answer | |
+//! | `DELETE delete-service-account?accessKey=` (204), `POST update-service-account?accessKey=` (204) | request | |
 //!
 //! Anything else is answered `501 NotImplemented` (never 503: MinIO's client retries those for
 //! minutes).
@@ -34,8 +37,10 @@ use http::{Method, StatusCode};
 use hyper::body::Incoming;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use strata_iam::state::{IamState, Status};
+use strata_iam::state::{IamState, ServiceAccount, ServiceAccountChange, Status};
 use strata_iam::{builtin, IamError, Target};
+use strata_system::credentials::{random_string, ACCESS_KEY_ALPHABET, SECRET_ALPHABET};
+use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 
 use crate::iam::{change, status_name};
 use crate::{authorize_in, json_reply, Admin};
@@ -83,6 +88,10 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::GET, "info-canned-policy") => "admin:GetPolicy",
         (&Method::POST, "idp/builtin/policy/attach") => "admin:AttachPolicy",
         (&Method::POST, "idp/builtin/policy/detach") => "admin:DetachPolicy",
+        (&Method::PUT, "add-service-account") => "admin:CreateServiceAccount",
+        (&Method::GET, "list-service-accounts" | "info-service-account") => "admin:ListServiceAccounts",
+        (&Method::DELETE, "delete-service-account") => "admin:RemoveServiceAccount",
+        (&Method::POST, "update-service-account") => "admin:UpdateServiceAccount",
         _ => return None,
     })
 }
@@ -270,6 +279,46 @@ impl Call<'_> {
             (&Method::POST, "idp/builtin/policy/attach" | "idp/builtin/policy/detach") => {
                 self.attach(op.ends_with("/attach")).await
             }
+            (&Method::PUT, "add-service-account") => self.add_service_account().await,
+            (&Method::GET, "list-service-accounts") => {
+                let directory = state();
+                let user = param(self.query, "user").filter(|u| !u.is_empty());
+                let accounts: Vec<Value> = directory
+                    .state()
+                    .service_accounts
+                    .iter()
+                    .filter(|(_, s)| user.is_none_or(|u| s.parent == u))
+                    .map(|(key, s)| {
+                        let mut a = service_account(s);
+                        a["accessKey"] = json!(key);
+                        a.as_object_mut().map(|o| o.remove("policy"));
+                        // Here MinIO's client reads the expiry unconditionally: 1970 is "none".
+                        if a.get("expiration").is_none() {
+                            a["expiration"] = json!(NO_EXPIRY);
+                        }
+                        a
+                    })
+                    .collect();
+                let accounts = json!({ "accounts": accounts });
+                self.sealed(&accounts).await
+            }
+            (&Method::GET, "info-service-account") => {
+                let key = required(self.query, "accessKey")?;
+                let directory = state();
+                let s = directory
+                    .state()
+                    .service_accounts
+                    .get(key)
+                    .ok_or_else(|| IamError::NoSuchServiceAccount(key.to_owned()))?;
+                let info = service_account(s);
+                self.sealed(&info).await
+            }
+            (&Method::DELETE, "delete-service-account") => {
+                let key = required(self.query, "accessKey")?;
+                change(node, |s| s.remove_service_account(key)).await?;
+                Ok(no_content())
+            }
+            (&Method::POST, "update-service-account") => self.update_service_account().await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
@@ -306,6 +355,127 @@ impl Call<'_> {
         Ok(r)
     }
 
+    async fn add_service_account(&self) -> Result<Reply, S3Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct NewAccount {
+            #[serde(default)]
+            access_key: String,
+            #[serde(default)]
+            secret_key: String,
+            #[serde(default)]
+            target_user: String,
+            #[serde(default)]
+            name: String,
+            #[serde(default)]
+            description: String,
+            #[serde(default)]
+            policy: Option<Value>,
+            #[serde(default)]
+            expiration: Option<String>,
+        }
+        let node = self.node;
+        let new: NewAccount = serde_json::from_slice(&self.open().await?).map_err(bad_body)?;
+        let parent = match new.target_user.as_str() {
+            "" => self.signer()?.to_owned(),
+            u => u.to_owned(),
+        };
+        if parent == node.config.root_user {
+            return Err(S3Error::new(
+                S3ErrorCode::InvalidArgument,
+                "Strata's service accounts belong to IAM users: the root user has none. Make one for a user.",
+            ));
+        }
+        let access_key = match new.access_key.as_str() {
+            "" => random_string(ACCESS_KEY_ALPHABET, 20)?,
+            k => k.to_owned(),
+        };
+        let secret_key = match new.secret_key.as_str() {
+            "" => random_string(SECRET_ALPHABET, 40)?,
+            s => s.to_owned(),
+        };
+        let policy = new.policy.filter(|p| !p.is_null()).map(|p| match p {
+            Value::String(s) => s,
+            other => other.to_string(),
+        });
+        let expiry = new.expiration.as_deref().map(expiry).transpose()?.flatten();
+        let now = strata_types::time::now_nanos() / 1_000_000_000;
+        if expiry.is_some_and(|e| e > now + SERVICE_ACCOUNT_EXPIRY_MAX_SECS) {
+            return Err(S3Error::new(S3ErrorCode::InvalidArgument, "the expiry is more than a year away"));
+        }
+        if access_key == node.config.root_user {
+            return Err(IamError::AccessKeyInUse(access_key).into());
+        }
+        let describe = ServiceAccountChange {
+            name: Some(new.name.as_str()),
+            description: Some(new.description.as_str()),
+            ..Default::default()
+        };
+        change(node, |s| {
+            s.add_service_account(&access_key, &secret_key, &parent, policy.as_deref(), expiry, now)?;
+            s.update_service_account(&access_key, &describe, now)
+        })
+        .await?;
+        let expiration =
+            expiry.map_or(NO_EXPIRY.to_owned(), |e| strata_types::time::iso8601(e * 1_000_000_000));
+        let reply = json!({ "credentials": { "accessKey": access_key, "secretKey": secret_key, "expiration": expiration } });
+        self.sealed(&reply).await
+    }
+
+    async fn update_service_account(&self) -> Result<Reply, S3Error> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Update {
+            #[serde(default)]
+            new_policy: Option<Value>,
+            #[serde(default)]
+            new_secret_key: String,
+            #[serde(default)]
+            new_status: String,
+            #[serde(default)]
+            new_name: Option<String>,
+            #[serde(default)]
+            new_description: Option<String>,
+            #[serde(default)]
+            new_expiration: Option<String>,
+        }
+        let key = required(self.query, "accessKey")?;
+        let u: Update = serde_json::from_slice(&self.open().await?).map_err(bad_body)?;
+        let policy = u.new_policy.filter(|p| !p.is_null()).map(|p| match p {
+            Value::String(s) => s,
+            other => other.to_string(),
+        });
+        let status = match u.new_status.as_str() {
+            "" => None,
+            "on" | "enabled" => Some(Status::Enabled),
+            "off" | "disabled" => Some(Status::Disabled),
+            other => {
+                return Err(S3Error::new(S3ErrorCode::InvalidArgument, &format!("unknown status {other:?}")));
+            }
+        };
+        let now = strata_types::time::now_nanos() / 1_000_000_000;
+        let expiry = u.new_expiration.as_deref().map(expiry).transpose()?.flatten();
+        let update = ServiceAccountChange {
+            secret: Some(u.new_secret_key.as_str()).filter(|s| !s.is_empty()),
+            // An empty policy document (`{}`) removes the account's own policy.
+            policy: policy.as_deref().map(|p| Some(p).filter(|p| !matches!(p.trim(), "" | "{}"))),
+            status,
+            expiry,
+            name: u.new_name.as_deref(),
+            description: u.new_description.as_deref(),
+        };
+        change(self.node, |s| s.update_service_account(key, &update, now)).await?;
+        Ok(no_content())
+    }
+
+    /// The access key that signed the request.
+    fn signer(&self) -> Result<&str, S3Error> {
+        let auth = self.parts.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        auth.and_then(|a| a.split("Credential=").nth(1))
+            .and_then(|c| c.split('/').next())
+            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "the request names no signer"))
+    }
+
     async fn attach(&self, attach: bool) -> Result<Reply, S3Error> {
         #[derive(Deserialize)]
         struct Association {
@@ -339,6 +509,51 @@ impl Call<'_> {
 
 fn empty() -> Reply {
     Reply::empty(StatusCode::OK).header("content-length", "0")
+}
+
+/// MinIO's client expects exactly 204 from some operations (a 200 reads as an error there).
+fn no_content() -> Reply {
+    Reply::empty(StatusCode::NO_CONTENT)
+}
+
+/// What MinIO's client reads as "no expiry".
+const NO_EXPIRY: &str = "1970-01-01T00:00:00Z";
+
+/// An RFC 3339 time as MinIO's client sends one (`Z` or a `+hh:mm` offset) in Unix seconds;
+/// `None` for its "no expiry" (the zero time or 1970).
+fn expiry(text: &str) -> Result<Option<u64>, S3Error> {
+    let bad = || S3Error::new(S3ErrorCode::InvalidArgument, &format!("{text:?} is not an RFC 3339 time"));
+    if text.starts_with("0001-01-01") || text.starts_with("1970-01-01T00:00:00") {
+        return Ok(None);
+    }
+    let (local, offset) = match text.len().checked_sub(6).map(|i| text.split_at(i)) {
+        Some((l, o)) if (o.starts_with('+') || o.starts_with('-')) && o.as_bytes().get(3) == Some(&b':') => {
+            let sign: i64 = if o.starts_with('-') { -1 } else { 1 };
+            let hours: i64 = o[1..3].parse().map_err(|_| bad())?;
+            let minutes: i64 = o[4..6].parse().map_err(|_| bad())?;
+            (format!("{l}Z"), sign * (hours * 3600 + minutes * 60))
+        }
+        _ => (text.to_owned(), 0),
+    };
+    let local = strata_types::time::parse_iso8601(&local).ok_or_else(bad)?;
+    let utc = i64::try_from(local).map_err(|_| bad())? - offset;
+    u64::try_from(utc).map(Some).map_err(|_| bad())
+}
+
+/// A service account as MinIO describes one (without its access key).
+fn service_account(s: &ServiceAccount) -> Value {
+    let mut v = json!({
+        "parentUser": s.parent,
+        "accountStatus": if s.status == Status::Enabled { "on" } else { "off" },
+        "impliedPolicy": s.policy.is_none(),
+        "policy": s.policy.clone().unwrap_or_default(),
+        "name": s.name.clone().unwrap_or_default(),
+        "description": s.description.clone().unwrap_or_default(),
+    });
+    if let Some(e) = s.expiry {
+        v["expiration"] = json!(strata_types::time::iso8601(e * 1_000_000_000));
+    }
+    v
 }
 
 fn status(query: &Query) -> Result<Status, S3Error> {
