@@ -3,6 +3,7 @@ users, groups and policies managed through it, with its sealed request and answe
 effect on what those users may do through S3; requests MinIO's client signs for the empty
 region; bad bodies and operations Strata does not serve answered with clear errors at once."""
 
+import base64
 import json
 import os
 import subprocess
@@ -246,3 +247,32 @@ def test_service_accounts_through_mc(mc, server):
     # The root user has none: said plainly.
     root = m.run("admin", "user", "svcacct", "add", "s", ACCESS_KEY, check=False)
     assert root.returncode != 0 and "root user has none" in root.stderr, root
+
+
+def test_kms_keys_through_mc(mc):
+    master = "strata-key:" + base64.b64encode(os.urandom(32)).decode()
+    with_kms = Server(env={"STRATA_KMS_SECRET_KEY": master}).start()
+    try:
+        m = Mc(mc, with_kms)
+        m.run("admin", "kms", "key", "create", "s", "photos")
+        (listed,) = m.json("admin", "kms", "key", "list", "s")
+        assert sorted(listed["keys"]) == ["photos", "strata-key"], listed
+        (status,) = m.json("admin", "kms", "key", "status", "s", "photos")
+        assert status["keyId"] == "photos" and "encryptionError" not in status and "decryptionError" not in status
+        (default,) = m.json("admin", "kms", "key", "status", "s")
+        assert default["keyId"] == "strata-key", default
+        (missing,) = m.json("admin", "kms", "key", "status", "s", "nosuchkey")
+        assert "does not exist" in missing["encryptionError"], missing
+        # The key made through mc encrypts objects.
+        s3 = with_kms.client()
+        s3.create_bucket(Bucket="vault")
+        s3.put_object(Bucket="vault", Key="k", Body=b"sealed", ServerSideEncryption="aws:kms", SSEKMSKeyId="photos")
+        head = s3.head_object(Bucket="vault", Key="k")
+        assert head["SSEKMSKeyId"].endswith("photos") and s3.get_object(Bucket="vault", Key="k")["Body"].read() == b"sealed"
+    finally:
+        with_kms.cleanup()
+
+
+def test_kms_commands_without_a_kms_say_so(mc, server):
+    out = Mc(mc, server).run("admin", "kms", "key", "list", "s", check=False)
+    assert out.returncode != 0 and "No KMS is configured" in out.stderr, out

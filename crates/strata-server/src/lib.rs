@@ -302,7 +302,9 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
     node.metrics.received_bytes.inc_by(declared);
     let (api, result) = if path.starts_with(strata_admin::ADMIN_PREFIX) {
         strata_admin::serve(&admin, &parts, body).await
-    } else if path.starts_with(strata_admin::madmin::PREFIX) {
+    } else if path.starts_with(strata_admin::madmin::PREFIX)
+        || path.starts_with(strata_admin::madmin::KMS_PREFIX)
+    {
         strata_admin::madmin::serve(&admin, &parts, body).await
     } else if strata_s3::sts::is_sts(&parts) {
         let (api, reply) = strata_s3::sts::serve(&node, &parts, body, &request_id).await;

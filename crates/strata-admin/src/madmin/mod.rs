@@ -25,6 +25,10 @@
 //! | `GET list-service-accounts?user=`, `GET info-service-account?accessKey=` | answer | |
 //! | `DELETE delete-service-account?accessKey=` (204), `POST update-service-account?accessKey=` (204) | request | |
 //!
+//! | `POST /minio/kms/v1/key/create?key-id=` | | a key in the configured KMS |
+//! | `GET /minio/kms/v1/key/list?pattern=` | | keys whose names start with the pattern (`*`: all) |
+//! | `GET /minio/kms/v1/key/status?key-id=` | | a data key generated and opened with the key (the default one when none is named) |
+//!
 //! Anything else is answered `501 NotImplemented` (never 503: MinIO's client retries those for
 //! minutes).
 
@@ -49,6 +53,8 @@ use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::{Node, Reply};
 
 pub const PREFIX: &str = "/minio/admin/v3/";
+/// MinIO's KMS API (`mc admin kms key ...`), served here as operations `kms/...`.
+pub const KMS_PREFIX: &str = "/minio/kms/v1/";
 
 type Query = [(String, String)];
 
@@ -92,6 +98,8 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::GET, "list-service-accounts" | "info-service-account") => "admin:ListServiceAccounts",
         (&Method::DELETE, "delete-service-account") => "admin:RemoveServiceAccount",
         (&Method::POST, "update-service-account") => "admin:UpdateServiceAccount",
+        (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
+        (&Method::GET, "kms/key/list" | "kms/key/status") => "admin:KMSKeyStatus",
         _ => return None,
     })
 }
@@ -110,7 +118,12 @@ pub async fn serve(
     body: Incoming,
 ) -> (String, Result<Reply, S3Error>) {
     let node = admin.node.as_ref();
-    let op = parts.uri.path().strip_prefix(PREFIX).unwrap_or("").to_owned();
+    let path = parts.uri.path();
+    let op = match (path.strip_prefix(PREFIX), path.strip_prefix(KMS_PREFIX)) {
+        (Some(op), _) => op.to_owned(),
+        (None, Some(op)) => format!("kms/{op}"),
+        (None, None) => String::new(),
+    };
     let name = format!("MinioAdmin{}", op.split(['/', '-']).map(crate::capitalise).collect::<String>());
     let query = strata_s3::router::parse_query(parts.uri.query().unwrap_or(""));
     let Some(action) = action(&parts.method, &op, &query) else {
@@ -319,6 +332,7 @@ impl Call<'_> {
                 Ok(no_content())
             }
             (&Method::POST, "update-service-account") => self.update_service_account().await,
+            (_, "kms/key/create" | "kms/key/list" | "kms/key/status") => self.kms(op).await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
@@ -466,6 +480,58 @@ impl Call<'_> {
         };
         change(self.node, |s| s.update_service_account(key, &update, now)).await?;
         Ok(no_content())
+    }
+
+    /// MinIO's `mc admin kms key create|list|status` over Strata's configured KMS.
+    async fn kms(&self, op: &str) -> Result<Reply, S3Error> {
+        let Some(kms) = &self.node.kms else {
+            return Err(S3Error::new(
+                S3ErrorCode::NotImplemented,
+                "No KMS is configured (set STRATA_KMS_SECRET_KEY, or STRATA_KMS_VAULT_ENDPOINT).",
+            ));
+        };
+        let key_id = param(self.query, "key-id").unwrap_or("");
+        match op {
+            "kms/key/create" => {
+                let key = required(self.query, "key-id")?;
+                kms.create_key(key).await?;
+                Ok(empty())
+            }
+            "kms/key/list" => {
+                let pattern = param(self.query, "pattern").unwrap_or("");
+                let prefix = pattern.trim_end_matches('*');
+                let keys: Vec<Value> = kms
+                    .list_keys()
+                    .await?
+                    .iter()
+                    .filter(|k| k.name.starts_with(prefix))
+                    .map(|k| {
+                        json!({
+                            "name": k.name,
+                            "createdAt": strata_types::time::iso8601(k.created.saturating_mul(1_000_000_000)),
+                            "createdBy": "",
+                        })
+                    })
+                    .collect();
+                Ok(json_reply(StatusCode::OK, &keys))
+            }
+            _ => {
+                let key = if key_id.is_empty() { kms.default_key_id().to_owned() } else { key_id.to_owned() };
+                let context = b"mc admin kms key status";
+                let mut answer = json!({ "key-id": key });
+                match kms.generate_key(&key, context).await {
+                    Ok(generated) => match kms.decrypt_key(&key, &generated.ciphertext, context).await {
+                        Ok(opened)
+                            if strata_sign::constant_time_eq(opened.as_bytes(), generated.key.as_bytes()) => {
+                        }
+                        Ok(_) => answer["decryption-error"] = json!("the key opened is not the key sealed"),
+                        Err(e) => answer["decryption-error"] = json!(e.to_string()),
+                    },
+                    Err(e) => answer["encryption-error"] = json!(e.to_string()),
+                }
+                Ok(json_reply(StatusCode::OK, &answer))
+            }
+        }
     }
 
     /// The access key that signed the request.
