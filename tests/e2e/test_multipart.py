@@ -2,10 +2,12 @@
 
 import hashlib
 import os
+import subprocess
 
 import pytest
 from botocore.exceptions import ClientError
 
+from conftest import ACCESS_KEY, SECRET_KEY
 from test_awscli_and_streaming import aws
 
 MiB = 1024 * 1024
@@ -563,3 +565,44 @@ def test_ownership_controls_and_public_access_block(server, s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.put_public_access_block(Bucket="no-such-bucket", PublicAccessBlockConfiguration=block)
     assert code(e) == "NoSuchBucket"
+
+
+def test_mc_pipe_and_multipart_cp_with_crc32c(server, mc, tmp_path):
+    """MinIO's `mc` uploads a stream of unknown size and large files as multipart uploads with
+    CRC32C parts, and names the object's composite checksum on Complete without its `-N` part
+    count: accepted, as with it; a wrong one is refused."""
+    env = dict(os.environ, MC_HOST_s=f"http://{ACCESS_KEY}:{SECRET_KEY}@127.0.0.1:{server.port}")
+
+    def run(*args, data=None):
+        out = subprocess.run([mc, "--config-dir", str(tmp_path / "mc"), *args], input=data, env=env,
+                             capture_output=True, timeout=120)
+        assert out.returncode == 0, out.stderr.decode()
+        return out.stdout
+
+    run("mb", "s/piped")
+    small = b"a few bytes from a pipe\n"
+    run("pipe", "s/piped/small", data=small)
+    big = os.urandom(70 * MiB)
+    run("pipe", "s/piped/big", data=big)
+    (tmp_path / "file.bin").write_bytes(big[: 40 * MiB])
+    run("cp", str(tmp_path / "file.bin"), "s/piped/file.bin")
+    assert run("cat", "s/piped/small") == small
+    assert hashlib.sha256(run("cat", "s/piped/big")).digest() == hashlib.sha256(big).digest()
+    assert run("cat", "s/piped/file.bin") == big[: 40 * MiB]
+
+    # The same through boto3: the whole-object checksum on Complete, with and without `-N`.
+    s3 = server.client()
+    for key, suffix, ok in [("with", "-1", True), ("bare", "", True), ("wrong", "", False)]:
+        up = s3.create_multipart_upload(Bucket="piped", Key=key, ChecksumAlgorithm="CRC32C")
+        r = s3.upload_part(Bucket="piped", Key=key, UploadId=up["UploadId"], PartNumber=1, Body=b"hi\n",
+                           ChecksumAlgorithm="CRC32C")
+        composite = "hSEgHA==" if ok else "AAAAAA=="
+        parts = {"Parts": [{"PartNumber": 1, "ETag": r["ETag"], "ChecksumCRC32C": r["ChecksumCRC32C"]}]}
+        call = lambda: s3.complete_multipart_upload(Bucket="piped", Key=key, UploadId=up["UploadId"],  # noqa: E731
+                                                    MultipartUpload=parts, ChecksumCRC32C=composite + suffix)
+        if ok:
+            assert call()["ChecksumCRC32C"] == "hSEgHA==-1"
+        else:
+            with pytest.raises(ClientError) as e:
+                call()
+            assert code(e) == "BadDigest"
