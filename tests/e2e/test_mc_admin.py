@@ -276,3 +276,34 @@ def test_kms_keys_through_mc(mc):
 def test_kms_commands_without_a_kms_say_so(mc, server):
     out = Mc(mc, server).run("admin", "kms", "key", "list", "s", check=False)
     assert out.returncode != 0 and "No KMS is configured" in out.stderr, out
+
+
+def test_heal_through_mc(mc):
+    healing = Server().start()
+    try:
+        m = Mc(mc, healing)
+        s3 = healing.client()
+        s3.create_bucket(Bucket="photos")
+        for i in range(3):
+            s3.put_object(Bucket="photos", Key=f"p{i}", Body=os.urandom(300_000))
+        data = healing.drives[1] / ".strata.sys" / "data"
+
+        def shard_files():
+            return sum(1 for p in data.rglob("*") if p.is_file())
+
+        assert shard_files() == 3
+        for p in data.rglob("*"):
+            if p.is_file():
+                p.unlink()
+        assert shard_files() == 0
+        (status,) = m.json("admin", "heal", "s")
+        (state,) = status["HealInfo"]["sets"]
+        assert [d["state"] for d in state["disks"]] == ["ok"] * 4, state
+        assert "No active healing" in m.run("admin", "heal", "s").stdout
+        # A deep scan of the bucket finds the missing shards and writes them back.
+        m.run("admin", "heal", "-r", "--scan", "deep", "s/photos", timeout=120)
+        assert shard_files() == 3, "the heal did not write the shards back"
+        missing = m.run("admin", "heal", "-r", "s/nosuchbucket", check=False)
+        assert missing.returncode != 0 and "does not exist" in missing.stderr, missing
+    finally:
+        healing.cleanup()

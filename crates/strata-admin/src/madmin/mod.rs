@@ -25,6 +25,8 @@
 //! | `GET list-service-accounts?user=`, `GET info-service-account?accessKey=` | answer | |
 //! | `DELETE delete-service-account?accessKey=` (204), `POST update-service-account?accessKey=` (204) | request | |
 //!
+//! | `POST background-heal/status` | | the healer: sets, drives, what it healed |
+//! | `POST heal/[BUCKET[/PREFIX]]` | | starts a heal scan (`scanMode` 2: deep); with `clientToken=`, its progress |
 //! | `POST /minio/kms/v1/key/create?key-id=` | | a key in the configured KMS |
 //! | `GET /minio/kms/v1/key/list?pattern=` | | keys whose names start with the pattern (`*`: all) |
 //! | `GET /minio/kms/v1/key/status?key-id=` | | a data key generated and opened with the key (the default one when none is named) |
@@ -98,6 +100,8 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::GET, "list-service-accounts" | "info-service-account") => "admin:ListServiceAccounts",
         (&Method::DELETE, "delete-service-account") => "admin:RemoveServiceAccount",
         (&Method::POST, "update-service-account") => "admin:UpdateServiceAccount",
+        (&Method::POST, "background-heal/status") => "admin:Heal",
+        (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => "admin:Heal",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
         (&Method::GET, "kms/key/list" | "kms/key/status") => "admin:KMSKeyStatus",
         _ => return None,
@@ -333,6 +337,10 @@ impl Call<'_> {
             }
             (&Method::POST, "update-service-account") => self.update_service_account().await,
             (_, "kms/key/create" | "kms/key/list" | "kms/key/status") => self.kms(op).await,
+            (&Method::POST, "background-heal/status") => {
+                Ok(json_reply(StatusCode::OK, &background_heal(node).await))
+            }
+            (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => self.heal(o).await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
@@ -534,6 +542,72 @@ impl Call<'_> {
         }
     }
 
+    /// `mc admin heal ALIAS/BUCKET[/PREFIX]`: a heal scan of that scope, then its progress,
+    /// polled with the scan's number as the client token.
+    async fn heal(&self, op: &str) -> Result<Reply, S3Error> {
+        let layer = &self.node.layer;
+        if let Some(token) = param(self.query, "clientToken") {
+            let id: u64 = token
+                .parse()
+                .map_err(|_| S3Error::new(S3ErrorCode::InvalidArgument, "unknown heal client token"))?;
+            let status = layer.heal_status().await;
+            let scan = &status.scan;
+            let done = scan.id > id || (scan.id == id && scan.state == "idle");
+            let detail = if scan.id == id {
+                format!(
+                    "{} objects scanned, {} healed, {} failed",
+                    scan.objects_scanned, scan.objects_healed, scan.objects_failed
+                )
+            } else {
+                String::new()
+            };
+            let reply = json!({
+                "summary": if done { "finished" } else { "running" },
+                "detail": detail,
+                "startTime": strata_types::time::iso8601(scan.started.saturating_mul(1_000_000_000)),
+                "items": [],
+            });
+            return Ok(json_reply(StatusCode::OK, &reply));
+        }
+        if param(self.query, "forceStop") == Some("true") {
+            return Err(S3Error::new(
+                S3ErrorCode::NotImplemented,
+                "Strata's heal scans run to their end; there is nothing to stop",
+            ));
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct HealOpts {
+            #[serde(default)]
+            scan_mode: u8,
+        }
+        let opts: HealOpts = if self.body.is_empty() {
+            HealOpts::default()
+        } else {
+            serde_json::from_slice(self.body).map_err(bad_body)?
+        };
+        let scope = op.strip_prefix("heal").unwrap_or("").trim_start_matches('/');
+        let (bucket, prefix) = scope.split_once('/').unwrap_or((scope, ""));
+        let bucket = Some(bucket.to_owned()).filter(|b| !b.is_empty());
+        if let Some(b) = &bucket {
+            layer.bucket_info(b)?;
+        }
+        let scope = strata_object::HealScope { bucket, prefix: prefix.to_owned(), deep: opts.scan_mode == 2 };
+        let id = match layer.start_heal_scan(scope) {
+            strata_object::ScanStart::Started(id) | strata_object::ScanStart::Queued(id) => id,
+        };
+        let client = self
+            .parts
+            .extensions
+            .get::<strata_s3::context::ConnInfo>()
+            .and_then(|c| c.peer)
+            .map(|p| p.ip().to_string())
+            .unwrap_or_default();
+        let now = strata_types::time::iso8601(strata_types::time::now_nanos());
+        let reply = json!({ "clientToken": id.to_string(), "clientAddress": client, "startTime": now });
+        Ok(json_reply(StatusCode::OK, &reply))
+    }
+
     /// The access key that signed the request.
     fn signer(&self) -> Result<&str, S3Error> {
         let auth = self.parts.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
@@ -642,6 +716,52 @@ fn user_info(state: &IamState, key: &str) -> Value {
         "policyName": user.policies.iter().map(String::as_str).collect::<Vec<_>>().join(","),
         "status": status_name(user.status),
         "memberOf": groups,
+    })
+}
+
+/// MinIO's `BgHealState`: every set with its drives and their state, and what the healer did.
+async fn background_heal(node: &Node) -> Value {
+    let status = node.layer.heal_status().await;
+    let states = crate::observe::drive_states(node).await;
+    let mut parity = 0;
+    let sets: Vec<Value> = states
+        .iter()
+        .map(|(view, infos)| {
+            parity = view.drives.len() - view.read_quorum;
+            let disks: Vec<Value> = view
+                .drives
+                .iter()
+                .zip(infos)
+                .enumerate()
+                .map(|(index, (drive, info))| {
+                    let endpoint = drive
+                        .as_ref()
+                        .map_or_else(|| format!("offline-{index}"), |d| d.endpoint().to_owned());
+                    json!({
+                        "endpoint": endpoint,
+                        "state": if info.is_some() { "ok" } else { "offline" },
+                        "pool_index": view.pool,
+                        "set_index": view.set,
+                        "disk_index": index,
+                    })
+                })
+                .collect();
+            json!({
+                "id": format!("{}-{}", view.pool, view.set),
+                "pool_index": view.pool,
+                "set_index": view.set,
+                "heal_status": status.state,
+                "heal_priority": format!("{:?}", status.priority).to_lowercase(),
+                "disks": disks,
+            })
+        })
+        .collect();
+    json!({
+        "offline_nodes": [],
+        "ScannedItemsCount": status.scan.objects_scanned,
+        "HealDisks": [],
+        "sets": sets,
+        "sc_parity": { "STANDARD": parity },
     })
 }
 
