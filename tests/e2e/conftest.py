@@ -208,16 +208,22 @@ def bucket(s3):
     return "e2e-bucket"
 
 
-@pytest.fixture(scope="module")
-def mc():
-    """MinIO's `mc` client: MC_BIN, or built by scripts/install-mc.sh (the Go toolchain)."""
-    given = os.environ.get("MC_BIN")
+def go_tool(name, variable):
+    """A Go tool the tests drive: the path in `variable`, or the one scripts/install-NAME.sh
+    builds with the Go toolchain (pinned, into ./.tools/bin)."""
+    given = os.environ.get(variable)
     if given:
         return given
-    built = subprocess.run([str(ROOT / "scripts" / "install-mc.sh")], capture_output=True, text=True)
+    built = subprocess.run([str(ROOT / "scripts" / f"install-{name}.sh")], capture_output=True, text=True)
     if built.returncode != 0:
-        pytest.fail(f"scripts/install-mc.sh could not build mc:\n{built.stderr}")
+        pytest.fail(f"scripts/install-{name}.sh could not build {name}:\n{built.stderr}")
     return built.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def mc():
+    """MinIO's `mc` client (MC_BIN, or built)."""
+    return go_tool("mc", "MC_BIN")
 
 
 def admin_cli(server, *args, check=True):

@@ -3,28 +3,19 @@
 it leaves behind really encrypted. scripts/install-warp.sh builds warp (a pinned release) into
 ./.tools/bin; WARP_BIN overrides it."""
 import base64
-import os
 import subprocess
-from pathlib import Path
 
 import botocore.exceptions
 import pytest
 
-from conftest import ACCESS_KEY, SECRET_KEY, Server, make_certs
+from conftest import ACCESS_KEY, SECRET_KEY, Server, go_tool, make_certs
 
-ROOT = Path(__file__).resolve().parents[2]
 MASTER = "strata-test-key:" + base64.b64encode(bytes(range(2, 34))).decode()
 
 
 @pytest.fixture(scope="module")
 def warp():
-    given = os.environ.get("WARP_BIN")
-    if given:
-        return given
-    built = subprocess.run([str(ROOT / "scripts" / "install-warp.sh")], capture_output=True, text=True)
-    if built.returncode != 0:
-        pytest.fail(f"scripts/install-warp.sh could not build warp:\n{built.stderr}")
-    return built.stdout.strip()
+    return go_tool("warp", "WARP_BIN")
 
 
 @pytest.fixture(scope="module")

@@ -38,11 +38,11 @@ use strata_s3::{Node, Reply};
 
 type Query = [(String, String)];
 
-fn param<'q>(query: &'q Query, name: &str) -> Option<&'q str> {
+pub(crate) fn param<'q>(query: &'q Query, name: &str) -> Option<&'q str> {
     query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
 }
 
-fn required<'q>(query: &'q Query, name: &str) -> Result<&'q str, S3Error> {
+pub(crate) fn required<'q>(query: &'q Query, name: &str) -> Result<&'q str, S3Error> {
     param(query, name)
         .filter(|v| !v.is_empty())
         .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidArgument, &format!("the query needs {name}")))
@@ -191,7 +191,7 @@ pub(crate) async fn change<R>(
     Ok(answer)
 }
 
-fn status(query: &Query) -> Result<Status, S3Error> {
+pub(crate) fn status(query: &Query) -> Result<Status, S3Error> {
     match param(query, "status") {
         Some(s) if s.eq_ignore_ascii_case("enabled") => Ok(Status::Enabled),
         Some(s) if s.eq_ignore_ascii_case("disabled") => Ok(Status::Disabled),

@@ -179,19 +179,17 @@ pub(crate) async fn check_and_stamp(
 
 /// The write's `condition`, checked under the object's lock against the drives' current
 /// versions (nothing is read without one). The stamps read move this node's clock past them
-/// ([`ErasureSet::stamp_after`]), so the commit that follows is not refused for them.
+/// ([`check_and_stamp`]), so the commit that follows is not refused for them.
 pub(crate) async fn check_locked(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
     condition: &Option<WriteCondition>,
 ) -> Result<(), ObjectError> {
-    if condition.is_none() {
-        return Ok(());
+    match condition {
+        None => Ok(()),
+        Some(_) => check_and_stamp(set, bucket, key, condition).await.map(drop),
     }
-    let reads = set.read_records(bucket, key, false).await;
-    set.stamp_after(&reads)?;
-    check_condition_on(set, reads, condition)
 }
 
 /// [`check_condition`] against drive answers already read.

@@ -48,7 +48,7 @@ use strata_iam::{builtin, IamError, Target};
 use strata_system::credentials::{random_string, ACCESS_KEY_ALPHABET, SECRET_ALPHABET};
 use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 
-use crate::iam::{change, status_name};
+use crate::iam::{change, param, required, status, status_name};
 use crate::{authorize_in, json_reply, Admin};
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
@@ -59,16 +59,6 @@ pub const PREFIX: &str = "/minio/admin/v3/";
 pub const KMS_PREFIX: &str = "/minio/kms/v1/";
 
 type Query = [(String, String)];
-
-fn param<'q>(query: &'q Query, name: &str) -> Option<&'q str> {
-    query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-}
-
-fn required<'q>(query: &'q Query, name: &str) -> Result<&'q str, S3Error> {
-    param(query, name)
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| S3Error::new(S3ErrorCode::InvalidArgument, &format!("the query needs {name}")))
-}
 
 fn bad_body(why: impl std::fmt::Display) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidArgument, &format!("the request body is not what was expected: {why}"))
@@ -694,14 +684,6 @@ fn service_account(s: &ServiceAccount) -> Value {
         v["expiration"] = json!(strata_types::time::iso8601(e * 1_000_000_000));
     }
     v
-}
-
-fn status(query: &Query) -> Result<Status, S3Error> {
-    match param(query, "status") {
-        Some(s) if s.eq_ignore_ascii_case("enabled") => Ok(Status::Enabled),
-        Some(s) if s.eq_ignore_ascii_case("disabled") => Ok(Status::Disabled),
-        _ => Err(S3Error::new(S3ErrorCode::InvalidArgument, "status must be enabled or disabled")),
-    }
 }
 
 fn parse_document(document: &str) -> Value {
