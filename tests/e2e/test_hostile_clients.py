@@ -6,6 +6,7 @@ import resource
 import socket
 import time
 import urllib.parse
+import urllib.request
 
 import boto3
 import botocore.config
@@ -289,3 +290,68 @@ def test_too_many_request_headers_are_refused(server):
 
     assert ask(150).startswith(b"HTTP/1.1 431")
     assert ask(90).startswith(b"HTTP/1.1 200")
+
+
+def metric_total(server, name):
+    with urllib.request.urlopen(f"{server.endpoint}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(line.split()[-1]) for line in text.splitlines() if line.startswith(name))
+
+
+def test_trickling_uploads_are_cut_by_the_minimum_transfer_rate(started):
+    """Uploads sending a few bytes every half second keep every time-out from firing (the idle
+    time-out is a minute here). The minimum transfer rate (1 KiB/s over 3 s windows here) ends
+    them with `RequestTimeout`, counts them, and stores nothing; an upload at 4 KiB/s, slow but
+    above the floor, and a fresh PUT meanwhile both succeed."""
+    server = started(STRATA_IDLE_TIMEOUT="60s", STRATA_MIN_TRANSFER_RATE="1KiB", STRATA_MIN_TRANSFER_WINDOW="3s",
+                     STRATA_PROMETHEUS_AUTH_TYPE="public")
+    s3 = server.client()
+    s3.create_bucket(Bucket="trickle")
+
+    def start_put(key, length):
+        url = urllib.parse.urlsplit(s3.generate_presigned_url(
+            "put_object", Params={"Bucket": "trickle", "Key": key}, ExpiresIn=600))
+        s = connect(server.port)
+        s.sendall(f"PUT {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Length: {length}\r\n\r\n"
+                  .encode())
+        return s
+
+    tricklers = [start_put(f"slow-{i}", 1 << 20) for i in range(20)]
+    steady = start_put("steady", 24 * 1024)
+    started_at, answers = time.time(), {}
+    sent_steady = 0
+    while time.time() - started_at < 12 and (len(answers) < len(tricklers) or sent_steady < 24 * 1024):
+        for i, s in enumerate(tricklers):
+            if i in answers:
+                continue
+            try:
+                s.sendall(b"t" * 256)
+            except OSError:
+                pass
+            s.setblocking(False)
+            try:
+                data = s.recv(65536)
+                if data:
+                    answers[i] = (time.time() - started_at, data)
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                answers[i] = (time.time() - started_at, repr(e).encode())
+            s.setblocking(True)
+        if sent_steady < 24 * 1024:
+            steady.sendall(b"s" * 2048)
+            sent_steady += 2048
+        time.sleep(0.5)
+    steady.settimeout(10)
+    steady_answer = steady.recv(65536)
+    for s in [*tricklers, steady]:
+        s.close()
+    assert steady_answer.startswith(b"HTTP/1.1 200"), steady_answer
+    assert len(answers) == len(tricklers), f"{len(tricklers) - len(answers)} trickling uploads still open"
+    for i, (after, data) in answers.items():
+        assert data.startswith(b"HTTP/1.1 400") and b"<Code>RequestTimeout</Code>" in data, (i, data[:300])
+        assert 2.5 <= after < 9, f"upload {i} cut after {after:.1f}s"
+    assert s3.get_object(Bucket="trickle", Key="steady")["Body"].read() == b"s" * 24 * 1024
+    s3.put_object(Bucket="trickle", Key="fresh", Body=b"fresh")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket="trickle")["Contents"]] == ["fresh", "steady"]
+    assert metric_total(server, "strata_s3_slow_request_bodies_cut_total") == len(tricklers)

@@ -5,7 +5,7 @@
 use std::sync::atomic::AtomicU64;
 
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
+pub use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
@@ -60,6 +60,8 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub request_duration: Family<ApiLabels, Histogram>,
     pub received_bytes: Counter,
+    /// Request bodies cut for moving slower than the minimum transfer rate.
+    pub slow_bodies_cut: Counter,
     pub sent_bytes: Counter,
     pub requests_in_flight: Gauge,
     pub drive_online: Family<DriveLabels, Gauge>,
@@ -125,6 +127,12 @@ impl Metrics {
             "strata_s3_received_bytes",
             "Request body bytes declared by S3 clients",
             received_bytes.clone(),
+        );
+        let slow_bodies_cut = Counter::default();
+        r.register(
+            "strata_s3_slow_request_bodies_cut",
+            "Request bodies cut for moving slower than STRATA_MIN_TRANSFER_RATE",
+            slow_bodies_cut.clone(),
         );
         let sent_bytes = Counter::default();
         r.register("strata_s3_sent_bytes", "Response body bytes sent to S3 clients", sent_bytes.clone());
@@ -312,6 +320,7 @@ impl Metrics {
             requests,
             request_duration,
             received_bytes,
+            slow_bodies_cut,
             sent_bytes,
             requests_in_flight,
             drive_online,

@@ -21,6 +21,9 @@ pub enum BodyError {
     Io(String),
     #[error("the client sent no body data within the time-out")]
     TimedOut,
+    /// The body moved slower than the minimum transfer rate over its window.
+    #[error("the client sent {bytes} bytes of body in {seconds} s, under the minimum of {rate} B/s")]
+    TooSlow { bytes: u64, seconds: u64, rate: u64 },
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -27,6 +27,23 @@ pub struct ChecksumRequest {
     pub expected: Option<String>,
 }
 
+/// The slowest a request body may move ([`strata_types::limits::MIN_TRANSFER_RATE`]): at least
+/// `bytes_per_sec` × `window` bytes in every `window` of waiting for the client. Counted in
+/// `cut` when it ends a body.
+#[derive(Clone)]
+pub struct MinRate {
+    pub bytes_per_sec: u64,
+    pub window: std::time::Duration,
+    pub cut: strata_metrics::Counter,
+}
+
+/// A [`MinRate`] window in progress: time spent waiting for the client, and bytes received.
+#[derive(Default)]
+struct Pace {
+    waited: std::time::Duration,
+    bytes: u64,
+}
+
 pub struct RequestBody {
     incoming: Incoming,
     decoder: Option<ChunkedDecoder>,
@@ -40,6 +57,9 @@ pub struct RequestBody {
     /// Longest wait for the next piece of body: a client that stalls mid-body is answered
     /// `RequestTimeout` instead of holding its request (and its budget) forever.
     stall_timeout: std::time::Duration,
+    /// The slowest pace accepted, and the current window's.
+    min_rate: Option<MinRate>,
+    pace: Pace,
 }
 
 impl RequestBody {
@@ -50,9 +70,12 @@ impl RequestBody {
         sha256: Option<String>,
         checksum: Option<ChecksumRequest>,
         stall_timeout: std::time::Duration,
+        min_rate: Option<MinRate>,
     ) -> Self {
         Self {
             stall_timeout,
+            min_rate: min_rate.filter(|r| r.bytes_per_sec > 0 && !r.window.is_zero()),
+            pace: Pace::default(),
             incoming,
             decoder,
             ready: VecDeque::new(),
@@ -75,6 +98,27 @@ impl RequestBody {
             out.extend_from_slice(&chunk);
         }
         Ok(out)
+    }
+
+    /// Ends a window of waiting: the body must have moved at least the minimum over it.
+    fn check_pace(&mut self) -> Result<(), BodyError> {
+        let Some(rate) = &self.min_rate else { return Ok(()) };
+        if self.pace.waited < rate.window {
+            return Ok(());
+        }
+        let seconds = self.pace.waited.as_secs_f64();
+        if (self.pace.bytes as f64) < rate.bytes_per_sec as f64 * seconds {
+            rate.cut.inc();
+            let e = BodyError::TooSlow {
+                bytes: self.pace.bytes,
+                seconds: seconds as u64,
+                rate: rate.bytes_per_sec,
+            };
+            tracing::info!(error = %e, "a request body cut for its pace");
+            return Err(e);
+        }
+        self.pace = Pace::default();
+        Ok(())
     }
 
     fn finish(&mut self) -> Result<(), BodyError> {
@@ -129,9 +173,15 @@ impl BodyReader for RequestBody {
             if self.done {
                 return Ok(None);
             }
+            let waiting = std::time::Instant::now();
             let frame = tokio::time::timeout(self.stall_timeout, self.incoming.frame())
                 .await
                 .map_err(|_| BodyError::TimedOut)?;
+            self.pace.waited += waiting.elapsed();
+            if let Some(Ok(data)) = frame.as_ref().map(|f| f.as_ref().map(|f| f.data_ref())) {
+                self.pace.bytes += data.map_or(0, |d| d.len() as u64);
+            }
+            self.check_pace()?;
             match frame {
                 Some(Ok(frame)) => {
                     if let Ok(data) = frame.into_data() {

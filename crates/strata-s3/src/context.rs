@@ -37,6 +37,9 @@ pub struct S3Config {
     /// Longest wait for the next piece of a request body (`STRATA_IDLE_TIMEOUT`); past it:
     /// `RequestTimeout`.
     pub idle_timeout: std::time::Duration,
+    /// The slowest request body accepted, and the window it is measured over
+    /// (`STRATA_MIN_TRANSFER_RATE`, `STRATA_MIN_TRANSFER_WINDOW`); a rate of 0: no floor.
+    pub min_transfer: (u64, std::time::Duration),
     /// Accept SSE-C keys over plain HTTP (`STRATA_SSE_C_ALLOW_HTTP=on`; for tests and for TLS
     /// ended by a proxy in front). Otherwise they are refused, as AWS refuses them.
     pub sse_c_allow_http: bool,

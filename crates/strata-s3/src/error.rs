@@ -290,7 +290,7 @@ impl From<BodyError> for S3Error {
             BodyError::ChecksumMismatch(_) => C::BadDigest,
             BodyError::Malformed(_) => C::InvalidRequest,
             BodyError::Io(_) => C::IncompleteBody,
-            BodyError::TimedOut => {
+            BodyError::TimedOut | BodyError::TooSlow { .. } => {
                 return S3Error::new(
                     C::RequestTimeout,
                     "Your socket connection to the server was not read from or written to within the timeout period. Idle connections will be closed.",

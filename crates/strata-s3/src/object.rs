@@ -65,7 +65,10 @@ fn body_reader(
     };
     let checksum = if checksum_headers { checksum_request(headers)? } else { None };
     let stall_timeout = req.node.config.idle_timeout;
-    Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum, stall_timeout))
+    let (bytes_per_sec, window) = req.node.config.min_transfer;
+    let min_rate =
+        crate::body::MinRate { bytes_per_sec, window, cut: req.node.metrics.slow_bodies_cut.clone() };
+    Ok(RequestBody::new(incoming, decoder, expected_len, sha256, checksum, stall_timeout, Some(min_rate)))
 }
 
 fn checksum_request(headers: &HeaderMap) -> Result<Option<ChecksumRequest>, S3Error> {

@@ -152,6 +152,20 @@ pub const HEADER_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_s
 /// pinged every half of it, so a healthy idle peer stays connected and a dead one is dropped.
 pub const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The slowest request body accepted (`STRATA_MIN_TRANSFER_RATE`, bytes per second; `0`: no
+/// floor), measured over [`MIN_TRANSFER_WINDOW`] of waiting for the client: a body that moves
+/// fewer than rate × window bytes in such a window is answered `RequestTimeout` (400) and its
+/// connection closed. A client sending a few bytes every few seconds keeps the idle and stall
+/// time-outs from ever firing, and holds its request's memory reservation for as long as it
+/// likes: this is the rule that ends it. Time the server spends on its own work (writing shards)
+/// does not count, so only the client's pace is judged. 512 B/s leaves room for ten parallel
+/// uploads on a 56 kbit/s link.
+pub const MIN_TRANSFER_RATE: u64 = 512;
+
+/// The window [`MIN_TRANSFER_RATE`] is measured over (`STRATA_MIN_TRANSFER_WINDOW`); the first
+/// window is the grace a new body gets.
+pub const MIN_TRANSFER_WINDOW: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Concurrent streams (requests) one HTTP/2 connection may open (hyper's default, named here):
 /// past it the peer must wait for a stream to end. Every stream is still an S3 request subject
 /// to [`REQUESTS_IN_FLIGHT_MAX`] and the memory budget.

@@ -232,6 +232,23 @@ fn default_object_ownership() -> Result<strata_object::ObjectOwnership> {
     })
 }
 
+/// The slowest request body accepted (`STRATA_MIN_TRANSFER_RATE`, bytes per second, `0` for no
+/// floor) and the window it is measured over (`STRATA_MIN_TRANSFER_WINDOW`).
+fn min_transfer() -> Result<(u64, std::time::Duration)> {
+    use strata_types::limits::{MIN_TRANSFER_RATE, MIN_TRANSFER_WINDOW};
+    let rate = match std::env::var("STRATA_MIN_TRANSFER_RATE") {
+        Ok(v) => strata_types::size::parse_size(v.trim().trim_end_matches("/s")).with_context(|| {
+            format!("STRATA_MIN_TRANSFER_RATE={v} is not a rate like 512 or 1KiB (bytes per second)")
+        })?,
+        Err(_) => MIN_TRANSFER_RATE,
+    };
+    let window = match std::env::var("STRATA_MIN_TRANSFER_WINDOW") {
+        Ok(_) => duration_from_env("STRATA_MIN_TRANSFER_WINDOW", "")?,
+        Err(_) => MIN_TRANSFER_WINDOW,
+    };
+    Ok((rate, window))
+}
+
 /// The memory ceiling: `STRATA_MEMORY_MAX` (a size like `4GiB`), else a share of RAM.
 fn memory_max() -> Result<u64> {
     match std::env::var("STRATA_MEMORY_MAX") {
@@ -396,6 +413,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         endpoint: local.to_string(),
         memory_max,
         idle_timeout: limits.idle_timeout,
+        min_transfer: min_transfer()?,
         sse_c_allow_http: matches!(
             std::env::var("STRATA_SSE_C_ALLOW_HTTP").as_deref(),
             Ok("on" | "1" | "true")
