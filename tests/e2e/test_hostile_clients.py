@@ -355,3 +355,40 @@ def test_trickling_uploads_are_cut_by_the_minimum_transfer_rate(started):
     s3.put_object(Bucket="trickle", Key="fresh", Body=b"fresh")
     assert [o["Key"] for o in s3.list_objects_v2(Bucket="trickle")["Contents"]] == ["fresh", "steady"]
     assert metric_total(server, "strata_s3_slow_request_bodies_cut_total") == len(tricklers)
+
+
+def test_trickling_readers_are_cut_by_the_minimum_transfer_rate(started):
+    """Readers of a large object taking 512 bytes every half second keep the idle time-out (a
+    minute here) from firing and hold their memory reservations. The minimum transfer rate
+    (64 KiB/s over 3 s of the server waiting on their sockets here) closes their connections and
+    counts them; a reader keeping up, at the same time, gets the whole object."""
+    server = started(STRATA_IDLE_TIMEOUT="60s", STRATA_MIN_TRANSFER_RATE="64KiB", STRATA_MIN_TRANSFER_WINDOW="3s",
+                     STRATA_PROMETHEUS_AUTH_TYPE="public")
+    s3 = server.client()
+    s3.create_bucket(Bucket="big")
+    body = os.urandom(16 << 20)
+    s3.put_object(Bucket="big", Key="obj", Body=body)
+    url = urllib.parse.urlsplit(s3.generate_presigned_url("get_object", Params={"Bucket": "big", "Key": "obj"},
+                                                          ExpiresIn=600))
+    request = (f"GET {url.path}?{url.query} HTTP/1.1\r\nHost: {url.netloc}\r\n\r\n").encode()
+    readers = []
+    for _ in range(10):
+        s = connect(server.port, rcvbuf=4096)
+        s.sendall(request)
+        readers.append(s)
+    try:
+        started_at = time.time()
+        while time.time() - started_at < 20 and metric_total(server, "strata_s3_slow_readers_cut_total") < 10:
+            for s in readers:
+                try:
+                    s.recv(512)
+                except OSError:
+                    pass
+            assert s3.get_object(Bucket="big", Key="obj")["Body"].read() == body
+            time.sleep(0.5)
+        took = time.time() - started_at
+        assert metric_total(server, "strata_s3_slow_readers_cut_total") == 10, f"not all cut after {took:.0f}s"
+        assert took < 15, took
+    finally:
+        for s in readers:
+            s.close()

@@ -62,6 +62,8 @@ pub struct Metrics {
     pub received_bytes: Counter,
     /// Request bodies cut for moving slower than the minimum transfer rate.
     pub slow_bodies_cut: Counter,
+    /// Connections closed because the client took responses slower than the minimum rate.
+    pub slow_readers_cut: Counter,
     pub sent_bytes: Counter,
     pub requests_in_flight: Gauge,
     pub drive_online: Family<DriveLabels, Gauge>,
@@ -133,6 +135,12 @@ impl Metrics {
             "strata_s3_slow_request_bodies_cut",
             "Request bodies cut for moving slower than STRATA_MIN_TRANSFER_RATE",
             slow_bodies_cut.clone(),
+        );
+        let slow_readers_cut = Counter::default();
+        r.register(
+            "strata_s3_slow_readers_cut",
+            "Connections closed because the client read responses slower than STRATA_MIN_TRANSFER_RATE",
+            slow_readers_cut.clone(),
         );
         let sent_bytes = Counter::default();
         r.register("strata_s3_sent_bytes", "Response body bytes sent to S3 clients", sent_bytes.clone());
@@ -321,6 +329,7 @@ impl Metrics {
             request_duration,
             received_bytes,
             slow_bodies_cut,
+            slow_readers_cut,
             sent_bytes,
             requests_in_flight,
             drive_online,

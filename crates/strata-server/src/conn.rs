@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use strata_types::limits::{CONNECTIONS_MAX, HEADER_READ_TIMEOUT, IDLE_TIMEOUT};
+use strata_types::limits::{
+    CONNECTIONS_MAX, HEADER_READ_TIMEOUT, IDLE_TIMEOUT, MIN_TRANSFER_RATE, MIN_TRANSFER_WINDOW,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// Settings of the listener (see `limits.rs` for why each exists).
@@ -23,6 +25,11 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// A connection with no request being handled and no byte moving for this long is closed.
     pub idle_timeout: Duration,
+    /// The slowest a client may take what the server writes (bytes per second, 0: no floor),
+    /// over this window of the server waiting on the socket ([`MIN_TRANSFER_RATE`]).
+    pub min_transfer: (u64, Duration),
+    /// Counts the connections closed for their reading pace.
+    pub slow_readers_cut: strata_metrics::Counter,
 }
 
 impl Default for ConnectionLimits {
@@ -31,6 +38,8 @@ impl Default for ConnectionLimits {
             connections_max: CONNECTIONS_MAX,
             header_read_timeout: HEADER_READ_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
+            min_transfer: (MIN_TRANSFER_RATE, MIN_TRANSFER_WINDOW),
+            slow_readers_cut: strata_metrics::Counter::default(),
         }
     }
 }
@@ -41,14 +50,17 @@ pub struct Activity {
     started: Instant,
     last_io_ms: AtomicU64,
     handling: AtomicUsize,
+    /// The reader's pace, judged as the server writes (`None`: no floor).
+    pace: Option<std::sync::Mutex<WritePace>>,
 }
 
 impl Activity {
-    pub fn new() -> Arc<Self> {
+    pub fn new(pace: Option<WritePace>) -> Arc<Self> {
         Arc::new(Self {
             started: Instant::now(),
             last_io_ms: AtomicU64::new(0),
             handling: AtomicUsize::new(0),
+            pace: pace.map(std::sync::Mutex::new),
         })
     }
 
@@ -90,7 +102,107 @@ pub async fn idle_expired(activity: Arc<Activity>, idle: Duration) {
     }
 }
 
-/// A stream that records in its [`Activity`] when bytes move.
+/// How fast a client takes what the server writes: time the server's writes waited on the
+/// socket (its buffers full: the client not reading), and bytes written after such waits. Over
+/// every `window` of waiting the client must have taken `rate` bytes a second, or the
+/// connection fails ([`MIN_TRANSFER_RATE`]): a reader taking a few bytes every few seconds
+/// resets the idle time-out forever while its request holds its memory reservation.
+pub struct WritePace {
+    rate: u64,
+    window: Duration,
+    cut: strata_metrics::Counter,
+    blocked_since: Option<std::time::Instant>,
+    waited: Duration,
+    bytes: u64,
+    /// Judged too slow already (the write path and the watchdog both look).
+    cut_once: bool,
+}
+
+impl WritePace {
+    /// `None` when `rate` or `window` is 0 (no floor).
+    pub fn new((rate, window): (u64, Duration), cut: strata_metrics::Counter) -> Option<Self> {
+        (rate > 0 && !window.is_zero()).then_some(Self {
+            rate,
+            window,
+            cut,
+            blocked_since: None,
+            waited: Duration::ZERO,
+            bytes: 0,
+            cut_once: false,
+        })
+    }
+
+    /// Takes one write's outcome at `now`; answers the error that ends a connection too slow
+    /// to read.
+    fn observe(&mut self, polled: &Poll<io::Result<usize>>, now: std::time::Instant) -> Option<io::Error> {
+        match polled {
+            Poll::Pending => {
+                self.blocked_since.get_or_insert(now);
+                None
+            }
+            Poll::Ready(Ok(n)) => {
+                if let Some(since) = self.blocked_since.take() {
+                    self.waited += now.saturating_duration_since(since);
+                }
+                if self.waited.is_zero() {
+                    // The client keeps up: nothing was waited for.
+                    return None;
+                }
+                self.bytes += *n as u64;
+                if let Some(e) = self.too_slow(now) {
+                    return Some(e);
+                }
+                if self.waited >= self.window {
+                    self.waited = Duration::ZERO;
+                    self.bytes = 0;
+                }
+                None
+            }
+            Poll::Ready(Err(_)) => None,
+        }
+    }
+
+    /// Whether a window of waiting (a write still waiting included) has passed with too few
+    /// bytes taken; counts and logs the cut, once.
+    fn too_slow(&mut self, now: std::time::Instant) -> Option<io::Error> {
+        let waiting = self.blocked_since.map_or(Duration::ZERO, |s| now.saturating_duration_since(s));
+        let waited = self.waited + waiting;
+        if waited < self.window || self.cut_once {
+            return None;
+        }
+        let seconds = waited.as_secs_f64();
+        if (self.bytes as f64) >= self.rate as f64 * seconds {
+            return None;
+        }
+        self.cut_once = true;
+        self.cut.inc();
+        let why = format!(
+            "the client took {} bytes in {:.0} s of waiting, under the minimum of {} B/s",
+            self.bytes, seconds, self.rate
+        );
+        tracing::info!(reason = %why, "a connection closed for its reading pace");
+        Some(io::Error::new(io::ErrorKind::TimedOut, why))
+    }
+}
+
+/// Completes when the connection's reader is too slow ([`WritePace`]): checked as writes
+/// complete, and here while a write waits (a reader taking a few bytes at a time may leave the
+/// socket unwritable for a long time). Never completes without a floor.
+pub async fn pace_expired(activity: Arc<Activity>) {
+    let Some(pace) = &activity.pace else { return std::future::pending().await };
+    let every =
+        pace.lock().map(|p| p.window / 4).unwrap_or(Duration::from_secs(1)).max(Duration::from_millis(100));
+    loop {
+        tokio::time::sleep(every).await;
+        let Ok(mut p) = pace.lock() else { return };
+        if p.too_slow(std::time::Instant::now()).is_some() {
+            return;
+        }
+    }
+}
+
+/// A stream that records in its [`Activity`] when bytes move, and holds its reader to the
+/// activity's [`WritePace`].
 pub struct Tracked<S> {
     inner: S,
     activity: Arc<Activity>,
@@ -100,6 +212,18 @@ impl<S> Tracked<S> {
     pub fn new(inner: S, activity: Arc<Activity>) -> Self {
         activity.touch();
         Self { inner, activity }
+    }
+
+    fn paced(&mut self, polled: Poll<io::Result<usize>>) -> Poll<io::Result<usize>> {
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        let Some(pace) = &self.activity.pace else { return polled };
+        let judged = pace.lock().ok().and_then(|mut p| p.observe(&polled, std::time::Instant::now()));
+        match judged {
+            Some(e) => Poll::Ready(Err(e)),
+            None => polled,
+        }
     }
 }
 
@@ -119,10 +243,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write(cx, data);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
-        }
-        polled
+        this.paced(polled)
     }
 
     fn poll_write_vectored(
@@ -132,10 +253,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let polled = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
-        }
-        polled
+        this.paced(polled)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -167,10 +285,46 @@ mod tests {
         assert!(head.contains(&format!("content-length: {}", body.len())), "{}", body.len());
     }
 
+    /// A reader that keeps up is never judged; one that takes 100 bytes a second of waiting,
+    /// under a floor of 1,000, is cut once a 3 s window of waiting has passed, and counted.
+    #[test]
+    fn a_slow_reader_is_cut_after_a_window_of_waiting() {
+        let cut = strata_metrics::Counter::default();
+        let window = Duration::from_secs(3);
+        let mut now = std::time::Instant::now();
+        let mut fast = WritePace::new((1000, window), cut.clone()).expect("a floor");
+        for _ in 0..10_000 {
+            assert!(fast.observe(&Poll::Pending, now).is_none());
+            now += Duration::from_millis(1);
+            assert!(fast.observe(&Poll::Ready(Ok(64 * 1024)), now).is_none());
+        }
+        let mut slow = WritePace::new((1000, window), cut.clone()).expect("a floor");
+        let mut cut_at = None;
+        for second in 1..=10 {
+            assert!(slow.observe(&Poll::Pending, now).is_none());
+            now += Duration::from_secs(1);
+            if let Some(e) = slow.observe(&Poll::Ready(Ok(100)), now) {
+                assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+                cut_at = Some(second);
+                break;
+            }
+        }
+        assert_eq!(cut_at, Some(3));
+        assert_eq!(cut.get(), 1);
+        // A write that never completes is judged while it waits (the watchdog's check).
+        let mut stuck = WritePace::new((1000, window), cut.clone()).expect("a floor");
+        assert!(stuck.observe(&Poll::Pending, now).is_none());
+        assert!(stuck.too_slow(now + Duration::from_secs(2)).is_none());
+        assert!(stuck.too_slow(now + Duration::from_secs(3)).is_some());
+        assert!(stuck.too_slow(now + Duration::from_secs(4)).is_none(), "counted once");
+        assert_eq!(cut.get(), 2);
+        assert!(WritePace::new((0, window), cut).is_none(), "a rate of 0 is no floor");
+    }
+
     #[tokio::test]
     async fn idle_waits_for_handlers_and_quiet() {
         let ms = Duration::from_millis;
-        let activity = Activity::new();
+        let activity = Activity::new(None);
         activity.touch();
         let handling = activity.handling();
         let expired = tokio::spawn(idle_expired(activity.clone(), ms(200)));

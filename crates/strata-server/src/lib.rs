@@ -148,7 +148,8 @@ pub async fn serve_service(
         let (node, tls, limits, stopping) = (node.clone(), tls.clone(), limits.clone(), stopping.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            let activity = Activity::new();
+            let pace = conn::WritePace::new(limits.min_transfer, limits.slow_readers_cut.clone());
+            let activity = Activity::new(pace);
             let stream = Tracked::new(stream, activity.clone());
             let served = match tls {
                 Some(tls) => {
@@ -235,20 +236,24 @@ where
         .max_frame_size(HTTP2_FRAME_SIZE_MAX);
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     tokio::pin!(connection);
+    let pace = conn::pace_expired(activity.clone());
     let idle = conn::idle_expired(activity, limits.idle_timeout);
-    tokio::pin!(idle);
+    tokio::pin!(idle, pace);
     tokio::select! {
         served = connection.as_mut() => return served,
         () = &mut idle => {
             tracing::debug!("closing an idle connection");
             return Ok(());
         }
+        // Logged and counted where it is judged.
+        () = &mut pace => return Ok(()),
         // A closed channel is a stop too.
         _ = stopping.wait_for(|stop| *stop) => connection.as_mut().graceful_shutdown(),
     }
     tokio::select! {
         served = connection.as_mut() => served,
         () = &mut idle => Ok(()),
+        () = &mut pace => Ok(()),
     }
 }
 

@@ -202,6 +202,7 @@ fn connection_limits() -> Result<strata_server::ConnectionLimits> {
     if std::env::var("STRATA_IDLE_TIMEOUT").is_ok() {
         limits.idle_timeout = duration_from_env("STRATA_IDLE_TIMEOUT", "")?;
     }
+    limits.min_transfer = min_transfer()?;
     Ok(limits)
 }
 
@@ -283,7 +284,9 @@ fn raise_open_file_limit() {
 async fn server(args: ServerArgs) -> Result<()> {
     raise_open_file_limit();
     let (root_user, root_password) = credentials()?;
-    let limits = connection_limits()?;
+    let metrics = Arc::new(strata_metrics::Metrics::new());
+    let mut limits = connection_limits()?;
+    limits.slow_readers_cut = metrics.slow_readers_cut.clone();
     let memory_max = memory_max()?;
     let parity = parity_from_env("STRATA_STORAGE_CLASS_STANDARD")?;
     let rrs_parity = parity_from_env("STRATA_STORAGE_CLASS_RRS")?;
@@ -338,7 +341,6 @@ async fn server(args: ServerArgs) -> Result<()> {
     };
     let notify_folder = prepared.first_local_folder();
     let mut deployment = drives::open_deployment(&mut prepared, parity).await?;
-    let metrics = Arc::new(strata_metrics::Metrics::new());
     let drive_trouble = Arc::new(tokio::sync::Notify::new());
     drives::meter(&mut deployment, metrics.clone(), drive_trouble.clone());
     if let Some(p) = rrs_parity {
@@ -413,7 +415,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         endpoint: local.to_string(),
         memory_max,
         idle_timeout: limits.idle_timeout,
-        min_transfer: min_transfer()?,
+        min_transfer: limits.min_transfer,
         sse_c_allow_http: matches!(
             std::env::var("STRATA_SSE_C_ALLOW_HTTP").as_deref(),
             Ok("on" | "1" | "true")
