@@ -190,8 +190,7 @@ impl WritePace {
 /// socket unwritable for a long time). Never completes without a floor.
 pub async fn pace_expired(activity: Arc<Activity>) {
     let Some(pace) = &activity.pace else { return std::future::pending().await };
-    let every =
-        pace.lock().map(|p| p.window / 4).unwrap_or(Duration::from_secs(1)).max(Duration::from_millis(100));
+    let every = pace.lock().map(|p| p.window / 4).unwrap_or(MIN_TRANSFER_WINDOW / 4);
     loop {
         tokio::time::sleep(every).await;
         let Ok(mut p) = pace.lock() else { return };
