@@ -325,3 +325,35 @@ def test_a_bad_address_is_refused_with_its_reason(value):
     out = subprocess.run([BIN, "server", "--address", value, "/tmp/unused"], capture_output=True, text=True,
                          timeout=30)
     assert out.returncode == 2 and "--address" in out.stderr, out.stderr
+
+
+def test_minio_domain_with_several_domains_serves_virtual_hosts_under_each():
+    """`MINIO_DOMAIN` may list several domains, comma-separated: a bucket is reached as
+    BUCKET.DOMAIN under any of them (the longest that matches wins), and a domain itself is
+    the path-style endpoint."""
+    import http.client
+    import json
+
+    server = Server(env={"MINIO_DOMAIN": "example.test,s3.example.test"}).start()
+    try:
+        s3 = server.client()
+        s3.create_bucket(Bucket="photos")
+        s3.put_object(Bucket="photos", Key="cat.txt", Body=b"meow")
+        s3.put_bucket_policy(Bucket="photos", Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::photos/*"}]}))
+
+        def get(host, path):
+            c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            c.request("GET", path, headers={"Host": f"{host}:{server.port}"})
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            return r.status, body
+
+        assert get("photos.example.test", "/cat.txt") == (200, b"meow")
+        assert get("photos.s3.example.test", "/cat.txt") == (200, b"meow")
+        assert get("s3.example.test", "/photos/cat.txt") == (200, b"meow")
+        assert get("127.0.0.1", "/photos/cat.txt") == (200, b"meow")
+        assert get("photos.other.test", "/cat.txt")[0] != 200
+    finally:
+        server.cleanup()

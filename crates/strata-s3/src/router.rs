@@ -292,7 +292,30 @@ pub fn parse_query(raw: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Routes one request. `domain` enables virtual-host-style addressing under it.
+/// The bucket a virtual-host-style `host` names under one of `domains` (comma-separated, as
+/// `MINIO_DOMAIN` lists them; the longest that matches wins, so `s3.example.com` beats
+/// `example.com` for `photos.s3.example.com`). A port is ignored.
+fn host_bucket(host: &str, domains: &str) -> Option<String> {
+    let host = host.rsplit_once(':').map_or(host, |(name, port)| {
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            name
+        } else {
+            host
+        }
+    });
+    let mut domains: Vec<&str> = domains.split(',').map(str::trim).filter(|d| !d.is_empty()).collect();
+    if domains.contains(&host) {
+        // The endpoint itself: path style.
+        return None;
+    }
+    domains.sort_by_key(|d| std::cmp::Reverse(d.len()));
+    domains.into_iter().find_map(|d| {
+        host.strip_suffix(d).and_then(|b| b.strip_suffix('.')).filter(|b| !b.is_empty()).map(str::to_owned)
+    })
+}
+
+/// Routes one request. `domain` enables virtual-host-style addressing under it (or under each
+/// of several, comma-separated).
 pub fn route(
     method: &Method,
     path: &str,
@@ -302,14 +325,7 @@ pub fn route(
 ) -> Result<Route, S3Error> {
     let query = parse_query(query);
     let host_bucket = match (host, domain) {
-        (Some(h), Some(d)) => {
-            let h =
-                h.rsplit_once(':').map_or(
-                    h,
-                    |(name, port)| if port.bytes().all(|b| b.is_ascii_digit()) { name } else { h },
-                );
-            h.strip_suffix(d).and_then(|b| b.strip_suffix('.')).filter(|b| !b.is_empty()).map(str::to_owned)
-        }
+        (Some(h), Some(d)) => host_bucket(h, d),
         _ => None,
     };
     let path = path.strip_prefix('/').unwrap_or(path);
@@ -547,6 +563,29 @@ mod tests {
 
     fn op(m: Method, path: &str, q: &str) -> Result<Operation, S3ErrorCode> {
         route(&m, path, q, None, None).map(|r| r.operation).map_err(|e| e.code)
+    }
+
+    #[test]
+    fn virtual_hosts_under_one_or_several_domains() {
+        let bucket_key = |host: &str, domains: &str| {
+            let r =
+                route(&Method::GET, "/photos/2026/cat.jpg", "", Some(host), Some(domains)).expect("routes");
+            (r.bucket.map(|b| b.as_str().to_owned()), r.key)
+        };
+        let one = bucket_key("media.example.com:9000", "example.com");
+        assert_eq!(one, (Some("media".into()), Some("photos/2026/cat.jpg".into())));
+        for domains in
+            ["example.com,s3.example.com", "s3.example.com, example.com", " example.com ,s3.example.com,"]
+        {
+            let longest = bucket_key("media.s3.example.com", domains);
+            assert_eq!(longest, (Some("media".into()), Some("photos/2026/cat.jpg".into())), "{domains}");
+            let other = bucket_key("media.example.com", domains);
+            assert_eq!(other.0.as_deref(), Some("media"), "{domains}");
+        }
+        // A host under none of them, or a domain itself: path style.
+        let path_style = bucket_key("s3.example.com", "example.com,s3.example.com");
+        assert_eq!(path_style, (Some("photos".into()), Some("2026/cat.jpg".into())));
+        assert_eq!(bucket_key("127.0.0.1:9000", "example.com,other.org").0.as_deref(), Some("photos"));
     }
 
     #[test]

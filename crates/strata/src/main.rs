@@ -53,7 +53,8 @@ struct ServerArgs {
     /// Address to listen on: HOST:PORT, or :PORT for every interface.
     #[arg(long, default_value = "127.0.0.1:9000", env = "STRATA_ADDRESS", value_parser = parse_address)]
     address: SocketAddr,
-    /// Domain for virtual-host-style requests (bucket.DOMAIN).
+    /// Domain for virtual-host-style requests (bucket.DOMAIN); several may be given,
+    /// comma-separated.
     #[arg(long, env = "STRATA_DOMAIN")]
     domain: Option<String>,
     /// Region this deployment reports.
