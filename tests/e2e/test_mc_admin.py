@@ -158,10 +158,10 @@ def test_bad_bodies_and_unserved_operations_get_clear_errors_at_once(mc, server)
         urllib.request.urlopen(r, timeout=30)
     assert bad.value.code == 403
     # What Strata does not serve is 501, which MinIO's client does not retry: it fails at once.
-    status, body = signed(server, "GET", "/minio/admin/v3/get-config-kv?key=region")
+    status, body = signed(server, "GET", "/minio/admin/v3/trace?s3=true")
     assert status == 501 and b"does not serve" in body, (status, body)
     started = time.monotonic()
-    out = Mc(mc, server).run("admin", "config", "get", "s", "region", check=False)
+    out = Mc(mc, server).run("admin", "service", "stop", "s", check=False)
     assert out.returncode != 0 and "does not serve" in out.stdout + out.stderr, out
     assert time.monotonic() - started < 20, "mc retried an unserved operation"
 
@@ -307,3 +307,19 @@ def test_heal_through_mc(mc):
         assert missing.returncode != 0 and "does not exist" in missing.stderr, missing
     finally:
         healing.cleanup()
+
+
+def test_config_get_reads_the_settings_and_set_says_where_they_live(mc, server):
+    m = Mc(mc, server)
+    help_text = m.run("admin", "config", "get", "s").stdout
+    assert "region" in help_text and "storage_class" in help_text, help_text
+    # A sealed answer, opened by mc.
+    assert m.run("admin", "config", "get", "s", "region").stdout.strip() == "region name=us-east-1"
+    (parsed,) = m.json("admin", "config", "get", "s", "storage_class")
+    (entry,) = parsed["config"]
+    assert {kv["key"]: kv["value"] for kv in entry["kv"]}["standard"] == "EC:2", parsed
+    unknown = m.run("admin", "config", "get", "s", "notify_kafka", check=False)
+    assert unknown.returncode != 0 and "unknown sub-system notify_kafka" in unknown.stderr, unknown
+    refused = m.run("admin", "config", "set", "s", "region", "name=eu-west-1", check=False)
+    assert refused.returncode != 0 and "STRATA_REGION" in refused.stderr, refused
+    assert m.run("admin", "config", "get", "s", "region").stdout.strip() == "region name=us-east-1"

@@ -25,6 +25,8 @@
 //! | `GET list-service-accounts?user=`, `GET info-service-account?accessKey=` | answer | |
 //! | `DELETE delete-service-account?accessKey=` (204), `POST update-service-account?accessKey=` (204) | request | |
 //!
+//! | `GET help-config-kv`, `GET get-config-kv?key=` | answer (get) | the settings MinIO names `region` and `storage_class`, read-only |
+//! | `PUT set-config-kv` | request | refused: Strata's settings come from its environment |
 //! | `POST background-heal/status` | | the healer: sets, drives, what it healed |
 //! | `POST heal/[BUCKET[/PREFIX]]` | | starts a heal scan (`scanMode` 2: deep); with `clientToken=`, its progress |
 //! | `POST /minio/kms/v1/key/create?key-id=` | | a key in the configured KMS |
@@ -90,6 +92,8 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::GET, "list-service-accounts" | "info-service-account") => "admin:ListServiceAccounts",
         (&Method::DELETE, "delete-service-account") => "admin:RemoveServiceAccount",
         (&Method::POST, "update-service-account") => "admin:UpdateServiceAccount",
+        (&Method::GET, "get-config-kv" | "help-config-kv") => "admin:ConfigUpdate",
+        (&Method::PUT, "set-config-kv") => "admin:ConfigUpdate",
         (&Method::POST, "background-heal/status") => "admin:Heal",
         (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => "admin:Heal",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
@@ -327,6 +331,41 @@ impl Call<'_> {
             }
             (&Method::POST, "update-service-account") => self.update_service_account().await,
             (_, "kms/key/create" | "kms/key/list" | "kms/key/status") => self.kms(op).await,
+            (&Method::GET, "help-config-kv") => {
+                let keys: Vec<Value> = CONFIG_KEYS
+                    .iter()
+                    .map(|(key, description)| {
+                        json!({ "key": key, "description": description, "optional": true, "type": "string", "multipleTargets": false })
+                    })
+                    .collect();
+                let help = json!({ "subSys": "", "description": "", "multipleTargets": false, "keysHelp": keys });
+                Ok(json_reply(StatusCode::OK, &help))
+            }
+            (&Method::GET, "get-config-kv") => {
+                let mut text = String::new();
+                for key in param(self.query, "key").unwrap_or("").split_whitespace() {
+                    let subsys = key.split(':').next().unwrap_or(key);
+                    match subsys {
+                        "region" => text.push_str(&format!("region name={} \n", node.config.region)),
+                        "storage_class" => {
+                            let standard = standard_parity(node);
+                            let rrs = node.config.rrs_parity.map_or(String::new(), |p| format!("EC:{p}"));
+                            text.push_str(&format!("storage_class standard=EC:{standard} rrs={rrs} \n"));
+                        }
+                        other => {
+                            return Err(S3Error::new(
+                                S3ErrorCode::InvalidArgument,
+                                &format!("unknown sub-system {other}"),
+                            ))
+                        }
+                    }
+                }
+                self.sealed_text(text).await
+            }
+            (&Method::PUT, "set-config-kv") => Err(S3Error::new(
+                S3ErrorCode::NotImplemented,
+                "Strata reads its settings from its environment and flags (STRATA_REGION, STRATA_STORAGE_CLASS_STANDARD, ...; see docs/operations.md), not from a stored configuration: change them there and restart",
+            )),
             (&Method::POST, "background-heal/status") => {
                 Ok(json_reply(StatusCode::OK, &background_heal(node).await))
             }
@@ -351,7 +390,15 @@ impl Call<'_> {
 
     /// `value` as JSON, sealed for the signer.
     async fn sealed(&self, value: &Value) -> Result<Reply, S3Error> {
-        let plain = serde_json::to_vec(value).unwrap_or_default();
+        self.sealed_bytes(serde_json::to_vec(value).unwrap_or_default()).await
+    }
+
+    /// `text`, sealed for the signer.
+    async fn sealed_text(&self, text: String) -> Result<Reply, S3Error> {
+        self.sealed_bytes(text.into_bytes()).await
+    }
+
+    async fn sealed_bytes(&self, plain: Vec<u8>) -> Result<Reply, S3Error> {
         let secret = self.secret.to_owned();
         let sealed = match crypto::one_at_a_time(move || crypto::seal(&secret, &plain)).await {
             Some(Ok(s)) => s,
@@ -699,6 +746,17 @@ fn user_info(state: &IamState, key: &str) -> Value {
         "status": status_name(user.status),
         "memberOf": groups,
     })
+}
+
+/// The configuration keys MinIO's `mc admin config get` can read here, with what they say.
+const CONFIG_KEYS: [(&str, &str); 2] = [
+    ("region", "the region this deployment reports (STRATA_REGION)"),
+    ("storage_class", "the parity of new objects (STRATA_STORAGE_CLASS_STANDARD, STRATA_STORAGE_CLASS_RRS)"),
+];
+
+/// The standard storage class's parity: the first set's.
+fn standard_parity(node: &Node) -> usize {
+    node.layer.sets().first().map_or(0, |v| v.drives.len() - v.read_quorum)
 }
 
 /// MinIO's `BgHealState`: every set with its drives and their state, and what the healer did.
