@@ -164,7 +164,8 @@ async fn authorize(
 /// An admin request authenticated and allowed, with its body.
 pub(crate) struct Authorized {
     pub body: Bytes,
-    /// The signer's secret key.
+    /// The signer's access key and secret key.
+    pub access_key: String,
     pub secret: String,
 }
 
@@ -198,8 +199,10 @@ pub(crate) async fn authorize_in(
         Err(_) => return Err(BodyError::TimedOut.into()),
     };
     match &verified.payload {
-        Payload::Unsigned => Ok(Authorized { body, secret }),
-        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => Ok(Authorized { body, secret }),
+        Payload::Unsigned => Ok(Authorized { body, access_key: verified.access_key.clone(), secret }),
+        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => {
+            Ok(Authorized { body, access_key: verified.access_key.clone(), secret })
+        }
         Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
     }

@@ -136,7 +136,14 @@ pub async fn serve(
         Ok(a) => a,
         Err(e) => return (name, Err(e)),
     };
-    let call = Call { node, parts, query: &query, body: &authorized.body, secret: &authorized.secret };
+    let call = Call {
+        node,
+        parts,
+        query: &query,
+        body: &authorized.body,
+        signer: &authorized.access_key,
+        secret: &authorized.secret,
+    };
     (name, call.run(admin, &op).await)
 }
 
@@ -146,7 +153,8 @@ struct Call<'a> {
     parts: &'a http::request::Parts,
     query: &'a Query,
     body: &'a Bytes,
-    /// The signer's secret key: sealed bodies are sealed with it.
+    /// The signer's access key, and its secret key: sealed bodies are sealed with it.
+    signer: &'a str,
     secret: &'a str,
 }
 
@@ -436,7 +444,7 @@ impl Call<'_> {
         let node = self.node;
         let new: NewAccount = serde_json::from_slice(&self.open().await?).map_err(bad_body)?;
         let parent = match new.target_user.as_str() {
-            "" => self.signer()?.to_owned(),
+            "" => self.signer.to_owned(),
             u => u.to_owned(),
         };
         if parent == node.config.root_user {
@@ -643,14 +651,6 @@ impl Call<'_> {
         let now = strata_types::time::iso8601(strata_types::time::now_nanos());
         let reply = json!({ "clientToken": id.to_string(), "clientAddress": client, "startTime": now });
         Ok(json_reply(StatusCode::OK, &reply))
-    }
-
-    /// The access key that signed the request.
-    fn signer(&self) -> Result<&str, S3Error> {
-        let auth = self.parts.headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        auth.and_then(|a| a.split("Credential=").nth(1))
-            .and_then(|c| c.split('/').next())
-            .ok_or_else(|| S3Error::new(S3ErrorCode::AccessDenied, "the request names no signer"))
     }
 
     async fn attach(&self, attach: bool) -> Result<Reply, S3Error> {
