@@ -319,16 +319,7 @@ pub(crate) async fn commit_stamped(
     to_completion(async move {
         let drives = guard.fenced(&drives);
         let first = stamps.after(None);
-        let mut results = join_all(drives.iter().enumerate().map(|(pos, d)| {
-            let fut = d.clone().map(|d| commit(pos, d, first, false));
-            async move {
-                match fut {
-                    Some(fut) => fut.await,
-                    None => Err(DriveError::Unreachable("offline at start".into())),
-                }
-            }
-        }))
-        .await;
+        let mut results = on_each(&drives, |pos, d| commit(pos, d, first, false)).await;
         let newest = results
             .iter()
             .filter_map(|r| match r {
@@ -383,14 +374,13 @@ pub(crate) async fn commit_stamped(
     .await
 }
 
-/// The body of [`commit_on_quorum`], for commits that do more under the same task.
-pub(crate) async fn apply_and_finish(
+/// Runs `commit` on every drive of the set at once; a drive offline since start answers
+/// `Unreachable`.
+async fn on_each(
     drives: &Drives,
-    quorum: usize,
-    op: uuid::Uuid,
-    commit: &CommitFn,
-) -> (Vec<DriveResult<()>>, Result<(), ObjectError>) {
-    let results = join_all(drives.iter().enumerate().map(|(pos, d)| {
+    commit: impl Fn(usize, Arc<dyn Drive>) -> BoxFuture<'static, DriveResult<()>>,
+) -> Vec<DriveResult<()>> {
+    join_all(drives.iter().enumerate().map(|(pos, d)| {
         let fut = d.clone().map(|d| commit(pos, d));
         async move {
             match fut {
@@ -399,7 +389,17 @@ pub(crate) async fn apply_and_finish(
             }
         }
     }))
-    .await;
+    .await
+}
+
+/// The body of [`commit_on_quorum`], for commits that do more under the same task.
+pub(crate) async fn apply_and_finish(
+    drives: &Drives,
+    quorum: usize,
+    op: uuid::Uuid,
+    commit: &CommitFn,
+) -> (Vec<DriveResult<()>>, Result<(), ObjectError>) {
+    let results = on_each(drives, |pos, d| commit(pos, d)).await;
     let outcome = reduce_writes(&results, quorum);
     finish_op(drives, &results, op, outcome.is_ok()).await;
     (results, outcome)
