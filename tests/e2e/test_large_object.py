@@ -3,8 +3,13 @@
 import hashlib
 import http.client
 import os
+import shutil
 import time
 import urllib.parse
+
+import pytest
+
+from conftest import Server
 
 GiB = 1024 * 1024 * 1024
 MiB = 1024 * 1024
@@ -15,6 +20,20 @@ def blocks(seed):
     """5 GiB as 1 MiB blocks, each stamped with its index so a misplaced block is caught."""
     for i in range(SIZE // MiB):
         yield i.to_bytes(8, "big") + seed[8:]
+
+
+@pytest.fixture
+def server():
+    """Four drives at EC:1 (3 data + 1 parity): the object takes 6.7 GiB of disk, not 10."""
+    s = Server(env={"STRATA_STORAGE_CLASS_STANDARD": "EC:1"})
+    need = SIZE * 4 // 3 + GiB
+    free = shutil.disk_usage(s.dir).free
+    if free < need:
+        s.cleanup()
+        pytest.fail(f"{s.dir} has {free / GiB:.1f} GiB free; this test stores {need / GiB:.1f} GiB")
+    s.start()
+    yield s
+    s.cleanup()
 
 
 def test_five_gib_single_put(server, s3, bucket):
@@ -33,7 +52,16 @@ def test_five_gib_single_put(server, s3, bucket):
 
     started = time.time()
     conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=600)
-    conn.request("PUT", f"{parsed.path}?{parsed.query}", body=body(), headers={"Content-Length": str(SIZE)})
+    try:
+        conn.request("PUT", f"{parsed.path}?{parsed.query}", body=body(), headers={"Content-Length": str(SIZE)})
+    except (BrokenPipeError, ConnectionResetError) as e:
+        # The server answered before taking the whole body: show what it said, and why.
+        try:
+            answer = conn.getresponse().read()[:2000]
+        except OSError:
+            answer = b"(no answer)"
+        log = server.log.read_text()[-4000:]
+        pytest.fail(f"the server closed the upload ({e}): {answer!r}\nserver log:\n{log}")
     resp = conn.getresponse()
     assert resp.status == 200, resp.read()
     assert resp.getheader("ETag") == f'"{md5.hexdigest()}"'
