@@ -1,19 +1,37 @@
 //! Bitrot frames: `HighwayHash-256(shard) || shard`.
 //!
 //! The hash key is fixed (it detects corruption, not forgery); changing it changes the on-drive
-//! format, so it is part of format version 1.
+//! format, so it is part of format version 1. Shard files MinIO wrote have the same framing
+//! under MinIO's own key ([`Key::MINIO`]): a drive taken over from MinIO keeps them as they are.
 
-use highway::{HighwayHash, HighwayHasher, Key};
+use highway::{HighwayHash, HighwayHasher};
 
 /// Bytes of hash in front of every shard block.
 pub const HASH_SIZE: usize = 32;
 
-const KEY: [u64; 4] =
-    [0x5374_7261_7461_2d62, 0x6974_726f_742d_6b65, 0x792d_7631_2d68_6968, 0x6768_7761_792d_3235];
+/// The HighwayHash key a shard file's frames were hashed under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key([u64; 4]);
 
-/// HighwayHash-256 of `data`, as 32 little-endian bytes.
+impl Key {
+    /// Strata's own.
+    pub const STRATA: Key =
+        Key([0x5374_7261_7461_2d62, 0x6974_726f_742d_6b65, 0x792d_7631_2d68_6968, 0x6768_7761_792d_3235]);
+    /// MinIO's (its `HighwayHash256S` bitrot algorithm): the 32 bytes
+    /// `4be734fa8e238acd263e83e6bb968552040f935da39f441497e09d1322de36a0` read as four
+    /// little-endian words.
+    pub const MINIO: Key =
+        Key([0xcd8a_238e_fa34_e74b, 0x5285_96bb_e683_3e26, 0x1444_9fa3_5d93_0f04, 0xa036_de22_139d_e097]);
+}
+
+/// HighwayHash-256 of `data` under Strata's key, as 32 little-endian bytes.
 pub fn hash(data: &[u8]) -> [u8; HASH_SIZE] {
-    let words = HighwayHasher::new(Key(KEY)).hash256(data);
+    hash_with(Key::STRATA, data)
+}
+
+/// HighwayHash-256 of `data` under `key`, as 32 little-endian bytes.
+pub fn hash_with(key: Key, data: &[u8]) -> [u8; HASH_SIZE] {
+    let words = HighwayHasher::new(highway::Key(key.0)).hash256(data);
     let mut out = [0u8; HASH_SIZE];
     for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
         chunk.copy_from_slice(&word.to_le_bytes());
@@ -32,8 +50,13 @@ pub enum FrameError {
 
 /// Checks a frame holding `shard_size` bytes of shard and returns the range of the shard bytes.
 pub fn verify(frame: &[u8], shard_size: usize) -> Result<std::ops::Range<usize>, FrameError> {
+    verify_with(Key::STRATA, frame, shard_size)
+}
+
+/// [`verify`] of a frame hashed under `key`.
+pub fn verify_with(key: Key, frame: &[u8], shard_size: usize) -> Result<std::ops::Range<usize>, FrameError> {
     let range = shard_range(frame, shard_size)?;
-    if !strata_types::constant_time_eq(&frame[..HASH_SIZE], &hash(&frame[range.clone()])) {
+    if !strata_types::constant_time_eq(&frame[..HASH_SIZE], &hash_with(key, &frame[range.clone()])) {
         return Err(FrameError::HashMismatch);
     }
     Ok(range)

@@ -635,3 +635,12 @@ pub const HEALTH_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_
 /// the connections still open (systemd's stop time-out and Kubernetes' grace period are set
 /// longer).
 pub const SHUTDOWN_DRAIN_MAX: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Largest MinIO `xl.meta` `strata import minio` reads: MinIO keeps objects of up to 128 KiB
+/// inline in it, and a few thousand versions; a file past this is not one it wrote, and is
+/// reported as malformed rather than read into memory.
+pub const MINIO_XL_META_SIZE_MAX: u64 = 64 << 20;
+
+/// Largest MinIO drive format record (`.minio.sys/format.json`) read: a few hundred bytes per
+/// drive of its pool.
+pub const MINIO_FORMAT_SIZE_MAX: u64 = 1 << 20;

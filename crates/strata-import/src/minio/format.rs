@@ -1,0 +1,200 @@
+//! MinIO's drive format record, `.minio.sys/format.json`, and the deployment it describes.
+//!
+//! Every drive holds the deployment id, its own drive id (`xl.this`) and the layout of its pool
+//! as drive ids (`xl.sets`: sets → drives in set order). A set of drives is one deployment when
+//! they name the same deployment id and each names itself in the layout.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+use strata_types::limits::MINIO_FORMAT_SIZE_MAX as FORMAT_SIZE_MAX;
+
+use super::MinioError;
+
+/// Where MinIO keeps its system files on every drive.
+pub const SYS_DIR: &str = ".minio.sys";
+const FORMAT_FILE: &str = "format.json";
+
+#[derive(Deserialize)]
+struct Record {
+    version: String,
+    format: String,
+    id: Uuid,
+    xl: XlRecord,
+}
+
+#[derive(Deserialize)]
+struct XlRecord {
+    version: String,
+    this: Uuid,
+    sets: Vec<Vec<Uuid>>,
+    #[serde(rename = "distributionAlgo")]
+    distribution_algo: String,
+}
+
+/// One drive's format record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DriveFormat {
+    pub deployment_id: Uuid,
+    pub drive_id: Uuid,
+    /// Its pool's sets, as drive ids in set order.
+    pub sets: Vec<Vec<Uuid>>,
+    pub distribution_algo: String,
+}
+
+impl DriveFormat {
+    /// Reads and checks the format record of the drive at `root`.
+    pub fn read(root: &Path) -> Result<Self, MinioError> {
+        let path = root.join(SYS_DIR).join(FORMAT_FILE);
+        let not_minio = |why: String| MinioError::NotMinio { path: root.display().to_string(), why };
+        let meta = match std::fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(not_minio(format!("no {SYS_DIR}/{FORMAT_FILE}")))
+            }
+            Err(e) => return Err(MinioError::io(&path, e)),
+        };
+        if meta.len() > FORMAT_SIZE_MAX {
+            return Err(not_minio(format!("{FORMAT_FILE} is {} bytes", meta.len())));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| MinioError::io(&path, e))?;
+        Self::parse(&bytes).map_err(not_minio)
+    }
+
+    /// Parses a format record: an erasure-coded (`xl`) deployment of format version 1, layout
+    /// version 3, whose layout names this drive.
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let r: Record = serde_json::from_slice(bytes).map_err(|e| format!("{FORMAT_FILE}: {e}"))?;
+        if r.format != "xl" {
+            return Err(format!("format {:?} (only erasure-coded \"xl\" deployments are read)", r.format));
+        }
+        if r.version != "1" || r.xl.version != "3" {
+            return Err(format!("format version {}/{} (1/3 is read)", r.version, r.xl.version));
+        }
+        if r.xl.sets.is_empty() || r.xl.sets.iter().any(Vec::is_empty) {
+            return Err("a layout without drives".into());
+        }
+        if !r.xl.sets.iter().flatten().any(|d| *d == r.xl.this) {
+            return Err(format!("drive {} is not in its own layout", r.xl.this));
+        }
+        Ok(Self {
+            deployment_id: r.id,
+            drive_id: r.xl.this,
+            sets: r.xl.sets,
+            distribution_algo: r.xl.distribution_algo,
+        })
+    }
+}
+
+/// One given drive, placed in its deployment's layout.
+#[derive(Debug, Clone)]
+pub struct MinioDrive {
+    pub path: PathBuf,
+    pub id: Uuid,
+    pub set_index: usize,
+    /// Position in its set (MinIO's drive order, which its erasure distribution counts in).
+    pub position: usize,
+}
+
+/// The drives of one MinIO deployment, each in its place.
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    pub id: Uuid,
+    pub sets: Vec<Vec<Uuid>>,
+    /// In set order: `sets[s][p]` is `drives[s * set_drive_count + p]`.
+    pub drives: Vec<MinioDrive>,
+}
+
+impl Deployment {
+    /// Reads the format of every drive in `paths` and places each in the deployment's layout.
+    /// Every drive of the layout must be given, once. One pool of one set is what the import
+    /// takes today: MinIO places an object in one of several sets by a hash of its name, which
+    /// a Strata deployment of the same drives does not yet follow.
+    pub fn open(paths: &[PathBuf]) -> Result<Self, MinioError> {
+        let mut formats = Vec::with_capacity(paths.len());
+        for path in paths {
+            formats.push((path.clone(), DriveFormat::read(path)?));
+        }
+        let Some((first_path, first)) = formats.first().cloned() else {
+            return Err(MinioError::MissingDrives("no drives given".into()));
+        };
+        let mut drives: Vec<MinioDrive> = Vec::new();
+        for (path, f) in &formats {
+            if f.deployment_id != first.deployment_id {
+                return Err(MinioError::ForeignDrive {
+                    path: path.display().to_string(),
+                    found: f.deployment_id,
+                    expected: first.deployment_id,
+                });
+            }
+            if f.sets != first.sets {
+                return Err(MinioError::Unsupported(format!(
+                    "{} and {} are in different pools (several pools are not imported yet)",
+                    first_path.display(),
+                    path.display()
+                )));
+            }
+            if let Some(twin) = drives.iter().find(|d| d.id == f.drive_id) {
+                return Err(MinioError::SameDrive {
+                    first: twin.path.display().to_string(),
+                    second: path.display().to_string(),
+                    id: f.drive_id,
+                });
+            }
+            let (set_index, position) = first
+                .sets
+                .iter()
+                .enumerate()
+                .find_map(|(s, set)| set.iter().position(|d| *d == f.drive_id).map(|p| (s, p)))
+                .ok_or_else(|| MinioError::malformed(path, "drive not in its layout"))?;
+            drives.push(MinioDrive { path: path.clone(), id: f.drive_id, set_index, position });
+        }
+        let missing: Vec<String> = first
+            .sets
+            .iter()
+            .enumerate()
+            .flat_map(|(s, set)| set.iter().enumerate().map(move |(p, id)| (s, p, *id)))
+            .filter(|(_, _, id)| !drives.iter().any(|d| d.id == *id))
+            .map(|(s, p, id)| format!("set {} drive {} ({id})", s + 1, p + 1))
+            .collect();
+        if !missing.is_empty() {
+            return Err(MinioError::MissingDrives(missing.join(", ")));
+        }
+        if first.sets.len() > 1 {
+            return Err(MinioError::Unsupported(format!(
+                "{} erasure sets (one set is imported today)",
+                first.sets.len()
+            )));
+        }
+        drives.sort_by_key(|d| (d.set_index, d.position));
+        Ok(Self { id: first.deployment_id, sets: first.sets, drives })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FORMAT: &str = r#"{"version":"1","format":"xl","id":"8672f24b-1e0e-43fc-b7bf-0be0150136b4","xl":{"version":"3","this":"ae4a39fe-7dd3-47d6-888f-dd7e2d8abb15","sets":[["81e9681f-37fb-4ad3-babf-fbd2c7b793fa","ae4a39fe-7dd3-47d6-888f-dd7e2d8abb15"]],"distributionAlgo":"SIPMOD+PARITY"}}"#;
+
+    #[test]
+    fn a_format_record_is_read_and_checked() {
+        let f = DriveFormat::parse(FORMAT.as_bytes()).expect("parses");
+        assert_eq!(f.drive_id.to_string(), "ae4a39fe-7dd3-47d6-888f-dd7e2d8abb15");
+        assert_eq!(f.sets[0].len(), 2);
+        for (from, to) in [
+            ("\"format\":\"xl\"", "\"format\":\"fs\""),
+            ("\"version\":\"3\"", "\"version\":\"2\""),
+            ("\"this\":\"ae4a39fe", "\"this\":\"ae4a39ff"),
+            ("[[\"81e9681f-37fb-4ad3-babf-fbd2c7b793fa\",\"ae4a39fe-7dd3-47d6-888f-dd7e2d8abb15\"]]", "[[]]"),
+        ] {
+            let changed = FORMAT.replace(from, to);
+            assert!(DriveFormat::parse(changed.as_bytes()).is_err(), "{to} accepted");
+        }
+        strata_types::fuzz::run("minio format.json", &[FORMAT.as_bytes()], |b| {
+            let _ = DriveFormat::parse(b);
+        });
+    }
+}
