@@ -200,3 +200,29 @@ fn drives_of_another_kind_or_deployment_are_refused() {
     let err = Deployment::open(&[drives[0].clone(), drives[0].clone()]).expect_err("twice");
     assert!(err.to_string().contains("same MinIO drive"), "{err}");
 }
+
+/// Every `xl.meta` of the fixture, mutated: the reader answers a value or an error, never panics.
+#[test]
+fn fuzz_xl_meta() {
+    let (_dir, drives) = unpack();
+    let mut corpus = Vec::new();
+    let mut stack = drives.clone();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.file_name().is_some_and(|n| n == "xl.meta") && corpus.len() < 12 {
+                corpus.push(std::fs::read(&path).expect("read xl.meta"));
+            }
+        }
+    }
+    assert!(corpus.len() >= 8, "the fixture has xl.meta files");
+    for bytes in &corpus {
+        strata_import::minio::xlmeta::XlMeta::parse(bytes).expect("the fixture's own xl.meta parses");
+    }
+    let corpus: Vec<&[u8]> = corpus.iter().map(Vec::as_slice).collect();
+    strata_types::fuzz::run("minio xl.meta", &corpus, |b| {
+        let _ = strata_import::minio::xlmeta::XlMeta::parse(b);
+    });
+}

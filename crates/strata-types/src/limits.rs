@@ -644,3 +644,8 @@ pub const MINIO_XL_META_SIZE_MAX: u64 = 64 << 20;
 /// Largest MinIO drive format record (`.minio.sys/format.json`) read: a few hundred bytes per
 /// drive of its pool.
 pub const MINIO_FORMAT_SIZE_MAX: u64 = 1 << 20;
+
+/// A file in a MinIO drive's `.minio.sys/tmp` written this recently means a MinIO server is
+/// running on the drive (it rewrites a probe file there every few seconds; it takes no lock):
+/// `strata import minio` refuses such drives.
+pub const MINIO_RUNNING_PROBE_AGE: std::time::Duration = std::time::Duration::from_secs(60);

@@ -21,9 +21,37 @@ pub fn parse_size(s: &str) -> Option<u64> {
     (n.is_finite() && n >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
+/// A size for people to read: `0 B`, `1000 B`, `1.5 KiB`, `3.0 MiB`, `2.00 GiB`.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, unit) in UNITS {
+        if bytes >= unit {
+            let n = bytes as f64 / unit as f64;
+            let digits = if n < 10.0 {
+                2
+            } else if n < 100.0 {
+                1
+            } else {
+                0
+            };
+            return format!("{n:.digits$} {name}");
+        }
+    }
+    format!("{bytes} B")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(format_size(0), "0 B");
+        assert_eq!(format_size(1023), "1023 B");
+        assert_eq!(format_size(1536), "1.50 KiB");
+        assert_eq!(format_size(11_263_537), "10.7 MiB");
+        assert_eq!(format_size(5 << 30), "5.00 GiB");
+    }
 
     #[test]
     fn sizes() {

@@ -5,6 +5,7 @@
 //! object layer → S3 server, and stops cleanly on SIGINT/SIGTERM.
 
 mod drives;
+mod import;
 mod minio_env;
 
 use std::net::SocketAddr;
@@ -35,6 +36,9 @@ enum Command {
     /// Administer a running deployment through its admin API (root credentials).
     #[command(subcommand)]
     Admin(strata_client::admin::AdminCommand),
+    /// Take over another store's drives (MinIO's), in place.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
     /// Exit 0 when the server on this machine answers its liveness check, 1 when not (for a
     /// container's health check: the image has no shell and no curl).
     Health(HealthArgs),
@@ -886,6 +890,7 @@ fn main() -> Result<()> {
         Command::Bench(cmd) => runtime.block_on(strata_client::main(cmd)),
         Command::Admin(cmd) => runtime.block_on(strata_client::admin::main(cmd)),
         Command::Health(args) => runtime.block_on(health(args)),
+        Command::Import(cmd) => import::main(cmd),
     }
 }
 

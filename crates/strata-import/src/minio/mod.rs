@@ -2,6 +2,7 @@
 
 pub mod format;
 pub mod object;
+pub mod survey;
 pub mod xlmeta;
 
 pub use format::{Deployment, DriveFormat, MinioDrive};

@@ -35,7 +35,7 @@ pub struct AgreedVersion {
 impl ObjectCopies {
     /// Reads `<drive>/<bucket>/<key>/xl.meta` on every drive of the set.
     pub fn read(drives: &[PathBuf], bucket: &str, key: &str) -> Self {
-        let dirs: Vec<PathBuf> = drives.iter().map(|d| d.join(bucket).join(key)).collect();
+        let dirs: Vec<PathBuf> = drives.iter().map(|d| d.join(bucket).join(key_dir(key))).collect();
         let mut unreadable = Vec::new();
         let metas = dirs
             .iter()
@@ -205,6 +205,17 @@ fn same_version(a: &XlVersion, b: &XlVersion) -> bool {
     }
 }
 
+/// What MinIO stores a key ending in `/` under, in place of the slash.
+pub const DIR_OBJECT_SUFFIX: &str = "__XLDIR__";
+
+/// The folder of `key` under a bucket's folder (see [`DIR_OBJECT_SUFFIX`]).
+pub fn key_dir(key: &str) -> String {
+    match key.strip_suffix('/') {
+        Some(folder) => format!("{folder}{DIR_OBJECT_SUFFIX}"),
+        None => key.to_owned(),
+    }
+}
+
 /// Every object key of `bucket` on the drive at `root`: the folders holding an `xl.meta`, as
 /// keys (`/`-separated, relative to the bucket), sorted.
 pub fn list_keys(root: &Path, bucket: &str) -> Result<Vec<String>, MinioError> {
@@ -227,7 +238,12 @@ pub fn list_keys(root: &Path, bucket: &str) -> Result<Vec<String>, MinioError> {
                 let key = relative
                     .to_str()
                     .ok_or_else(|| MinioError::malformed(&path, "a key that is not UTF-8"))?;
-                keys.push(key.to_owned());
+                // A key ending in `/` (a folder object) is stored under this suffix instead.
+                let key = match key.strip_suffix(DIR_OBJECT_SUFFIX) {
+                    Some(folder) => format!("{folder}/"),
+                    None => key.to_owned(),
+                };
+                keys.push(key);
                 // An object's folder holds only its data folders: MinIO refuses a key under
                 // another object's name.
                 continue;

@@ -200,9 +200,13 @@ fn parse_versions(mut bin: &[u8]) -> Result<Vec<XlVersion>, String> {
     let count = int(&mut bin, "version count")?;
     let mut versions = Vec::new();
     for i in 0..count {
-        // The header repeats what the metadata says; the metadata is what is read.
-        read_bin(&mut bin).map_err(|e| format!("version {i} header: {e}"))?;
+        // The header repeats what the metadata says, but for its flags.
+        let header = read_bin(&mut bin).map_err(|e| format!("version {i} header: {e}"))?;
         let meta = read_bin(&mut bin).map_err(|e| format!("version {i} metadata: {e}"))?;
+        if header_flags(header).map_err(|e| format!("version {i} header: {e}"))? & FREE_VERSION != 0 {
+            // A tiering tombstone MinIO keeps hidden: never listed, never read.
+            continue;
+        }
         let value = rmpv::decode::read_value(&mut &meta[..]).map_err(|e| format!("version {i}: {e}"))?;
         versions.push(parse_version(&value).map_err(|e| format!("version {i}: {e}"))?);
     }
@@ -210,6 +214,18 @@ fn parse_versions(mut bin: &[u8]) -> Result<Vec<XlVersion>, String> {
         return Err(format!("{} bytes after the last version", bin.len()));
     }
     Ok(versions)
+}
+
+/// The header flag of a free version (what remains of a version moved to a remote tier).
+const FREE_VERSION: u64 = 1;
+
+/// The flags of a version header: `[id, time, signature, type, flags, ...]`.
+fn header_flags(mut header: &[u8]) -> Result<u64, String> {
+    let value = rmpv::decode::read_value(&mut header).map_err(|e| e.to_string())?;
+    match value {
+        Value::Array(items) => items.get(4).and_then(Value::as_u64).ok_or_else(|| "no flags".to_owned()),
+        _ => Err("not an array".into()),
+    }
 }
 
 fn parse_inline(rest: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {

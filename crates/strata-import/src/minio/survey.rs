@@ -1,0 +1,197 @@
+//! What an import of a MinIO deployment would do, read from its drives without changing them
+//! (`strata import minio --dry-run`): per bucket, the versions whose shard files can be taken
+//! over as they are, those held inline in `xl.meta`, those that must be decrypted and sealed
+//! again (SSE), and those left alone with the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::format::SYS_DIR;
+use super::object::{list_keys, ObjectCopies};
+use super::xlmeta::{ObjectVersion, XlVersion};
+use super::{Deployment, MinioError};
+
+/// Versions and their bytes (as S3 counts them: the object's size, not its shards').
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    pub versions: u64,
+    pub bytes: u64,
+}
+
+impl Tally {
+    fn add(&mut self, bytes: u64) {
+        self.versions += 1;
+        self.bytes += bytes;
+    }
+}
+
+/// One bucket's objects, by what the import does with them.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct BucketSurvey {
+    pub name: String,
+    /// Keys with at least one version.
+    pub objects: u64,
+    pub delete_markers: u64,
+    /// Shard files taken over in place (linked, never copied).
+    pub in_place: Tally,
+    /// Shards held in `xl.meta`, moved into Strata's index.
+    pub inline: Tally,
+    /// Encrypted by MinIO (SSE): decrypted and sealed again, which needs MinIO's KMS key.
+    pub reencrypt: Tally,
+    /// Left where they are, with the reason: features Strata does not import yet.
+    pub skipped: Vec<Skipped>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skipped {
+    pub key: String,
+    pub version_id: Option<String>,
+    pub why: String,
+}
+
+/// The whole deployment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Survey {
+    pub deployment_id: String,
+    /// In MinIO's set order.
+    pub drives: Vec<PathBuf>,
+    pub buckets: Vec<BucketSurvey>,
+    /// Drives whose `xl.meta` of an object could not be read (the object is read from the
+    /// others while a quorum remains).
+    pub unreadable: Vec<String>,
+}
+
+/// What the import does with one object version.
+enum Plan {
+    InPlace,
+    Inline,
+    Reencrypt,
+    Skip(String),
+}
+
+/// Looks up MinIO's internal metadata without regard to case (it writes both cases).
+fn sys_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a [u8]> {
+    v.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
+}
+
+fn plan(v: &ObjectVersion) -> Plan {
+    if sys_value(v, "x-minio-internal-compression").is_some() {
+        return Plan::Skip("compressed by MinIO (S2): not imported yet".into());
+    }
+    if sys_value(v, "x-minio-internal-transition-status") == Some(b"complete") {
+        return Plan::Skip("moved to a remote tier: its data is not on these drives".into());
+    }
+    let sealed = v
+        .meta_sys
+        .keys()
+        .any(|k| k.to_ascii_lowercase().starts_with("x-minio-internal-server-side-encryption-"));
+    if sealed {
+        Plan::Reencrypt
+    } else if v.is_inline() {
+        Plan::Inline
+    } else {
+        Plan::InPlace
+    }
+}
+
+/// The bytes of a version as S3 shows them (MinIO keeps the stored size, and the plain size of
+/// an encrypted or compressed object beside it).
+fn plain_size(v: &ObjectVersion) -> u64 {
+    let actual: i64 = v.parts.iter().map(|p| p.actual_size).sum();
+    u64::try_from(actual).unwrap_or(v.size)
+}
+
+/// The buckets of the deployment: top-level folders (but MinIO's own) on at least half its drives.
+pub fn list_buckets(drives: &[PathBuf]) -> Result<Vec<String>, MinioError> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for drive in drives {
+        let entries = std::fs::read_dir(drive).map_err(|e| MinioError::io(drive, e))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name != SYS_DIR && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                *seen.entry(name).or_default() += 1;
+            }
+        }
+    }
+    let half = drives.len().div_ceil(2);
+    Ok(seen.into_iter().filter(|(_, n)| *n >= half).map(|(b, _)| b).collect())
+}
+
+/// Surveys every bucket of `deployment`; reads only.
+pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
+    let drives: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
+    let mut buckets = Vec::new();
+    let mut unreadable = Vec::new();
+    for name in list_buckets(&drives)? {
+        let mut keys: Vec<String> = Vec::new();
+        for drive in &drives {
+            match list_keys(drive, &name) {
+                Ok(k) => keys.extend(k),
+                Err(MinioError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        let mut b = BucketSurvey { name: name.clone(), ..Default::default() };
+        for key in keys {
+            let copies = ObjectCopies::read(&drives, &name, &key);
+            for (position, why) in &copies.unreadable {
+                unreadable.push(format!("{}: {why}", drives[*position].display()));
+            }
+            let agreed = copies.agreed_versions();
+            if agreed.is_empty() {
+                continue;
+            }
+            b.objects += 1;
+            for a in agreed {
+                let skip = |why: String| Skipped {
+                    key: key.clone(),
+                    version_id: a.version.version_id().map(|id| id.to_string()),
+                    why,
+                };
+                match &a.version {
+                    XlVersion::DeleteMarker(_) => b.delete_markers += 1,
+                    XlVersion::Unknown { type_id, .. } => b
+                        .skipped
+                        .push(skip(format!("a version of type {type_id}, which this import does not read"))),
+                    XlVersion::Object(v) => match plan(v) {
+                        Plan::InPlace => b.in_place.add(plain_size(v)),
+                        Plan::Inline => b.inline.add(plain_size(v)),
+                        Plan::Reencrypt => b.reencrypt.add(plain_size(v)),
+                        Plan::Skip(why) => b.skipped.push(skip(why)),
+                    },
+                }
+            }
+        }
+        buckets.push(b);
+    }
+    Ok(Survey { deployment_id: deployment.id.to_string(), drives, buckets, unreadable })
+}
+
+/// Why the drives look in use by a running MinIO server, if they do: while it runs, MinIO
+/// rewrites a probe file in `.minio.sys/tmp` on every drive every few seconds. (It takes no
+/// lock on its drives, so this is the best sign there is; a server stopped a moment ago looks
+/// running until `age` has passed.)
+pub fn running_server(drives: &[PathBuf], age: Duration, now: SystemTime) -> Option<String> {
+    for drive in drives {
+        let tmp = drive.join(SYS_DIR).join("tmp");
+        let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            let Ok(modified) = meta.modified() else { continue };
+            // A time ahead of the clock is as recent as it gets.
+            if meta.is_file() && now.duration_since(modified).map_or(true, |d| d < age) {
+                return Some(format!(
+                    "{} was written {} s ago: a MinIO server seems to be running on these drives",
+                    Path::new(&tmp).join(entry.file_name()).display(),
+                    now.duration_since(modified).map(|d| d.as_secs()).unwrap_or(0)
+                ));
+            }
+        }
+    }
+    None
+}
