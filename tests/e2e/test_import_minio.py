@@ -77,6 +77,17 @@ def test_dry_run_reports_what_the_manifest_holds_and_changes_nothing(drives):
         assert sum(t["bytes"] for t in tallies) == w["bytes"], name
         assert g["reencrypt"]["versions"] == w["sse"], name
         assert g["skipped"] == [], name
+    # Each bucket's settings, from MinIO's own records of them.
+    for name, b in manifest()["buckets"].items():
+        settings = set(got[name]["settings"])
+        expected = set()
+        if b.get("versioning"):
+            expected.add(f"versioning {b['versioning']}")
+        for field, said in [("object_lock", "object lock"), ("policy", "policy"), ("lifecycle", "lifecycle"),
+                            ("tags", "tags")]:
+            if b.get(field):
+                expected.add(said)
+        assert settings == expected, name
     # The 3 MiB object and the multipart one are in part files; small ones inline.
     assert got["plain"]["in_place"]["versions"] >= 2
     assert got["plain"]["inline"]["versions"] >= 5

@@ -226,3 +226,35 @@ fn fuzz_xl_meta() {
         let _ = strata_import::minio::xlmeta::XlMeta::parse(b);
     });
 }
+
+/// Each bucket's settings, from MinIO's `.metadata.bin`, as the manifest lists them.
+#[test]
+fn bucket_settings_read_as_the_manifest_says() {
+    use strata_import::minio::bucket::BucketSettings;
+    let (_dir, drives) = unpack();
+    let manifest = manifest();
+    for (name, want) in manifest["buckets"].as_object().expect("buckets") {
+        let s = BucketSettings::read(&drives, name).expect("readable").expect("MinIO stored settings");
+        assert_eq!(&s.name, name);
+        assert!(s.created.is_some_and(|t| t > 1_700_000_000_000_000_000), "{name}: {:?}", s.created);
+        assert_eq!(s.versioning().as_deref(), want["versioning"].as_str(), "{name}");
+        assert_eq!(s.object_lock(), want["object_lock"] == true, "{name}");
+        match want.get("policy") {
+            Some(policy) => {
+                let got: Value = serde_json::from_str(&s.policy_json).expect("policy JSON");
+                assert_eq!(&got, policy, "{name}");
+            }
+            None => assert!(s.policy_json.is_empty(), "{name}"),
+        }
+        for (tag, value) in want["tags"].as_object().into_iter().flatten() {
+            let pair = format!("<Key>{tag}</Key><Value>{}</Value>", value.as_str().expect("tag value"));
+            assert!(s.tagging_xml.contains(&pair), "{name}: {}", s.tagging_xml);
+        }
+        for rule in want["lifecycle"]["Rules"].as_array().into_iter().flatten() {
+            let id = format!("<ID>{}</ID>", rule["ID"].as_str().expect("rule id"));
+            assert!(s.lifecycle_xml.contains(&id), "{name}: {}", s.lifecycle_xml);
+        }
+        assert_eq!(s.lifecycle_xml.is_empty(), want.get("lifecycle").is_none(), "{name}");
+    }
+    assert!(BucketSettings::read(&drives, "no-such-bucket").expect("readable").is_none());
+}

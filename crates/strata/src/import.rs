@@ -91,6 +91,11 @@ fn render(s: &Survey) -> String {
         );
     }
     for b in &s.buckets {
+        if !b.settings.is_empty() {
+            let _ = writeln!(out, "{}: {}", b.name, b.settings.join(", "));
+        }
+    }
+    for b in &s.buckets {
         for k in &b.skipped {
             let _ = writeln!(
                 out,

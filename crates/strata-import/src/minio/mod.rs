@@ -1,5 +1,6 @@
 //! MinIO's on-drive format, read-only (see the crate docs).
 
+pub mod bucket;
 pub mod format;
 pub mod object;
 pub mod survey;

@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
+use super::bucket::BucketSettings;
 use super::format::SYS_DIR;
 use super::object::{list_keys, ObjectCopies};
 use super::xlmeta::{ObjectVersion, XlVersion};
@@ -32,6 +33,8 @@ impl Tally {
 #[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
 pub struct BucketSurvey {
     pub name: String,
+    /// The settings MinIO kept for it (versioning, object lock, policy, lifecycle, ...).
+    pub settings: Vec<String>,
     /// Keys with at least one version.
     pub objects: u64,
     pub delete_markers: u64,
@@ -137,6 +140,11 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
         keys.sort();
         keys.dedup();
         let mut b = BucketSurvey { name: name.clone(), ..Default::default() };
+        match BucketSettings::read(&drives, &name) {
+            Ok(Some(settings)) => b.settings = settings.summary(),
+            Ok(None) => {}
+            Err(e) => unreadable.push(format!("the settings of bucket {name}: {e}")),
+        }
         for key in keys {
             let copies = ObjectCopies::read(&drives, &name, &key);
             for (position, why) in &copies.unreadable {
