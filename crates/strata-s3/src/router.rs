@@ -486,12 +486,15 @@ fn invalid_version() -> S3Error {
         .with_detail("ArgumentName", "versionId")
 }
 
-/// Parses a version id: `null`, or one of ours. Anything else is `InvalidArgument`.
+/// Parses a version id: `null`, or one of ours: 32 hex digits as Strata writes them, or the
+/// hyphenated form MinIO gave the versions `strata import minio` took over (so the ids clients
+/// kept still name them). Anything else is `InvalidArgument`.
 pub fn parse_version_id(value: &str) -> Result<Option<Uuid>, S3Error> {
     if value == "null" {
         return Ok(None);
     }
-    if value.len() != 32 {
+    let hyphenated = value.len() == 36 && value.chars().filter(|c| *c == '-').count() == 4;
+    if value.len() != 32 && !hyphenated {
         return Err(invalid_version());
     }
     Uuid::try_parse(value).map(Some).map_err(|_| invalid_version())
@@ -680,7 +683,10 @@ mod tests {
         let id = uuid::Uuid::now_v7();
         assert_eq!(parse_version_id(&crate::version::version_string(Some(id))).ok(), Some(Some(id)));
         assert_eq!(parse_version_id("null").ok(), Some(None));
-        for bad in ["", "abc", "NULL", &id.hyphenated().to_string(), "zz0000000000000000000000000000zz"] {
+        assert_eq!(parse_version_id(&id.hyphenated().to_string()).ok(), Some(Some(id)), "MinIO's spelling");
+        let braced = id.braced().to_string();
+        let urn = id.urn().to_string();
+        for bad in ["", "abc", "NULL", &braced, &urn, "zz0000000000000000000000000000zz"] {
             assert_eq!(
                 parse_version_id(bad).map_err(|e| e.code).err(),
                 Some(S3ErrorCode::InvalidArgument),
