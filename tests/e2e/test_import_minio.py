@@ -1,7 +1,10 @@
-"""`strata import minio --dry-run` on the drives of a real MinIO deployment
-(`../shared/fixtures/minio-ec4`, see its README): the report agrees with the fixture's manifest,
-and the drives are left exactly as they were. Drives of a running MinIO, drives that are not
-MinIO's and an incomplete set are refused with a message that says so."""
+"""`strata import minio` on the drives of a real MinIO deployment (`../shared/fixtures/minio-ec4`,
+see its README). The dry run agrees with the fixture's manifest and leaves the drives exactly as
+they were. The import takes the drives over in place (shard files linked, nothing copied, MinIO's
+files untouched), runs again as a no-op, and a Strata started on the drives serves every version,
+delete marker, tag, lock and bucket setting the manifest lists, reads around a lost and a rotten
+drive and heals them; `--commit` then removes MinIO's side. Drives of a running MinIO, drives that
+are not MinIO's and an incomplete set are refused with a message that says so."""
 
 import hashlib
 import json
@@ -14,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT
+from conftest import BIN, ROOT, Server, wait_for
+from test_heal import data_files, read_all_with_only
 
 FIXTURE = Path(os.environ.get("STRATA_MINIO_FIXTURE", ROOT.parent / "shared" / "fixtures" / "minio-ec4"))
 
@@ -33,11 +37,14 @@ def manifest():
     return json.loads((FIXTURE / "manifest.json").read_text())
 
 
-def snapshot(folders):
-    """Every file and folder under `folders`: its kind, size, modification time and content hash."""
+def snapshot(folders, skip=()):
+    """Every file and folder under `folders` (but those named in `skip`): its kind, size,
+    modification time and content hash."""
     seen = {}
     for top in folders:
         for path in sorted(Path(top).rglob("*")):
+            if any(part in skip for part in path.parts):
+                continue
             st = path.lstat()
             digest = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
             seen[str(path)] = (st.st_mode, st.st_size, st.st_mtime_ns, digest)
@@ -113,5 +120,143 @@ def test_a_running_minio_and_wrong_drives_are_refused(drives, tmp_path):
     assert out.returncode != 0 and "not a MinIO drive" in out.stderr, out.stderr
     out = run("--dry-run", *drives[:3])
     assert out.returncode != 0 and "not given" in out.stderr, out.stderr
-    out = run(*drives)
-    assert out.returncode != 0 and "--dry-run" in out.stderr, out.stderr
+    out = run("--commit", *drives)
+    assert out.returncode != 0 and "no finished import" in out.stderr, out.stderr
+
+
+def unpack_into(server):
+    """The fixture's four drives as `server`'s drives (both are named d1..d4)."""
+    with tarfile.open(FIXTURE / "drives.tar.gz") as t:
+        t.extractall(server.dir, filter="tar")
+    assert [d.name for d in server.drives] == ["d1", "d2", "d3", "d4"]
+
+
+def check_served(s3):
+    """Every version of the manifest as Strata serves it; returns {(bucket, key): bytes} of the
+    current versions (the manifest lists each key's versions in the order they were written),
+    for later reads."""
+    current = {}
+    for o in manifest()["objects"]:
+        if o.get("delete_marker"):
+            current.pop((o["bucket"], o["key"]), None)
+        if o.get("delete_marker") or o.get("sse"):
+            continue
+        args = {"Bucket": o["bucket"], "Key": o["key"]}
+        if o["version_id"]:
+            # The id MinIO gave, as clients kept it (with dashes).
+            args["VersionId"] = o["version_id"]
+        got = s3.get_object(**args)
+        body = got["Body"].read()
+        where = f"{o['bucket']}/{o['key']}"
+        assert hashlib.md5(body).hexdigest() == o["md5"], where
+        assert got["ETag"] == f'"{o["etag"]}"', where
+        assert got["ContentLength"] == o["size"], where
+        if o.get("content_type"):
+            assert got["ContentType"] == o["content_type"], where
+        assert got["Metadata"] == o.get("metadata", {}), where
+        if o.get("tags"):
+            tags = s3.get_object_tagging(**args)["TagSet"]
+            assert {t["Key"]: t["Value"] for t in tags} == o["tags"], where
+        if o.get("retention"):
+            r = s3.get_object_retention(**args)["Retention"]
+            assert r["Mode"] == o["retention"]["mode"], where
+            assert r["RetainUntilDate"].isoformat().startswith(o["retention"]["until"][:19]), where
+        if o.get("legal_hold"):
+            assert s3.get_object_legal_hold(**args)["LegalHold"]["Status"] == o["legal_hold"], where
+        current[(o["bucket"], o["key"])] = body
+    return current
+
+
+def test_import_takes_the_drives_over_in_place_and_strata_serves_them():
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"})
+    try:
+        unpack_into(server)
+        drives = server.drives
+        minio_before = snapshot(drives)
+        out = run("--json", *reversed(drives))
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out.stdout)
+        versions = [o for o in manifest()["objects"] if not o.get("delete_marker")]
+        markers = [o for o in manifest()["objects"] if o.get("delete_marker")]
+        sse = [o for o in versions if o.get("sse")]
+        assert report["in_place"]["versions"] + report["inline"]["versions"] == len(versions) - len(sse)
+        assert report["delete_markers"] == len(markers)
+        assert report["bytes_copied"] == 0, "shard files are linked, not copied"
+        assert report["in_place"]["versions"] >= 3 and report["settings_refused"] == []
+        assert [s["key"] for s in report["skipped"]] == [o["key"] for o in sse], "SSE waits for its key"
+        # MinIO's side is as it was (its shard files now have a second name in Strata's folder).
+        assert snapshot(drives, skip={".strata.sys"}) == minio_before
+        part = next(p for p in drives[0].rglob("part.1") if ".strata.sys" not in p.parts)
+        assert part.stat().st_nlink == 2, "linked into Strata's data folder"
+        # A second run finds everything done.
+        again = json.loads(run("--json", *drives).stdout)
+        assert again["in_place"]["versions"] == again["inline"]["versions"] == 0
+        assert again["already_imported"] > 0
+
+        server.start()
+        s3 = server.client()
+        current = check_served(s3)
+        for bucket, b in manifest()["buckets"].items():
+            if b.get("versioning"):
+                assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == b["versioning"], bucket
+            if b.get("lifecycle"):
+                rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+                assert [r["ID"] for r in rules] == [r["ID"] for r in b["lifecycle"]["Rules"]], bucket
+            if b.get("tags"):
+                tags = s3.get_bucket_tagging(Bucket=bucket)["TagSet"]
+                assert {t["Key"]: t["Value"] for t in tags} == b["tags"], bucket
+            if b.get("object_lock"):
+                assert s3.get_object_lock_configuration(Bucket=bucket)["ObjectLockConfiguration"]["ObjectLockEnabled"] == "Enabled"
+            if b.get("policy"):
+                assert json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"]) == b["policy"], bucket
+        # The public-read policy on plain/odd/* answers anonymous readers; nothing else does.
+        import urllib.request, urllib.error, urllib.parse
+        anon = f"{server.endpoint}/plain/{urllib.parse.quote('odd/sp ace.txt')}"
+        assert urllib.request.urlopen(anon, timeout=10).read() == current[("plain", "odd/sp ace.txt")]
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(f"{server.endpoint}/plain/sizes/obj-1", timeout=10)
+        assert denied.value.code == 403
+        # Versions and delete markers, newest first, as MinIO had them.
+        listing = s3.list_object_versions(Bucket="versioned")
+        latest_markers = {d["Key"] for d in listing.get("DeleteMarkers", []) if d["IsLatest"]}
+        assert latest_markers == {"doc"}
+        assert len(listing["DeleteMarkers"]) == len(markers)
+        assert {v["Key"] for v in listing["Versions"] if v["IsLatest"]} == {"again"}
+        assert s3.get_object(Bucket="versioned", Key="again")["Body"].read() == current[("versioned", "again")]
+        # The retention holds: the locked version cannot be removed.
+        kept = next(o for o in versions if o["key"] == "kept")
+        with pytest.raises(Exception) as locked:
+            s3.delete_object(Bucket="locked", Key="kept", VersionId=kept["version_id"])
+        assert "AccessDenied" in str(locked.value)
+
+        # d1 loses every shard file Strata took over, d2's rot in their first frame: reads
+        # answer from the others and heal d1 (frames hashed under MinIO's key, as the rest).
+        d1, d2 = drives[0] / ".strata.sys" / "data", drives[1] / ".strata.sys" / "data"
+        lost = data_files(d1)
+        for p in lost.values():
+            p.unlink()
+        for p in data_files(d2).values():
+            raw = bytearray(p.read_bytes())
+            raw[40] ^= 0xFF
+            p.write_bytes(bytes(raw))
+        check_served(s3)
+        wait_for(lambda: set(data_files(d1)) >= set(lost), what="d1's shard files to be rewritten")
+        server.stop()
+        server.start()
+        read_all_with_only(server, current, keep=[drives[0], drives[2]])
+
+        # Commit: MinIO's side goes, Strata's stays and serves.
+        refused = run("--commit", *drives)
+        assert refused.returncode != 0 and "would be lost" in refused.stderr, refused.stderr
+        for d in drives:
+            state = d / ".strata.sys" / "state-import-minio.json"
+            doc = json.loads(state.read_text())
+            doc["skipped"] = []  # as if the SSE object had been dealt with
+            state.write_text(json.dumps(doc))
+        done = run("--commit", *drives)
+        assert done.returncode == 0, done.stderr
+        assert all(sorted(p.name for p in d.iterdir()) == [".strata.sys"] for d in drives)
+        server.start()
+        assert check_served(server.client()) == current
+    finally:
+        server.cleanup()

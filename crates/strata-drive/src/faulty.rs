@@ -423,9 +423,14 @@ impl ShardReader for FaultyReader {
         self.inner.read_at(offset, len).await
     }
 
-    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+    async fn read_frame(
+        &self,
+        offset: u64,
+        shard_size: usize,
+        key: strata_erasure::bitrot::Key,
+    ) -> DriveResult<Bytes> {
         self.shared.inject(Op::ReadShard).await?;
-        self.inner.read_frame(offset, shard_size).await
+        self.inner.read_frame(offset, shard_size, key).await
     }
 }
 

@@ -266,11 +266,13 @@ pub trait ShardWriter: Send {
 pub trait ShardReader: Send + Sync {
     async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes>;
 
-    /// Reads the frame at `offset` holding `shard_size` shard bytes, checks its bitrot hash, and
-    /// returns the shard bytes (a slice of the frame, no copy). A bad hash is `Corrupt`.
-    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+    /// Reads the frame at `offset` holding `shard_size` shard bytes, checks its bitrot hash
+    /// (under `key`, the version's), and returns the shard bytes (a slice of the frame, no copy).
+    /// A bad hash is `Corrupt`.
+    async fn read_frame(&self, offset: u64, shard_size: usize, key: bitrot::Key) -> DriveResult<Bytes> {
         let frame = self.read_at(offset, bitrot::HASH_SIZE + shard_size).await?;
-        let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
+        let range =
+            bitrot::verify_with(key, &frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
         Ok(frame.slice(range))
     }
 

@@ -518,7 +518,7 @@ impl ShardReader for LocalShardReader {
 
     /// Verifies on the blocking thread that read the frame, so hashing never runs on the async
     /// core threads.
-    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
+    async fn read_frame(&self, offset: u64, shard_size: usize, key: bitrot::Key) -> DriveResult<Bytes> {
         let file = self.file.clone();
         blocking(move || {
             let mut frame = strata_types::buffers::take(bitrot::HASH_SIZE + shard_size);
@@ -526,7 +526,8 @@ impl ShardReader for LocalShardReader {
                 std::io::ErrorKind::UnexpectedEof => DriveError::Corrupt("shard file is short".into()),
                 _ => DriveError::from(e),
             })?;
-            let range = bitrot::verify(&frame, shard_size).map_err(|e| DriveError::Corrupt(e.to_string()))?;
+            let range = bitrot::verify_with(key, &frame, shard_size)
+                .map_err(|e| DriveError::Corrupt(e.to_string()))?;
             Ok(strata_types::buffers::into_bytes(frame).slice(range))
         })
         .await

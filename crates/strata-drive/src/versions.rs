@@ -265,6 +265,7 @@ mod tests {
             user_metadata: Default::default(),
             checksums: Default::default(),
             erasure: strata_meta::ErasureInfo {
+                bitrot: Default::default(),
                 data_count: 1,
                 parity_count: 0,
                 block_size: 1,

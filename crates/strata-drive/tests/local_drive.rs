@@ -20,6 +20,7 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         user_metadata: Default::default(),
         checksums: Default::default(),
         erasure: ErasureInfo {
+            bitrot: Default::default(),
             data_count: 1,
             parity_count: 0,
             block_size: 1 << 20,

@@ -11,7 +11,14 @@ use strata_meta::{BucketRecord, DataLocation, ErasureInfo, ObjectVersion, PartIn
 use uuid::Uuid;
 
 fn erasure() -> ErasureInfo {
-    ErasureInfo { data_count: 1, parity_count: 0, block_size: 1 << 20, shard_index: 0, distribution: vec![0] }
+    ErasureInfo {
+        bitrot: Default::default(),
+        data_count: 1,
+        parity_count: 0,
+        block_size: 1 << 20,
+        shard_index: 0,
+        distribution: vec![0],
+    }
 }
 
 async fn part_file(d: &LocalDrive, number: u32) -> PartInfo {

@@ -21,6 +21,7 @@ fn version(id: Option<u128>, mod_time: u64) -> ObjectVersion {
         user_metadata: Default::default(),
         checksums: Default::default(),
         erasure: ErasureInfo {
+            bitrot: Default::default(),
             data_count: 1,
             parity_count: 0,
             block_size: 1 << 20,

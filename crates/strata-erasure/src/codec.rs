@@ -3,6 +3,8 @@
 use bytes::{Bytes, BytesMut};
 use reed_solomon_erasure::galois_8::ReedSolomon;
 
+use crate::bitrot;
+
 /// Errors of encode and reconstruct; both mean a bug or too many lost shards.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ErasureError {
@@ -51,6 +53,9 @@ pub struct Erasure {
     data_count: usize,
     parity_count: usize,
     codec: Option<Box<dyn Codec>>,
+    /// The key the shard frames are hashed under (Strata's, or MinIO's for shard files taken
+    /// over from it).
+    frame_key: bitrot::Key,
 }
 
 impl std::fmt::Debug for Erasure {
@@ -70,7 +75,18 @@ impl Erasure {
             0 => None,
             _ => Some(Box::new(ReedSolomonCodec::new(data_count, parity_count)?)),
         };
-        Ok(Self { data_count, parity_count, codec })
+        Ok(Self { data_count, parity_count, codec, frame_key: bitrot::Key::STRATA })
+    }
+
+    /// The same layout with its frames hashed under `key`.
+    pub fn with_frame_key(mut self, key: bitrot::Key) -> Self {
+        self.frame_key = key;
+        self
+    }
+
+    /// The key shard frames of this layout are hashed under.
+    pub fn frame_key(&self) -> bitrot::Key {
+        self.frame_key
     }
 
     pub fn data_count(&self) -> usize {

@@ -53,6 +53,31 @@ pub struct ErasureInfo {
     pub shard_index: u8,
     /// `distribution[drive_index]` = shard index held by the set's drive at that position.
     pub distribution: Vec<u8>,
+    /// The key the version's shard frames are hashed under: Strata's, or MinIO's for shard
+    /// files taken over from a MinIO deployment as they were (absent: Strata's).
+    #[serde(default, skip_serializing_if = "Bitrot::is_strata")]
+    pub bitrot: Bitrot,
+}
+
+/// Whose HighwayHash key a version's shard frames carry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Bitrot {
+    #[default]
+    Strata,
+    Minio,
+}
+
+impl Bitrot {
+    pub fn is_strata(&self) -> bool {
+        *self == Bitrot::Strata
+    }
+
+    pub fn key(self) -> strata_erasure::bitrot::Key {
+        match self {
+            Bitrot::Strata => strata_erasure::bitrot::Key::STRATA,
+            Bitrot::Minio => strata_erasure::bitrot::Key::MINIO,
+        }
+    }
 }
 
 impl ErasureInfo {
@@ -777,6 +802,7 @@ mod tests {
                 user_metadata: BTreeMap::from([("a".into(), "b".into())]),
                 checksums: BTreeMap::new(),
                 erasure: ErasureInfo {
+                    bitrot: Default::default(),
                     data_count: 2,
                     parity_count: 2,
                     block_size: 1 << 20,

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 fn erasure() -> ErasureInfo {
     ErasureInfo {
+        bitrot: Default::default(),
         data_count: 2,
         parity_count: 2,
         block_size: 1 << 20,

@@ -172,7 +172,7 @@ pub(crate) async fn open_version(
     let info = ObjectInfo::from_version(bucket, key, &version);
     let (data_count, parity_count) =
         (usize::from(version.erasure.data_count), usize::from(version.erasure.parity_count));
-    let erasure = set.erasure_for(data_count, parity_count)?;
+    let erasure = set.erasure_of(&version.erasure)?;
     let shard_count = data_count + parity_count;
     let dist = &version.erasure.distribution;
     let source = match version.data {
@@ -302,8 +302,9 @@ impl OpenObject {
         let data_count = self.erasure.data_count();
         let shard_count = self.erasure.shard_count();
         let shard_size = layout.shard_size(block) as usize;
+        let key = self.erasure.frame_key();
         let mut shards: Vec<Option<Bytes>> =
-            read_shards(source, 0..data_count, layout, block, shard_size, check, &self.given_up).await;
+            read_shards(source, 0..data_count, layout, block, shard_size, (check, key), &self.given_up).await;
         if shards.iter().any(Option::is_none) {
             // A shard that was there to read and failed (rot, a vanished file) needs healing; one
             // on a drive that is offline has nothing to read and nothing a heal could fix now.
@@ -317,7 +318,7 @@ impl OpenObject {
                 layout,
                 block,
                 shard_size,
-                check,
+                (check, key),
                 &self.given_up,
             )
             .await;
@@ -350,7 +351,7 @@ async fn read_shards(
     layout: &ShardLayout,
     block: u64,
     shard_size: usize,
-    check: Check,
+    (check, key): (Check, bitrot::Key),
     given_up: &[AtomicBool],
 ) -> Vec<Option<Bytes>> {
     match source {
@@ -358,7 +359,7 @@ async fn read_shards(
             .map(|i| {
                 let frame = frames.get(i)?.as_ref()?;
                 let range = match check {
-                    Check::Hashes => bitrot::verify(frame, shard_size),
+                    Check::Hashes => bitrot::verify_with(key, frame, shard_size),
                     Check::Tags => bitrot::shard_range(frame, shard_size),
                 };
                 range.ok().map(|r| frame.slice(r))
@@ -373,7 +374,7 @@ async fn read_shards(
                     return None;
                 }
                 let read = match check {
-                    Check::Hashes => reader.read_frame(offset, shard_size).await,
+                    Check::Hashes => reader.read_frame(offset, shard_size, key).await,
                     Check::Tags => reader.read_frame_unhashed(offset, shard_size).await,
                 };
                 match read {

@@ -74,7 +74,13 @@ impl BodyReader for StreamBody {
 
 /// Whether a drive's shard file `id` is whole: the last frame (or, `deep`, every frame)
 /// verifies against its hash.
-async fn file_ok(drive: &Arc<dyn Drive>, id: Uuid, layout: &ShardLayout, deep: bool) -> bool {
+async fn file_ok(
+    drive: &Arc<dyn Drive>,
+    id: Uuid,
+    layout: &ShardLayout,
+    key: bitrot::Key,
+    deep: bool,
+) -> bool {
     let blocks = layout.block_count();
     if blocks == 0 {
         return true;
@@ -83,7 +89,7 @@ async fn file_ok(drive: &Arc<dyn Drive>, id: Uuid, layout: &ShardLayout, deep: b
     let first = if deep { 0 } else { blocks - 1 };
     for block in first..blocks {
         let size = layout.shard_size(block) as usize;
-        if reader.read_frame(layout.frame_offset(block), size).await.is_err() {
+        if reader.read_frame(layout.frame_offset(block), size, key).await.is_err() {
             return false;
         }
     }
@@ -102,19 +108,20 @@ async fn data_ok(
     }
     let block_size = version.erasure.block_size as usize;
     let data_count = usize::from(version.erasure.data_count);
+    let key = version.erasure.bitrot.key();
     match version.data {
         DataLocation::Inline(_) => {
             let layout = ShardLayout::new(version.size, block_size, data_count);
             let size = layout.shard_size(0) as usize;
-            inline.is_some_and(|frame| bitrot::verify(frame, size).is_ok())
+            inline.is_some_and(|frame| bitrot::verify_with(key, frame, size).is_ok())
         }
         DataLocation::File(id) => {
-            file_ok(drive, id, &ShardLayout::new(version.size, block_size, data_count), deep).await
+            file_ok(drive, id, &ShardLayout::new(version.size, block_size, data_count), key, deep).await
         }
         DataLocation::Multipart(_) => {
             for part in &version.parts {
                 let layout = ShardLayout::new(part.size, block_size, data_count);
-                if !file_ok(drive, part.data_id, &layout, deep).await {
+                if !file_ok(drive, part.data_id, &layout, key, deep).await {
                     return false;
                 }
             }
@@ -288,10 +295,7 @@ impl ObjectLayer {
         for &p in &positions {
             drives[p] = set.drives[p].clone();
         }
-        let erasure = set.erasure_for(
-            usize::from(version.erasure.data_count),
-            usize::from(version.erasure.parity_count),
-        )?;
+        let erasure = set.erasure_of(&version.erasure)?;
         let dist = &version.erasure.distribution;
         let size = version.size;
         // Rebuilt in the record's blocks (a shard file's frames follow them).

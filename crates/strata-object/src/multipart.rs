@@ -147,6 +147,7 @@ impl ObjectLayer {
             headers: opts.headers,
             user_metadata: opts.user_metadata,
             erasure: ErasureInfo {
+                bitrot: Default::default(),
                 data_count: (n - parity) as u8,
                 parity_count: parity as u8,
                 block_size: block_size_for(opts.sse.is_some()) as u32,

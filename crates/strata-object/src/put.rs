@@ -305,7 +305,8 @@ pub(crate) async fn encode(
             m.update(&block);
         }
         let shards = erasure.encode_block(block)?;
-        let frames = shards.into_iter().map(|s| (bitrot::hash(&s), s)).collect();
+        let key = erasure.frame_key();
+        let frames = shards.into_iter().map(|s| (bitrot::hash_with(key, &s), s)).collect();
         Ok(Encoded { md5, frames })
     })
     .await
@@ -403,6 +404,7 @@ pub(crate) async fn put_object(
         user_metadata: opts.user_metadata,
         checksums: stored_checksums,
         erasure: ErasureInfo {
+            bitrot: Default::default(),
             data_count: data_count as u8,
             parity_count: parity_count as u8,
             block_size: block_size as u32,

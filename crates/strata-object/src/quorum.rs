@@ -91,6 +91,7 @@ mod tests {
             user_metadata: Default::default(),
             checksums: Default::default(),
             erasure: ErasureInfo {
+                bitrot: Default::default(),
                 data_count: 2,
                 parity_count: 2,
                 block_size: 1 << 20,

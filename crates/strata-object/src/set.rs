@@ -125,6 +125,17 @@ impl ErasureSet {
         Ok(Arc::new(Erasure::new(data_count, parity_count)?))
     }
 
+    /// The codec of a version's split, its frames hashed under the version's key.
+    pub fn erasure_of(&self, info: &strata_meta::ErasureInfo) -> Result<Arc<Erasure>, ObjectError> {
+        let erasure = self.erasure_for(usize::from(info.data_count), usize::from(info.parity_count))?;
+        let key = info.bitrot.key();
+        if key == erasure.frame_key() {
+            return Ok(erasure);
+        }
+        let fresh = Erasure::new(erasure.data_count(), erasure.parity_count())?;
+        Ok(Arc::new(fresh.with_frame_key(key)))
+    }
+
     pub fn data_count(&self) -> usize {
         self.drives.len() - self.parity_count
     }

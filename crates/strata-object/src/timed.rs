@@ -77,8 +77,14 @@ impl ShardReader for TimedReader {
         within(&self.endpoint, self.timeout, "read_at", self.inner.read_at(offset, len)).await
     }
 
-    async fn read_frame(&self, offset: u64, shard_size: usize) -> DriveResult<Bytes> {
-        within(&self.endpoint, self.timeout, "read_frame", self.inner.read_frame(offset, shard_size)).await
+    async fn read_frame(
+        &self,
+        offset: u64,
+        shard_size: usize,
+        key: strata_erasure::bitrot::Key,
+    ) -> DriveResult<Bytes> {
+        within(&self.endpoint, self.timeout, "read_frame", self.inner.read_frame(offset, shard_size, key))
+            .await
     }
 }
 

@@ -220,6 +220,7 @@ impl ObjectLayer {
             user_metadata: BTreeMap::new(),
             checksums: BTreeMap::new(),
             erasure: ErasureInfo {
+                bitrot: Default::default(),
                 data_count: set.data_count() as u8,
                 parity_count: set.parity_count as u8,
                 block_size: BLOCK_SIZE as u32,

@@ -170,6 +170,7 @@ async fn locked_versions_are_never_removed() {
             user_metadata: Default::default(),
             checksums: Default::default(),
             erasure: strata_meta::ErasureInfo {
+                bitrot: Default::default(),
                 data_count: 2,
                 parity_count: 2,
                 block_size: 1 << 20,

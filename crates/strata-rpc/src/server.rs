@@ -455,14 +455,19 @@ impl From<StreamError> for WireError {
     }
 }
 
-/// The bitrot hash of a received shard: on a blocking thread when it is large enough to take a
-/// while (HighwayHash runs at ~11 GB/s: a 1 MiB shard is ~0.1 ms).
-async fn shard_hash(shard: &Bytes) -> Result<[u8; 32], StreamError> {
+/// Whether a received shard matches the bitrot hash it came with, under Strata's key or MinIO's
+/// (a heal of a version whose shard files were taken over from MinIO writes MinIO's frames): on
+/// a blocking thread when it is large enough to take a while (HighwayHash runs at ~11 GB/s: a
+/// 1 MiB shard is ~0.1 ms).
+async fn shard_matches(shard: &Bytes, hash: [u8; 32]) -> Result<bool, StreamError> {
+    let check = move |shard: &[u8]| {
+        bitrot::hash(shard) == hash || bitrot::hash_with(bitrot::Key::MINIO, shard) == hash
+    };
     if shard.len() < SHARD_HASH_INLINE_MAX {
-        return Ok(bitrot::hash(shard));
+        return Ok(check(shard));
     }
     let shard = shard.clone();
-    tokio::task::spawn_blocking(move || bitrot::hash(&shard))
+    tokio::task::spawn_blocking(move || check(&shard))
         .await
         .map_err(|e| StreamError::Broken(format!("hashing a shard failed: {e}")))
 }
@@ -505,7 +510,7 @@ where
                 Some((len, hash)) if buf.len >= len => {
                     header = None;
                     let shard = buf.take(len);
-                    if shard_hash(&shard).await? != hash {
+                    if !shard_matches(&shard, hash).await? {
                         return Err(StreamError::BadHash(index));
                     }
                     writer.write_frame(hash, shard).await.map_err(StreamError::Drive)?;

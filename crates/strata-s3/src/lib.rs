@@ -48,6 +48,7 @@ pub mod copy;
 pub mod cors;
 pub mod delete;
 pub mod dispatch;
+pub mod documents;
 pub mod encryption;
 pub mod error;
 pub mod grants;

@@ -464,6 +464,7 @@ mod tests {
             headers: Default::default(),
             user_metadata: Default::default(),
             erasure: strata_meta::ErasureInfo {
+                bitrot: Default::default(),
                 data_count: 1,
                 parity_count: 0,
                 block_size: 1,

@@ -21,12 +21,12 @@ fn invalid(msg: &str) -> S3Error {
     S3Error::new(S3ErrorCode::InvalidArgument, msg)
 }
 
-fn parse_mode(s: &str) -> Result<RetentionMode, S3Error> {
+pub(crate) fn parse_mode(s: &str) -> Result<RetentionMode, S3Error> {
     RetentionMode::parse(s.trim()).ok_or_else(|| invalid("Unknown wormMode directive."))
 }
 
 /// An ISO 8601 date (`2030-01-02T03:04:05Z`, fractions allowed) as nanoseconds.
-fn parse_date(s: &str) -> Result<u64, S3Error> {
+pub(crate) fn parse_date(s: &str) -> Result<u64, S3Error> {
     strata_types::time::parse_iso8601(s.trim())
         .map(|secs| secs.saturating_mul(1_000_000_000))
         .ok_or_else(|| invalid("The retain until date is not a valid ISO 8601 date."))

@@ -649,3 +649,6 @@ pub const MINIO_FORMAT_SIZE_MAX: u64 = 1 << 20;
 /// running on the drive (it rewrites a probe file there every few seconds; it takes no lock):
 /// `strata import minio` refuses such drives.
 pub const MINIO_RUNNING_PROBE_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The progress line of `strata import` is redrawn at most this often.
+pub const IMPORT_PROGRESS_REDRAW: std::time::Duration = std::time::Duration::from_millis(500);

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use strata_import::minio::survey::{running_server, survey, Survey};
+use strata_import::minio::takeover::{commit, take_over, TakeoverReport};
 use strata_import::minio::Deployment;
-use strata_types::limits::MINIO_RUNNING_PROBE_AGE;
+use strata_types::limits::{IMPORT_PROGRESS_REDRAW as BAR_REDRAW, MINIO_RUNNING_PROBE_AGE};
 
 #[derive(Subcommand)]
 pub enum ImportCommand {
-    /// Take over the drives of a stopped MinIO deployment (one set of one pool today). With
+    /// Take over the drives of a stopped MinIO deployment in place (one set of one pool today):
+    /// shard files are linked, not copied, and MinIO's own files stay until --commit. With
     /// --dry-run it reports, per bucket, what the import would take over in place, what it
     /// would move from MinIO's metadata, what needs MinIO's KMS key, and what it would leave
     /// alone, and changes nothing.
@@ -22,13 +24,16 @@ pub struct MinioArgs {
     /// MinIO's drives (folders; ellipsis patterns like /mnt/disk{1...4} expand), in any order.
     #[arg(required = true)]
     drives: Vec<String>,
-    /// Report what the import would do; change nothing. (The import itself is not in this
-    /// build yet: only the dry run is.)
-    #[arg(long, required = true)]
+    /// Report what the import would do; change nothing.
+    #[arg(long)]
     dry_run: bool,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Confirm a finished import: remove MinIO's own files from the drives (its buckets'
+    /// folders and .minio.sys). Refused while any version is only on MinIO's side.
+    #[arg(long, conflicts_with = "dry_run")]
+    commit: bool,
 }
 
 pub fn main(cmd: ImportCommand) -> Result<()> {
@@ -46,6 +51,14 @@ fn minio(args: MinioArgs) -> Result<()> {
             drives.push(PathBuf::from(arg));
         }
     }
+    if args.commit {
+        let done = commit(&drives)?;
+        println!(
+            "MinIO's files removed from {} drives ({} folders); the drives are Strata's alone now.",
+            done.drives, done.folders_removed
+        );
+        return Ok(());
+    }
     let deployment = Deployment::open(&drives)?;
     let in_order: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
     if let Some(why) = running_server(&in_order, MINIO_RUNNING_PROBE_AGE, std::time::SystemTime::now()) {
@@ -55,12 +68,121 @@ fn minio(args: MinioArgs) -> Result<()> {
         );
     }
     let report = survey(&deployment)?;
+    if args.dry_run {
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report).context("the report as JSON")?);
+        } else {
+            print!("{}", render(&report));
+        }
+        return Ok(());
+    }
+    let total: u64 = report.buckets.iter().map(|b| b.in_place.bytes + b.inline.bytes).sum();
+    let versions: u64 =
+        report.buckets.iter().map(|b| b.in_place.versions + b.inline.versions + b.delete_markers).sum();
+    let mut bar = Bar::new(versions, total);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let done = runtime.block_on(take_over(&deployment, &mut |bytes| bar.step(bytes)))?;
+    bar.finish();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).context("the report as JSON")?);
+        println!("{}", serde_json::to_string_pretty(&done).context("the report as JSON")?);
     } else {
-        print!("{}", render(&report));
+        print!("{}", render_done(&done, &in_order));
     }
     Ok(())
+}
+
+/// Progress on stderr: versions and bytes done, rate and time left; redrawn at most twice a
+/// second.
+struct Bar {
+    versions: u64,
+    bytes: u64,
+    done_versions: u64,
+    done_bytes: u64,
+    started: std::time::Instant,
+    drawn: Option<std::time::Instant>,
+}
+
+impl Bar {
+    fn new(versions: u64, bytes: u64) -> Self {
+        Self {
+            versions,
+            bytes,
+            done_versions: 0,
+            done_bytes: 0,
+            started: std::time::Instant::now(),
+            drawn: None,
+        }
+    }
+
+    fn step(&mut self, bytes: u64) {
+        self.done_versions += 1;
+        self.done_bytes += bytes;
+        let now = std::time::Instant::now();
+        if self.drawn.is_some_and(|d| now.duration_since(d) < BAR_REDRAW) {
+            return;
+        }
+        self.drawn = Some(now);
+        self.draw();
+    }
+
+    fn draw(&self) {
+        let secs = self.started.elapsed().as_secs_f64().max(f64::MIN_POSITIVE);
+        let share = if self.versions == 0 { 1.0 } else { self.done_versions as f64 / self.versions as f64 };
+        let left = if share > 0.0 { secs / share - secs } else { 0.0 };
+        eprint!(
+            "\r{:>3.0} %  {}/{} versions  {} of {}  {:.0} versions/s  about {:.0} s left   ",
+            share * 100.0,
+            self.done_versions,
+            self.versions,
+            strata_types::size::format_size(self.done_bytes),
+            strata_types::size::format_size(self.bytes),
+            self.done_versions as f64 / secs,
+            left
+        );
+    }
+
+    fn finish(&self) {
+        self.draw();
+        eprintln!();
+    }
+}
+
+fn render_done(d: &TakeoverReport, drives: &[PathBuf]) -> String {
+    use std::fmt::Write;
+    let size = strata_types::size::format_size;
+    let mut out = String::new();
+    let _ = writeln!(out, "Imported {} buckets: {}", d.buckets.len(), d.buckets.join(", "));
+    let _ = writeln!(
+        out,
+        "  in place: {} versions ({}), linked; inline: {} versions ({}); delete markers: {}",
+        d.in_place.versions,
+        size(d.in_place.bytes),
+        d.inline.versions,
+        size(d.inline.bytes),
+        d.delete_markers
+    );
+    let _ = writeln!(
+        out,
+        "  bytes copied: {}; already imported by an earlier run: {}",
+        size(d.bytes_copied),
+        d.already_imported
+    );
+    for s in &d.skipped {
+        let _ =
+            writeln!(out, "  skipped {} ({}): {}", s.key, s.version_id.as_deref().unwrap_or("null"), s.why);
+    }
+    for r in &d.settings_refused {
+        let _ = writeln!(out, "  setting not imported: {r}");
+    }
+    let list: Vec<String> = drives.iter().map(|d| d.display().to_string()).collect();
+    let _ = writeln!(out, "\nStart Strata on the drives, in this order:\n  strata server {}", list.join(" "));
+    let _ = writeln!(
+        out,
+        "MinIO's own files are still on the drives (MinIO can still read them); once Strata serves \
+         them as it should, remove them with:\n  strata import minio --commit {}",
+        list.join(" ")
+    );
+    out
 }
 
 fn render(s: &Survey) -> String {

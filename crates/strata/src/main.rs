@@ -890,7 +890,10 @@ fn main() -> Result<()> {
         Command::Bench(cmd) => runtime.block_on(strata_client::main(cmd)),
         Command::Admin(cmd) => runtime.block_on(strata_client::admin::main(cmd)),
         Command::Health(args) => runtime.block_on(health(args)),
-        Command::Import(cmd) => import::main(cmd),
+        Command::Import(cmd) => {
+            drop(runtime);
+            import::main(cmd)
+        }
     }
 }
 

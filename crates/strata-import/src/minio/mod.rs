@@ -4,6 +4,7 @@ pub mod bucket;
 pub mod format;
 pub mod object;
 pub mod survey;
+pub mod takeover;
 pub mod xlmeta;
 
 pub use format::{Deployment, DriveFormat, MinioDrive};
@@ -23,6 +24,9 @@ pub enum MinioError {
     Unsupported(String),
     #[error("{path}: {why}")]
     Malformed { path: String, why: String },
+    /// Strata's side of a drive refused (its format, its index).
+    #[error("{path}: {why}")]
+    Strata { path: String, why: String },
     #[error("{path}: {source}")]
     Io { path: String, source: std::io::Error },
 }

@@ -78,7 +78,11 @@ impl ObjectCopies {
     }
 
     /// This drive's record of `version` (its own shard index) and its inline shard bytes.
-    fn on_drive(&self, position: usize, version: &ObjectVersion) -> Option<(&ObjectVersion, Option<&[u8]>)> {
+    pub(crate) fn on_drive(
+        &self,
+        position: usize,
+        version: &ObjectVersion,
+    ) -> Option<(&ObjectVersion, Option<&[u8]>)> {
         let meta = self.metas.get(position)?.as_ref()?;
         let mine = meta.versions.iter().find_map(|v| match v {
             XlVersion::Object(o) if o.version_id == version.version_id && o.data_dir == version.data_dir => {

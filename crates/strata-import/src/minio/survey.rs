@@ -23,7 +23,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, bytes: u64) {
+    pub(crate) fn add(&mut self, bytes: u64) {
         self.versions += 1;
         self.bytes += bytes;
     }
@@ -68,7 +68,7 @@ pub struct Survey {
 }
 
 /// What the import does with one object version.
-enum Plan {
+pub(crate) enum Plan {
     InPlace,
     Inline,
     Reencrypt,
@@ -80,7 +80,7 @@ fn sys_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a [u8]> {
     v.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
 }
 
-fn plan(v: &ObjectVersion) -> Plan {
+pub(crate) fn plan(v: &ObjectVersion) -> Plan {
     if sys_value(v, "x-minio-internal-compression").is_some() {
         return Plan::Skip("compressed by MinIO (S2): not imported yet".into());
     }
@@ -114,7 +114,8 @@ pub fn list_buckets(drives: &[PathBuf]) -> Result<Vec<String>, MinioError> {
         let entries = std::fs::read_dir(drive).map_err(|e| MinioError::io(drive, e))?;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name != SYS_DIR && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            // MinIO's system folder, and Strata's once an import began: no bucket name starts with a dot.
+            if !name.starts_with('.') && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 *seen.entry(name).or_default() += 1;
             }
         }

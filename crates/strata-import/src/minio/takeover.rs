@@ -1,0 +1,642 @@
+//! The in-place import: MinIO's drives become a Strata deployment's, their shard files taken
+//! over as they are.
+//!
+//! How: each drive gets Strata's format record (MinIO's deployment and drive ids, its set
+//! order) and metadata index beside MinIO's files. Every bucket is made with the settings MinIO
+//! kept for it, checked as S3 checks them. Every version a read quorum of drives agree on is
+//! committed on each drive that holds it, as that drive holds it: the same version id, time,
+//! ETag, metadata, tags, retention and legal hold, the same erasure split and shard
+//! distribution, its frames marked as hashed under MinIO's key. A shard file is hard-linked into
+//! Strata's temp folder and moved into place by the commit, as a written one is: no byte is
+//! copied, and MinIO's own name for the file stays until `--commit` removes MinIO's side. A
+//! small version's inline shards move into Strata's index.
+//!
+//! Resumable: a version already committed on a drive is left as it is, so running the import
+//! again after a crash finishes what was left (links a crash left in temp are swept when the
+//! drive opens).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde::Serialize;
+use strata_cluster::format::{Format, FORMAT_VERSION};
+use strata_drive::{DriveError, LocalDrive};
+use strata_meta::{
+    Bitrot, BucketRecord, DataLocation, ErasureInfo, ObjectVersion as StrataVersion, PartInfo, Retention,
+};
+use strata_types::limits::BLOCK_SIZE;
+use strata_types::BucketName;
+use uuid::Uuid;
+
+use super::bucket::BucketSettings;
+use super::object::{list_keys, ObjectCopies};
+use super::survey::{list_buckets, plan, Plan, Skipped, Tally};
+use super::xlmeta::{ObjectVersion, XlVersion};
+use super::{Deployment, MinioError};
+
+/// What an import did.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct TakeoverReport {
+    pub buckets: Vec<String>,
+    /// Shard files taken over in place (linked).
+    pub in_place: Tally,
+    /// Inline shards moved into Strata's index.
+    pub inline: Tally,
+    pub delete_markers: u64,
+    /// Bytes written because a link could not be made (another filesystem) or MinIO kept a
+    /// large object inline; 0 in the usual case.
+    pub bytes_copied: u64,
+    /// Version copies (one per drive) found already committed by an earlier run.
+    pub already_imported: u64,
+    /// Versions left where they are, with the reason.
+    pub skipped: Vec<Skipped>,
+    /// Bucket settings Strata refused (the bucket is made without them), with the reason.
+    pub settings_refused: Vec<String>,
+}
+
+/// Progress, for a caller's bar: versions done of the total.
+pub trait Progress {
+    fn version_done(&mut self, bytes: u64);
+}
+
+impl<F: FnMut(u64)> Progress for F {
+    fn version_done(&mut self, bytes: u64) {
+        self(bytes)
+    }
+}
+
+fn drive_error(drive: &Path, e: impl std::fmt::Display) -> MinioError {
+    MinioError::Strata { path: drive.display().to_string(), why: e.to_string() }
+}
+
+/// Opens every drive of the (one) set as a Strata drive, formatting it as the MinIO
+/// deployment's: its ids, its set order. A drive formatted by an earlier run must agree.
+pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>, MinioError> {
+    let pools = vec![deployment.sets.clone()];
+    let mut drives = Vec::new();
+    for d in &deployment.drives {
+        let path = d.path.clone();
+        let opened = tokio::task::spawn_blocking(move || LocalDrive::open(&path))
+            .await
+            .map_err(|e| drive_error(&d.path, e))?
+            .map_err(|e| drive_error(&d.path, e))?;
+        let drive = Arc::new(opened);
+        let want = Format {
+            version: FORMAT_VERSION,
+            deployment_id: deployment.id,
+            drive_id: d.id,
+            pools: pools.clone(),
+        };
+        match drive.read_format().await.map_err(|e| drive_error(&d.path, e))? {
+            None => drive.write_format(want.to_json()).await.map_err(|e| drive_error(&d.path, e))?,
+            Some(bytes) => {
+                let found = Format::from_json(&bytes).map_err(|e| drive_error(&d.path, e))?;
+                if found != want {
+                    return Err(drive_error(
+                        &d.path,
+                        format!(
+                            "already formatted for Strata deployment {} (drive {}), not as this MinIO deployment's",
+                            found.deployment_id, found.drive_id
+                        ),
+                    ));
+                }
+            }
+        }
+        drives.push(drive);
+    }
+    Ok(drives)
+}
+
+/// The bucket record for MinIO's settings; settings Strata refuses are left out and named.
+fn bucket_record(name: &BucketName, s: &BucketSettings, refused: &mut Vec<String>) -> BucketRecord {
+    let mut r = BucketRecord {
+        created: s.created.and_then(|t| u64::try_from(t).ok()).unwrap_or_else(strata_types::time::now_nanos),
+        ..Default::default()
+    };
+    let mut refuse = |what: &str, e: &dyn std::fmt::Display| refused.push(format!("{name}: {what}: {e}"));
+    if s.object_lock() {
+        // MinIO's older flag says lock without a document; the document adds a default rule.
+        let doc = if s.object_lock_xml.trim().is_empty() {
+            "<ObjectLockConfiguration><ObjectLockEnabled>Enabled</ObjectLockEnabled></ObjectLockConfiguration>"
+        } else {
+            &s.object_lock_xml
+        };
+        match strata_s3::documents::object_lock(doc.as_bytes()) {
+            Ok(lock) => r.object_lock = Some(lock),
+            Err(e) => refuse("object lock", &e),
+        }
+    }
+    if r.object_lock.is_some() {
+        r.versioning = strata_meta::Versioning::Enabled;
+    } else if !s.versioning_xml.trim().is_empty() {
+        match strata_s3::documents::versioning(s.versioning_xml.as_bytes()) {
+            Ok(v) => r.versioning = v.unwrap_or_default(),
+            Err(e) => refuse("versioning", &e),
+        }
+    }
+    if !s.tagging_xml.trim().is_empty() {
+        match strata_s3::documents::tagging(s.tagging_xml.as_bytes()) {
+            Ok(tags) => r.tags = tags,
+            Err(e) => refuse("tags", &e),
+        }
+    }
+    if !s.policy_json.trim().is_empty() {
+        match strata_s3::documents::bucket_policy(s.policy_json.as_bytes(), name) {
+            Ok(()) => r.policy = Some(s.policy_json.clone()),
+            Err(e) => refuse("policy", &e),
+        }
+    }
+    if !s.lifecycle_xml.trim().is_empty() {
+        match strata_s3::documents::lifecycle(without_minio_elements(&s.lifecycle_xml).as_bytes()) {
+            Ok(l) => r.lifecycle = Some(l),
+            Err(e) => refuse("lifecycle", &e),
+        }
+    }
+    if !s.encryption_xml.trim().is_empty() {
+        match strata_s3::documents::encryption(s.encryption_xml.as_bytes()) {
+            Ok(e) => r.encryption = Some(e),
+            Err(e) => refuse("default encryption", &e),
+        }
+    }
+    if !s.notification_xml.trim().is_empty() {
+        match strata_s3::documents::notifications(s.notification_xml.as_bytes()) {
+            Ok(n) => r.notifications = n,
+            Err(e) => refuse("notifications", &e),
+        }
+    }
+    for (doc, what) in [(&s.quota_json, "quota"), (&s.replication_xml, "replication")] {
+        if !doc.trim().is_empty() {
+            refused.push(format!("{name}: {what}: Strata has no bucket {what} yet; not imported"));
+        }
+    }
+    r
+}
+
+/// MinIO adds `<ExpiryUpdatedAt>` to the lifecycle documents it stores; S3 has no such element.
+fn without_minio_elements(doc: &str) -> String {
+    let (open, close) = ("<ExpiryUpdatedAt>", "</ExpiryUpdatedAt>");
+    match (doc.find(open), doc.find(close)) {
+        (Some(a), Some(b)) if b > a => format!("{}{}", &doc[..a], &doc[b + close.len()..]),
+        _ => doc.to_owned(),
+    }
+}
+
+/// Makes (or, on a second run, updates) every bucket on every drive.
+async fn import_buckets(
+    drives: &[Arc<LocalDrive>],
+    paths: &[PathBuf],
+    report: &mut TakeoverReport,
+) -> Result<Vec<BucketName>, MinioError> {
+    let mut buckets = Vec::new();
+    for name in list_buckets(paths)? {
+        let Ok(bucket) = BucketName::parse(&name) else {
+            report.skipped.push(Skipped {
+                key: String::new(),
+                version_id: None,
+                why: format!("bucket name {name:?} is not one S3 allows"),
+            });
+            continue;
+        };
+        let settings = BucketSettings::read(paths, &name)?.unwrap_or_default();
+        let record = bucket_record(&bucket, &settings, &mut report.settings_refused).encode();
+        for (drive, path) in drives.iter().zip(paths) {
+            match drive.make_bucket(&name, record.clone()).await {
+                Ok(()) => {}
+                Err(DriveError::BucketExists) => {
+                    drive.update_bucket(&name, record.clone()).await.map_err(|e| drive_error(path, e))?
+                }
+                Err(e) => return Err(drive_error(path, e)),
+            }
+        }
+        report.buckets.push(name);
+        buckets.push(bucket);
+    }
+    Ok(buckets)
+}
+
+/// Runs the import of `deployment` (its drives checked and not in use); `progress` hears of
+/// every version done.
+pub async fn take_over(
+    deployment: &Deployment,
+    progress: &mut dyn Progress,
+) -> Result<TakeoverReport, MinioError> {
+    let paths: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
+    let drives = open_drives(deployment).await?;
+    let mut report = TakeoverReport::default();
+    for bucket in import_buckets(&drives, &paths, &mut report).await? {
+        let mut keys: Vec<String> = Vec::new();
+        for path in &paths {
+            keys.extend(list_keys(path, bucket.as_str()).unwrap_or_default());
+        }
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let copies = ObjectCopies::read(&paths, bucket.as_str(), &key);
+            let mut agreed = copies.agreed_versions();
+            // Oldest first: each commit is then the newest its drive holds, as when written.
+            agreed.reverse();
+            for a in agreed {
+                let skip = |why: String| Skipped {
+                    key: key.clone(),
+                    version_id: a.version.version_id().map(|id| id.to_string()),
+                    why,
+                };
+                let bytes = match &a.version {
+                    XlVersion::Unknown { type_id, .. } => {
+                        report.skipped.push(skip(format!(
+                            "a version of type {type_id}, which this import does not read"
+                        )));
+                        continue;
+                    }
+                    XlVersion::DeleteMarker(_) => 0,
+                    XlVersion::Object(v) => match plan(v) {
+                        Plan::Skip(why) => {
+                            report.skipped.push(skip(why));
+                            continue;
+                        }
+                        Plan::Reencrypt => {
+                            report.skipped.push(skip(
+                                "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
+                                 left readable by MinIO"
+                                    .into(),
+                            ));
+                            continue;
+                        }
+                        Plan::InPlace | Plan::Inline => v.size,
+                    },
+                };
+                let one = Target { bucket: &bucket, key: &key, copies: &copies, paths: &paths };
+                import_version(&one, &drives, &a.version, &a.positions, &mut report).await?;
+                progress.version_done(bytes);
+            }
+        }
+    }
+    let state = ImportState {
+        minio_deployment: deployment.id.to_string(),
+        finished: strata_types::time::now_nanos(),
+        skipped: report.skipped.iter().map(|s| format!("{} ({})", s.key, s.why)).collect(),
+    };
+    let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
+    for (drive, path) in drives.iter().zip(&paths) {
+        drive.write_state(STATE_NAME, bytes.clone()).await.map_err(|e| drive_error(path, e))?;
+    }
+    Ok(report)
+}
+
+/// The state file (`.strata.sys/state-import-minio.json`) an import that ran to its end leaves
+/// on every drive: what `--commit` checks before it removes MinIO's side.
+pub const STATE_NAME: &str = "import-minio";
+
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct ImportState {
+    pub minio_deployment: String,
+    /// Nanoseconds since the Unix epoch.
+    pub finished: u64,
+    /// Versions left on MinIO's side (they would be lost with it).
+    pub skipped: Vec<String>,
+}
+
+/// What `--commit` removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq, Serialize)]
+pub struct CommitReport {
+    pub drives: usize,
+    /// Folders of MinIO's removed (its buckets' and `.minio.sys`), over all drives.
+    pub folders_removed: usize,
+}
+
+/// Confirms an import: removes MinIO's files from every drive (its buckets' folders and
+/// `.minio.sys`), leaving Strata's. Refused unless an import of this deployment ran to its end
+/// on every drive and left nothing on MinIO's side. The shard files Strata took over stay: they
+/// were linked, and only MinIO's names for them go. A second run finishes a first one cut short.
+pub fn commit(paths: &[PathBuf]) -> Result<CommitReport, MinioError> {
+    let mut states = Vec::new();
+    for path in paths {
+        let file = path.join(".strata.sys").join(format!("state-{STATE_NAME}.json"));
+        let bytes = match std::fs::read(&file) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(drive_error(path, "no finished import here: run `strata import minio` first"))
+            }
+            Err(e) => return Err(MinioError::io(&file, e)),
+        };
+        let state: ImportState =
+            serde_json::from_slice(&bytes).map_err(|e| MinioError::malformed(&file, e.to_string()))?;
+        if !state.skipped.is_empty() {
+            return Err(drive_error(
+                path,
+                format!(
+                    "{} versions are still only on MinIO's side and would be lost: {}",
+                    state.skipped.len(),
+                    state.skipped.join("; ")
+                ),
+            ));
+        }
+        states.push(state);
+    }
+    if states.windows(2).any(|w| w[0].minio_deployment != w[1].minio_deployment) {
+        return Err(MinioError::Unsupported(
+            "the drives were imported from different MinIO deployments".into(),
+        ));
+    }
+    let mut report = CommitReport { drives: paths.len(), ..Default::default() };
+    for path in paths {
+        let entries = std::fs::read_dir(path).map_err(|e| MinioError::io(path, e))?;
+        let mut doomed: Vec<PathBuf> = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                doomed.push(entry.path());
+            }
+        }
+        // MinIO's system folder last: while it is there, the drive still reads as MinIO's.
+        doomed.push(path.join(super::format::SYS_DIR));
+        for folder in doomed {
+            match std::fs::remove_dir_all(&folder) {
+                Ok(()) => report.folders_removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(MinioError::io(&folder, e)),
+            }
+        }
+        std::fs::File::open(path).and_then(|d| d.sync_all()).map_err(|e| MinioError::io(path, e))?;
+    }
+    Ok(report)
+}
+
+/// One object: where it is on MinIO's side.
+struct Target<'a> {
+    bucket: &'a BucketName,
+    key: &'a str,
+    copies: &'a ObjectCopies,
+    paths: &'a [PathBuf],
+}
+
+/// Commits `version` on every drive in `positions` that does not hold it yet.
+async fn import_version(
+    t: &Target<'_>,
+    drives: &[Arc<LocalDrive>],
+    version: &XlVersion,
+    positions: &[usize],
+    report: &mut TakeoverReport,
+) -> Result<(), MinioError> {
+    let n = drives.len();
+    // Ids for Strata's copy of the data: one for the version, one per part (the same on every
+    // drive, as a written version's).
+    let ids = DataIds {
+        version: Uuid::new_v4(),
+        parts: match version {
+            XlVersion::Object(o) => o.parts.iter().map(|_| Uuid::new_v4()).collect(),
+            _ => Vec::new(),
+        },
+    };
+    let mut counted = false;
+    for &p in positions {
+        let (drive, path) = (&drives[p], &t.paths[p]);
+        if holds(drive, t, version).await {
+            report.already_imported += 1;
+            continue;
+        }
+        let (record, inline) = match version {
+            XlVersion::DeleteMarker(m) => (marker(m.version_id, m.mod_time, ids.version, (n, p)), None),
+            XlVersion::Object(o) => {
+                let Some((mine, inline)) = t.copies.on_drive(p, o) else { continue };
+                place_data(t, p, o, mine, inline, &ids, report)?
+            }
+            XlVersion::Unknown { .. } => return Ok(()),
+        };
+        let op = Uuid::new_v4();
+        drive
+            .commit_version(t.bucket.as_str(), t.key, record, inline, op)
+            .await
+            .map_err(|e| drive_error(path, e))?;
+        drive.finish_op(op, true).await;
+        if !counted {
+            counted = true;
+            match version {
+                XlVersion::DeleteMarker(_) => report.delete_markers += 1,
+                XlVersion::Object(o) if o.is_inline() => report.inline.add(o.size),
+                XlVersion::Object(o) => report.in_place.add(o.size),
+                XlVersion::Unknown { .. } => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `drive` already holds `version` (an earlier run committed it).
+async fn holds(drive: &LocalDrive, t: &Target<'_>, version: &XlVersion) -> bool {
+    match drive.read_version(t.bucket.as_str(), t.key, version.version_id(), false).await {
+        Ok((record, _)) => record.versions.iter().any(|v| {
+            v.version_id == version.version_id() && i64::try_from(v.mod_time).ok() == Some(version.mod_time())
+        }),
+        Err(_) => false,
+    }
+}
+
+/// A delete marker as Strata records one on the drive at `position` of `n`: the same on every
+/// drive but for its shard index (the id keeps its versions' data ids distinct).
+fn marker(
+    version_id: Option<Uuid>,
+    mod_time: i64,
+    data_id: Uuid,
+    (n, position): (usize, usize),
+) -> StrataVersion {
+    let distribution: Vec<u8> = (0..n).map(|i| i as u8).collect();
+    let parity = n / 2;
+    StrataVersion {
+        version_id,
+        mod_time: u64::try_from(mod_time).unwrap_or(0),
+        delete_marker: true,
+        size: 0,
+        etag: String::new(),
+        headers: BTreeMap::new(),
+        user_metadata: BTreeMap::new(),
+        checksums: BTreeMap::new(),
+        erasure: ErasureInfo {
+            data_count: (n - parity) as u8,
+            parity_count: parity as u8,
+            block_size: BLOCK_SIZE as u32,
+            shard_index: position as u8,
+            distribution,
+            bitrot: Bitrot::Strata,
+        },
+        data: DataLocation::Inline(data_id),
+        parts: vec![],
+        tags: BTreeMap::new(),
+        retention: None,
+        legal_hold: false,
+        sse: None,
+        acl: None,
+    }
+}
+
+/// Looks up a header MinIO kept, without regard to case.
+fn user_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a str> {
+    v.meta_user.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+}
+
+/// The standard headers Strata keeps with an object.
+const KEPT_HEADERS: [&str; 6] = [
+    "content-type",
+    "cache-control",
+    "content-disposition",
+    "content-encoding",
+    "content-language",
+    "expires",
+];
+
+/// Strata's record of MinIO's version `o` on the drive at `position` (`mine`: that drive's copy,
+/// for its shard index).
+fn strata_version(
+    o: &ObjectVersion,
+    mine: &ObjectVersion,
+    data: DataLocation,
+    parts: Vec<PartInfo>,
+) -> StrataVersion {
+    let mut headers = BTreeMap::new();
+    for name in KEPT_HEADERS {
+        if let Some(v) = user_value(o, name) {
+            headers.insert(name.to_owned(), v.to_owned());
+        }
+    }
+    let mut user_metadata = BTreeMap::new();
+    for (k, v) in &o.meta_user {
+        let lower = k.to_ascii_lowercase();
+        if let Some(name) = lower.strip_prefix("x-amz-meta-") {
+            user_metadata.insert(name.to_owned(), v.clone());
+        }
+    }
+    let tags = user_value(o, "x-amz-tagging")
+        .and_then(|t| strata_s3::documents::tagging_header(t).ok())
+        .unwrap_or_default();
+    let retention =
+        match (user_value(o, "x-amz-object-lock-mode"), user_value(o, "x-amz-object-lock-retain-until-date"))
+        {
+            (Some(mode), Some(until)) => strata_s3::documents::retention(mode, until)
+                .ok()
+                .map(|(mode, until)| Retention { mode, until }),
+            _ => None,
+        };
+    let e = &o.erasure;
+    StrataVersion {
+        version_id: o.version_id,
+        mod_time: u64::try_from(o.mod_time).unwrap_or(0),
+        delete_marker: false,
+        size: o.size,
+        etag: user_value(o, "etag").unwrap_or_default().to_owned(),
+        headers,
+        user_metadata,
+        checksums: BTreeMap::new(),
+        erasure: ErasureInfo {
+            data_count: e.data_count,
+            parity_count: e.parity_count,
+            block_size: e.block_size,
+            shard_index: mine.erasure.index - 1,
+            // MinIO counts shards from 1; Strata from 0.
+            distribution: e.distribution.iter().map(|s| s - 1).collect(),
+            bitrot: Bitrot::Minio,
+        },
+        data,
+        parts,
+        tags,
+        retention,
+        legal_hold: user_value(o, "x-amz-object-lock-legal-hold")
+            .is_some_and(|h| h.eq_ignore_ascii_case("ON")),
+        sse: None,
+        acl: None,
+    }
+}
+
+/// The data ids of Strata's copy of a version: the version's, and one per part (the same on
+/// every drive, as a written version's).
+struct DataIds {
+    version: Uuid,
+    parts: Vec<Uuid>,
+}
+
+/// Puts the drive's shards of `o` where Strata's commit finds them (links in its temp folder, or
+/// the inline bytes) and returns the record to commit.
+fn place_data(
+    t: &Target<'_>,
+    position: usize,
+    o: &ObjectVersion,
+    mine: &ObjectVersion,
+    inline: Option<&[u8]>,
+    ids: &DataIds,
+    report: &mut TakeoverReport,
+) -> Result<(StrataVersion, Option<Bytes>), MinioError> {
+    let data_id = ids.version;
+    let path = &t.paths[position];
+    let tmp = path.join(".strata.sys").join("tmp");
+    if o.is_inline() {
+        let bytes = match inline.unwrap_or_default() {
+            // MinIO keeps nothing for an empty object; Strata keeps the frame of its one empty
+            // shard.
+            [] => Bytes::copy_from_slice(&strata_erasure::bitrot::hash_with(
+                strata_erasure::bitrot::Key::MINIO,
+                &[],
+            )),
+            bytes => Bytes::copy_from_slice(bytes),
+        };
+        if o.size <= u64::from(o.erasure.block_size) {
+            return Ok((strata_version(o, mine, DataLocation::Inline(data_id), vec![]), Some(bytes)));
+        }
+        // Inline in MinIO but more than one block: a shard file in Strata.
+        write_durably(&tmp.join(data_id.simple().to_string()), &bytes)
+            .map_err(|e| MinioError::io(&tmp, e))?;
+        report.bytes_copied += bytes.len() as u64;
+        return Ok((strata_version(o, mine, DataLocation::File(data_id), vec![]), None));
+    }
+    let dir = t.copies.dirs[position].join(mine.data_dir.to_string());
+    let mut link = |number: u32, id: Uuid| -> Result<(), MinioError> {
+        let from = dir.join(format!("part.{number}"));
+        let to = tmp.join(id.simple().to_string());
+        report.bytes_copied += link_or_copy(&from, &to)?;
+        Ok(())
+    };
+    if let [only] = o.parts.as_slice() {
+        link(only.number, data_id)?;
+        return Ok((strata_version(o, mine, DataLocation::File(data_id), vec![]), None));
+    }
+    let mut parts = Vec::new();
+    for (part, &id) in o.parts.iter().zip(&ids.parts) {
+        link(part.number, id)?;
+        parts.push(PartInfo {
+            number: part.number,
+            size: part.size,
+            // MinIO keeps no part ETags once an upload completes.
+            etag: part.etag.clone().unwrap_or_default(),
+            data_id: id,
+            mod_time: u64::try_from(o.mod_time).unwrap_or(0),
+            checksums: BTreeMap::new(),
+            sealed_checksums: None,
+        });
+    }
+    Ok((strata_version(o, mine, DataLocation::Multipart(data_id), parts), None))
+}
+
+/// Hard-links `from` as `to`; copies (and syncs) when the filesystem cannot link them. Returns
+/// the bytes copied.
+fn link_or_copy(from: &Path, to: &Path) -> Result<u64, MinioError> {
+    match std::fs::hard_link(from, to) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(to).map_err(|e| MinioError::io(to, e))?;
+            link_or_copy(from, to)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(MinioError::io(from, e)),
+        Err(_) => {
+            let copied = std::fs::copy(from, to).map_err(|e| MinioError::io(from, e))?;
+            std::fs::File::open(to).and_then(|f| f.sync_all()).map_err(|e| MinioError::io(to, e))?;
+            Ok(copied)
+        }
+    }
+}
+
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
