@@ -652,3 +652,7 @@ pub const MINIO_RUNNING_PROBE_AGE: std::time::Duration = std::time::Duration::fr
 
 /// The progress line of `strata import` is redrawn at most this often.
 pub const IMPORT_PROGRESS_REDRAW: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Objects `strata import minio` imports at a time: each waits for its drives' commits, so
+/// enough of them in flight let the drives' group commits share their syncs.
+pub const IMPORT_OBJECTS_IN_FLIGHT: usize = 32;

@@ -30,6 +30,10 @@ pub struct MinioArgs {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Objects imported at a time: each waits for its drives' commits, so several in flight
+    /// share the drives' syncs.
+    #[arg(long, default_value_t = strata_types::limits::IMPORT_OBJECTS_IN_FLIGHT, value_parser = clap::value_parser!(usize))]
+    parallel: usize,
     /// Confirm a finished import: remove MinIO's own files from the drives (its buckets'
     /// folders and .minio.sys). Refused while any version is only on MinIO's side.
     #[arg(long, conflicts_with = "dry_run")]
@@ -77,11 +81,23 @@ fn minio(args: MinioArgs) -> Result<()> {
         return Ok(());
     }
     let total: u64 = report.buckets.iter().map(|b| b.in_place.bytes + b.inline.bytes).sum();
-    let versions: u64 =
-        report.buckets.iter().map(|b| b.in_place.versions + b.inline.versions + b.delete_markers).sum();
+    let versions: u64 = report
+        .buckets
+        .iter()
+        .map(|b| {
+            b.in_place.versions
+                + b.inline.versions
+                + b.delete_markers
+                + b.reencrypt.versions
+                + b.skipped.len() as u64
+        })
+        .sum();
     let mut bar = Bar::new(versions, total);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let done = runtime.block_on(take_over(&deployment, &mut |bytes| bar.step(bytes)))?;
+    let done =
+        runtime.block_on(take_over(&deployment, args.parallel.max(1), &mut |one: &TakeoverReport| {
+            bar.step(one.versions(), one.bytes())
+        }))?;
     bar.finish();
     if args.json {
         println!("{}", serde_json::to_string_pretty(&done).context("the report as JSON")?);
@@ -114,8 +130,8 @@ impl Bar {
         }
     }
 
-    fn step(&mut self, bytes: u64) {
-        self.done_versions += 1;
+    fn step(&mut self, versions: u64, bytes: u64) {
+        self.done_versions += versions;
         self.done_bytes += bytes;
         let now = std::time::Instant::now();
         if self.drawn.is_some_and(|d| now.duration_since(d) < BAR_REDRAW) {

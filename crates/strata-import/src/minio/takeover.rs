@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::future::join_all;
+use futures_util::StreamExt;
 use serde::Serialize;
 use strata_cluster::format::{Format, FORMAT_VERSION};
 use strata_drive::{DriveError, LocalDrive};
@@ -56,14 +58,40 @@ pub struct TakeoverReport {
     pub settings_refused: Vec<String>,
 }
 
-/// Progress, for a caller's bar: versions done of the total.
+/// Progress, for a caller's bar: told what each object's import did.
 pub trait Progress {
-    fn version_done(&mut self, bytes: u64);
+    fn object_done(&mut self, done: &TakeoverReport);
 }
 
-impl<F: FnMut(u64)> Progress for F {
-    fn version_done(&mut self, bytes: u64) {
-        self(bytes)
+impl<F: FnMut(&TakeoverReport)> Progress for F {
+    fn object_done(&mut self, done: &TakeoverReport) {
+        self(done)
+    }
+}
+
+impl TakeoverReport {
+    /// Versions this report counts (imported, already there, or skipped).
+    pub fn versions(&self) -> u64 {
+        self.in_place.versions + self.inline.versions + self.delete_markers + self.skipped.len() as u64
+    }
+
+    /// Bytes of the versions imported.
+    pub fn bytes(&self) -> u64 {
+        self.in_place.bytes + self.inline.bytes
+    }
+
+    /// Adds an object's report to the whole's.
+    pub fn merge(&mut self, other: TakeoverReport) {
+        self.buckets.extend(other.buckets);
+        self.in_place.versions += other.in_place.versions;
+        self.in_place.bytes += other.in_place.bytes;
+        self.inline.versions += other.inline.versions;
+        self.inline.bytes += other.inline.bytes;
+        self.delete_markers += other.delete_markers;
+        self.bytes_copied += other.bytes_copied;
+        self.already_imported += other.already_imported;
+        self.skipped.extend(other.skipped);
+        self.settings_refused.extend(other.settings_refused);
     }
 }
 
@@ -217,60 +245,37 @@ async fn import_buckets(
 }
 
 /// Runs the import of `deployment` (its drives checked and not in use); `progress` hears of
-/// every version done.
+/// every object done. Objects are imported `parallel` at a time
+/// ([`strata_types::limits::IMPORT_OBJECTS_IN_FLIGHT`] by default), and a version is committed on
+/// its drives at once, so the drives' group commits share their syncs.
 pub async fn take_over(
     deployment: &Deployment,
+    parallel: usize,
     progress: &mut dyn Progress,
 ) -> Result<TakeoverReport, MinioError> {
-    let paths: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
-    let drives = open_drives(deployment).await?;
+    let paths: Arc<Vec<PathBuf>> = Arc::new(deployment.drives.iter().map(|d| d.path.clone()).collect());
+    let drives = Arc::new(open_drives(deployment).await?);
     let mut report = TakeoverReport::default();
+    let runtime = tokio::runtime::Handle::current();
     for bucket in import_buckets(&drives, &paths, &mut report).await? {
         let mut keys: Vec<String> = Vec::new();
-        for path in &paths {
+        for path in paths.iter() {
             keys.extend(list_keys(path, bucket.as_str()).unwrap_or_default());
         }
         keys.sort();
         keys.dedup();
-        for key in keys {
-            let copies = ObjectCopies::read(&paths, bucket.as_str(), &key);
-            let mut agreed = copies.agreed_versions();
-            // Oldest first: each commit is then the newest its drive holds, as when written.
-            agreed.reverse();
-            for a in agreed {
-                let skip = |why: String| Skipped {
-                    key: key.clone(),
-                    version_id: a.version.version_id().map(|id| id.to_string()),
-                    why,
-                };
-                let bytes = match &a.version {
-                    XlVersion::Unknown { type_id, .. } => {
-                        report.skipped.push(skip(format!(
-                            "a version of type {type_id}, which this import does not read"
-                        )));
-                        continue;
-                    }
-                    XlVersion::DeleteMarker(_) => 0,
-                    XlVersion::Object(v) => match plan(v) {
-                        Plan::Skip(why) => {
-                            report.skipped.push(skip(why));
-                            continue;
-                        }
-                        Plan::Reencrypt => {
-                            report.skipped.push(skip(
-                                "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
-                                 left readable by MinIO"
-                                    .into(),
-                            ));
-                            continue;
-                        }
-                        Plan::InPlace | Plan::Inline => v.size,
-                    },
-                };
-                let one = Target { bucket: &bucket, key: &key, copies: &copies, paths: &paths };
-                import_version(&one, &drives, &a.version, &a.positions, &mut report).await?;
-                progress.version_done(bytes);
-            }
+        let mut done = futures_util::stream::iter(keys)
+            .map(|key| {
+                let (paths, drives, bucket, runtime) =
+                    (paths.clone(), drives.clone(), bucket.clone(), runtime.clone());
+                tokio::task::spawn_blocking(move || import_object(&runtime, &drives, &paths, &bucket, &key))
+            })
+            .buffer_unordered(parallel.max(1));
+        while let Some(joined) = done.next().await {
+            let one =
+                joined.map_err(|e| MinioError::Unsupported(format!("an import task failed: {e}")))??;
+            progress.object_done(&one);
+            report.merge(one);
         }
     }
     let state = ImportState {
@@ -279,7 +284,7 @@ pub async fn take_over(
         skipped: report.skipped.iter().map(|s| format!("{} ({})", s.key, s.why)).collect(),
     };
     let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
-    for (drive, path) in drives.iter().zip(&paths) {
+    for (drive, path) in drives.iter().zip(paths.iter()) {
         drive.write_state(STATE_NAME, bytes.clone()).await.map_err(|e| drive_error(path, e))?;
     }
     Ok(report)
@@ -372,8 +377,60 @@ struct Target<'a> {
     paths: &'a [PathBuf],
 }
 
-/// Commits `version` on every drive in `positions` that does not hold it yet.
-async fn import_version(
+/// Imports every version of one object, oldest first (each commit is then the newest its drive
+/// holds, as when it was written). Runs on a blocking thread: MinIO's files are read and linked
+/// here, and the commits are waited for on `runtime`.
+fn import_object(
+    runtime: &tokio::runtime::Handle,
+    drives: &[Arc<LocalDrive>],
+    paths: &[PathBuf],
+    bucket: &BucketName,
+    key: &str,
+) -> Result<TakeoverReport, MinioError> {
+    let mut report = TakeoverReport::default();
+    let copies = ObjectCopies::read(paths, bucket.as_str(), key);
+    let mut agreed = copies.agreed_versions();
+    agreed.reverse();
+    let t = Target { bucket, key, copies: &copies, paths };
+    for a in agreed {
+        let skip = |why: String| Skipped {
+            key: key.to_owned(),
+            version_id: a.version.version_id().map(|id| id.to_string()),
+            why,
+        };
+        match &a.version {
+            XlVersion::Unknown { type_id, .. } => {
+                report
+                    .skipped
+                    .push(skip(format!("a version of type {type_id}, which this import does not read")));
+                continue;
+            }
+            XlVersion::Object(v) => match plan(v) {
+                Plan::Skip(why) => {
+                    report.skipped.push(skip(why));
+                    continue;
+                }
+                Plan::Reencrypt => {
+                    report.skipped.push(skip(
+                        "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
+                         left readable by MinIO"
+                            .into(),
+                    ));
+                    continue;
+                }
+                Plan::InPlace | Plan::Inline => {}
+            },
+            XlVersion::DeleteMarker(_) => {}
+        }
+        import_version(runtime, &t, drives, &a.version, &a.positions, &mut report)?;
+    }
+    Ok(report)
+}
+
+/// Commits `version` on every drive in `positions` that does not hold it yet, on all of them at
+/// once.
+fn import_version(
+    runtime: &tokio::runtime::Handle,
     t: &Target<'_>,
     drives: &[Arc<LocalDrive>],
     version: &XlVersion,
@@ -381,8 +438,6 @@ async fn import_version(
     report: &mut TakeoverReport,
 ) -> Result<(), MinioError> {
     let n = drives.len();
-    // Ids for Strata's copy of the data: one for the version, one per part (the same on every
-    // drive, as a written version's).
     let ids = DataIds {
         version: Uuid::new_v4(),
         parts: match version {
@@ -390,10 +445,10 @@ async fn import_version(
             _ => Vec::new(),
         },
     };
-    let mut counted = false;
-    for &p in positions {
-        let (drive, path) = (&drives[p], &t.paths[p]);
-        if holds(drive, t, version).await {
+    let held = runtime.block_on(join_all(positions.iter().map(|&p| holds(&drives[p], t, version))));
+    let mut commits = Vec::new();
+    for (&p, held) in positions.iter().zip(held) {
+        if held {
             report.already_imported += 1;
             continue;
         }
@@ -405,21 +460,24 @@ async fn import_version(
             }
             XlVersion::Unknown { .. } => return Ok(()),
         };
+        commits.push((p, record, inline));
+    }
+    if commits.is_empty() {
+        return Ok(());
+    }
+    let results = runtime.block_on(join_all(commits.into_iter().map(|(p, record, inline)| async move {
+        let drive = &drives[p];
         let op = Uuid::new_v4();
-        drive
-            .commit_version(t.bucket.as_str(), t.key, record, inline, op)
-            .await
-            .map_err(|e| drive_error(path, e))?;
-        drive.finish_op(op, true).await;
-        if !counted {
-            counted = true;
-            match version {
-                XlVersion::DeleteMarker(_) => report.delete_markers += 1,
-                XlVersion::Object(o) if o.is_inline() => report.inline.add(o.size),
-                XlVersion::Object(o) => report.in_place.add(o.size),
-                XlVersion::Unknown { .. } => {}
-            }
-        }
+        let committed = drive.commit_version(t.bucket.as_str(), t.key, record, inline, op).await;
+        drive.finish_op(op, committed.is_ok()).await;
+        committed.map_err(|e| drive_error(&t.paths[p], e))
+    })));
+    results.into_iter().collect::<Result<Vec<()>, _>>()?;
+    match version {
+        XlVersion::DeleteMarker(_) => report.delete_markers += 1,
+        XlVersion::Object(o) if o.is_inline() => report.inline.add(o.size),
+        XlVersion::Object(o) => report.in_place.add(o.size),
+        XlVersion::Unknown { .. } => {}
     }
     Ok(())
 }
