@@ -187,6 +187,9 @@ fn render_done(d: &TakeoverReport, drives: &[PathBuf]) -> String {
         let _ =
             writeln!(out, "  skipped {} ({}): {}", s.key, s.version_id.as_deref().unwrap_or("null"), s.why);
     }
+    for u in &d.unreadable {
+        let _ = writeln!(out, "  unreadable (imported from the other drives; healing refills it): {u}");
+    }
     for r in &d.settings_refused {
         let _ = writeln!(out, "  setting not imported: {r}");
     }

@@ -107,6 +107,24 @@ fn plain_size(v: &ObjectVersion) -> u64 {
     u64::try_from(actual).unwrap_or(v.size)
 }
 
+/// Why an object whose `xl.meta` some drives could not read cannot be imported: no version is
+/// held by a read quorum of the drives that could be read, while some drive could not be read
+/// (with it, there might have been). Such an object is left to MinIO, never dropped.
+pub(crate) fn unreadable_object(
+    copies: &ObjectCopies,
+    agreed: &[super::object::AgreedVersion],
+) -> Option<String> {
+    if copies.unreadable.is_empty() || !agreed.is_empty() {
+        return None;
+    }
+    let whys: Vec<&str> = copies.unreadable.iter().map(|(_, why)| why.as_str()).collect();
+    Some(format!(
+        "its xl.meta could not be read on {} drives, too few are left to agree on its versions: {}",
+        whys.len(),
+        whys.join("; ")
+    ))
+}
+
 /// The buckets of the deployment: top-level folders (but MinIO's own) on at least half its drives.
 pub fn list_buckets(drives: &[PathBuf]) -> Result<Vec<String>, MinioError> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
@@ -152,6 +170,10 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
                 unreadable.push(format!("{}: {why}", drives[*position].display()));
             }
             let agreed = copies.agreed_versions();
+            if let Some(why) = unreadable_object(&copies, &agreed) {
+                b.skipped.push(Skipped { key: key.clone(), version_id: None, why });
+                continue;
+            }
             if agreed.is_empty() {
                 continue;
             }

@@ -34,7 +34,7 @@ use uuid::Uuid;
 
 use super::bucket::BucketSettings;
 use super::object::{list_keys, ObjectCopies};
-use super::survey::{list_buckets, plan, Plan, Skipped, Tally};
+use super::survey::{list_buckets, plan, unreadable_object, Plan, Skipped, Tally};
 use super::xlmeta::{ObjectVersion, XlVersion};
 use super::{Deployment, MinioError};
 
@@ -54,6 +54,9 @@ pub struct TakeoverReport {
     pub already_imported: u64,
     /// Versions left where they are, with the reason.
     pub skipped: Vec<Skipped>,
+    /// Copies of `xl.meta` that could not be read (the object was imported from the other
+    /// drives, and healing refills these), as `drive: why`.
+    pub unreadable: Vec<String>,
     /// Bucket settings Strata refused (the bucket is made without them), with the reason.
     pub settings_refused: Vec<String>,
 }
@@ -91,6 +94,7 @@ impl TakeoverReport {
         self.bytes_copied += other.bytes_copied;
         self.already_imported += other.already_imported;
         self.skipped.extend(other.skipped);
+        self.unreadable.extend(other.unreadable);
         self.settings_refused.extend(other.settings_refused);
     }
 }
@@ -391,6 +395,13 @@ fn import_object(
     let copies = ObjectCopies::read(paths, bucket.as_str(), key);
     let mut agreed = copies.agreed_versions();
     agreed.reverse();
+    if let Some(why) = unreadable_object(&copies, &agreed) {
+        report.skipped.push(Skipped { key: key.to_owned(), version_id: None, why });
+        return Ok(report);
+    }
+    for (position, why) in &copies.unreadable {
+        report.unreadable.push(format!("{}: {why}", paths[*position].display()));
+    }
     let t = Target { bucket, key, copies: &copies, paths };
     for a in agreed {
         let skip = |why: String| Skipped {
