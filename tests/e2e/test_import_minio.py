@@ -6,12 +6,14 @@ delete marker, tag, lock and bucket setting the manifest lists, reads around a l
 drive and heals them; `--commit` then removes MinIO's side. Drives of a running MinIO, drives that
 are not MinIO's and an incomplete set are refused with a message that says so."""
 
+import base64
 import hashlib
 import json
 import os
 import subprocess
 import tarfile
 import time
+import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -145,9 +147,13 @@ def check_served(s3):
         if o["version_id"]:
             # The id MinIO gave, as clients kept it (with dashes).
             args["VersionId"] = o["version_id"]
-        got = s3.get_object(**args)
+        got = s3.get_object(**args, ChecksumMode="ENABLED")
         body = got["Body"].read()
         where = f"{o['bucket']}/{o['key']}"
+        if not o.get("parts"):
+            # boto3 sent MinIO a CRC32 with every single PUT; MinIO kept it, and so does Strata.
+            crc = base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+            assert got.get("ChecksumCRC32") == crc, where
         assert hashlib.md5(body).hexdigest() == o["md5"], where
         assert got["ETag"] == f'"{o["etag"]}"', where
         assert got["ContentLength"] == o["size"], where

@@ -596,7 +596,8 @@ fn strata_version(
         etag: user_value(o, "etag").unwrap_or_default().to_owned(),
         headers,
         user_metadata,
-        checksums: BTreeMap::new(),
+        // A multipart object's composite checksum is not carried over (see `checksums`).
+        checksums: if o.parts.len() == 1 { o.checksums() } else { BTreeMap::new() },
         erasure: ErasureInfo {
             data_count: e.data_count,
             parity_count: e.parity_count,

@@ -85,6 +85,39 @@ impl ObjectVersion {
         self.meta_sys.get("x-minio-internal-inline-data").is_some_and(|v| v == b"true")
     }
 
+    /// The S3 checksums of a whole object MinIO kept (`x-minio-internal-crc`), as Strata records
+    /// them: algorithm name → base64. MinIO's blob is a run of entries `uvarint(type) || raw
+    /// checksum`, with a part count (and the parts' checksums) after entries of a multipart
+    /// object's composite checksum; those, and anything this reader does not know, are left out
+    /// (an object then has no checksum rather than a guessed one).
+    pub fn checksums(&self) -> BTreeMap<String, String> {
+        use base64::Engine as _;
+        let mut out = BTreeMap::new();
+        let Some(mut blob) = self
+            .meta_sys
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("x-minio-internal-crc"))
+            .map(|(_, v)| v.as_slice())
+        else {
+            return out;
+        };
+        while !blob.is_empty() {
+            let Some((kind, rest)) = uvarint(blob) else { return BTreeMap::new() };
+            let (name, len) = match kind & !(CRC_FULL_OBJECT | CRC_TRAILING) {
+                0x2 => ("SHA256", 32),
+                0x4 => ("SHA1", 20),
+                0x8 => ("CRC32", 4),
+                0x10 => ("CRC32C", 4),
+                0x100 => ("CRC64NVME", 8),
+                _ => return BTreeMap::new(),
+            };
+            let Some((raw, rest)) = rest.split_at_checked(len) else { return BTreeMap::new() };
+            out.insert(name.to_owned(), base64::engine::general_purpose::STANDARD.encode(raw));
+            blob = rest;
+        }
+        out
+    }
+
     /// The key of its inline data: the version id as text, or `null`.
     pub fn inline_key(&self) -> String {
         self.version_id.map_or_else(|| "null".to_owned(), |id| id.to_string())
@@ -97,6 +130,23 @@ pub struct DeleteMarker {
     pub version_id: Option<Uuid>,
     pub mod_time: i64,
     pub meta_sys: BTreeMap<String, Vec<u8>>,
+}
+
+/// Bits of a checksum entry's type in MinIO's blob that do not change its algorithm: the
+/// checksum came in a trailer; it is of the whole object.
+const CRC_TRAILING: u64 = 0x1;
+const CRC_FULL_OBJECT: u64 = 0x200;
+
+/// An unsigned LEB128 integer from the front of `bytes`, and what follows it.
+fn uvarint(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, &bytes[i + 1..]));
+        }
+    }
+    None
 }
 
 /// One version in `xl.meta`.
@@ -439,4 +489,47 @@ fn check_split(e: &ErasureSplit) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_blob(blob: &[u8]) -> ObjectVersion {
+        ObjectVersion {
+            version_id: None,
+            data_dir: Uuid::nil(),
+            erasure: ErasureSplit {
+                data_count: 1,
+                parity_count: 0,
+                block_size: 1,
+                index: 1,
+                distribution: vec![1],
+                checksum_algo: HIGHWAYHASH_256S,
+            },
+            parts: vec![],
+            size: 0,
+            mod_time: 0,
+            meta_sys: BTreeMap::from([("x-minio-internal-crc".to_owned(), blob.to_vec())]),
+            meta_user: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn checksums_are_read_from_minios_blob_or_not_at_all() {
+        // CRC32 of "a" (0xe8b7be43), as boto3's default checksum; then a CRC64NVME entry whose
+        // type takes two uvarint bytes, marked full-object.
+        let mut blob = vec![0x08, 0xe8, 0xb7, 0xbe, 0x43, 0x80, 0x06];
+        blob.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+        let got = with_blob(&blob).checksums();
+        assert_eq!(got.get("CRC32").map(String::as_str), Some("6Le+Qw=="));
+        assert_eq!(got.get("CRC64NVME").map(String::as_str), Some("AQIDBAUGBwg="));
+        // A multipart composite (0x40), a cut entry, an unknown type: nothing at all.
+        for bad in [&[0x48, 1, 2, 3, 4, 2][..], &[0x08, 1, 2], &[0x20, 1], &[0x80]] {
+            assert!(with_blob(bad).checksums().is_empty(), "{bad:?}");
+        }
+        strata_types::fuzz::run("minio checksum blob", &[&blob], |b| {
+            let _ = with_blob(b).checksums();
+        });
+    }
 }
