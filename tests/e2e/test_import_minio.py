@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import time
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT, Server, wait_for
-from test_heal import data_files, read_all_with_only
+from test_heal import data_files, heal_start, read_all_with_only, wait_scan_done
 
 FIXTURE = Path(os.environ.get("STRATA_MINIO_FIXTURE", ROOT.parent / "shared" / "fixtures" / "minio-ec4"))
 
@@ -116,10 +117,15 @@ def test_a_running_minio_and_wrong_drives_are_refused(drives, tmp_path):
     os.utime(probe, (old, old))
     assert run("--dry-run", *drives).returncode == 0
 
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("not a drive")
+    out = run("--dry-run", drives[0], other)
+    assert out.returncode != 0 and "not a MinIO drive" in out.stderr, out.stderr
     blank = tmp_path / "blank"
     blank.mkdir()
-    out = run("--dry-run", drives[0], blank)
-    assert out.returncode != 0 and "not a MinIO drive" in out.stderr, out.stderr
+    out = run("--dry-run", *drives, blank)
+    assert out.returncode != 0 and "no drive of the deployment is missing" in out.stderr, out.stderr
     out = run("--dry-run", *drives[:3])
     assert out.returncode != 0 and "not given" in out.stderr, out.stderr
     out = run("--commit", *drives)
@@ -237,8 +243,9 @@ def test_import_takes_the_drives_over_in_place_and_strata_serves_them():
 
         # d1 loses every shard file Strata took over, d2's rot in their first frame: reads
         # answer from the others and heal d1 (frames hashed under MinIO's key, as the rest).
-        d1, d2 = drives[0] / ".strata.sys" / "data", drives[1] / ".strata.sys" / "data"
+        d1, d2 = drives[0], drives[1]
         lost = data_files(d1)
+        assert len(lost) >= report["in_place"]["versions"], "the linked shard files are in d1's data folder"
         for p in lost.values():
             p.unlink()
         for p in data_files(d2).values():
@@ -264,5 +271,31 @@ def test_import_takes_the_drives_over_in_place_and_strata_serves_them():
         assert all(sorted(p.name for p in d.iterdir()) == [".strata.sys"] for d in drives)
         server.start()
         assert check_served(server.client()) == current
+    finally:
+        server.cleanup()
+
+
+def test_a_lost_minio_drive_is_replaced_by_a_blank_one_and_healed():
+    """MinIO lost drive 3: a blank folder in its place takes its slot, the import runs from the
+    other three, and Strata's heal fills the new drive until it serves alone with one other."""
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off"})
+    try:
+        unpack_into(server)
+        drives = server.drives
+        shutil.rmtree(drives[2])
+        drives[2].mkdir()
+        out = run("--json", *drives)
+        assert out.returncode == 0, out.stderr
+        report = json.loads(out.stdout)
+        assert report["bytes_copied"] == 0 and report["delete_markers"] == 2, report
+        assert sorted(p.name for p in drives[2].iterdir()) == [".strata.sys"]
+        # Run again: the drive now holding Strata's folder keeps its slot.
+        again = run("--json", *drives)
+        assert again.returncode == 0, again.stderr
+        server.start()
+        current = check_served(server.client())
+        wait_scan_done(server, heal_start(server, "--deep"))
+        assert len(data_files(drives[2])) >= report["in_place"]["versions"], "the blank drive was filled"
+        read_all_with_only(server, current, keep=[drives[2], drives[3]])
     finally:
         server.cleanup()

@@ -191,12 +191,25 @@ fn two_drives_lost_or_rotten_of_four_still_read() {
 #[test]
 fn drives_of_another_kind_or_deployment_are_refused() {
     let (dir, drives) = unpack();
-    let blank = dir.path().join("blank");
-    std::fs::create_dir(&blank).expect("mkdir");
-    let err = Deployment::open(&[drives[0].clone(), blank]).expect_err("a folder that is not MinIO's");
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).expect("mkdir");
+    std::fs::write(other.join("notes.txt"), "not a drive").expect("write");
+    let err = Deployment::open(&[drives[0].clone(), other]).expect_err("a folder that is not MinIO's");
     assert!(err.to_string().contains("not a MinIO drive"), "{err}");
     let err = Deployment::open(&drives[..3]).expect_err("a drive short");
     assert!(err.to_string().contains("not given"), "{err}");
+    // A blank folder stands in for a lost drive, and only for one.
+    let blank = dir.path().join("blank");
+    std::fs::create_dir(&blank).expect("mkdir");
+    let mut with_blank = drives[..3].to_vec();
+    with_blank.push(blank.clone());
+    let placed = Deployment::open(&with_blank).expect("the blank takes drive 4's slot");
+    let last = placed.drives.last().expect("four drives");
+    assert!(last.replacement && last.path == blank && last.position == 3, "{last:?}");
+    let mut extra = drives.clone();
+    extra.push(blank);
+    let err = Deployment::open(&extra).expect_err("no drive is missing");
+    assert!(err.to_string().contains("no drive of the deployment is missing"), "{err}");
     let err = Deployment::open(&[drives[0].clone(), drives[0].clone()]).expect_err("twice");
     assert!(err.to_string().contains("same MinIO drive"), "{err}");
 }

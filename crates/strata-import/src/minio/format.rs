@@ -16,6 +16,8 @@ use super::MinioError;
 /// Where MinIO keeps its system files on every drive.
 pub const SYS_DIR: &str = ".minio.sys";
 const FORMAT_FILE: &str = "format.json";
+/// Strata's system folder on a drive (an earlier run of the import made it).
+const STRATA_SYS_DIR: &str = ".strata.sys";
 
 #[derive(Deserialize)]
 struct Record {
@@ -96,6 +98,42 @@ pub struct MinioDrive {
     pub set_index: usize,
     /// Position in its set (MinIO's drive order, which its erasure distribution counts in).
     pub position: usize,
+    /// A blank drive given in place of one of the deployment's that is lost: it holds nothing
+    /// of MinIO's, takes the lost drive's slot, and Strata's healing fills it.
+    pub replacement: bool,
+}
+
+/// What a given folder is: one of MinIO's drives, or a blank one (empty, or holding only what
+/// an earlier run of the import put there: Strata's folder, with the slot it gave it).
+enum Given {
+    Minio(DriveFormat),
+    Blank { slot: Option<Uuid> },
+}
+
+fn classify(path: &Path) -> Result<Given, MinioError> {
+    match DriveFormat::read(path) {
+        Ok(f) => Ok(Given::Minio(f)),
+        Err(e @ MinioError::NotMinio { .. }) => {
+            let entries: Vec<String> = match std::fs::read_dir(path) {
+                Ok(entries) => {
+                    entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+                }
+                Err(_) => return Err(e),
+            };
+            match entries.as_slice() {
+                [] => Ok(Given::Blank { slot: None }),
+                [only] if only == STRATA_SYS_DIR => {
+                    let format = std::fs::read(path.join(STRATA_SYS_DIR).join(FORMAT_FILE)).ok();
+                    let slot = format
+                        .and_then(|b| strata_cluster::format::Format::from_json(&b).ok())
+                        .map(|f| f.drive_id);
+                    Ok(Given::Blank { slot })
+                }
+                _ => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The drives of one MinIO deployment, each in its place.
@@ -109,13 +147,18 @@ pub struct Deployment {
 
 impl Deployment {
     /// Reads the format of every drive in `paths` and places each in the deployment's layout.
-    /// Every drive of the layout must be given, once. One pool of one set is what the import
-    /// takes today: MinIO places an object in one of several sets by a hash of its name, which
-    /// a Strata deployment of the same drives does not yet follow.
+    /// Every drive of the layout must be given, once; a blank folder may stand for a lost one
+    /// (each blank takes a lost drive's slot, in the order given). One pool of one set is what
+    /// the import takes today: MinIO places an object in one of several sets by a hash of its
+    /// name, which a Strata deployment of the same drives does not yet follow.
     pub fn open(paths: &[PathBuf]) -> Result<Self, MinioError> {
         let mut formats = Vec::with_capacity(paths.len());
+        let mut blanks = Vec::new();
         for path in paths {
-            formats.push((path.clone(), DriveFormat::read(path)?));
+            match classify(path)? {
+                Given::Minio(f) => formats.push((path.clone(), f)),
+                Given::Blank { slot } => blanks.push((path.clone(), slot)),
+            }
         }
         let Some((first_path, first)) = formats.first().cloned() else {
             return Err(MinioError::MissingDrives("no drives given".into()));
@@ -149,18 +192,44 @@ impl Deployment {
                 .enumerate()
                 .find_map(|(s, set)| set.iter().position(|d| *d == f.drive_id).map(|p| (s, p)))
                 .ok_or_else(|| MinioError::malformed(path, "drive not in its layout"))?;
-            drives.push(MinioDrive { path: path.clone(), id: f.drive_id, set_index, position });
+            drives.push(MinioDrive {
+                path: path.clone(),
+                id: f.drive_id,
+                set_index,
+                position,
+                replacement: false,
+            });
         }
-        let missing: Vec<String> = first
+        let mut lost: Vec<(usize, usize, Uuid)> = first
             .sets
             .iter()
             .enumerate()
             .flat_map(|(s, set)| set.iter().enumerate().map(move |(p, id)| (s, p, *id)))
             .filter(|(_, _, id)| !drives.iter().any(|d| d.id == *id))
-            .map(|(s, p, id)| format!("set {} drive {} ({id})", s + 1, p + 1))
             .collect();
-        if !missing.is_empty() {
-            return Err(MinioError::MissingDrives(missing.join(", ")));
+        // Blank drives an earlier run placed keep their slots; new ones take the rest in order.
+        blanks.sort_by_key(|(_, slot)| slot.is_none());
+        for (path, slot) in blanks {
+            let at = match slot {
+                Some(id) => lost.iter().position(|(_, _, l)| *l == id),
+                None => (!lost.is_empty()).then_some(0),
+            };
+            let Some(at) = at else {
+                return Err(MinioError::NotMinio {
+                    path: path.display().to_string(),
+                    why: "a blank folder, and no drive of the deployment is missing for it to replace".into(),
+                });
+            };
+            let (set_index, position, id) = lost.remove(at);
+            drives.push(MinioDrive { path, id, set_index, position, replacement: true });
+        }
+        if !lost.is_empty() {
+            let names: Vec<String> =
+                lost.iter().map(|(s, p, id)| format!("set {} drive {} ({id})", s + 1, p + 1)).collect();
+            return Err(MinioError::MissingDrives(format!(
+                "{} (give a blank folder in place of a lost drive; healing fills it)",
+                names.join(", ")
+            )));
         }
         if first.sets.len() > 1 {
             return Err(MinioError::Unsupported(format!(
