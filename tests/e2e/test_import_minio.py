@@ -284,6 +284,9 @@ def test_a_lost_minio_drive_is_replaced_by_a_blank_one_and_healed():
         drives = server.drives
         shutil.rmtree(drives[2])
         drives[2].mkdir()
+        dry = run("--dry-run", *drives)
+        assert dry.returncode == 0 and f"{drives[2]}   (blank: replaces a lost drive" in dry.stdout, dry.stdout
+        assert json.loads(run("--dry-run", "--json", *drives).stdout)["replacements"] == [str(drives[2])]
         out = run("--json", *drives)
         assert out.returncode == 0, out.stderr
         report = json.loads(out.stdout)

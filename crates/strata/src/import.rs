@@ -210,7 +210,12 @@ fn render(s: &Survey) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "MinIO deployment {}: {} drives, in set order:", s.deployment_id, s.drives.len());
     for d in &s.drives {
-        let _ = writeln!(out, "  {}", d.display());
+        let blank = if s.replacements.contains(d) {
+            "   (blank: replaces a lost drive; healing fills it)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "  {}{blank}", d.display());
     }
     let _ = writeln!(
         out,

@@ -61,6 +61,8 @@ pub struct Survey {
     pub deployment_id: String,
     /// In MinIO's set order.
     pub drives: Vec<PathBuf>,
+    /// Blank drives given in place of lost ones (healing fills them once Strata serves).
+    pub replacements: Vec<PathBuf>,
     pub buckets: Vec<BucketSurvey>,
     /// Drives whose `xl.meta` of an object could not be read (the object is read from the
     /// others while a quorum remains).
@@ -200,7 +202,8 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
         }
         buckets.push(b);
     }
-    Ok(Survey { deployment_id: deployment.id.to_string(), drives, buckets, unreadable })
+    let replacements = deployment.drives.iter().filter(|d| d.replacement).map(|d| d.path.clone()).collect();
+    Ok(Survey { deployment_id: deployment.id.to_string(), drives, replacements, buckets, unreadable })
 }
 
 /// Why the drives look in use by a running MinIO server, if they do: while it runs, MinIO
