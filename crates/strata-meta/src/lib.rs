@@ -346,6 +346,34 @@ impl RetentionMode {
 }
 
 impl ObjectVersion {
+    /// A delete marker: no data, no metadata; `data_id` only keeps every version's data id
+    /// distinct (the same on every drive of the set, as its `erasure` but for `shard_index`).
+    pub fn delete_marker(
+        version_id: Option<Uuid>,
+        mod_time: u64,
+        erasure: ErasureInfo,
+        data_id: Uuid,
+    ) -> Self {
+        ObjectVersion {
+            version_id,
+            mod_time,
+            delete_marker: true,
+            size: 0,
+            etag: String::new(),
+            headers: BTreeMap::new(),
+            user_metadata: BTreeMap::new(),
+            checksums: BTreeMap::new(),
+            erasure,
+            data: DataLocation::Inline(data_id),
+            parts: vec![],
+            tags: BTreeMap::new(),
+            retention: None,
+            legal_hold: false,
+            sse: None,
+            acl: None,
+        }
+    }
+
     /// Whether object lock keeps this version at `now` (ns): a legal hold, or a retention
     /// period not yet over.
     pub fn locked_at(&self, now: u64) -> Option<LockedBy> {

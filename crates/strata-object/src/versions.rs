@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use futures_util::future::join_all;
 use strata_drive::DriveOps;
 use strata_drive::{version_rank, DriveError, ListEntry, ListQuery, RANK_LEN};
-use strata_meta::{DataLocation, ErasureInfo, ObjectVersion, Versioning};
+use strata_meta::{ErasureInfo, ObjectVersion, Versioning};
 use strata_types::limits::BLOCK_SIZE;
 use uuid::Uuid;
 
@@ -209,33 +209,16 @@ impl ObjectLayer {
         let (set, hash) = self.locate(bucket, key);
         let n = set.drives.len();
         let distribution = strata_cluster::placement::distribution(hash, n);
-        let marker = ObjectVersion {
-            version_id: id,
-            // Stamped at the commit (see `commit_stamped`).
-            mod_time: 0,
-            delete_marker: true,
-            size: 0,
-            etag: String::new(),
-            headers: BTreeMap::new(),
-            user_metadata: BTreeMap::new(),
-            checksums: BTreeMap::new(),
-            erasure: ErasureInfo {
-                bitrot: Default::default(),
-                data_count: set.data_count() as u8,
-                parity_count: set.parity_count as u8,
-                block_size: BLOCK_SIZE as u32,
-                shard_index: 0,
-                distribution: distribution.clone(),
-            },
-            // A marker has no data; the id only keeps every version's data id distinct.
-            data: DataLocation::Inline(Uuid::new_v4()),
-            parts: vec![],
-            tags: BTreeMap::new(),
-            retention: None,
-            legal_hold: false,
-            sse: None,
-            acl: None,
+        let erasure = ErasureInfo {
+            bitrot: Default::default(),
+            data_count: set.data_count() as u8,
+            parity_count: set.parity_count as u8,
+            block_size: BLOCK_SIZE as u32,
+            shard_index: 0,
+            distribution: distribution.clone(),
         };
+        // Stamped at the commit (see `commit_stamped`).
+        let marker = ObjectVersion::delete_marker(id, 0, erasure, Uuid::new_v4());
         let quorum = write_quorum(set.data_count(), set.parity_count);
         let op = Uuid::new_v4();
         guard.ensure_held()?;

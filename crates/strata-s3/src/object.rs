@@ -19,7 +19,7 @@ use crate::sigv4::Payload;
 use strata_object::checksum::{Algorithm, ChecksumType};
 
 /// Headers stored with the object and returned on GET/HEAD.
-const STORED_HEADERS: [&str; 6] = [
+pub const STORED_HEADERS: [&str; 6] = [
     "content-type",
     "cache-control",
     "content-disposition",

@@ -217,24 +217,23 @@ fn render(s: &Survey) -> String {
         };
         let _ = writeln!(out, "  {}{blank}", d.display());
     }
-    let _ = writeln!(
-        out,
-        "\n{:<24} {:>8} {:>18} {:>18} {:>18} {:>8} {:>8}",
-        "bucket", "objects", "in place", "inline", "re-encrypt", "deleted", "skipped"
-    );
+    let row = |cells: [&str; 7]| {
+        let [a, b, c, d, e, f, g] = cells;
+        format!("{a:<24} {b:>8} {c:>18} {d:>18} {e:>18} {f:>8} {g:>8}\n")
+    };
+    out.push('\n');
+    out.push_str(&row(["bucket", "objects", "in place", "inline", "re-encrypt", "deleted", "skipped"]));
     let tally = |t: &strata_import::minio::survey::Tally| format!("{} ({})", t.versions, size(t.bytes));
     for b in &s.buckets {
-        let _ = writeln!(
-            out,
-            "{:<24} {:>8} {:>18} {:>18} {:>18} {:>8} {:>8}",
-            b.name,
-            b.objects,
-            tally(&b.in_place),
-            tally(&b.inline),
-            tally(&b.reencrypt),
-            b.delete_markers,
-            b.skipped.len()
-        );
+        out.push_str(&row([
+            &b.name,
+            &b.objects.to_string(),
+            &tally(&b.in_place),
+            &tally(&b.inline),
+            &tally(&b.reencrypt),
+            &b.delete_markers.to_string(),
+            &b.skipped.len().to_string(),
+        ]));
     }
     for b in &s.buckets {
         if !b.settings.is_empty() {

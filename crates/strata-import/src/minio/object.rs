@@ -82,7 +82,7 @@ impl ObjectCopies {
         &self,
         position: usize,
         version: &ObjectVersion,
-    ) -> Option<(&ObjectVersion, Option<&[u8]>)> {
+    ) -> Option<(&ObjectVersion, Option<&Bytes>)> {
         let meta = self.metas.get(position)?.as_ref()?;
         let mine = meta.versions.iter().find_map(|v| match v {
             XlVersion::Object(o) if o.version_id == version.version_id && o.data_dir == version.data_dir => {
@@ -90,7 +90,7 @@ impl ObjectCopies {
             }
             _ => None,
         })?;
-        let inline = meta.inline.get(&mine.inline_key()).map(Vec::as_slice);
+        let inline = meta.inline.get(&mine.inline_key());
         Some((mine, inline))
     }
 
@@ -115,7 +115,7 @@ impl ObjectCopies {
             let slot = usize::from(mine.erasure.index) - 1;
             let dir = self.dirs[position].join(mine.data_dir.to_string());
             let source = match (version.is_inline(), inline) {
-                (true, Some(bytes)) => Source::Inline(Bytes::copy_from_slice(bytes)),
+                (true, Some(bytes)) => Source::Inline(bytes.clone()),
                 (true, None) => continue,
                 (false, _) => Source::Parts(dir),
             };
@@ -218,6 +218,22 @@ pub fn key_dir(key: &str) -> String {
         Some(folder) => format!("{folder}{DIR_OBJECT_SUFFIX}"),
         None => key.to_owned(),
     }
+}
+
+/// Every object key of `bucket` on any of `drives` (a drive without the bucket's folder has
+/// none), sorted, each once.
+pub fn list_all_keys(drives: &[PathBuf], bucket: &str) -> Result<Vec<String>, MinioError> {
+    let mut keys: Vec<String> = Vec::new();
+    for drive in drives {
+        match list_keys(drive, bucket) {
+            Ok(k) => keys.extend(k),
+            Err(MinioError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
 }
 
 /// Every object key of `bucket` on the drive at `root`: the folders holding an `xl.meta`, as

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::bucket::BucketSettings;
 use super::format::SYS_DIR;
-use super::object::{list_keys, ObjectCopies};
+use super::object::{list_all_keys, ObjectCopies};
 use super::xlmeta::{ObjectVersion, XlVersion};
 use super::{Deployment, MinioError};
 
@@ -74,6 +74,7 @@ pub(crate) enum Plan {
     InPlace,
     Inline,
     Reencrypt,
+    Marker,
     Skip(String),
 }
 
@@ -82,7 +83,14 @@ fn sys_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a [u8]> {
     v.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_slice())
 }
 
-pub(crate) fn plan(v: &ObjectVersion) -> Plan {
+pub(crate) fn plan(version: &XlVersion) -> Plan {
+    let v = match version {
+        XlVersion::Object(v) => v,
+        XlVersion::DeleteMarker(_) => return Plan::Marker,
+        XlVersion::Unknown { type_id, .. } => {
+            return Plan::Skip(format!("a version of type {type_id}, which this import does not read"))
+        }
+    };
     if sys_value(v, "x-minio-internal-compression").is_some() {
         return Plan::Skip("compressed by MinIO (S2): not imported yet".into());
     }
@@ -103,8 +111,9 @@ pub(crate) fn plan(v: &ObjectVersion) -> Plan {
 }
 
 /// The bytes of a version as S3 shows them (MinIO keeps the stored size, and the plain size of
-/// an encrypted or compressed object beside it).
-fn plain_size(v: &ObjectVersion) -> u64 {
+/// an encrypted or compressed object beside it; a marker has none).
+fn plain_size(version: &XlVersion) -> u64 {
+    let XlVersion::Object(v) = version else { return 0 };
     let actual: i64 = v.parts.iter().map(|p| p.actual_size).sum();
     u64::try_from(actual).unwrap_or(v.size)
 }
@@ -150,16 +159,7 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
     let mut buckets = Vec::new();
     let mut unreadable = Vec::new();
     for name in list_buckets(&drives)? {
-        let mut keys: Vec<String> = Vec::new();
-        for drive in &drives {
-            match list_keys(drive, &name) {
-                Ok(k) => keys.extend(k),
-                Err(MinioError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(e),
-            }
-        }
-        keys.sort();
-        keys.dedup();
+        let keys = list_all_keys(&drives, &name)?;
         let mut b = BucketSurvey { name: name.clone(), ..Default::default() };
         match BucketSettings::read(&drives, &name) {
             Ok(Some(settings)) => b.settings = settings.summary(),
@@ -186,17 +186,13 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
                     version_id: a.version.version_id().map(|id| id.to_string()),
                     why,
                 };
-                match &a.version {
-                    XlVersion::DeleteMarker(_) => b.delete_markers += 1,
-                    XlVersion::Unknown { type_id, .. } => b
-                        .skipped
-                        .push(skip(format!("a version of type {type_id}, which this import does not read"))),
-                    XlVersion::Object(v) => match plan(v) {
-                        Plan::InPlace => b.in_place.add(plain_size(v)),
-                        Plan::Inline => b.inline.add(plain_size(v)),
-                        Plan::Reencrypt => b.reencrypt.add(plain_size(v)),
-                        Plan::Skip(why) => b.skipped.push(skip(why)),
-                    },
+                let size = plain_size(&a.version);
+                match plan(&a.version) {
+                    Plan::Marker => b.delete_markers += 1,
+                    Plan::InPlace => b.in_place.add(size),
+                    Plan::Inline => b.inline.add(size),
+                    Plan::Reencrypt => b.reencrypt.add(size),
+                    Plan::Skip(why) => b.skipped.push(skip(why)),
                 }
             }
         }

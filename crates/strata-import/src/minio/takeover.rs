@@ -33,7 +33,7 @@ use strata_types::BucketName;
 use uuid::Uuid;
 
 use super::bucket::BucketSettings;
-use super::object::{list_keys, ObjectCopies};
+use super::object::{list_all_keys, ObjectCopies};
 use super::survey::{list_buckets, plan, unreadable_object, Plan, Skipped, Tally};
 use super::xlmeta::{ObjectVersion, XlVersion};
 use super::{Deployment, MinioError};
@@ -221,8 +221,18 @@ async fn import_buckets(
     paths: &[PathBuf],
     report: &mut TakeoverReport,
 ) -> Result<Vec<BucketName>, MinioError> {
+    // MinIO's records of the buckets, read (and decoded) off the async threads.
+    let owned = paths.to_vec();
+    let found = tokio::task::spawn_blocking(move || {
+        list_buckets(&owned)?
+            .into_iter()
+            .map(|name| Ok((BucketSettings::read(&owned, &name)?.unwrap_or_default(), name)))
+            .collect::<Result<Vec<_>, MinioError>>()
+    })
+    .await
+    .map_err(|e| MinioError::Unsupported(format!("reading the buckets failed: {e}")))??;
     let mut buckets = Vec::new();
-    for name in list_buckets(paths)? {
+    for (settings, name) in found {
         let Ok(bucket) = BucketName::parse(&name) else {
             report.skipped.push(Skipped {
                 key: String::new(),
@@ -231,7 +241,6 @@ async fn import_buckets(
             });
             continue;
         };
-        let settings = BucketSettings::read(paths, &name)?.unwrap_or_default();
         let record = bucket_record(&bucket, &settings, &mut report.settings_refused).encode();
         for (drive, path) in drives.iter().zip(paths) {
             match drive.make_bucket(&name, record.clone()).await {
@@ -262,12 +271,10 @@ pub async fn take_over(
     let mut report = TakeoverReport::default();
     let runtime = tokio::runtime::Handle::current();
     for bucket in import_buckets(&drives, &paths, &mut report).await? {
-        let mut keys: Vec<String> = Vec::new();
-        for path in paths.iter() {
-            keys.extend(list_keys(path, bucket.as_str()).unwrap_or_default());
-        }
-        keys.sort();
-        keys.dedup();
+        let walked = (paths.clone(), bucket.as_str().to_owned());
+        let keys = tokio::task::spawn_blocking(move || list_all_keys(&walked.0, &walked.1))
+            .await
+            .map_err(|e| MinioError::Unsupported(format!("listing a bucket failed: {e}")))??;
         let mut done = futures_util::stream::iter(keys)
             .map(|key| {
                 let (paths, drives, bucket, runtime) =
@@ -409,29 +416,20 @@ fn import_object(
             version_id: a.version.version_id().map(|id| id.to_string()),
             why,
         };
-        match &a.version {
-            XlVersion::Unknown { type_id, .. } => {
-                report
-                    .skipped
-                    .push(skip(format!("a version of type {type_id}, which this import does not read")));
+        match plan(&a.version) {
+            Plan::Skip(why) => {
+                report.skipped.push(skip(why));
                 continue;
             }
-            XlVersion::Object(v) => match plan(v) {
-                Plan::Skip(why) => {
-                    report.skipped.push(skip(why));
-                    continue;
-                }
-                Plan::Reencrypt => {
-                    report.skipped.push(skip(
-                        "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
-                         left readable by MinIO"
-                            .into(),
-                    ));
-                    continue;
-                }
-                Plan::InPlace | Plan::Inline => {}
-            },
-            XlVersion::DeleteMarker(_) => {}
+            Plan::Reencrypt => {
+                report.skipped.push(skip(
+                    "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
+                     left readable by MinIO"
+                        .into(),
+                ));
+                continue;
+            }
+            Plan::InPlace | Plan::Inline | Plan::Marker => {}
         }
         import_version(runtime, &t, drives, &a.version, &a.positions, &mut report)?;
     }
@@ -511,49 +509,22 @@ fn marker(
     data_id: Uuid,
     (n, position): (usize, usize),
 ) -> StrataVersion {
-    let distribution: Vec<u8> = (0..n).map(|i| i as u8).collect();
     let parity = n / 2;
-    StrataVersion {
-        version_id,
-        mod_time: u64::try_from(mod_time).unwrap_or(0),
-        delete_marker: true,
-        size: 0,
-        etag: String::new(),
-        headers: BTreeMap::new(),
-        user_metadata: BTreeMap::new(),
-        checksums: BTreeMap::new(),
-        erasure: ErasureInfo {
-            data_count: (n - parity) as u8,
-            parity_count: parity as u8,
-            block_size: BLOCK_SIZE as u32,
-            shard_index: position as u8,
-            distribution,
-            bitrot: Bitrot::Strata,
-        },
-        data: DataLocation::Inline(data_id),
-        parts: vec![],
-        tags: BTreeMap::new(),
-        retention: None,
-        legal_hold: false,
-        sse: None,
-        acl: None,
-    }
+    let erasure = ErasureInfo {
+        data_count: (n - parity) as u8,
+        parity_count: parity as u8,
+        block_size: BLOCK_SIZE as u32,
+        shard_index: position as u8,
+        distribution: (0..n).map(|i| i as u8).collect(),
+        bitrot: Bitrot::Strata,
+    };
+    StrataVersion::delete_marker(version_id, u64::try_from(mod_time).unwrap_or(0), erasure, data_id)
 }
 
 /// Looks up a header MinIO kept, without regard to case.
 fn user_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a str> {
     v.meta_user.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
-
-/// The standard headers Strata keeps with an object.
-const KEPT_HEADERS: [&str; 6] = [
-    "content-type",
-    "cache-control",
-    "content-disposition",
-    "content-encoding",
-    "content-language",
-    "expires",
-];
 
 /// Strata's record of MinIO's version `o` on the drive at `position` (`mine`: that drive's copy,
 /// for its shard index).
@@ -564,7 +535,7 @@ fn strata_version(
     parts: Vec<PartInfo>,
 ) -> StrataVersion {
     let mut headers = BTreeMap::new();
-    for name in KEPT_HEADERS {
+    for name in strata_s3::object::STORED_HEADERS {
         if let Some(v) = user_value(o, name) {
             headers.insert(name.to_owned(), v.to_owned());
         }
@@ -632,7 +603,7 @@ fn place_data(
     position: usize,
     o: &ObjectVersion,
     mine: &ObjectVersion,
-    inline: Option<&[u8]>,
+    inline: Option<&Bytes>,
     ids: &DataIds,
     report: &mut TakeoverReport,
 ) -> Result<(StrataVersion, Option<Bytes>), MinioError> {
@@ -640,14 +611,14 @@ fn place_data(
     let path = &t.paths[position];
     let tmp = path.join(".strata.sys").join("tmp");
     if o.is_inline() {
-        let bytes = match inline.unwrap_or_default() {
+        let bytes = match inline {
+            Some(bytes) if !bytes.is_empty() => bytes.clone(),
             // MinIO keeps nothing for an empty object; Strata keeps the frame of its one empty
             // shard.
-            [] => Bytes::copy_from_slice(&strata_erasure::bitrot::hash_with(
+            _ => Bytes::copy_from_slice(&strata_erasure::bitrot::hash_with(
                 strata_erasure::bitrot::Key::MINIO,
                 &[],
             )),
-            bytes => Bytes::copy_from_slice(bytes),
         };
         if o.size <= u64::from(o.erasure.block_size) {
             return Ok((strata_version(o, mine, DataLocation::Inline(data_id), vec![]), Some(bytes)));

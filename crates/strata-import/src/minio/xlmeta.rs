@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use bytes::Bytes;
 use rmpv::Value;
 use uuid::Uuid;
 
@@ -187,7 +188,7 @@ pub struct XlMeta {
     /// Newest first, as MinIO keeps them.
     pub versions: Vec<XlVersion>,
     /// Inline shard bytes by [`ObjectVersion::inline_key`].
-    pub inline: BTreeMap<String, Vec<u8>>,
+    pub inline: BTreeMap<String, Bytes>,
 }
 
 impl XlMeta {
@@ -278,7 +279,7 @@ fn header_flags(mut header: &[u8]) -> Result<u64, String> {
     }
 }
 
-fn parse_inline(rest: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {
+fn parse_inline(rest: &[u8]) -> Result<BTreeMap<String, Bytes>, String> {
     let (&version, mut rest) = rest.split_first().ok_or("no inline data version")?;
     if version != 1 {
         return Err(format!("inline data version {version} (1 is read)"));
@@ -290,7 +291,7 @@ fn parse_inline(rest: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {
         match (k, v) {
             (Value::String(k), Value::Binary(v)) => {
                 let k = k.into_str().ok_or("an inline data key that is not UTF-8")?;
-                out.insert(k, v);
+                out.insert(k, Bytes::from(v));
             }
             _ => return Err("an inline data entry that is not text → bytes".into()),
         }
