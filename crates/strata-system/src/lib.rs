@@ -7,9 +7,9 @@
 //!   [`credentials`] makes new keys and secrets.
 //! - [`sts`]: temporary credentials (the sessions STS's `AssumeRole*` answers with);
 //!   [`oidc`] verifies the OpenID Connect identity tokens `AssumeRoleWithWebIdentity` takes.
-//! - [`kms`]: the built-in KMS (named keys sealed by the master key); [`vault`]: an external
-//!   one (the transit engine of OpenBao or Vault); [`kms_cache`]: the data key cache in front
-//!   of either.
+//! - [`kms`]: the built-in KMS (named keys sealed by the master key); [`vault`] and [`kes`]:
+//!   external ones (the transit engine of OpenBao or Vault; MinIO's KES), both over
+//!   [`kms_http`]; [`kms_cache`]: the data key cache in front of any of them.
 //! - [`bucket_policy`]: each bucket's policy compiled once per node from its record.
 //!
 //! Data enters through the admin API and STS (changes) and leaves as snapshots read by every
@@ -22,8 +22,10 @@
 pub mod bucket_policy;
 pub mod credentials;
 pub mod iam;
+pub mod kes;
 pub mod kms;
 pub mod kms_cache;
+pub mod kms_http;
 pub mod oidc;
 pub mod sts;
 pub mod vault;

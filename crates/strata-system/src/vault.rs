@@ -1,5 +1,5 @@
 //! An external KMS: the transit secrets engine of OpenBao or HashiCorp Vault (the same HTTP API),
-//! reached over HTTP(S) with a token (`STRATA_KMS_VAULT_ENDPOINT`, `..._TOKEN`, `..._KEY_NAME`,
+//! reached over HTTP(S) ([`crate::kms_http`]) with a token (`STRATA_KMS_VAULT_ENDPOINT`, `..._TOKEN`, `..._KEY_NAME`,
 //! `..._MOUNT`, `..._CAPATH`).
 //!
 //! Transit API: `POST /v1/MOUNT/keys/NAME` (create; Strata makes `aes256-gcm96` keys with
@@ -13,21 +13,14 @@
 //! requests recover as soon as the server is back.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use base64::Engine;
-use bytes::Bytes;
-use http::{Method, Request, StatusCode};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::rt::TokioExecutor;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::CertificateDer;
+use http::{Method, StatusCode};
 use serde_json::{json, Value};
 use strata_crypto::kms::{GeneratedKey, KeyInfo, KmsStatus};
 use strata_crypto::{DataKey, Kms, KmsError};
-use strata_types::limits::{KMS_ANSWER_SIZE_MAX, KMS_CALL_TIMEOUT};
+
+use crate::kms_http::KmsHttp;
 
 /// How to reach a transit engine.
 #[derive(Clone)]
@@ -75,11 +68,9 @@ impl VaultConfig {
     }
 }
 
-type Https = hyper_rustls::HttpsConnector<HttpConnector>;
-
 /// A transit engine as a [`Kms`].
 pub struct VaultKms {
-    http: HyperClient<Https, Full<Bytes>>,
+    http: KmsHttp,
     config: VaultConfig,
 }
 
@@ -87,31 +78,6 @@ impl std::fmt::Debug for VaultKms {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "VaultKms({})", self.config.endpoints.join(","))
     }
-}
-
-fn tls_config(config: &VaultConfig) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    match &config.ca_path {
-        Some(ca) => {
-            let cas = CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("reading {}: {e}", ca.display()))?;
-            for c in cas {
-                roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
-            }
-        }
-        None => {
-            for c in rustls_native_certs::load_native_certs().certs {
-                let _ = roots.add(c);
-            }
-        }
-    }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 fn b64() -> base64::engine::GeneralPurpose {
@@ -123,17 +89,7 @@ impl VaultKms {
     /// reached now does not stop the start (encrypted requests get 503 until it answers); one
     /// that refuses the token does.
     pub async fn start(config: VaultConfig) -> Result<Self, String> {
-        let mut connector = HttpConnector::new();
-        connector.enforce_http(false);
-        connector.set_connect_timeout(Some(KMS_CALL_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config(&config)?)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(connector);
-        let http = HyperClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(strata_types::limits::HTTP_POOL_IDLE_TIMEOUT)
-            .build(https);
+        let http = KmsHttp::new(config.endpoints.clone(), config.ca_path.as_deref(), None)?;
         let vault = Self { http, config };
         let name = vault.config.key_name.clone();
         let path = vault.path("keys", &name).map_err(|e| e.to_string())?;
@@ -160,55 +116,17 @@ impl VaultKms {
         Ok(format!("/v1/{}/{op}/{key_id}", self.config.mount))
     }
 
-    /// One call; the answer's JSON (`Null` for an empty body). Tries each endpoint in turn
-    /// while they are unreachable.
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, KmsError> {
-        let mut last = KmsError::Unavailable("no endpoint".into());
-        for endpoint in &self.config.endpoints {
-            match self.call_one(endpoint, method.clone(), path, body.as_ref()).await {
-                Err(e @ KmsError::Unavailable(_)) => last = e,
-                other => return other,
-            }
-        }
-        Err(last)
+        let token = [("x-vault-token", self.config.token.as_str())];
+        self.http.call(method, path, &token, body.as_ref(), refusal).await
     }
+}
 
-    async fn call_one(
-        &self,
-        endpoint: &str,
-        method: Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> Result<Value, KmsError> {
-        let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-        let req = Request::builder()
-            .method(method)
-            .uri(format!("{endpoint}{path}"))
-            .header("x-vault-token", &self.config.token)
-            .header("content-type", "application/json")
-            .body(Full::new(bytes))
-            .map_err(|e| KmsError::Internal(e.to_string()))?;
-        let unavailable = |e: String| KmsError::Unavailable(format!("{endpoint}: {e}"));
-        let answer = async {
-            let resp = self.http.request(req).await.map_err(|e| unavailable(e.to_string()))?;
-            let status = resp.status();
-            let limited = http_body_util::Limited::new(resp.into_body(), KMS_ANSWER_SIZE_MAX);
-            let body = limited.collect().await.map_err(|e| unavailable(e.to_string()))?.to_bytes();
-            Ok::<_, KmsError>((status, body))
-        };
-        let (status, body) = tokio::time::timeout(KMS_CALL_TIMEOUT, answer)
-            .await
-            .map_err(|_| unavailable("timed out".into()))??;
-        let json: Value =
-            if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
-        if status.is_success() {
-            return Ok(json);
-        }
-        let message = json["errors"]
-            .as_array()
-            .map(|e| e.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
-        Err(error_of(status, &message.unwrap_or_default(), path))
-    }
+/// A refused call's error, from the transit engine's `{"errors": [...]}`.
+fn refusal(status: StatusCode, json: &Value, path: &str) -> KmsError {
+    let message =
+        json["errors"].as_array().map(|e| e.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "));
+    error_of(status, &message.unwrap_or_default(), path)
 }
 
 /// The transit engine's error answers as [`KmsError`]s.

@@ -577,39 +577,52 @@ fn lifecycle_settings() -> Result<Option<strata_object::LifecycleSettings>> {
     Ok(Some(settings))
 }
 
-/// The KMS: an OpenBao / Vault transit engine when `STRATA_KMS_VAULT_ENDPOINT` is set,
-/// else the built-in one when `STRATA_KMS_SECRET_KEY` (or `MINIO_KMS_SECRET_KEY`) holds a master
-/// key `name:base64key`; with a cache of decrypted data keys in front (`STRATA_KMS_CACHE_TTL`).
+/// The KMS: an OpenBao / Vault transit engine when `STRATA_KMS_VAULT_ENDPOINT` is set, a KES
+/// server when `STRATA_KMS_KES_ENDPOINT` is, else the built-in one when `STRATA_KMS_SECRET_KEY`
+/// (or `MINIO_KMS_SECRET_KEY`) holds a master key `name:base64key`; with a cache of decrypted
+/// data keys in front (`STRATA_KMS_CACHE_TTL`).
 async fn kms_from_env(
     layer: &Arc<strata_object::ObjectLayer>,
 ) -> Result<Option<Arc<dyn strata_crypto::Kms>>> {
-    let kms: Arc<dyn strata_crypto::Kms> =
-        match strata_system::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)? {
-            Some(config) => {
-                let vault = strata_system::vault::VaultKms::start(config)
-                    .await
-                    .map_err(anyhow::Error::msg)
-                    .context("starting the KMS client (STRATA_KMS_VAULT_*)")?;
-                tracing::info!(kms = ?vault, "external KMS ready");
-                Arc::new(vault)
-            }
-            None => {
-                let (var, value) =
-                    match (std::env::var("STRATA_KMS_SECRET_KEY"), std::env::var("MINIO_KMS_SECRET_KEY")) {
-                        (Ok(v), _) => ("STRATA_KMS_SECRET_KEY", v),
-                        (Err(_), Ok(v)) => ("MINIO_KMS_SECRET_KEY", v),
-                        _ => return Ok(None),
-                    };
-                let master = strata_crypto::kms::MasterKey::parse(&value)
-                    .map_err(|e| anyhow::anyhow!("{var}: {e}"))?;
-                let name = master.name.clone();
-                let kms = strata_system::kms::BuiltinKms::start(layer.clone(), master)
-                    .await
-                    .with_context(|| format!("starting the built-in KMS ({var})"))?;
-                tracing::info!(default_key = %name, "built-in KMS ready");
-                Arc::new(kms)
-            }
-        };
+    let vault = strata_system::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)?;
+    let kes = strata_system::kes::KesConfig::from_env().map_err(anyhow::Error::msg)?;
+    let kms: Arc<dyn strata_crypto::Kms> = match (vault, kes) {
+        (Some(_), Some(_)) => {
+            bail!("both STRATA_KMS_VAULT_ENDPOINT and STRATA_KMS_KES_ENDPOINT are set: choose one KMS")
+        }
+        (Some(config), None) => {
+            let vault = strata_system::vault::VaultKms::start(config)
+                .await
+                .map_err(anyhow::Error::msg)
+                .context("starting the KMS client (STRATA_KMS_VAULT_*)")?;
+            tracing::info!(kms = ?vault, "external KMS ready");
+            Arc::new(vault)
+        }
+        (None, Some(config)) => {
+            let kes = strata_system::kes::KesKms::start(config)
+                .await
+                .map_err(anyhow::Error::msg)
+                .context("starting the KMS client (STRATA_KMS_KES_*)")?;
+            tracing::info!(kms = ?kes, "external KMS ready");
+            Arc::new(kes)
+        }
+        (None, None) => {
+            let (var, value) =
+                match (std::env::var("STRATA_KMS_SECRET_KEY"), std::env::var("MINIO_KMS_SECRET_KEY")) {
+                    (Ok(v), _) => ("STRATA_KMS_SECRET_KEY", v),
+                    (Err(_), Ok(v)) => ("MINIO_KMS_SECRET_KEY", v),
+                    _ => return Ok(None),
+                };
+            let master =
+                strata_crypto::kms::MasterKey::parse(&value).map_err(|e| anyhow::anyhow!("{var}: {e}"))?;
+            let name = master.name.clone();
+            let kms = strata_system::kms::BuiltinKms::start(layer.clone(), master)
+                .await
+                .with_context(|| format!("starting the built-in KMS ({var})"))?;
+            tracing::info!(default_key = %name, "built-in KMS ready");
+            Arc::new(kms)
+        }
+    };
     let ttl = match std::env::var("STRATA_KMS_CACHE_TTL") {
         Ok(v) if v == "0" || v == "off" => std::time::Duration::ZERO,
         Ok(v) => {

@@ -53,6 +53,13 @@ const EXACT: &[(&str, &str)] = &[
     ("MINIO_KMS_VAULT_KEY_NAME", "STRATA_KMS_VAULT_KEY_NAME"),
     ("MINIO_KMS_VAULT_CAPATH", "STRATA_KMS_VAULT_CAPATH"),
     ("MINIO_KMS_VAULT_TOKEN", "STRATA_KMS_VAULT_TOKEN"),
+    ("MINIO_KMS_KES_ENDPOINT", "STRATA_KMS_KES_ENDPOINT"),
+    ("MINIO_KMS_KES_KEY_NAME", "STRATA_KMS_KES_KEY_NAME"),
+    ("MINIO_KMS_KES_CERT_FILE", "STRATA_KMS_KES_CERT_FILE"),
+    ("MINIO_KMS_KES_KEY_FILE", "STRATA_KMS_KES_KEY_FILE"),
+    ("MINIO_KMS_KES_API_KEY", "STRATA_KMS_KES_API_KEY"),
+    ("MINIO_KMS_KES_CAPATH", "STRATA_KMS_KES_CAPATH"),
+    ("MINIO_KMS_KES_KEY_PASSWORD", "STRATA_KMS_KES_KEY_PASSWORD"),
     ("MINIO_PROMETHEUS_AUTH_TYPE", "STRATA_PROMETHEUS_AUTH_TYPE"),
 ];
 
@@ -100,7 +107,8 @@ fn openid_suffix(rest: &str) -> bool {
 /// Hints for MinIO settings Strata does not have, by prefix: the operator learns why rather
 /// than guessing.
 const UNSUPPORTED: &[(&str, &str)] = &[
-    ("MINIO_KMS_KES_", "Strata talks to Vault or OpenBao transit itself: set STRATA_KMS_VAULT_ENDPOINT, _TOKEN and _KEY_NAME"),
+    ("MINIO_KMS_KES_ENCLAVE", "KES enclaves are KES Enterprise's; Strata uses the server's one key space"),
+    ("MINIO_KMS_KES_", "Strata reads ENDPOINT, KEY_NAME, CERT_FILE, KEY_FILE, API_KEY and CAPATH"),
     ("MINIO_KMS_VAULT_", "Strata authenticates to Vault with a token: STRATA_KMS_VAULT_TOKEN or _TOKEN_FILE"),
     ("MINIO_BROWSER", "this build has no web console"),
     ("MINIO_COMPRESSION_", "Strata does not compress objects"),
@@ -250,7 +258,7 @@ mod tests {
         let a = adopt(&env(&[
             ("MINIO_COMPRESSION_ENABLE", "on"),
             ("MINIO_NOTIFY_KAFKA_ENABLE_1", "on"),
-            ("MINIO_KMS_KES_ENDPOINT", "https://kes:7373"),
+            ("MINIO_KMS_KES_ENCLAVE", "tenant-1"),
             ("MINIO_IDENTITY_OPENID_SCOPES", "openid"),
             ("MINIO_SOMETHING_NEW", "1"),
         ]));
@@ -265,7 +273,7 @@ mod tests {
             .collect();
         assert_eq!(unsupported.len(), 5, "{:?}", a.notes);
         assert!(a.notes.iter().any(|n| matches!(n, Note::Unsupported { minio, hint }
-            if minio == "MINIO_KMS_KES_ENDPOINT" && hint.contains("STRATA_KMS_VAULT_ENDPOINT"))));
+            if minio == "MINIO_KMS_KES_ENCLAVE" && hint.contains("KES Enterprise"))));
     }
 
     #[test]
