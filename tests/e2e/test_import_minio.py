@@ -302,3 +302,74 @@ def test_a_lost_minio_drive_is_replaced_by_a_blank_one_and_healed():
         read_all_with_only(server, current, keep=[drives[2], drives[3]])
     finally:
         server.cleanup()
+
+
+FIXTURE_ROOT = {"MINIO_ROOT_USER": "fixtureadmin", "MINIO_ROOT_PASSWORD": "fixtureadmin-secret"}
+FIXTURE_KMS = {"MINIO_KMS_SECRET_KEY": "fixture-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}
+
+
+def run_with(env, *args):
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MINIO_", "STRATA_ROOT", "STRATA_KMS"))}
+    return subprocess.run([BIN, "import", "minio", *map(str, args)], capture_output=True, text=True, timeout=120,
+                          env={**clean, **env})
+
+
+def test_minio_users_sign_in_with_their_minio_keys_after_the_import():
+    """MinIO's IAM (sealed under its KMS key) comes over: the fixture's user, group, custom
+    policy and service account, each usable with the keys MinIO gave, under the root
+    credentials MinIO ran with (MinIO's environment file, kept as it was)."""
+    server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_ROOT_USER": FIXTURE_ROOT["MINIO_ROOT_USER"],
+                         "STRATA_ROOT_PASSWORD": FIXTURE_ROOT["MINIO_ROOT_PASSWORD"]})
+    try:
+        unpack_into(server)
+        drives = server.drives
+        # The dry run counts what MinIO's IAM holds, and says what it needs to read it.
+        sealed = run_with(FIXTURE_ROOT, "--dry-run", *drives)
+        assert sealed.returncode == 0, sealed.stderr
+        assert "MINIO_KMS_SECRET_KEY" in sealed.stdout and "not read" in sealed.stdout, sealed.stdout
+        dry = json.loads(run_with({**FIXTURE_ROOT, **FIXTURE_KMS}, "--dry-run", "--json", *drives).stdout)
+        assert [u["access_key"] for u in dry["iam"]["users"]] == ["alice"]
+        assert "secret" not in json.dumps(dry["iam"]["users"]), "secrets stay out of reports"
+        assert [g["name"] for g in dry["iam"]["groups"]] == ["readers"]
+        assert [s["access_key"] for s in dry["iam"]["service_accounts"]] == ["alicesvc1"]
+        # Without the root credentials Strata will run with, IAM waits (it is sealed under
+        # them); a second run with them finishes it.
+        first = run_with(FIXTURE_KMS, *drives)
+        assert first.returncode == 0, first.stderr
+        assert "MINIO_ROOT_USER" in first.stdout and "not imported" in first.stdout, first.stdout
+        second = run_with({**FIXTURE_ROOT, **FIXTURE_KMS}, "--json", *drives)
+        assert second.returncode == 0, second.stderr
+        applied = json.loads(second.stdout)["iam_applied"]
+        assert (applied["users"], applied["groups"], applied["policies"], applied["service_accounts"]) == (1, 1, 1, 1)
+        assert applied["refused"] == [], applied["refused"]
+        third = json.loads(run_with({**FIXTURE_ROOT, **FIXTURE_KMS}, "--json", *drives).stdout)["iam_applied"]
+        assert third["users"] == 0 and third["already"] == 4, third
+
+        server.start()
+        import boto3
+        import botocore.config
+        import botocore.exceptions
+
+        def as_(key, secret):
+            return boto3.client("s3", endpoint_url=server.endpoint, aws_access_key_id=key,
+                                aws_secret_access_key=secret, region_name="us-east-1",
+                                config=botocore.config.Config(retries={"max_attempts": 1},
+                                                              s3={"addressing_style": "path"}))
+        alice = as_("alice", "alice-secret-key")
+        names = {b["Name"] for b in alice.list_buckets()["Buckets"]}
+        assert {"plain", "versioned", "locked"} <= names
+        assert alice.get_object(Bucket="plain", Key="odd/sp ace.txt")["Body"].read()
+        alice.put_object(Bucket="plain", Key="from-alice", Body=b"readwrite")
+        svc = as_("alicesvc1", "alicesvc1-secret")
+        assert svc.get_object(Bucket="plain", Key="from-alice")["Body"].read() == b"readwrite"
+        with pytest.raises(botocore.exceptions.ClientError) as wrong:
+            as_("alice", "not-alice-secret").list_buckets()
+        assert wrong.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+        # The group and its custom policy, as Strata's admin CLI shows them.
+        out = subprocess.run([BIN, "admin", "group", "info", "readers", "--host", f"127.0.0.1:{server.port}",
+                              "--access-key", FIXTURE_ROOT["MINIO_ROOT_USER"], "--secret-key",
+                              FIXTURE_ROOT["MINIO_ROOT_PASSWORD"]], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert "alice" in out.stdout and "plain-reader" in out.stdout, out.stdout
+    finally:
+        server.cleanup()

@@ -14,6 +14,8 @@
 //! - [`kms`]: the [`Kms`] trait every key service implements (generate a data key, decrypt one,
 //!   manage named keys), and [`kms::MasterKey`], the built-in KMS's key from the environment;
 //!   [`keyring`]: the built-in KMS's named, versioned keys, sealed by the master key.
+//! - [`sio`]: MinIO's sealed streams: its admin API's password-sealed bodies, and its IAM and
+//!   configuration files sealed under a KMS data key (read by the MinIO import).
 //!
 //! Everything here is synchronous and pure except the [`Kms`] trait: where bytes are stored and
 //! how a KMS is reached are the callers' business. Bytes from a drive or a client are never
@@ -24,6 +26,7 @@ pub mod key;
 pub mod keyring;
 pub mod kms;
 pub mod package;
+pub mod sio;
 
 pub use key::DataKey;
 pub use kms::{Kms, KmsError};

@@ -271,3 +271,58 @@ fn bucket_settings_read_as_the_manifest_says() {
     }
     assert!(BucketSettings::read(&drives, "no-such-bucket").expect("readable").is_none());
 }
+
+/// The fixture's KMS key (its README), which sealed its IAM files.
+const FIXTURE_KMS_KEY: &str = "fixture-key:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+#[test]
+fn iam_reads_as_the_fixture_readme_says() {
+    use strata_import::minio::iam::{read, Keys};
+    let (_dir, drives) = unpack();
+    let deployment = Deployment::open(&drives).expect("opens");
+    let drives: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
+    let master = strata_crypto::kms::MasterKey::parse(FIXTURE_KMS_KEY).expect("key");
+    let iam = read(&drives, &Keys { kms: Some(&master), root: None }).expect("reads");
+    assert!(iam.unread.is_empty(), "{:?}", iam.unread);
+    assert_eq!(iam.users.len(), 1);
+    let alice = &iam.users[0];
+    assert_eq!((alice.access_key.as_str(), alice.secret.as_str()), ("alice", "alice-secret-key"));
+    assert!(alice.enabled);
+    assert_eq!(alice.policies, ["readwrite"]);
+    assert_eq!(iam.groups.len(), 1);
+    assert_eq!(
+        (iam.groups[0].name.as_str(), &iam.groups[0].members, &iam.groups[0].policies),
+        ("readers", &vec!["alice".to_owned()], &vec!["plain-reader".to_owned()])
+    );
+    assert_eq!(iam.policies.len(), 1);
+    let (name, document) = &iam.policies[0];
+    assert_eq!(name, "plain-reader");
+    let document: Value = serde_json::from_str(document).expect("JSON");
+    assert_eq!(document["Statement"][0]["Resource"][1], "arn:aws:s3:::plain/*");
+    assert_eq!(iam.service_accounts.len(), 1);
+    let svc = &iam.service_accounts[0];
+    assert_eq!(
+        (svc.access_key.as_str(), svc.secret.as_str(), svc.parent.as_str()),
+        ("alicesvc1", "alicesvc1-secret", "alice")
+    );
+    assert_eq!((svc.policy.as_deref(), svc.expiry), (None, None));
+    // Into Strata's state: alice, her group, the policy and her service account.
+    let mut state = strata_iam::IamState::new();
+    let done = strata_import::minio::iam::apply(&iam, &mut state, "fixtureadmin", 0);
+    assert!(done.refused.is_empty(), "{:?}", done.refused);
+    assert_eq!((done.users, done.groups, done.policies, done.service_accounts), (1, 1, 1, 1));
+    state.validate().expect("a valid state");
+
+    // Without the key, or with another key of the same name, every sealed file is named and
+    // nothing is guessed.
+    let none = read(&drives, &Keys::default()).expect("reads");
+    assert!(none.users.is_empty() && none.groups.is_empty() && none.service_accounts.is_empty());
+    assert!(none.unread.len() >= 6, "{:?}", none.unread);
+    assert!(none.unread.iter().all(|u| u.contains("MINIO_KMS_SECRET_KEY")), "{:?}", none.unread);
+    let other =
+        strata_crypto::kms::MasterKey::parse("fixture-key:BBECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+            .expect("key");
+    let wrong = read(&drives, &Keys { kms: Some(&other), root: None }).expect("reads");
+    assert!(wrong.users.is_empty() && wrong.unread.len() >= 6, "{:?}", wrong.unread);
+    assert!(wrong.unread.iter().all(|u| u.contains("does not open")), "{:?}", wrong.unread);
+}

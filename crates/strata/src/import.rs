@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use strata_import::minio::iam::{self as minio_iam, Applied, MinioIam};
 use strata_import::minio::survey::{running_server, survey, Survey};
 use strata_import::minio::takeover::{commit, take_over, TakeoverReport};
 use strata_import::minio::Deployment;
@@ -72,11 +73,15 @@ fn minio(args: MinioArgs) -> Result<()> {
         );
     }
     let report = survey(&deployment)?;
+    let keys = Keys::from_env()?;
+    let iam = minio_iam::read(&in_order, &keys.minio())?;
     if args.dry_run {
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&report).context("the report as JSON")?);
+            let both = with_fields(serde_json::to_value(&report)?, [("iam", serde_json::to_value(&iam)?)])?;
+            println!("{}", serde_json::to_string_pretty(&both).context("the report as JSON")?);
         } else {
             print!("{}", render(&report));
+            print!("{}", render_iam(&iam, None, keys.root.is_some()));
         }
         return Ok(());
     }
@@ -99,12 +104,129 @@ fn minio(args: MinioArgs) -> Result<()> {
             bar.step(one.versions(), one.bytes())
         }))?;
     bar.finish();
+    // MinIO's users, groups, policies and service accounts, into Strata's IAM state, which is
+    // sealed under the root credentials the server will run with.
+    let applied = match &keys.root {
+        Some(root) if !iam.is_empty() => {
+            Some(runtime.block_on(import_iam(&in_order, &iam, root)).context("importing MinIO's IAM")?)
+        }
+        _ => None,
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&done).context("the report as JSON")?);
+        let all = with_fields(
+            serde_json::to_value(&done)?,
+            [("iam", serde_json::to_value(&iam)?), ("iam_applied", serde_json::to_value(&applied)?)],
+        )?;
+        println!("{}", serde_json::to_string_pretty(&all).context("the report as JSON")?);
     } else {
+        print!("{}", render_iam(&iam, applied.as_ref(), keys.root.is_some()));
         print!("{}", render_done(&done, &in_order));
     }
     Ok(())
+}
+
+/// `report` as a JSON object, with `fields` added.
+fn with_fields<const N: usize>(
+    mut value: serde_json::Value,
+    fields: [(&str, serde_json::Value); N],
+) -> Result<serde_json::Value> {
+    let object = value.as_object_mut().context("a report is a JSON object")?;
+    for (name, v) in fields {
+        object.insert(name.to_owned(), v);
+    }
+    Ok(value)
+}
+
+/// The keys the import may need, from the environment (MinIO's names are read as Strata's).
+struct Keys {
+    kms: Option<strata_crypto::kms::MasterKey>,
+    root: Option<(String, String)>,
+}
+
+impl Keys {
+    fn from_env() -> Result<Self> {
+        let kms = match std::env::var("STRATA_KMS_SECRET_KEY") {
+            Ok(v) => Some(
+                strata_crypto::kms::MasterKey::parse(&v)
+                    .map_err(|e| anyhow::anyhow!("MINIO_KMS_SECRET_KEY (or STRATA_KMS_SECRET_KEY): {e}"))?,
+            ),
+            Err(_) => None,
+        };
+        let user = crate::secret_from_env("STRATA_ROOT_USER")?;
+        let password = crate::secret_from_env("STRATA_ROOT_PASSWORD")?;
+        Ok(Self { kms, root: user.zip(password) })
+    }
+
+    fn minio(&self) -> minio_iam::Keys<'_> {
+        minio_iam::Keys {
+            kms: self.kms.as_ref(),
+            root: self.root.as_ref().map(|(u, p)| (u.as_str(), p.as_str())),
+        }
+    }
+}
+
+/// Opens the imported drives as a Strata deployment (this process alone) and puts `iam` into
+/// its IAM state.
+async fn import_iam(drives: &[PathBuf], iam: &MinioIam, root: &(String, String)) -> Result<Applied> {
+    let args: Vec<String> = drives.iter().map(|d| d.display().to_string()).collect();
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
+    let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
+    let layer =
+        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, None)
+            .await
+            .context("opening the imported drives")?;
+    strata_system::prepare(&layer).await.context("the system bucket")?;
+    let store = strata_system::iam::Iam::new(&root.0, &root.1);
+    store.load(&layer).await.context("reading Strata's IAM state")?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let applied = store
+        .change(&layer, |state| Ok(minio_iam::apply(iam, state, &root.0, now)))
+        .await
+        .context("storing Strata's IAM state")?;
+    Ok(applied)
+}
+
+fn render_iam(iam: &MinioIam, applied: Option<&Applied>, have_root: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if iam.is_empty() && iam.temporary == 0 {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "MinIO's IAM: {} users, {} groups, {} policies, {} service accounts ({} temporary credentials left to expire)",
+        iam.users.len(),
+        iam.groups.len(),
+        iam.policies.len(),
+        iam.service_accounts.len(),
+        iam.temporary
+    );
+    for u in &iam.unread {
+        let _ = writeln!(out, "  not read: {u}");
+    }
+    match applied {
+        Some(a) => {
+            let _ = writeln!(
+                out,
+                "  imported: {} users, {} groups, {} policies, {} service accounts; already there: {}",
+                a.users, a.groups, a.policies, a.service_accounts, a.already
+            );
+            for r in &a.refused {
+                let _ = writeln!(out, "  not imported: {r}");
+            }
+        }
+        None if !have_root && !iam.is_empty() => {
+            let _ = writeln!(
+                out,
+                "  not imported: Strata seals its IAM state under its root credentials; set MINIO_ROOT_USER and \
+                 MINIO_ROOT_PASSWORD (or STRATA_ROOT_*) to the ones Strata will run with, and run the import again"
+            );
+        }
+        None => {}
+    }
+    out.push('\n');
+    out
 }
 
 /// Progress on stderr: versions and bytes done, rate and time left; redrawn at most twice a

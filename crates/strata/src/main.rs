@@ -131,7 +131,7 @@ fn credentials() -> Result<(String, String)> {
 
 /// `NAME`, or the content of the file `NAME_FILE` names (a container secret, as
 /// `/run/secrets/...`), without its final line break.
-fn secret_from_env(name: &str) -> Result<Option<String>> {
+pub(crate) fn secret_from_env(name: &str) -> Result<Option<String>> {
     if let Ok(v) = std::env::var(name) {
         return Ok(Some(v));
     }
@@ -889,7 +889,7 @@ fn main() -> Result<()> {
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Before any thread starts: MinIO's names become environment variables of Strata's.
     let serving = argv.get(1).is_some_and(|a| a == "server");
-    if serving || argv.get(1).is_some_and(|a| a == "health") {
+    if serving || argv.get(1).is_some_and(|a| a == "health" || a == "import") {
         minio_env::apply(serving);
     }
     if let (true, Ok(opts)) = (serving, std::env::var("STRATA_OPTS")) {

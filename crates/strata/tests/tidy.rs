@@ -324,8 +324,8 @@ const LITERALS_ALLOWED: [(&str, &str); 4] = [
     ),
     ("crates/strata-drive/src/sim.rs", "the simulated filesystem's fixed geometry (a test tool)"),
     (
-        "crates/strata-admin/src/madmin/crypto.rs",
-        "MinIO's sealed admin bodies: their fragment size and key derivation are its wire format",
+        "crates/strata-crypto/src/sio.rs",
+        "MinIO's sealed streams and admin bodies: their fragment size and key derivation are its format",
     ),
 ];
 

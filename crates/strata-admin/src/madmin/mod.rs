@@ -1,6 +1,6 @@
 //! MinIO's admin API, under [`PREFIX`], as MinIO's `mc admin` client speaks it, so that
 //! scripts written for MinIO keep working against Strata: the same paths, query parameters,
-//! JSON shapes and status codes, and the same sealed bodies ([`crypto`]) where MinIO seals
+//! JSON shapes and status codes, and the same sealed bodies ([`strata_crypto::sio`]) where MinIO seals
 //! them. Every operation maps onto Strata's own (the IAM state, the drives' health) and needs
 //! the same `admin:` action as Strata's admin API ([`crate::iam`]).
 //!
@@ -35,8 +35,6 @@
 //!
 //! Anything else is answered `501 NotImplemented` (never 503: MinIO's client retries those for
 //! minutes).
-
-pub mod crypto;
 
 use std::collections::BTreeMap;
 
@@ -382,11 +380,11 @@ impl Call<'_> {
         }
     }
 
-    /// The request body, opened ([`crypto::open`]); a body that does not open is MinIO's
+    /// The request body, opened ([`strata_crypto::sio::open`]); a body that does not open is MinIO's
     /// `XMinioAdminConfigBadJSON` case, a 400.
     async fn open(&self) -> Result<Vec<u8>, S3Error> {
         let (secret, sealed) = (self.secret.to_owned(), self.body.clone());
-        match crypto::one_at_a_time(move || crypto::open(&secret, &sealed)).await {
+        match one_at_a_time(move || strata_crypto::sio::open(&secret, &sealed)).await {
             Some(Ok(plain)) => Ok(plain),
             Some(Err(e)) => Err(S3Error::new(
                 S3ErrorCode::InvalidRequest,
@@ -408,7 +406,7 @@ impl Call<'_> {
 
     async fn sealed_bytes(&self, plain: Vec<u8>) -> Result<Reply, S3Error> {
         let secret = self.secret.to_owned();
-        let sealed = match crypto::one_at_a_time(move || crypto::seal(&secret, &plain)).await {
+        let sealed = match one_at_a_time(move || strata_crypto::sio::seal(&secret, &plain)).await {
             Some(Ok(s)) => s,
             Some(Err(e)) => return Err(S3Error::new(S3ErrorCode::InternalError, &e.to_string())),
             None => {
@@ -898,6 +896,13 @@ async fn info(admin: &Admin, parts: &http::request::Parts) -> Value {
             "totalDrivesPerSet": drives_per_set,
         },
     })
+}
+
+/// Runs `f` (a key derivation of 64 MiB) on a blocking thread, one at a time in the process.
+pub async fn one_at_a_time<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    static GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+    let _permit = GATE.acquire().await.ok()?;
+    tokio::task::spawn_blocking(f).await.ok()
 }
 
 #[cfg(test)]

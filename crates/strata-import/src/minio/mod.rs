@@ -2,6 +2,8 @@
 
 pub mod bucket;
 pub mod format;
+pub mod iam;
+pub mod kms;
 pub mod object;
 pub mod survey;
 pub mod takeover;

@@ -1,19 +1,22 @@
-//! The encryption of MinIO's admin API bodies (what its `madmin` client calls `EncryptData`):
-//! secrets travel in request and response bodies sealed with a key derived from the secret key
-//! of the credentials that signed the request.
+//! MinIO's sealed streams (the `sio-go` format), and the bodies its admin API seals with a
+//! password (what its `madmin` client calls `EncryptData`).
 //!
-//! Layout: a 32-byte salt, an algorithm id, an 8-byte nonce prefix, then the body in fragments
-//! of 16 KiB of plaintext, each sealed with its own nonce (the prefix and a little-endian
-//! sequence number from 1) and associated data of a flag (0x80 on the last fragment, else 0)
-//! followed by the tag of an empty message sealed under sequence number 0. Ids: 0 = Argon2id and
-//! AES-256-GCM, 1 = Argon2id and ChaCha20-Poly1305, 2 = PBKDF2-SHA256 and AES-256-GCM. Argon2id
-//! takes one pass over 64 MiB with four lanes, so derivations run one at a time, off the
-//! runtime's threads.
+//! A stream: the plaintext in fragments of 16 KiB, each sealed with its own nonce (an 8-byte
+//! prefix and a little-endian sequence number from 1) and associated data of a flag (0x80 on the
+//! last fragment, else 0) followed by the tag of an empty message sealed under sequence number
+//! 0. MinIO seals its admin API bodies this way ([`seal`], [`open`]) and, under a data key from
+//! its KMS, its IAM and configuration files ([`open_stream`]).
+//!
+//! A password-sealed body: a 32-byte salt, an algorithm id, an 8-byte nonce prefix, then the
+//! stream. Ids: 0 = Argon2id and AES-256-GCM, 1 = Argon2id and ChaCha20-Poly1305, 2 =
+//! PBKDF2-SHA256 and AES-256-GCM. Argon2id takes one pass over 64 MiB with four lanes: callers
+//! on an async runtime run it off the runtime's threads, one at a time.
 
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
 
 const SALT_LEN: usize = 32;
-const NONCE_PREFIX_LEN: usize = 8;
+/// Bytes of a stream's nonce prefix.
+pub const NONCE_PREFIX_LEN: usize = 8;
 const HEADER_LEN: usize = SALT_LEN + 1 + NONCE_PREFIX_LEN;
 /// Plaintext bytes per fragment.
 const FRAGMENT: usize = 16 * 1024;
@@ -140,9 +143,38 @@ pub fn open(secret: &str, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
     let algorithm = Algorithm::from_id(rest[0])?;
     let mut prefix = [0u8; NONCE_PREFIX_LEN];
     prefix.copy_from_slice(&rest[1..=NONCE_PREFIX_LEN]);
-    let mut body = &rest[1 + NONCE_PREFIX_LEN..];
     let key = algorithm.key(secret.as_bytes(), salt)?;
-    let (middle, last) = (associated(&key, &prefix, false)?, associated(&key, &prefix, true)?);
+    open_with(&key, &prefix, &rest[1 + NONCE_PREFIX_LEN..])
+}
+
+/// The AEADs a stream may be sealed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamCipher {
+    AesGcm,
+    ChaCha20Poly1305,
+}
+
+/// Opens a stream sealed under the 32-byte `key` with nonce prefix `prefix` (no header).
+pub fn open_stream(
+    cipher: StreamCipher,
+    key: &[u8],
+    prefix: &[u8; NONCE_PREFIX_LEN],
+    body: &[u8],
+) -> Result<Vec<u8>, SealError> {
+    let aead = match cipher {
+        StreamCipher::AesGcm => &AES_256_GCM,
+        StreamCipher::ChaCha20Poly1305 => &CHACHA20_POLY1305,
+    };
+    let unbound = UnboundKey::new(aead, key).map_err(|_| SealError::NotAuthentic)?;
+    open_with(&LessSafeKey::new(unbound), prefix, body)
+}
+
+fn open_with(
+    key: &LessSafeKey,
+    prefix: &[u8; NONCE_PREFIX_LEN],
+    mut body: &[u8],
+) -> Result<Vec<u8>, SealError> {
+    let (middle, last) = (associated(key, prefix, false)?, associated(key, prefix, true)?);
     let mut plain = Vec::with_capacity(body.len());
     let mut sequence: u32 = 1;
     loop {
@@ -155,7 +187,7 @@ pub fn open(secret: &str, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
         let mut buf = fragment.to_vec();
         let aad = if is_last { last } else { middle };
         let opened = key
-            .open_in_place(nonce(&prefix, sequence), Aad::from(aad), &mut buf)
+            .open_in_place(nonce(prefix, sequence), Aad::from(aad), &mut buf)
             .map_err(|_| SealError::NotAuthentic)?;
         plain.extend_from_slice(opened);
         if is_last {
@@ -164,13 +196,6 @@ pub fn open(secret: &str, sealed: &[u8]) -> Result<Vec<u8>, SealError> {
         body = rest;
         sequence = sequence.checked_add(1).ok_or(SealError::NotAuthentic)?;
     }
-}
-
-/// Runs `f` (a key derivation of 64 MiB) on a blocking thread, one at a time in the process.
-pub async fn one_at_a_time<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    static GATE: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
-    let _permit = GATE.acquire().await.ok()?;
-    tokio::task::spawn_blocking(f).await.ok()
 }
 
 #[cfg(test)]
