@@ -601,3 +601,30 @@ def test_a_node_paused_past_its_lock_lease_loses_no_update():
         assert len(bodies) == 1, "every node serves the same version"
     finally:
         cluster.cleanup()
+
+
+def test_mc_admin_service_restarts_and_stops_every_node(cluster, mc):
+    """MinIO's `mc admin service restart`, sent to one node, restarts all four (each in its own
+    process, which forms the deployment again); `stop` then ends every node cleanly."""
+    nodes = cluster.nodes
+    nodes[0].client().create_bucket(Bucket="svc")
+    nodes[0].client().put_object(Bucket="svc", Key="k", Body=b"kept")
+    pids = [n.proc.pid for n in nodes]
+    env = dict(os.environ, MC_HOST_s=f"http://{ACCESS_KEY}:{SECRET_KEY}@127.0.0.1:{nodes[1].port}")
+    mc_run = lambda *args: subprocess.run([mc, "--config-dir", str(nodes[1].dir / "mc"), "--json", *args],
+                                          env=env, capture_output=True, text=True, timeout=120)
+    out = mc_run("admin", "service", "restart", "s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    hosts = {r["host"] for line in out.stdout.splitlines() for r in json.loads(line)["result"]["results"]}
+    assert len(hosts) == 4, out.stdout
+    for n in nodes:
+        wait_for(lambda: n.log.read_text().count("Strata is serving S3") == 2, timeout=60,
+                 what=f"node {n.index} to start again")
+    for n in nodes:
+        n.wait_ready(timeout=60)
+    assert [n.proc.pid for n in nodes] == pids and all(n.proc.poll() is None for n in nodes)
+    for n in nodes:
+        assert n.client().get_object(Bucket="svc", Key="k")["Body"].read() == b"kept"
+    out = mc_run("admin", "service", "stop", "s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert [n.proc.wait(timeout=60) for n in nodes] == [0, 0, 0, 0]

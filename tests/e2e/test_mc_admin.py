@@ -18,7 +18,7 @@ from botocore.credentials import Credentials
 import urllib.error
 import urllib.request
 
-from conftest import ACCESS_KEY, SECRET_KEY, Server
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def test_bad_bodies_and_unserved_operations_get_clear_errors_at_once(mc, server)
     status, body = signed(server, "GET", "/minio/admin/v3/trace?s3=true")
     assert status == 501 and b"does not serve" in body, (status, body)
     started = time.monotonic()
-    out = Mc(mc, server).run("admin", "service", "stop", "s", check=False)
+    out = Mc(mc, server).run("admin", "service", "freeze", "s", check=False)
     assert out.returncode != 0 and "does not serve" in out.stdout + out.stderr, out
     assert time.monotonic() - started < 20, "mc retried an unserved operation"
 
@@ -323,3 +323,44 @@ def test_config_get_reads_the_settings_and_set_says_where_they_live(mc, server):
     refused = m.run("admin", "config", "set", "s", "region", "name=eu-west-1", check=False)
     assert refused.returncode != 0 and "STRATA_REGION" in refused.stderr, refused
     assert m.run("admin", "config", "get", "s", "region").stdout.strip() == "region name=us-east-1"
+
+
+def test_mc_admin_service_restart_and_stop(mc):
+    """`mc admin service restart` answers, then the server finishes what it was serving and
+    starts again in the same process with the same command line (the data is still there);
+    `--dry-run` only lists the servers; `stop` ends the process cleanly; a user without the
+    admin action is refused, and an action Strata does not serve is refused at once."""
+    server = Server().start()
+    try:
+        m = Mc(mc, server)
+        s3 = server.client()
+        s3.create_bucket(Bucket="svc")
+        s3.put_object(Bucket="svc", Key="k", Body=b"kept")
+        pid = server.proc.pid
+        (dry,) = m.json("admin", "service", "restart", "s", "--dry-run")
+        assert dry["status"] == "success", dry
+        time.sleep(1)
+        assert server.log.read_text().count("Strata is serving S3") == 1, "a dry run restarted"
+        # A user with S3 rights only may not restart the server.
+        server_admin = subprocess.run([BIN, "admin", "user", "add", "worker", "worker-secret-key", "--host",
+                                       f"127.0.0.1:{server.port}", "--access-key", ACCESS_KEY, "--secret-key",
+                                       SECRET_KEY], capture_output=True, text=True, timeout=60)
+        assert server_admin.returncode == 0, server_admin.stderr
+        refused = Mc(mc, server, keys=("worker", "worker-secret-key")).run(
+            "--json", "admin", "service", "restart", "s", check=False)
+        assert refused.returncode != 0 and "admin: action" in refused.stdout + refused.stderr, refused
+        restarted = m.json("admin", "service", "restart", "s", "--wait")
+        assert restarted and all(r["status"] == "success" for r in restarted), restarted
+        wait_for(lambda: server.log.read_text().count("Strata is serving S3") == 2, timeout=30,
+                 what="the server to start again")
+        server.wait_ready()
+        assert server.proc.pid == pid and server.proc.poll() is None, "restarted in the same process"
+        assert "starting again" in server.log.read_text()
+        assert s3.get_object(Bucket="svc", Key="k")["Body"].read() == b"kept"
+        frozen = m.run("--json", "admin", "service", "freeze", "s", check=False)
+        assert frozen.returncode != 0
+        m.run("--json", "admin", "service", "stop", "s")
+        assert server.proc.wait(timeout=30) == 0, "a clean stop"
+        assert "asked to stop" in server.log.read_text()
+    finally:
+        server.cleanup()

@@ -37,6 +37,7 @@ use strata_s3::access::{self, Access};
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::sigv4::Payload;
+use strata_s3::context::ServiceAction;
 use strata_s3::{Node, Reply};
 use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 
@@ -66,6 +67,13 @@ impl PeerService for Admin {
     }
 }
 
+
+    async fn service(&self, restart: bool) -> Result<(), PeerError> {
+        let action = if restart { ServiceAction::Restart } else { ServiceAction::Stop };
+        tracing::info!(?action, "asked by another node of the deployment");
+        self.node.service.request(action);
+        Ok(())
+    }
 pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
     let text = serde_json::to_vec_pretty(value).unwrap_or_default();
     let mut r = Reply::empty(status)

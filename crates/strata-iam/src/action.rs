@@ -137,6 +137,7 @@ pub const ADMIN_ACTIONS: &[&str] = &[
     "Speedtest",
     "ConfigUpdate",
     "ServiceRestart",
+    "ServiceStop",
 ];
 
 /// The services a policy may name, with their exact actions.

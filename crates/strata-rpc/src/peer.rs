@@ -1,6 +1,7 @@
 //! What nodes ask each other beside drive and lock calls, as typed calls like those: a state
 //! notice ([`PeerCall::Changed`]: reload what another node changed), a node's share of a
-//! speedtest, and a poll of a node's events for listeners elsewhere (`strata_notify::relay`).
+//! speedtest, a poll of a node's events for listeners elsewhere (`strata_notify::relay`), and a
+//! stop or restart the admin API asks of every node.
 //!
 //! The calling side is [`PeerNodes`] (every other node); the answering side is this node's
 //! [`PeerService`], which the admin API plugs into the [`RpcServer`](crate::RpcServer) once the
@@ -27,6 +28,9 @@ pub enum PeerCall {
     Speedtest(SpeedtestShare),
     /// Answer this node's events since the last poll (see `strata_notify::relay`).
     ListenPoll(Poll),
+    /// Stop (or, with `restart`, stop and start again) once the requests in flight are
+    /// answered, this one first.
+    Service { restart: bool },
 }
 
 /// A peer's answer.
@@ -128,6 +132,8 @@ pub trait PeerService: Send + Sync {
     async fn speedtest(&self, share: SpeedtestShare) -> Result<SpeedtestResult, PeerError>;
     /// Answers a poll of this node's events.
     async fn listen_poll(&self, poll: Poll) -> Result<Batch, PollError>;
+    /// Stops or restarts this node (MinIO's `mc admin service`).
+    async fn service(&self, restart: bool) -> Result<(), PeerError>;
 }
 
 /// Every other node of the deployment.
@@ -152,6 +158,30 @@ impl PeerNodes {
             async move {
                 let answer = match p.peer(call, timeout).await {
                     Ok(PeerReply::Speedtest(r)) => Ok(r),
+                    Ok(_) => Err(PeerError::Unexpected),
+                    Err(e) => Err(e),
+                };
+                (p.name.clone(), answer)
+            }
+        }))
+        .await
+    }
+}
+
+impl PeerNodes {
+    /// The other nodes' names.
+    pub fn names(&self) -> Vec<String> {
+        self.nodes.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// Asks every other node to stop or restart; one answer per node.
+    pub async fn service(&self, restart: bool) -> Vec<(String, Result<(), PeerError>)> {
+        let call = PeerCall::Service { restart };
+        join_all(self.nodes.iter().map(|p| {
+            let call = &call;
+            async move {
+                let answer = match p.peer(call, PEER_NOTICE_TIMEOUT).await {
+                    Ok(PeerReply::Done) => Ok(()),
                     Ok(_) => Err(PeerError::Unexpected),
                     Err(e) => Err(e),
                 };

@@ -337,6 +337,7 @@ impl RpcServer {
             PeerCall::ListenPoll(poll) => {
                 service.listen_poll(poll).await.map(PeerReply::Listen).map_err(PeerError::Listen)
             }
+            PeerCall::Service { restart } => service.service(restart).await.map(|()| PeerReply::Done),
         }
     }
 }

@@ -49,6 +49,59 @@ pub struct S3Config {
     pub default_object_ownership: strata_object::ObjectOwnership,
 }
 
+/// What an operator asked of the process through the admin API (MinIO's
+/// `mc admin service stop|restart`): stop, or stop and start again with the same command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceAction {
+    Stop,
+    Restart,
+}
+
+/// Where such a request reaches the code that stops the server: the first request wins, and
+/// every waiter hears it.
+#[derive(Debug, Clone)]
+pub struct ServiceControl {
+    asked: Arc<tokio::sync::watch::Sender<Option<ServiceAction>>>,
+}
+
+impl Default for ServiceControl {
+    fn default() -> Self {
+        Self { asked: Arc::new(tokio::sync::watch::channel(None).0) }
+    }
+}
+
+impl ServiceControl {
+    /// Asks the server to stop (or restart) once the requests in flight are answered.
+    pub fn request(&self, action: ServiceAction) {
+        self.asked.send_if_modified(|asked| {
+            let first = asked.is_none();
+            if first {
+                *asked = Some(action);
+            }
+            first
+        });
+    }
+
+    /// What was asked, if anything.
+    pub fn requested(&self) -> Option<ServiceAction> {
+        *self.asked.borrow()
+    }
+
+    /// Waits until something is asked.
+    pub async fn wait(&self) -> ServiceAction {
+        let mut rx = self.asked.subscribe();
+        loop {
+            if let Some(action) = *rx.borrow_and_update() {
+                return action;
+            }
+            if rx.changed().await.is_err() {
+                // The sender lives as long as this control: never reached.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}
+
 /// Process state shared by every request.
 pub struct Node {
     pub layer: Arc<ObjectLayer>,
@@ -66,6 +119,8 @@ pub struct Node {
     pub sequencer: strata_notify::Sequencer,
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
+    /// Stop and restart requests from the admin API.
+    pub service: ServiceControl,
     bucket_policies: strata_system::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -88,6 +143,7 @@ impl Node {
             ),
             sequencer: strata_notify::Sequencer::default(),
             kms: None,
+            service: ServiceControl::default(),
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use strata_s3::context::{ServiceAction, ServiceControl};
 use strata_s3::{Node, S3Config};
 use strata_types::limits::{INDEX_CACHE_SIZE, LISTEN_BACKLOG, ROOT_SECRET_LEN_MIN};
 
@@ -304,6 +305,8 @@ async fn server(args: ServerArgs) -> Result<()> {
     // before it has read or changed anything on a drive.
     let mut listener =
         Some(listen(args.address).with_context(|| format!("cannot listen on {}", args.address))?);
+    // Stop and restart requests from the admin API end the serving as a signal does.
+    let control = ServiceControl::default();
     let root = (root_user.as_str(), root_password.as_str());
     let drive_args = drives(&args)?;
     warn_if_ephemeral(&drive_args);
@@ -325,8 +328,9 @@ async fn server(args: ServerArgs) -> Result<()> {
             let listener = listener.take().context("the listener is bound once")?;
             tracing::info!(node = %d.me, peers = d.peers.len(), "distributed mode: serving node RPC, forming the deployment");
             let ready = service.clone();
+            let stopping = control.clone();
             let stop = async move {
-                shutdown_signal().await;
+                shutdown_signal(stopping).await;
                 if !ready.is_ready() {
                     // Still forming the deployment: nothing to finish.
                     tracing::info!("stopped before the deployment formed");
@@ -488,6 +492,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     );
     strata_system::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
+    node.service = control.clone();
     if let Some((user, password)) = previous_credentials(&node.config.root_user)? {
         node.iam.set_previous_root(&user, &password);
     }
@@ -525,8 +530,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     // Listen streams never end by themselves: at a stop they get their last chunk, so the
     // drain of the requests in flight does not wait for them.
     let listening = node.clone();
+    let stopping = control.clone();
     tokio::spawn(async move {
-        stop_signal().await;
+        stop_asked(&stopping).await;
         listening.listen.close();
     });
     let serving = admin.clone();
@@ -538,12 +544,16 @@ async fn server(args: ServerArgs) -> Result<()> {
         }
         (None, Some(listener)) => {
             notify_service_manager(sd_notify::NotifyState::Ready);
-            strata_server::serve(serving, listener, tls, limits, shutdown_signal()).await
+            strata_server::serve(serving, listener, tls, limits, shutdown_signal(control.clone())).await
         }
         (None, None) => bail!("no listener"),
     }
     // Listen streams end with their last chunk rather than a cut connection.
     node.listen.shutdown().await;
+    if control.requested() == Some(ServiceAction::Restart) {
+        tracing::info!("stopped: starting again");
+        return Err(restart_in_place());
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -789,10 +799,33 @@ fn spawn_upload_expiry(layer: Arc<strata_object::ObjectLayer>) -> Result<()> {
 }
 
 /// Waits for SIGTERM or SIGINT, then says the server is stopping (log, service manager).
-async fn shutdown_signal() {
-    stop_signal().await;
-    tracing::info!("stopping: finishing the requests in flight");
+async fn shutdown_signal(control: ServiceControl) {
+    let why = stop_asked(&control).await;
+    tracing::info!("stopping ({why}): finishing the requests in flight");
     notify_service_manager(sd_notify::NotifyState::Stopping);
+}
+
+/// Waits for SIGTERM or SIGINT, or a stop or restart asked through the admin API (every waiter
+/// hears it); says which.
+async fn stop_asked(control: &ServiceControl) -> &'static str {
+    tokio::select! {
+        _ = stop_signal() => "signal",
+        action = control.wait() => match action {
+            ServiceAction::Stop => "asked to stop",
+            ServiceAction::Restart => "asked to restart",
+        },
+    }
+}
+
+/// Starts this program again in this process (same id, command line and environment), as
+/// `mc admin service restart` asks; only returns if that failed.
+fn restart_in_place() -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    let program = std::env::current_exe()
+        .map(std::path::PathBuf::into_os_string)
+        .unwrap_or_else(|_| std::env::args_os().next().unwrap_or_default());
+    let error = std::process::Command::new(program).args(std::env::args_os().skip(1)).exec();
+    anyhow::anyhow!("restarting: {error}")
 }
 
 /// Waits for SIGTERM or SIGINT (every waiter hears it).

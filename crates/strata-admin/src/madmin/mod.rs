@@ -29,6 +29,7 @@
 //! | `PUT set-config-kv` | request | refused: Strata's settings come from its environment |
 //! | `POST background-heal/status` | | the healer: sets, drives, what it healed |
 //! | `POST heal/[BUCKET[/PREFIX]]` | | starts a heal scan (`scanMode` 2: deep); with `clientToken=`, its progress |
+//! | `POST service?action=restart\|stop` | | every node stops (or restarts) once its requests in flight are answered |
 //! | `POST /minio/kms/v1/key/create?key-id=` | | a key in the configured KMS |
 //! | `GET /minio/kms/v1/key/list?pattern=` | | keys whose names start with the pattern (`*`: all) |
 //! | `GET /minio/kms/v1/key/status?key-id=` | | a data key generated and opened with the key (the default one when none is named) |
@@ -51,6 +52,7 @@ use strata_types::limits::SERVICE_ACCOUNT_EXPIRY_MAX_SECS;
 use crate::iam::{change, param, required, status, status_name};
 use crate::{authorize_in, json_reply, Admin};
 use strata_s3::body::ResponseBody;
+use strata_s3::context::ServiceAction;
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::{Node, Reply};
 
@@ -94,6 +96,8 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::PUT, "set-config-kv") => "admin:ConfigUpdate",
         (&Method::POST, "background-heal/status") => "admin:Heal",
         (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => "admin:Heal",
+        (&Method::POST, "service") if param(query, "action") == Some("stop") => "admin:ServiceStop",
+        (&Method::POST, "service") => "admin:ServiceRestart",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
         (&Method::GET, "kms/key/list" | "kms/key/status") => "admin:KMSKeyStatus",
         _ => return None,
@@ -376,6 +380,7 @@ impl Call<'_> {
                 Ok(json_reply(StatusCode::OK, &background_heal(node).await))
             }
             (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => self.heal(o).await,
+            (&Method::POST, "service") => self.service(admin).await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
@@ -587,6 +592,51 @@ impl Call<'_> {
 
     /// `mc admin heal ALIAS/BUCKET[/PREFIX]`: a heal scan of that scope, then its progress,
     /// polled with the scan's number as the client token.
+    /// `mc admin service restart|stop`: every node is asked, this one last; each stops once the
+    /// requests in flight (this answer first) are answered, and a restart starts the process
+    /// again with its command line. `dry-run=true` only lists the nodes.
+    async fn service(&self, admin: &Admin) -> Result<Reply, S3Error> {
+        let (action, name) = match param(self.query, "action") {
+            Some("restart") => (ServiceAction::Restart, "restart"),
+            Some("stop") => (ServiceAction::Stop, "stop"),
+            other => {
+                return Err(S3Error::new(
+                    S3ErrorCode::NotImplemented,
+                    &format!(
+                        "Strata does not serve the service action {:?}: it restarts and stops",
+                        other.unwrap_or("")
+                    ),
+                ))
+            }
+        };
+        let dry_run = param(self.query, "dry-run") == Some("true");
+        let here = self
+            .parts
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost")
+            .to_owned();
+        let mut results = vec![json!({ "host": here })];
+        if let Some(peers) = &admin.peers {
+            if dry_run {
+                results.extend(peers.names().into_iter().map(|host| json!({ "host": host })));
+            } else {
+                for (host, answer) in peers.service(action == ServiceAction::Restart).await {
+                    results.push(match answer {
+                        Ok(()) => json!({ "host": host }),
+                        Err(e) => json!({ "host": host, "err": e.to_string() }),
+                    });
+                }
+            }
+        }
+        if !dry_run {
+            tracing::info!(?action, signer = %self.signer, "asked through the admin API");
+            self.node.service.request(action);
+        }
+        Ok(json_reply(StatusCode::OK, &json!({ "action": name, "dryRun": dry_run, "results": results })))
+    }
+
     async fn heal(&self, op: &str) -> Result<Reply, S3Error> {
         let layer = &self.node.layer;
         if let Some(token) = param(self.query, "clientToken") {
