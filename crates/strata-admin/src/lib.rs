@@ -4,7 +4,7 @@
 //! whose policies allow the operation's `admin:` action (`consoleAdmin`, `admin:*`); anything
 //! else is `AccessDenied`. Answers are JSON. The IAM operations are in [`iam`], the KMS ones in
 //! [`kms`], the speedtest in [`speedtest`]; [`observe`] serves `/metrics` and the cluster health
-//! check.
+//! check, [`minio_metrics`] and [`minio_metrics_v3`] MinIO's metric paths and names.
 //!
 //! This crate stands on the S3 crate's request context (`Node`, authentication, errors) and the
 //! system services; the front door (`strata-server`) routes to it. It must never import the
@@ -18,7 +18,9 @@
 pub mod iam;
 pub mod kms;
 pub mod madmin;
+mod minio_buckets;
 pub mod minio_metrics;
+pub mod minio_metrics_v3;
 pub mod observe;
 pub mod speedtest;
 
@@ -35,9 +37,9 @@ use strata_object::{BodyError, HealPriority, HealScope};
 use strata_rpc::peer::{PeerError, PeerNodes, PeerService, SpeedtestResult, SpeedtestShare};
 use strata_s3::access::{self, Access};
 use strata_s3::body::ResponseBody;
+use strata_s3::context::ServiceAction;
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::sigv4::Payload;
-use strata_s3::context::ServiceAction;
 use strata_s3::{Node, Reply};
 use strata_types::limits::ADMIN_BODY_SIZE_MAX;
 
@@ -65,8 +67,6 @@ impl PeerService for Admin {
     async fn listen_poll(&self, poll: Poll) -> Result<Batch, PollError> {
         self.node.listen.serve_poll(poll).await
     }
-}
-
 
     async fn service(&self, restart: bool) -> Result<(), PeerError> {
         let action = if restart { ServiceAction::Restart } else { ServiceAction::Stop };
@@ -74,6 +74,8 @@ impl PeerService for Admin {
         self.node.service.request(action);
         Ok(())
     }
+}
+
 pub(crate) fn json_reply<T: Serialize>(status: StatusCode, value: &T) -> Reply {
     let text = serde_json::to_vec_pretty(value).unwrap_or_default();
     let mut r = Reply::empty(status)

@@ -1,14 +1,16 @@
 //! MinIO's Prometheus paths and names, for the metrics Strata has: `/minio/v2/metrics/cluster`,
-//! `/minio/v2/metrics/node` and `/minio/v2/metrics/bucket`, so that MinIO's Grafana dashboards
+//! `/minio/v2/metrics/node` and `/minio/v2/metrics/bucket` here, the v3 paths
+//! (`/minio/metrics/v3/...`) in [`crate::minio_metrics_v3`], so that MinIO's Grafana dashboards
 //! and alert rules find their series (`docs/metrics.md` lists the names served and those that
 //! have no Strata source).
 //!
 //! The series are derived when scraped, from Strata's own registry (read back from its text
-//! exposition) and the drive states the scrape gathers anyway: requests pay nothing for a second
-//! set of names. Their shapes follow MinIO's v2 exposition: every series carries `server`
-//! (`host:port` of the node), counters keep MinIO's names (some without `_total`), `api` is the
-//! operation's name in lower case, and the time-to-first-byte distribution is a gauge per `le`
-//! bound holding the cumulative count.
+//! exposition), the drive states the scrape gathers anyway, the per-bucket request counts and
+//! the data usage the last full heal scan counted ([`crate::minio_buckets`]): requests pay
+//! nothing for a second set of names. Their shapes follow MinIO's v2 exposition: every series
+//! carries `server` (`host:port` of the node), counters keep MinIO's names (some without
+//! `_total`), `api` is MinIO's name of the operation ([`minio_api`]) in lower case, and the
+//! time-to-first-byte distribution is a gauge per `le` bound holding the cumulative count.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -53,21 +55,21 @@ pub const TTFB_BOUNDS: [(f64, &str); 8] = [
 
 /// One sample of Strata's own exposition.
 #[derive(Debug, Clone, PartialEq)]
-struct Sample {
-    name: String,
+pub(crate) struct Sample {
+    pub(crate) name: String,
     labels: Vec<(String, String)>,
-    value: f64,
+    pub(crate) value: f64,
 }
 
 impl Sample {
-    fn label(&self, name: &str) -> &str {
+    pub(crate) fn label(&self, name: &str) -> &str {
         self.labels.iter().find(|(k, _)| k == name).map_or("", |(_, v)| v.as_str())
     }
 }
 
 /// Parses the text exposition Strata's registry writes (`name{a="x",b="y"} value`; `#` lines
 /// skipped). A line that does not parse is skipped: this reads our own output.
-fn parse(text: &str) -> Vec<Sample> {
+pub(crate) fn parse(text: &str) -> Vec<Sample> {
     text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(parse_line).collect()
 }
 
@@ -126,12 +128,19 @@ fn parse_value(v: &str) -> Option<f64> {
 
 /// Metric families being written: name → (type, help, lines), written grouped by name.
 #[derive(Default)]
-struct Exposition {
+pub(crate) struct Exposition {
     families: BTreeMap<&'static str, (&'static str, &'static str, Vec<String>)>,
+    /// Leave out samples that are not above 0, as MinIO's v3 exposition does.
+    positive_only: bool,
 }
 
 impl Exposition {
-    fn add(
+    /// An exposition that leaves out samples not above 0 (MinIO's v3 rule).
+    pub(crate) fn positive_only() -> Self {
+        Self { positive_only: true, ..Self::default() }
+    }
+
+    pub(crate) fn add(
         &mut self,
         name: &'static str,
         kind: &'static str,
@@ -139,6 +148,9 @@ impl Exposition {
         labels: &[(&str, &str)],
         value: f64,
     ) {
+        if self.positive_only && (value.is_nan() || value <= 0.0) {
+            return;
+        }
         let mut line = String::from(name);
         if !labels.is_empty() {
             line.push('{');
@@ -155,7 +167,7 @@ impl Exposition {
         self.families.entry(name).or_insert((kind, help, Vec::new())).2.push(line);
     }
 
-    fn render(self) -> String {
+    pub(crate) fn render(self) -> String {
         let mut out = String::new();
         for (name, (kind, help, lines)) in self.families {
             let _ = writeln!(out, "# HELP {name} {help}");
@@ -175,8 +187,41 @@ fn same_bound(a: f64, b: f64) -> bool {
 }
 
 /// The user buckets (names S3 allows; `.strata-speedtest` and the like are the system's own).
-fn bucket_count(node: &Node) -> usize {
-    node.layer.list_buckets().map_or(0, |b| b.iter().filter(|b| !b.name.starts_with('.')).count())
+pub(crate) fn user_buckets(node: &Node) -> BTreeSet<String> {
+    node.layer
+        .list_buckets()
+        .map(|b| b.into_iter().map(|b| b.name).filter(|n| !n.starts_with('.')).collect())
+        .unwrap_or_default()
+}
+
+/// MinIO's names of the S3 operations whose AWS name (Strata's) is not its handler's name:
+/// MinIO labels requests by handler.
+const MINIO_API_NAMES: [(&str, &str); 19] = [
+    ("CreateBucket", "PutBucket"),
+    ("ListObjects", "ListObjectsV1"),
+    ("DeleteObjects", "DeleteMultipleObjects"),
+    ("GetBucketAcl", "GetBucketACL"),
+    ("PutBucketAcl", "PutBucketACL"),
+    ("GetObjectAcl", "GetObjectACL"),
+    ("PutObjectAcl", "PutObjectACL"),
+    ("PostObject", "PostPolicyBucket"),
+    ("GetObjectLockConfiguration", "GetBucketObjectLockConfig"),
+    ("PutObjectLockConfiguration", "PutBucketObjectLockConfig"),
+    ("GetBucketNotificationConfiguration", "GetBucketNotification"),
+    ("PutBucketNotificationConfiguration", "PutBucketNotification"),
+    ("GetBucketLifecycleConfiguration", "GetBucketLifecycle"),
+    ("PutBucketLifecycleConfiguration", "PutBucketLifecycle"),
+    ("ListenBucketNotification", "ListenNotification"),
+    ("CreateMultipartUpload", "NewMultipartUpload"),
+    ("UploadPart", "PutObjectPart"),
+    ("ListParts", "ListObjectParts"),
+    ("UploadPartCopy", "CopyObjectPart"),
+];
+
+/// MinIO's name of the S3 operation Strata calls `op` (the AWS name): its handler's name, which
+/// MinIO's metrics label requests with (v3 as is, v2 in lower case).
+pub fn minio_api(op: &str) -> &str {
+    MINIO_API_NAMES.iter().find(|(aws, _)| *aws == op).map_or(op, |(_, minio)| minio)
 }
 
 fn format_value(v: f64) -> String {
@@ -204,6 +249,7 @@ pub async fn scrape(node: &Arc<Node>, scope: Scope) -> Reply {
             cluster(&mut out, node, &states, server);
             requests(&mut out, &samples, server);
             process(&mut out, &samples, server);
+            crate::minio_buckets::v2_cluster_usage(&mut out, node, server);
         }
         Scope::Node => {
             drives(&mut out, &states, &samples, server);
@@ -211,7 +257,11 @@ pub async fn scrape(node: &Arc<Node>, scope: Scope) -> Reply {
         }
         Scope::Bucket => buckets(&mut out, node, server),
     }
-    let text = out.render();
+    text_reply(out.render())
+}
+
+/// A Prometheus text exposition as the answer.
+pub(crate) fn text_reply(text: String) -> Reply {
     let len = text.len().to_string();
     let mut reply = Reply::empty(StatusCode::OK)
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
@@ -220,44 +270,77 @@ pub async fn scrape(node: &Arc<Node>, scope: Scope) -> Reply {
     reply
 }
 
-fn sum(samples: &[Sample], name: &str) -> f64 {
+pub(crate) fn sum(samples: &[Sample], name: &str) -> f64 {
     samples.iter().filter(|s| s.name == name).map(|s| s.value).sum()
 }
 
-/// `minio_s3_*`: requests by API (all, errors, 4xx, 5xx, canceled), in flight, traffic, and the
-/// time-to-first-byte distribution.
-fn requests(out: &mut Exposition, samples: &[Sample], server: &str) {
-    #[derive(Default)]
-    struct Counts {
-        all: f64,
-        errors: f64,
-        client: f64,
-        server: f64,
-        canceled: f64,
+/// One operation's requests, from Strata's request counters and duration histogram.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct ApiRequests {
+    pub(crate) all: f64,
+    /// Answered 400 to 498 (4xx), or 500 and more (5xx).
+    pub(crate) client: f64,
+    pub(crate) server: f64,
+    /// Given up by the client (499).
+    pub(crate) canceled: f64,
+    /// Requests whose headers left within each of MinIO's bounds ([`TTFB_BOUNDS`], then +Inf),
+    /// cumulative; `None` where Strata's histogram has no such bound.
+    pub(crate) ttfb: [Option<f64>; TTFB_BOUNDS.len() + 1],
+}
+
+impl ApiRequests {
+    pub(crate) fn errors(&self) -> f64 {
+        self.client + self.server
     }
-    let mut by_api: BTreeMap<String, Counts> = BTreeMap::new();
+}
+
+/// The S3 requests of Strata's exposition by MinIO's name of their operation (operations MinIO
+/// names alike are added up).
+pub(crate) fn api_requests(samples: &[Sample]) -> BTreeMap<String, ApiRequests> {
+    let mut by_api: BTreeMap<String, ApiRequests> = BTreeMap::new();
     for s in samples.iter().filter(|s| s.name == "strata_s3_requests_total") {
         let api = s.label("api");
         if NOT_S3.contains(&api) {
             continue;
         }
         let code: u16 = s.label("code").parse().unwrap_or(0);
-        let c = by_api.entry(api.to_ascii_lowercase()).or_default();
+        let c = by_api.entry(minio_api(api).to_owned()).or_default();
         c.all += s.value;
         match code {
             499 => c.canceled += s.value,
-            400..=498 => {
-                c.client += s.value;
-                c.errors += s.value;
-            }
-            500.. => {
-                c.server += s.value;
-                c.errors += s.value;
-            }
+            400..=498 => c.client += s.value,
+            500.. => c.server += s.value,
             _ => {}
         }
     }
+    // Time to the response headers, which is the first byte of the answer.
+    for s in samples.iter().filter(|s| s.name == "strata_s3_request_duration_seconds_bucket") {
+        let api = s.label("api");
+        if NOT_S3.contains(&api) {
+            continue;
+        }
+        let Some(le) = parse_value(s.label("le")) else { continue };
+        let bounds = TTFB_BOUNDS.iter().map(|(b, _)| *b).chain([f64::INFINITY]);
+        // Strata's histogram has MinIO's bounds among its own, so each count is exact.
+        if let Some(i) = bounds.into_iter().position(|b| same_bound(le, b)) {
+            let c = by_api.entry(minio_api(api).to_owned()).or_default();
+            *c.ttfb[i].get_or_insert(0.0) += s.value;
+        }
+    }
+    by_api
+}
+
+/// How MinIO writes each `le` bound of its time-to-first-byte distribution, `+Inf` last.
+pub(crate) fn ttfb_labels() -> impl Iterator<Item = &'static str> {
+    TTFB_BOUNDS.iter().map(|(_, written)| *written).chain(["+Inf"])
+}
+
+/// `minio_s3_*`: requests by API (all, errors, 4xx, 5xx, canceled), in flight, traffic, and the
+/// time-to-first-byte distribution.
+fn requests(out: &mut Exposition, samples: &[Sample], server: &str) {
+    let by_api = api_requests(samples);
     for (api, c) in &by_api {
+        let api = api.to_ascii_lowercase();
         let labels = [("api", api.as_str()), ("server", server)];
         out.add("minio_s3_requests_total", "counter", "S3 requests answered, by API", &labels, c.all);
         out.add(
@@ -265,7 +348,7 @@ fn requests(out: &mut Exposition, samples: &[Sample], server: &str) {
             "counter",
             "S3 requests answered with a 4xx or 5xx status, by API",
             &labels,
-            c.errors,
+            c.errors(),
         );
         out.add(
             "minio_s3_requests_4xx_errors_total",
@@ -289,27 +372,15 @@ fn requests(out: &mut Exposition, samples: &[Sample], server: &str) {
             c.canceled,
         );
     }
-    // Time to the response headers, which is the first byte of the answer.
-    let mut ttfb: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for s in samples.iter().filter(|s| s.name == "strata_s3_request_duration_seconds_bucket") {
-        let api = s.label("api");
-        if NOT_S3.contains(&api) {
-            continue;
-        }
-        if let Some(le) = parse_value(s.label("le")) {
-            ttfb.entry(api.to_ascii_lowercase()).or_default().push((le, s.value));
-        }
-    }
-    for (api, buckets) in &ttfb {
-        let at = |bound: f64| buckets.iter().find(|(le, _)| same_bound(*le, bound)).map(|(_, v)| *v);
-        for (bound, written) in TTFB_BOUNDS.iter().map(|(b, w)| (*b, *w)).chain([(f64::INFINITY, "+Inf")]) {
-            // Strata's histogram has MinIO's bounds among its own, so each count is exact.
-            if let Some(count) = at(bound) {
+    for (api, c) in &by_api {
+        let api = api.to_ascii_lowercase();
+        for (le, count) in ttfb_labels().zip(c.ttfb) {
+            if let Some(count) = count {
                 out.add(
                     "minio_s3_requests_ttfb_seconds_distribution",
                     "gauge",
                     "Requests whose response headers left within le seconds (cumulative), by API",
-                    &[("api", api.as_str()), ("le", written), ("server", server)],
+                    &[("api", api.as_str()), ("le", le), ("server", server)],
                     count,
                 );
             }
@@ -442,193 +513,281 @@ fn process(out: &mut Exposition, samples: &[Sample], server: &str) {
     );
 }
 
-type States = [(strata_object::SetView, Vec<Option<strata_drive::DiskInfo>>)];
+pub(crate) type States = [(strata_object::SetView, Vec<Option<strata_drive::DiskInfo>>)];
 
 /// The node (`host:port`) a drive belongs to: its URL's authority, or this node for a folder.
-fn node_of<'a>(endpoint: &'a str, this: &'a str) -> &'a str {
+pub(crate) fn node_of<'a>(endpoint: &'a str, this: &'a str) -> &'a str {
     match endpoint.split_once("://") {
         Some((_, rest)) => rest.split('/').next().unwrap_or(this),
         None => this,
     }
 }
 
+/// One erasure set's health.
+pub(crate) struct SetHealth {
+    pub(crate) pool: String,
+    pub(crate) set: String,
+    /// Drives that answer.
+    pub(crate) online: usize,
+    pub(crate) read_quorum: usize,
+    pub(crate) write_quorum: usize,
+}
+
+impl SetHealth {
+    pub(crate) fn healthy(&self) -> bool {
+        self.online >= self.write_quorum
+    }
+}
+
+/// The deployment's drives, nodes, capacity and sets, from the drive states a scrape gathered.
+#[derive(Default)]
+pub(crate) struct ClusterView {
+    pub(crate) raw_total: f64,
+    pub(crate) raw_free: f64,
+    /// Capacity with parity removed.
+    pub(crate) usable_total: f64,
+    pub(crate) usable_free: f64,
+    pub(crate) drives_online: u64,
+    pub(crate) drives_offline: u64,
+    pub(crate) nodes_online: usize,
+    pub(crate) nodes_offline: usize,
+    pub(crate) sets: Vec<SetHealth>,
+}
+
+impl ClusterView {
+    pub(crate) fn new(states: &States, server: &str) -> Self {
+        let mut v = ClusterView::default();
+        let mut nodes: BTreeMap<&str, bool> = BTreeMap::new();
+        for (view, infos) in states {
+            let data_share = view.read_quorum as f64 / view.drives.len().max(1) as f64;
+            for (drive, info) in view.drives.iter().zip(infos) {
+                if let Some(d) = drive {
+                    let answered = nodes.entry(node_of(d.endpoint(), server)).or_insert(false);
+                    *answered |= info.is_some();
+                }
+                match info {
+                    Some(i) => {
+                        v.drives_online += 1;
+                        v.raw_total += i.total_bytes as f64;
+                        v.raw_free += i.free_bytes as f64;
+                        v.usable_total += i.total_bytes as f64 * data_share;
+                        v.usable_free += i.free_bytes as f64 * data_share;
+                    }
+                    None => v.drives_offline += 1,
+                }
+            }
+            v.sets.push(SetHealth {
+                pool: view.pool.to_string(),
+                set: view.set.to_string(),
+                online: infos.iter().filter(|i| i.is_some()).count(),
+                read_quorum: view.read_quorum,
+                write_quorum: view.write_quorum,
+            });
+        }
+        v.nodes_online = nodes.values().filter(|up| **up).count();
+        v.nodes_offline = nodes.len() - v.nodes_online;
+        v
+    }
+
+    /// Every erasure set has its write quorum.
+    pub(crate) fn healthy(&self) -> bool {
+        self.sets.iter().all(SetHealth::healthy)
+    }
+}
+
 /// `minio_cluster_*`: capacity, drives, nodes, health per erasure set, buckets.
 fn cluster(out: &mut Exposition, node: &Node, states: &States, server: &str) {
-    let (mut raw_total, mut raw_free, mut usable_total, mut usable_free) = (0f64, 0f64, 0f64, 0f64);
-    let (mut online, mut offline) = (0u64, 0u64);
-    let mut nodes: BTreeMap<&str, bool> = BTreeMap::new();
-    let mut healthy = true;
-    for (view, infos) in states {
-        let up = infos.iter().filter(|i| i.is_some()).count();
-        let data_share = view.read_quorum as f64 / view.drives.len().max(1) as f64;
-        for (drive, info) in view.drives.iter().zip(infos) {
-            if let Some(d) = drive {
-                let answered = nodes.entry(node_of(d.endpoint(), server)).or_insert(false);
-                *answered |= info.is_some();
-            }
-            match info {
-                Some(i) => {
-                    online += 1;
-                    raw_total += i.total_bytes as f64;
-                    raw_free += i.free_bytes as f64;
-                    usable_total += i.total_bytes as f64 * data_share;
-                    usable_free += i.free_bytes as f64 * data_share;
-                }
-                None => offline += 1,
-            }
-        }
-        let labels =
-            [("pool", &view.pool.to_string()[..]), ("set", &view.set.to_string()[..]), ("server", server)];
-        let ok = up >= view.write_quorum;
-        healthy &= ok;
+    let v = ClusterView::new(states, server);
+    for set in &v.sets {
+        let labels = [("pool", set.pool.as_str()), ("set", set.set.as_str()), ("server", server)];
         out.add(
             "minio_cluster_health_erasure_set_online_drives",
             "gauge",
             "Drives of the erasure set that answer",
             &labels,
-            up as f64,
+            set.online as f64,
         );
         out.add(
             "minio_cluster_health_erasure_set_read_quorum",
             "gauge",
             "Drives the erasure set needs to read",
             &labels,
-            view.read_quorum as f64,
+            set.read_quorum as f64,
         );
         out.add(
             "minio_cluster_health_erasure_set_write_quorum",
             "gauge",
             "Drives the erasure set needs to write",
             &labels,
-            view.write_quorum as f64,
+            set.write_quorum as f64,
         );
         out.add(
             "minio_cluster_health_erasure_set_status",
             "gauge",
             "1 when the erasure set has its write quorum, else 0",
             &labels,
-            f64::from(u8::from(ok)),
+            f64::from(u8::from(set.healthy())),
         );
         out.add(
             "minio_cluster_health_erasure_set_tolerance",
             "gauge",
             "Drives the erasure set can still lose and keep its write quorum",
             &labels,
-            up.saturating_sub(view.write_quorum) as f64,
+            set.online.saturating_sub(set.write_quorum) as f64,
         );
     }
     let labels = [("server", server)];
     let gauges = [
-        ("minio_cluster_capacity_raw_total_bytes", "Size of every drive together", raw_total),
-        ("minio_cluster_capacity_raw_free_bytes", "Free space of every drive together", raw_free),
+        ("minio_cluster_capacity_raw_total_bytes", "Size of every drive together", v.raw_total),
+        ("minio_cluster_capacity_raw_free_bytes", "Free space of every drive together", v.raw_free),
         (
             "minio_cluster_capacity_usable_total_bytes",
             "Size of every drive together, parity removed",
-            usable_total,
+            v.usable_total,
         ),
         (
             "minio_cluster_capacity_usable_free_bytes",
             "Free space of every drive together, parity removed",
-            usable_free,
+            v.usable_free,
         ),
-        ("minio_cluster_drive_online_total", "Drives that answer", online as f64),
-        ("minio_cluster_drive_offline_total", "Drives that do not answer", offline as f64),
-        ("minio_cluster_drive_total", "Drives of the deployment", (online + offline) as f64),
+        ("minio_cluster_drive_online_total", "Drives that answer", v.drives_online as f64),
+        ("minio_cluster_drive_offline_total", "Drives that do not answer", v.drives_offline as f64),
         (
-            "minio_cluster_nodes_online_total",
-            "Nodes with a drive that answers",
-            nodes.values().filter(|up| **up).count() as f64,
+            "minio_cluster_drive_total",
+            "Drives of the deployment",
+            (v.drives_online + v.drives_offline) as f64,
         ),
-        (
-            "minio_cluster_nodes_offline_total",
-            "Nodes none of whose drives answer",
-            nodes.values().filter(|up| !**up).count() as f64,
-        ),
+        ("minio_cluster_nodes_online_total", "Nodes with a drive that answers", v.nodes_online as f64),
+        ("minio_cluster_nodes_offline_total", "Nodes none of whose drives answer", v.nodes_offline as f64),
         (
             "minio_cluster_health_status",
             "1 when every erasure set has its write quorum, else 0",
-            f64::from(u8::from(healthy)),
+            f64::from(u8::from(v.healthy())),
         ),
-        ("minio_cluster_bucket_total", "Buckets of the deployment", bucket_count(node) as f64),
+        ("minio_cluster_bucket_total", "Buckets of the deployment", user_buckets(node).len() as f64),
     ];
     for (name, help, v) in gauges {
         out.add(name, "gauge", help, &labels, v);
     }
 }
 
-/// `minio_node_drive_*`: this node's drives.
-fn drives(out: &mut Exposition, states: &States, samples: &[Sample], server: &str) {
-    let (mut total, mut online) = (0u64, 0u64);
+/// One of this node's drives, as a scrape finds it.
+pub(crate) struct LocalDrive<'a> {
+    /// Its endpoint: a folder, or a URL in a deployment of several nodes.
+    pub(crate) endpoint: &'a str,
+    pub(crate) pool: usize,
+    pub(crate) set: usize,
+    /// Its place in its set.
+    pub(crate) index: usize,
+    /// `None`: it does not answer.
+    pub(crate) info: Option<strata_drive::DiskInfo>,
+    /// Drive operations that failed since the server started.
+    pub(crate) errors: f64,
+    /// Mean time of each drive operation since the server started, in microseconds.
+    pub(crate) latency_us: BTreeMap<String, f64>,
+}
+
+impl LocalDrive<'_> {
+    /// Its folder (a URL's path).
+    pub(crate) fn path(&self) -> &str {
+        match self.endpoint.split_once("://") {
+            Some((_, rest)) => rest.find('/').map_or(rest, |i| &rest[i..]),
+            None => self.endpoint,
+        }
+    }
+}
+
+/// This node's drives (each once), with their errors and latencies from Strata's exposition.
+pub(crate) fn local_drives<'a>(states: &'a States, samples: &[Sample], server: &str) -> Vec<LocalDrive<'a>> {
+    let mut out = Vec::new();
     let mut seen = BTreeSet::new();
     for (view, infos) in states {
-        for (drive, info) in view.drives.iter().zip(infos) {
+        for (index, (drive, info)) in view.drives.iter().zip(infos).enumerate() {
             let Some(d) = drive else { continue };
             // Only this node's drives: the cluster endpoint covers the others.
-            if node_of(d.endpoint(), server) != server || !seen.insert(d.endpoint().to_owned()) {
+            if node_of(d.endpoint(), server) != server || !seen.insert(d.endpoint()) {
                 continue;
             }
-            total += 1;
-            let path = d.endpoint();
-            let labels = [("drive", path), ("server", server)];
-            let Some(i) = info else { continue };
-            online += 1;
-            let pairs = [
-                ("minio_node_drive_total_bytes", "Size of the drive's file system", i.total_bytes),
-                ("minio_node_drive_free_bytes", "Free space on the drive's file system", i.free_bytes),
-                (
-                    "minio_node_drive_used_bytes",
-                    "Used space on the drive's file system",
-                    i.total_bytes.saturating_sub(i.free_bytes),
-                ),
-                ("minio_node_drive_total_inodes", "Inodes of the drive's file system", i.total_inodes),
-                ("minio_node_drive_free_inodes", "Free inodes of the drive's file system", i.free_inodes),
-                (
-                    "minio_node_drive_used_inodes",
-                    "Used inodes of the drive's file system",
-                    i.total_inodes.saturating_sub(i.free_inodes),
-                ),
-            ];
-            for (name, help, v) in pairs {
-                out.add(name, "gauge", help, &labels, v as f64);
-            }
-            out.add(
-                "minio_node_drive_errors_availability",
-                "counter",
-                "Drive operations that failed since the server started",
-                &labels,
-                samples
-                    .iter()
-                    .filter(|s| s.name == "strata_drive_operation_errors_total" && s.label("drive") == path)
-                    .map(|s| s.value)
-                    .sum(),
-            );
-            // Mean latency of each drive operation since start, in microseconds.
-            let mut per_op: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-            for s in samples.iter().filter(|s| s.label("drive") == path) {
+            let endpoint = d.endpoint();
+            let mine = || samples.iter().filter(move |s| s.label("drive") == endpoint);
+            let errors =
+                mine().filter(|s| s.name == "strata_drive_operation_errors_total").map(|s| s.value).sum();
+            let mut per_op: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+            for s in mine() {
                 match s.name.as_str() {
                     "strata_drive_operation_duration_seconds_sum" => {
-                        per_op.entry(s.label("op")).or_default().0 += s.value
+                        per_op.entry(s.label("op").to_owned()).or_default().0 += s.value
                     }
                     "strata_drive_operation_duration_seconds_count" => {
-                        per_op.entry(s.label("op")).or_default().1 += s.value
+                        per_op.entry(s.label("op").to_owned()).or_default().1 += s.value
                     }
                     _ => {}
                 }
             }
-            for (op, (seconds, count)) in per_op {
-                if count > 0.0 {
-                    let api = format!("storage.{op}");
-                    out.add(
-                        "minio_node_drive_latency_us",
-                        "gauge",
-                        "Mean time of each drive operation since the server started, in microseconds",
-                        &[("api", &api), ("drive", path), ("server", server)],
-                        seconds / count * 1e6,
-                    );
-                }
-            }
+            let latency_us = per_op
+                .into_iter()
+                .filter(|(_, (_, count))| *count > 0.0)
+                .map(|(op, (seconds, count))| (op, seconds / count * 1e6))
+                .collect();
+            out.push(LocalDrive {
+                endpoint,
+                pool: view.pool,
+                set: view.set,
+                index,
+                info: *info,
+                errors,
+                latency_us,
+            });
         }
     }
+    out
+}
+
+/// `minio_node_drive_*`: this node's drives.
+fn drives(out: &mut Exposition, states: &States, samples: &[Sample], server: &str) {
+    let local = local_drives(states, samples, server);
+    for d in &local {
+        let labels = [("drive", d.endpoint), ("server", server)];
+        let Some(i) = d.info else { continue };
+        let pairs = [
+            ("minio_node_drive_total_bytes", "Size of the drive's file system", i.total_bytes),
+            ("minio_node_drive_free_bytes", "Free space on the drive's file system", i.free_bytes),
+            (
+                "minio_node_drive_used_bytes",
+                "Used space on the drive's file system",
+                i.total_bytes.saturating_sub(i.free_bytes),
+            ),
+            ("minio_node_drive_total_inodes", "Inodes of the drive's file system", i.total_inodes),
+            ("minio_node_drive_free_inodes", "Free inodes of the drive's file system", i.free_inodes),
+            (
+                "minio_node_drive_used_inodes",
+                "Used inodes of the drive's file system",
+                i.total_inodes.saturating_sub(i.free_inodes),
+            ),
+        ];
+        for (name, help, v) in pairs {
+            out.add(name, "gauge", help, &labels, v as f64);
+        }
+        out.add(
+            "minio_node_drive_errors_availability",
+            "counter",
+            "Drive operations that failed since the server started",
+            &labels,
+            d.errors,
+        );
+        for (op, micros) in &d.latency_us {
+            let api = format!("storage.{op}");
+            out.add(
+                "minio_node_drive_latency_us",
+                "gauge",
+                "Mean time of each drive operation since the server started, in microseconds",
+                &[("api", &api), ("drive", d.endpoint), ("server", server)],
+                *micros,
+            );
+        }
+    }
+    let total = local.len();
+    let online = local.iter().filter(|d| d.info.is_some()).count();
     let labels = [("server", server)];
     out.add("minio_node_drive_total", "gauge", "Drives of this node", &labels, total as f64);
     out.add(
@@ -647,22 +806,139 @@ fn drives(out: &mut Exposition, states: &States, samples: &[Sample], server: &st
     );
 }
 
-/// `minio_bucket_*`: what Strata keeps per bucket today is only that it exists; usage and
-/// per-bucket request counts are not tracked yet (docs/metrics.md).
+/// `minio_bucket_*`: requests per bucket and the data usage ([`crate::minio_buckets`]), and
+/// the bucket count.
 fn buckets(out: &mut Exposition, node: &Node, server: &str) {
-    let count = bucket_count(node);
+    let names = user_buckets(node);
     out.add(
         "minio_cluster_bucket_total",
         "gauge",
         "Buckets of the deployment",
         &[("server", server)],
-        count as f64,
+        names.len() as f64,
     );
+    crate::minio_buckets::v2_buckets(out, node, &names, server);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// MinIO's S3 handlers (the names its `api` labels take: `cmd/api-router.go`).
+    const MINIO_HANDLERS: [&str; 76] = [
+        "AbortMultipartUpload",
+        "CompleteMultipartUpload",
+        "CopyObject",
+        "CopyObjectPart",
+        "DeleteBucket",
+        "DeleteBucketCors",
+        "DeleteBucketEncryption",
+        "DeleteBucketLifecycle",
+        "DeleteBucketPolicy",
+        "DeleteBucketReplicationConfig",
+        "DeleteBucketTagging",
+        "DeleteBucketWebsite",
+        "DeleteMultipleObjects",
+        "DeleteObject",
+        "DeleteObjectTagging",
+        "GetBucketACL",
+        "GetBucketAccelerate",
+        "GetBucketCors",
+        "GetBucketEncryption",
+        "GetBucketLifecycle",
+        "GetBucketLocation",
+        "GetBucketLogging",
+        "GetBucketNotification",
+        "GetBucketObjectLockConfig",
+        "GetBucketPolicy",
+        "GetBucketPolicyStatus",
+        "GetBucketReplicationConfig",
+        "GetBucketReplicationMetrics",
+        "GetBucketReplicationMetricsV2",
+        "GetBucketRequestPayment",
+        "GetBucketTagging",
+        "GetBucketVersioning",
+        "GetBucketWebsite",
+        "GetObject",
+        "GetObjectACL",
+        "GetObjectAttributes",
+        "GetObjectLambda",
+        "GetObjectLegalHold",
+        "GetObjectRetention",
+        "GetObjectTagging",
+        "HeadBucket",
+        "HeadObject",
+        "ListBuckets",
+        "ListMultipartUploads",
+        "ListObjectParts",
+        "ListObjectVersions",
+        "ListObjectVersionsM",
+        "ListObjectsV1",
+        "ListObjectsV2",
+        "ListObjectsV2M",
+        "ListenNotification",
+        "NewMultipartUpload",
+        "PostPolicyBucket",
+        "PostRestoreObject",
+        "PutBucket",
+        "PutBucketACL",
+        "PutBucketCors",
+        "PutBucketEncryption",
+        "PutBucketLifecycle",
+        "PutBucketNotification",
+        "PutBucketObjectLockConfig",
+        "PutBucketPolicy",
+        "PutBucketReplicationConfig",
+        "PutBucketTagging",
+        "PutBucketVersioning",
+        "PutObject",
+        "PutObjectACL",
+        "PutObjectExtract",
+        "PutObjectLegalHold",
+        "PutObjectPart",
+        "PutObjectRetention",
+        "PutObjectTagging",
+        "ResetBucketReplicationStart",
+        "ResetBucketReplicationStatus",
+        "SelectObjectContent",
+        "ValidateBucketReplicationCreds",
+    ];
+
+    /// Strata's operations MinIO has no handler for: they keep their AWS names.
+    const STRATA_ONLY: [&str; 7] = [
+        "GetBucketOwnershipControls",
+        "PutBucketOwnershipControls",
+        "DeleteBucketOwnershipControls",
+        "GetPublicAccessBlock",
+        "PutPublicAccessBlock",
+        "DeletePublicAccessBlock",
+        "GetObjectTorrent",
+    ];
+
+    #[test]
+    fn every_operation_takes_minio_s_name() {
+        use strata_s3::router::Operation;
+        let ours: Vec<&str> = Operation::ALL.iter().map(|op| op.name()).collect();
+        for (aws, minio) in MINIO_API_NAMES {
+            assert!(ours.contains(&aws), "{aws} is not an operation of Strata's");
+            assert!(MINIO_HANDLERS.contains(&minio), "{minio} is not a handler of MinIO's");
+        }
+        for op in ours {
+            let name = minio_api(op);
+            assert!(
+                MINIO_HANDLERS.contains(&name) || STRATA_ONLY.contains(&op),
+                "{op} is labelled {name}, which MinIO has no handler for"
+            );
+        }
+        assert_eq!(minio_api("CreateMultipartUpload"), "NewMultipartUpload");
+        assert_eq!(minio_api("GetObject"), "GetObject");
+        let bounds: Vec<f64> = TTFB_BOUNDS.iter().map(|(b, _)| *b).collect();
+        assert_eq!(
+            bounds,
+            strata_metrics::bucket::TTFB_BOUNDS,
+            "the per-bucket counts use MinIO's bounds too"
+        );
+    }
 
     #[test]
     fn reads_back_our_own_exposition() {
@@ -721,6 +997,24 @@ mod tests {
             assert!(text.contains(line), "no {line:?} in\n{text}");
         }
         assert!(!text.contains("api=\"metrics\""), "{text}");
+        // Operations MinIO names alike add up, their time-to-first-byte counts too.
+        let samples = parse(
+            "strata_s3_requests_total{api=\"ListenNotification\",code=\"200\"} 1\n\
+             strata_s3_requests_total{api=\"ListenBucketNotification\",code=\"200\"} 2\n\
+             strata_s3_request_duration_seconds_bucket{api=\"ListenNotification\",le=\"0.05\"} 1\n\
+             strata_s3_request_duration_seconds_bucket{api=\"ListenBucketNotification\",le=\"0.05\"} 2\n\
+             strata_s3_requests_total{api=\"CreateBucket\",code=\"200\"} 1\n",
+        );
+        let mut out = Exposition::default();
+        requests(&mut out, &samples, "n:9000");
+        let text = out.render();
+        for line in [
+            "minio_s3_requests_total{api=\"listennotification\",server=\"n:9000\"} 3",
+            "minio_s3_requests_ttfb_seconds_distribution{api=\"listennotification\",le=\"0.050\",server=\"n:9000\"} 3",
+            "minio_s3_requests_total{api=\"putbucket\",server=\"n:9000\"} 1",
+        ] {
+            assert!(text.contains(line), "no {line:?} in\n{text}");
+        }
         assert_eq!(node_of("http://10.0.0.2:9000/mnt/d1", "me:9000"), "10.0.0.2:9000");
         assert_eq!(node_of("/mnt/d1", "me:9000"), "me:9000");
     }

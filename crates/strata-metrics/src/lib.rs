@@ -1,6 +1,10 @@
 //! Every metric Strata exports, named, typed and documented in one place (`docs/metrics.md`
 //! lists them). Request metrics are updated as requests finish; drive, set and process gauges are
 //! refreshed by the scrape handler just before encoding, so scrapes cost nothing between them.
+//! Requests are also counted per bucket ([`bucket`]) for MinIO's per-bucket metrics; those
+//! counts are read by the scrape of MinIO's paths, not written to this registry.
+
+pub mod bucket;
 
 use std::sync::atomic::AtomicU64;
 
@@ -102,6 +106,8 @@ pub struct Metrics {
     pub process_cpu_seconds: Counter<f64, AtomicU64>,
     pub process_resident_memory_bytes: Gauge,
     pub process_open_fds: Gauge,
+    /// Requests per bucket (MinIO's per-bucket metrics).
+    pub buckets: bucket::BucketStats,
 }
 
 impl Default for Metrics {
@@ -368,6 +374,7 @@ impl Metrics {
             process_cpu_seconds,
             process_resident_memory_bytes,
             process_open_fds,
+            buckets: bucket::BucketStats::default(),
         }
     }
 
@@ -411,7 +418,7 @@ impl Metrics {
 /// MinIO's time-to-first-byte distribution (0.05 to 10 s), which its dashboards read.
 fn request_duration_bounds() -> Vec<f64> {
     let mut bounds: Vec<f64> = exponential_buckets(0.0005, 2.0, 16).collect();
-    bounds.extend([0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]);
+    bounds.extend(bucket::TTFB_BOUNDS);
     bounds.sort_by(f64::total_cmp);
     bounds
 }

@@ -268,6 +268,8 @@ pub struct Healer {
     /// no record refers to are swept.
     config: Mutex<ScanConfig>,
     pub totals: HealTotals,
+    /// What the last full scan counted (see [`crate::usage`]).
+    usage: Mutex<crate::usage::DataUsage>,
 }
 
 fn now_secs() -> u64 {
@@ -292,6 +294,7 @@ impl Healer {
             next_scan: Mutex::new(None),
             config: Mutex::new(ScanConfig::default()),
             totals: HealTotals::default(),
+            usage: Mutex::new(Default::default()),
         }
     }
 
@@ -417,6 +420,17 @@ impl Healer {
         }
     }
 
+    /// The data usage the last full scan counted (`updated` is 0 before the first).
+    pub fn usage(&self) -> crate::usage::DataUsage {
+        self.usage.lock().map(|u| u.clone()).unwrap_or_default()
+    }
+
+    fn set_usage(&self, usage: crate::usage::DataUsage) {
+        if let Ok(mut u) = self.usage.lock() {
+            *u = usage;
+        }
+    }
+
     /// Counts one heal's outcome in the lifetime totals; returns whether it healed something.
     fn account(&self, r: &Result<crate::HealResult, crate::ObjectError>) -> (bool, bool) {
         let t = &self.totals;
@@ -472,6 +486,40 @@ impl ObjectLayer {
         }
     }
 
+    /// The data usage's state document: `usage`, or `usage-<node>` beside `heal-<node>`. It is
+    /// apart from the heal state, which is saved every second while a scan runs; this is saved
+    /// once per full scan.
+    fn usage_state_name(&self) -> String {
+        format!("usage{}", self.state_name.strip_prefix(STATE_NAME).unwrap_or_default())
+    }
+
+    /// Saves the data usage a full scan counted on a few drives.
+    async fn save_usage(&self, usage: &crate::usage::DataUsage) {
+        let Ok(bytes) = serde_json::to_vec(usage) else { return };
+        let name = self.usage_state_name();
+        let drives: Vec<_> =
+            self.all_sets().flat_map(|s| s.drives.iter().flatten()).take(STATE_COPIES).collect();
+        for d in drives {
+            if let Err(e) = d.write_state(&name, bytes.clone()).await {
+                tracing::debug!(drive = d.endpoint(), error = %e, "cannot save the data usage");
+            }
+        }
+    }
+
+    /// The newest saved data usage on any drive.
+    async fn load_usage(&self) -> Option<crate::usage::DataUsage> {
+        let name = self.usage_state_name();
+        let mut newest: Option<crate::usage::DataUsage> = None;
+        for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
+            let Ok(Some(bytes)) = d.read_state(&name).await else { continue };
+            let Ok(usage) = serde_json::from_slice::<crate::usage::DataUsage>(&bytes) else { continue };
+            if newest.as_ref().is_none_or(|n| usage.updated > n.updated) {
+                newest = Some(usage);
+            }
+        }
+        newest
+    }
+
     /// The newest saved heal state on any drive.
     async fn load_heal_state(&self) -> Option<Saved> {
         let mut newest: Option<Saved> = None;
@@ -496,6 +544,9 @@ impl ObjectLayer {
                 layer.healer.notify(bucket, key);
             }
             let interrupted = saved.scan.state != "idle" && !saved.scan.state.is_empty();
+            if let Some(usage) = layer.load_usage().await {
+                layer.healer.set_usage(usage);
+            }
             if !interrupted {
                 layer.healer.update(|s| *s = ScanProgress { state: "idle".into(), ..saved.scan.clone() });
             }
@@ -671,16 +722,25 @@ impl ObjectLayer {
         };
         let (mut objects, mut bytes) = (0u64, 0u64);
         let mut per_set: BTreeMap<String, u64> = BTreeMap::new();
+        let mut usage = crate::usage::DataUsage::default();
         for bucket in &buckets {
+            let counted = usage.buckets.entry(bucket.clone()).or_default();
             self.each_key_any(bucket, &scope.prefix, "", |page| {
-                for (key, size) in page {
+                for (key, size, delete_marker) in page {
                     objects += 1;
                     bytes += size;
+                    counted.add(size, delete_marker);
                     *per_set.entry(self.set_name(bucket, &key)).or_default() += 1;
                 }
                 async {}
             })
             .await;
+        }
+        // Only a scan of everything counts every bucket whole.
+        if scope.bucket.is_none() && scope.prefix.is_empty() {
+            usage.updated = strata_types::time::now_nanos();
+            self.save_usage(&usage).await;
+            h.set_usage(usage);
         }
         let set_drives = self.set_drive_names();
         h.update(|s| {
@@ -705,7 +765,7 @@ impl ObjectLayer {
                 // Several objects at once (their commits share group commits), results taken in
                 // key order so the saved position only ever covers finished objects.
                 let width = h.priority().parallel();
-                let mut results = futures_util::stream::iter(page.into_iter().map(|(key, size)| {
+                let mut results = futures_util::stream::iter(page.into_iter().map(|(key, size, _)| {
                     let deep = scope.deep || sampled(bucket, &key, salt, config.deep_fraction);
                     async move {
                         let began = std::time::Instant::now();
@@ -776,12 +836,13 @@ impl ObjectLayer {
         self.save_heal_state().await;
     }
 
-    /// Calls `f(page)` with every key (and size) any drive holds under `prefix` after `after`,
-    /// page by page in key order: objects a read quorum holds, and the dangling ones no listing
-    /// shows.
+    /// Calls `f(page)` with every key any drive holds under `prefix` after `after`, with the
+    /// size of its current version and whether that is a delete marker (on every drive that has
+    /// the key), page by page in key order: objects a read quorum holds, and the dangling ones
+    /// no listing shows.
     async fn each_key_any<F, Fut>(&self, bucket: &str, prefix: &str, after: &str, mut f: F)
     where
-        F: FnMut(Vec<(String, u64)>) -> Fut,
+        F: FnMut(Vec<(String, u64, bool)>) -> Fut,
         Fut: std::future::Future<Output = ()>,
     {
         let drives: Vec<Arc<dyn strata_drive::Drive>> =
@@ -801,7 +862,7 @@ impl ObjectLayer {
             .await;
             // Keys up to the smallest last key of a full page are known from every drive.
             let mut bound: Option<String> = None;
-            let mut keys: BTreeMap<String, u64> = BTreeMap::new();
+            let mut keys: BTreeMap<String, (u64, bool)> = BTreeMap::new();
             for page in pages.into_iter().flatten() {
                 if page.len() == SCAN_PAGE_SIZE {
                     if let Some(last) = page.last() {
@@ -811,14 +872,18 @@ impl ObjectLayer {
                 }
                 for entry in page {
                     if let strata_drive::ListEntry::Object { key, record } = entry {
-                        let size = record.latest().map_or(0, |v| v.size);
-                        let slot = keys.entry(key).or_insert(0);
-                        *slot = (*slot).max(size);
+                        let (size, marker) =
+                            record.latest().map_or((0, false), |v| (v.size, v.delete_marker));
+                        let slot = keys.entry(key).or_insert((0, true));
+                        *slot = (slot.0.max(size), slot.1 && marker);
                     }
                 }
             }
-            let page: Vec<(String, u64)> =
-                keys.into_iter().take_while(|(key, _)| bound.as_ref().is_none_or(|b| key <= b)).collect();
+            let page: Vec<(String, u64, bool)> = keys
+                .into_iter()
+                .take_while(|(key, _)| bound.as_ref().is_none_or(|b| key <= b))
+                .map(|(key, (size, marker))| (key, size, marker))
+                .collect();
             if !page.is_empty() {
                 f(page).await;
             }

@@ -25,6 +25,9 @@
 //! Every drive of a set is wrapped in a time-out ([`LayerOptions::drive_op_timeout`]): a drive
 //! that stops answering counts as failed for the request instead of holding it.
 //!
+//! Full heal scans also count each bucket's objects and bytes as they list them: the
+//! data usage ([`usage`]) the metrics report.
+//!
 //! Invariants: a version is visible only once committed on a write quorum; per-object striped
 //! locks serialise commits and metadata reads of one key, so drives never disagree on order.
 
@@ -46,6 +49,7 @@ mod set;
 mod sse;
 mod tagging;
 mod timed;
+pub mod usage;
 mod versions;
 
 pub use error::{BodyError, ObjectError};
@@ -72,6 +76,7 @@ pub use strata_meta::{
     ObjectOwnership, Owner, PartInfo, Permission, PublicAccessBlock, Retention, RetentionMode, UploadRecord,
     Versioning,
 };
+pub use usage::{BucketUsage, DataUsage};
 pub use versions::{DeleteOutcome, VersionEntry, VersionsPage, VersionsRequest};
 
 /// Which version of an object a request names.

@@ -268,3 +268,29 @@ async fn a_write_through_a_slow_clock_is_stamped_after_the_current_version() {
     }
     assert_eq!(rig.temp_files(), 0, "a refused commit's data was committed or removed");
 }
+
+/// A full heal scan counts each bucket's current objects, their bytes and sizes, and current
+/// delete markers (the data usage the metrics report); a scan of one bucket leaves it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_scans_count_the_data_usage() {
+    use strata_object::usage::size_range;
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.make_bucket("other").await.expect("bucket");
+    put(l, "b", "small", &pattern(10, 1), PutOptions::default()).await;
+    put(l, "b", "big", &pattern(300_000, 2), PutOptions::default()).await;
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    put(l, "b", "gone", &pattern(20, 3), PutOptions::default()).await;
+    l.delete_object_version("b", "gone", VersionRef::Current, false).await.expect("marker");
+    assert_eq!(l.healer().usage().updated, 0, "no scan yet");
+    let one_bucket = strata_object::HealScope { bucket: Some("b".into()), ..Default::default() };
+    l.heal_scan(one_bucket).await;
+    assert_eq!(l.healer().usage().updated, 0, "a scan of one bucket counts no usage");
+    l.heal_scan(strata_object::HealScope::default()).await;
+    let usage = l.healer().usage();
+    assert!(usage.updated > 0);
+    let b = &usage.buckets["b"];
+    assert_eq!((b.objects, b.bytes, b.delete_markers), (2, 300_010, 1), "{b:?}");
+    assert_eq!((b.sizes[size_range(10)], b.sizes[size_range(300_000)]), (1, 1), "{b:?}");
+    assert_eq!(usage.buckets["other"], strata_object::BucketUsage::default());
+}

@@ -4,6 +4,7 @@
 
 use http::HeaderMap;
 use hyper::body::Incoming;
+use strata_metrics::bucket::BucketCall;
 use strata_types::limits::{LISTEN_CLIENT_MEMORY, REQUEST_MEMORY_STREAM, XML_BODY_SIZE_MAX};
 use strata_types::BucketName;
 
@@ -36,26 +37,36 @@ pub fn error_reply(e: &S3Error, request_id: &str, is_head: bool) -> Reply {
     r
 }
 
-/// Serves one S3 request: the operation's name (for metrics) and its reply or error.
+/// Serves one S3 request: the operation's name (for metrics), its count on its bucket (while
+/// the bucket is counted: see `strata_metrics::bucket`), and its reply or error.
 pub async fn dispatch(
     node: &Node,
     parts: &http::request::Parts,
     body: Incoming,
     admission: &Admission,
-) -> (String, Result<Reply, S3Error>) {
+) -> (String, Option<BucketCall>, Result<Reply, S3Error>) {
     let path = parts.uri.path();
     let query = parts.uri.query().unwrap_or("");
     match route_with_headers(&parts.method, path, query, &parts.headers, node.config.domain.as_deref()) {
         Ok(route) => {
             let api = route.operation.name().to_owned();
+            let call = count_on_bucket(node, &route);
             let served = match admission.reserve(memory_need(&route.operation, &parts.headers)) {
                 Ok(()) => serve_route(node, parts, body, route, admission).await,
                 Err(e) => Err(e),
             };
-            (api, served)
+            (api, call, served)
         }
-        Err(e) => ("Unknown".to_owned(), Err(e)),
+        Err(e) => ("Unknown".to_owned(), None, Err(e)),
     }
+}
+
+/// Starts counting the request on its bucket, if it names one that exists (the system's own
+/// buckets are never counted: no request reaches them).
+fn count_on_bucket(node: &Node, route: &Route) -> Option<BucketCall> {
+    let bucket = route.bucket.as_deref().filter(|b| !b.starts_with('.'))?;
+    let exists = || node.layer.bucket_info(bucket).is_ok();
+    node.metrics.buckets.start(bucket, route.operation.index(), Operation::ALL.len(), exists)
 }
 
 /// Buffer memory an operation needs beyond [`REQUEST_MEMORY_BASE`], known from its request

@@ -38,6 +38,11 @@ macro_rules! operations {
             /// All of them, for the compatibility table's test and for metrics.
             pub const ALL: &'static [Operation] = &[$(Operation::$s,)* $(Operation::$b,)* $(Operation::$o,)*];
 
+            /// Its place in [`Operation::ALL`] (per-operation counters are kept by it).
+            pub fn index(self) -> usize {
+                self as usize
+            }
+
             pub fn name(self) -> &'static str {
                 match self {
                     $(Operation::$s => stringify!($s),)*
@@ -589,6 +594,13 @@ mod tests {
         let path_style = bucket_key("s3.example.com", "example.com,s3.example.com");
         assert_eq!(path_style, (Some("photos".into()), Some("2026/cat.jpg".into())));
         assert_eq!(bucket_key("127.0.0.1:9000", "example.com,other.org").0.as_deref(), Some("photos"));
+    }
+
+    #[test]
+    fn an_operation_is_at_its_index_in_all() {
+        for (i, op) in Operation::ALL.iter().enumerate() {
+            assert_eq!(op.index(), i, "{op:?}");
+        }
     }
 
     #[test]

@@ -305,6 +305,7 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     node.metrics.received_bytes.inc_by(declared);
+    let mut bucket_call = None;
     let (api, result) = if path.starts_with(strata_admin::ADMIN_PREFIX) {
         strata_admin::serve(&admin, &parts, body).await
     } else if path.starts_with(strata_admin::madmin::PREFIX)
@@ -326,8 +327,16 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
             Err(e) => Err(e),
         };
         ("Metrics".to_owned(), r)
+    } else if let (true, Some(rest)) = (is_get, strata_admin::minio_metrics_v3::path_of(&path)) {
+        let r = match observe::authorize_scrape(&node, &parts) {
+            Ok(()) => Ok(strata_admin::minio_metrics_v3::scrape(&node, rest).await),
+            Err(e) => Err(e),
+        };
+        ("Metrics".to_owned(), r)
     } else {
-        strata_s3::dispatch::dispatch(&node, &parts, body, &admission).await
+        let (api, call, result) = strata_s3::dispatch::dispatch(&node, &parts, body, &admission).await;
+        bucket_call = call;
+        (api, result)
     };
     let reply = match result {
         Ok(r) => r,
@@ -337,7 +346,7 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         Some(b) => cors::decorate(&node, Some(b), &parts.method, &parts.headers, reply),
         None => reply,
     };
-    record(&node.metrics, api, &reply, started);
+    record(&node.metrics, api, &reply, started, declared, bucket_call);
     let close = answered_before_body(&parts.headers, reply.status);
     // The admission is held by the body until it has been sent: a slow reader keeps counting.
     let reply = Reply { body: ResponseBody::Admitted(Box::new(reply.body), admission), ..reply };
@@ -348,20 +357,30 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
     resp
 }
 
-fn record(m: &Metrics, api: String, reply: &Reply, started: std::time::Instant) {
+/// Counts the answered request: in the totals, and on its bucket when `bucket_call` counts it
+/// there (`received` is the body size the request declared).
+fn record(
+    m: &Metrics,
+    api: String,
+    reply: &Reply,
+    started: std::time::Instant,
+    received: u64,
+    bucket_call: Option<strata_metrics::bucket::BucketCall>,
+) {
     let sent: u64 = reply
         .headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    if reply.status.is_success() {
-        m.sent_bytes.inc_by(sent);
-    }
-    m.request_duration
-        .get_or_create(&ApiLabels { api: api.clone() })
-        .observe(started.elapsed().as_secs_f64());
+    let sent = if reply.status.is_success() { sent } else { 0 };
+    m.sent_bytes.inc_by(sent);
+    let seconds = started.elapsed().as_secs_f64();
+    m.request_duration.get_or_create(&ApiLabels { api: api.clone() }).observe(seconds);
     m.requests.get_or_create(&RequestLabels { api, code: reply.status.as_u16().to_string() }).inc();
+    if let Some(call) = bucket_call {
+        call.finish(reply.status.as_u16(), seconds, received, sent);
+    }
 }
 
 /// Whether we answer an `Expect: 100-continue` request without having asked for its body (an

@@ -559,6 +559,17 @@ pub const HEAL_PAUSE_LOW_MIN: std::time::Duration = std::time::Duration::from_mi
 pub const HEAL_PAUSE_NORMAL_MIN: std::time::Duration = std::time::Duration::from_millis(1);
 /// How often the scanner runs by default (`STRATA_SCANNER_INTERVAL`).
 pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// The sizes at which a full scan's data usage splits each bucket's objects by size (current
+/// versions): the bounds of MinIO's object size distribution, which its dashboards show
+/// (`minio_bucket_objects_size_distribution`). Objects are counted in the range their size
+/// falls in: below the first bound, between two, or at or past the last.
+pub const USAGE_SIZE_BOUNDS: [u64; 9] =
+    [1 << 10, 64 << 10, 256 << 10, 512 << 10, 1 << 20, 10 << 20, 64 << 20, 128 << 20, 512 << 20];
+/// Buckets whose requests are counted one by one for the per-bucket metrics (MinIO's
+/// `/minio/v2/metrics/bucket` shows 100): the first buckets requests name, while they exist.
+/// Requests on further buckets count only in the totals; the slot of a deleted bucket is
+/// freed at the next scrape.
+pub const METRICS_BUCKETS_MAX: usize = 100;
 /// Shard and temp files no record refers to are swept once older than this
 /// (`STRATA_SCANNER_ORPHAN_AGE`): far longer than any write takes from its first frame to its
 /// commit.
