@@ -326,3 +326,63 @@ fn iam_reads_as_the_fixture_readme_says() {
     assert!(wrong.users.is_empty() && wrong.unread.len() >= 6, "{:?}", wrong.unread);
     assert!(wrong.unread.iter().all(|u| u.contains("does not open")), "{:?}", wrong.unread);
 }
+
+#[test]
+fn the_sse_s3_object_opens_with_minios_kms_key() {
+    use strata_import::minio::sse::{self, DareStream};
+    let (_dir, drives) = unpack();
+    let deployment = Deployment::open(&drives).expect("opens");
+    let drives: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
+    let want = manifest()["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .find(|o| o["sse"] == "AES256")
+        .cloned()
+        .expect("the fixture has an SSE-S3 object");
+    let (bucket, key) = (want["bucket"].as_str().expect("bucket"), want["key"].as_str().expect("key"));
+    let copies = ObjectCopies::read(&drives, bucket, key);
+    let agreed = copies.agreed_versions();
+    let XlVersion::Object(version) = &agreed[0].version else { panic!("a version with data") };
+    let sealed = sse::sealed(version).expect("an SSE-S3 record").expect("encrypted");
+    assert!(!sealed.multipart);
+    // Without the key, or with another of the same name, it does not open; nothing is guessed.
+    assert!(
+        matches!(sse::object_key(None, bucket, key, &sealed), Err(sse::SseError::NeedKey(k)) if k == "fixture-key")
+    );
+    let other =
+        strata_crypto::kms::MasterKey::parse("fixture-key:BBECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
+            .expect("key");
+    assert!(sse::object_key(Some(&other), bucket, key, &sealed).is_err());
+    // Bound to its name: the same record under another key name does not open.
+    let master = strata_crypto::kms::MasterKey::parse(FIXTURE_KMS_KEY).expect("key");
+    assert!(sse::object_key(Some(&master), bucket, "another-key", &sealed).is_err());
+    let object_key = sse::object_key(Some(&master), bucket, key, &sealed).expect("opens");
+    let mut stream = DareStream::new(&object_key);
+    let mut plain = Vec::new();
+    copies
+        .read_version(version, |block| {
+            stream
+                .push(&block, &mut plain)
+                .map_err(|e| strata_import::minio::MinioError::Unsupported(e.to_string()))
+        })
+        .expect("reads");
+    stream.finish().expect("the stream ends with its last package");
+    assert_eq!(plain.len() as u64, want["size"].as_u64().expect("size"));
+    assert_eq!(format!("{:x}", Md5::digest(&plain)), want["md5"].as_str().expect("md5"));
+    let stored_etag = &version.meta_user["etag"];
+    assert!(stored_etag.len() > 32, "MinIO seals an SSE-S3 object's ETag");
+    assert_eq!(sse::etag(&object_key, stored_etag).expect("opens"), want["etag"].as_str().expect("etag"));
+    // The checksum the client sent (CRC32), sealed too.
+    let crc =
+        version.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-minio-internal-crc")).expect("a crc");
+    let blob = sse::checksum_blob(&object_key, crc.1).expect("opens");
+    let mut opened = version.as_ref().clone();
+    opened.meta_sys.insert(crc.0.clone(), blob);
+    let crc32 = crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, &plain) as u32;
+    use base64::Engine as _;
+    assert_eq!(
+        opened.checksums().get("CRC32"),
+        Some(&base64::engine::general_purpose::STANDARD.encode(crc32.to_be_bytes()))
+    );
+}

@@ -316,7 +316,7 @@ fn the_s3_crate_has_no_import_circle() {
 
 /// Files whose literals are not limits: the units sizes are parsed in, a format's fixed size,
 /// and a test tool's fixed geometry.
-const LITERALS_ALLOWED: [(&str, &str); 4] = [
+const LITERALS_ALLOWED: [(&str, &str); 5] = [
     ("crates/strata-types/src/size.rs", "the units sizes are written in (KiB, MiB, GiB)"),
     (
         "crates/strata-crypto/src/package.rs",
@@ -326,6 +326,10 @@ const LITERALS_ALLOWED: [(&str, &str); 4] = [
     (
         "crates/strata-crypto/src/sio.rs",
         "MinIO's sealed streams and admin bodies: their fragment size and key derivation are its format",
+    ),
+    (
+        "crates/strata-import/src/minio/sse.rs",
+        "MinIO's encrypted objects: the DARE package size is its format",
     ),
 ];
 

@@ -5,6 +5,7 @@ pub mod format;
 pub mod iam;
 pub mod kms;
 pub mod object;
+pub mod sse;
 pub mod survey;
 pub mod takeover;
 pub mod xlmeta;
