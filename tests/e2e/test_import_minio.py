@@ -195,7 +195,9 @@ def test_import_takes_the_drives_over_in_place_and_strata_serves_them():
         assert report["delete_markers"] == len(markers)
         assert report["bytes_copied"] == 0, "shard files are linked, not copied"
         assert report["in_place"]["versions"] >= 3 and report["settings_refused"] == []
-        assert [s["key"] for s in report["skipped"]] == [o["key"] for o in sse], "SSE waits for its key"
+        assert report["skipped"] == []
+        assert [e["key"] for e in report["encrypted"]] == [o["key"] for o in sse], "SSE waits for its key"
+        assert "encrypted_sealed_again" in report and report["encrypted_sealed_again"] is None
         # MinIO's side is as it was (its shard files now have a second name in Strata's folder).
         assert snapshot(drives, skip={".strata.sys"}) == minio_before
         part = next(p for p in drives[0].rglob("part.1") if ".strata.sys" not in p.parts)
@@ -264,7 +266,8 @@ def test_import_takes_the_drives_over_in_place_and_strata_serves_them():
         for d in drives:
             state = d / ".strata.sys" / "state-import-minio.json"
             doc = json.loads(state.read_text())
-            doc["skipped"] = []  # as if the SSE object had been dealt with
+            assert doc["skipped"] == [] and len(doc["encrypted"]) == len(sse)
+            doc["encrypted"] = []  # as if the SSE object had been dealt with
             state.write_text(json.dumps(doc))
         done = run("--commit", *drives)
         assert done.returncode == 0, done.stderr
@@ -314,12 +317,15 @@ def run_with(env, *args):
                           env={**clean, **env})
 
 
-def test_minio_users_sign_in_with_their_minio_keys_after_the_import():
+def test_minio_users_and_encrypted_objects_come_over_with_minios_keys():
     """MinIO's IAM (sealed under its KMS key) comes over: the fixture's user, group, custom
     policy and service account, each usable with the keys MinIO gave, under the root
-    credentials MinIO ran with (MinIO's environment file, kept as it was)."""
+    credentials MinIO ran with (MinIO's environment file, kept as it was). So does its SSE-S3
+    object, decrypted with MinIO's KMS key and sealed again under Strata's; then nothing is left
+    only on MinIO's side, and `--commit` goes ahead."""
     server = Server(env={"STRATA_SCANNER_INTERVAL": "off", "STRATA_ROOT_USER": FIXTURE_ROOT["MINIO_ROOT_USER"],
-                         "STRATA_ROOT_PASSWORD": FIXTURE_ROOT["MINIO_ROOT_PASSWORD"]})
+                         "STRATA_ROOT_PASSWORD": FIXTURE_ROOT["MINIO_ROOT_PASSWORD"],
+                         "STRATA_KMS_SECRET_KEY": FIXTURE_KMS["MINIO_KMS_SECRET_KEY"]})
     try:
         unpack_into(server)
         drives = server.drives
@@ -337,9 +343,14 @@ def test_minio_users_sign_in_with_their_minio_keys_after_the_import():
         first = run_with(FIXTURE_KMS, *drives)
         assert first.returncode == 0, first.stderr
         assert "MINIO_ROOT_USER" in first.stdout and "not imported" in first.stdout, first.stdout
+        # MinIO's SSE-S3 object: decrypted with MinIO's KMS key and sealed again under Strata's
+        # built-in KMS (the same key, named as MinIO named it).
+        assert "1 versions sealed again under Strata's KMS" in first.stdout, first.stdout
         second = run_with({**FIXTURE_ROOT, **FIXTURE_KMS}, "--json", *drives)
         assert second.returncode == 0, second.stderr
-        applied = json.loads(second.stdout)["iam_applied"]
+        second_report = json.loads(second.stdout)
+        assert second_report["encrypted_sealed_again"]["done"] and not second_report["encrypted_sealed_again"]["left"]
+        applied = second_report["iam_applied"]
         assert (applied["users"], applied["groups"], applied["policies"], applied["service_accounts"]) == (1, 1, 1, 1)
         assert applied["refused"] == [], applied["refused"]
         third = json.loads(run_with({**FIXTURE_ROOT, **FIXTURE_KMS}, "--json", *drives).stdout)["iam_applied"]
@@ -371,5 +382,27 @@ def test_minio_users_sign_in_with_their_minio_keys_after_the_import():
                               FIXTURE_ROOT["MINIO_ROOT_PASSWORD"]], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
         assert "alice" in out.stdout and "plain-reader" in out.stdout, out.stdout
+        # The encrypted object reads as MinIO served it, now sealed under Strata's KMS.
+        root = as_(FIXTURE_ROOT["MINIO_ROOT_USER"], FIXTURE_ROOT["MINIO_ROOT_PASSWORD"])
+        (want,) = [o for o in manifest()["objects"] if o.get("sse")]
+        got = root.get_object(Bucket=want["bucket"], Key=want["key"], ChecksumMode="ENABLED")
+        body = got["Body"].read()
+        assert hashlib.md5(body).hexdigest() == want["md5"] and len(body) == want["size"]
+        assert got["ETag"] == f'"{want["etag"]}"' and got["ServerSideEncryption"] == "AES256"
+        assert got["ChecksumCRC32"] == base64.b64encode(zlib.crc32(body).to_bytes(4, "big")).decode()
+        # No plaintext of it is on Strata's side of the drives.
+        probe = body[1000:1064]
+        for d in drives:
+            for f in (d / ".strata.sys").rglob("*"):
+                if f.is_file():
+                    assert probe not in f.read_bytes(), f
+        # Nothing is left only on MinIO's side: the commit goes ahead without help.
+        server.stop()
+        done = run_with({}, "--commit", *drives)
+        assert done.returncode == 0, done.stderr
+        server.start()
+        again = as_(FIXTURE_ROOT["MINIO_ROOT_USER"], FIXTURE_ROOT["MINIO_ROOT_PASSWORD"])
+        assert hashlib.md5(again.get_object(Bucket=want["bucket"], Key=want["key"])["Body"].read()).hexdigest() \
+            == want["md5"]
     finally:
         server.cleanup()

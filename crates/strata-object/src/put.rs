@@ -343,6 +343,9 @@ pub(crate) struct PutTarget<'a> {
     /// The new version's id: a new one in a versioning-enabled bucket, else `None` (the write
     /// replaces the `null` version).
     pub version_id: Option<Uuid>,
+    /// An imported version's own time (nanoseconds): it is committed in its place among the
+    /// object's versions, not stamped as the newest (see [`crate::ObjectLayer::import_version`]).
+    pub imported_at: Option<u64>,
 }
 
 pub(crate) async fn put_object(
@@ -431,6 +434,10 @@ pub(crate) async fn put_object(
         temp.abort().await;
         return Err(e);
     }
+    if let Some(at) = t.imported_at {
+        version.mod_time = at;
+        return commit_imported(t, version, inline, finished, temp, guard, quorum, op).await;
+    }
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
     let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
@@ -470,6 +477,50 @@ pub(crate) async fn put_object(
     let mut info = ObjectInfo::from_version(t.bucket, t.key, &version);
     info.checksums = checksums;
     Ok(info)
+}
+
+/// The commit of an imported version: at its own time, in its place among the versions the
+/// drives hold (older versions imported later go behind newer ones), on a write quorum.
+#[allow(clippy::too_many_arguments)]
+async fn commit_imported(
+    t: PutTarget<'_>,
+    version: ObjectVersion,
+    inline: Option<Vec<Bytes>>,
+    finished: Vec<bool>,
+    temp: TempShards,
+    guard: crate::lock::LockGuard,
+    quorum: usize,
+    op: Uuid,
+) -> Result<ObjectInfo, ObjectError> {
+    let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
+    let (data_id, file) = (version.data.data_id(), matches!(version.data, DataLocation::File(_)));
+    let distribution = version.erasure.distribution.clone();
+    let commit: crate::set::CommitFn = Box::new(move |pos, d| {
+        let shard = distribution[pos];
+        let mut v = committed.clone();
+        v.erasure.shard_index = shard;
+        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
+        let (bucket, key, ok) = (bucket.clone(), key.clone(), finished[pos]);
+        Box::pin(async move {
+            if !ok {
+                d.abort_shard_file(data_id).await;
+                return Err(shard_write_failed(d.as_ref()).await);
+            }
+            let committed = d.commit_version(&bucket, &key, v, frame, op).await;
+            if file && committed.is_err() {
+                d.abort_shard_file(data_id).await;
+            }
+            committed
+        })
+    });
+    temp.disarm();
+    let (results, outcome) =
+        crate::set::commit_on_quorum(t.set.drives.clone(), quorum, op, guard, commit).await?;
+    outcome?;
+    if crate::set::missed_answering_drive(&results) {
+        t.healer.notify(t.bucket, t.key);
+    }
+    Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
 }
 
 /// The error of a drive whose shard write did not finish: it takes no commit. Offline (its file

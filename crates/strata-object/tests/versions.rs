@@ -294,3 +294,39 @@ async fn full_scans_count_the_data_usage() {
     assert_eq!((b.sizes[size_range(10)], b.sizes[size_range(300_000)]), (1, 1), "{b:?}");
     assert_eq!(usage.buckets["other"], strata_object::BucketUsage::default());
 }
+
+/// An imported version (another store's, with its own id and time) goes into its place among
+/// the versions: behind a newer one, it is not current; read by its id it is whole, with its
+/// time; a small one inline and a large one in shard files alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_version_takes_its_own_place_among_the_versions() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    let newer = pattern(100, 1);
+    let current = put(l, "b", "k", &newer, PutOptions::default()).await.expect("an id");
+    let now = l.open_object("b", "k", false).await.expect("open").info.mod_time;
+    for (i, data) in [pattern(50, 2), pattern(400_000, 3)].into_iter().enumerate() {
+        let id = Uuid::new_v4();
+        let at = now - 1_000_000_000 * (i as u64 + 1);
+        let info = l
+            .import_version("b", "k", Some(id), at, &mut body(&data), PutOptions::default())
+            .await
+            .expect("imported");
+        assert_eq!((info.version_id, info.mod_time), (Some(id), at));
+        assert_eq!(read(l, "b", "k", VersionRef::Id(Some(id))).await.expect("read"), data.to_vec());
+        let open = l.open_object_version("b", "k", VersionRef::Id(Some(id)), false).await.expect("open");
+        assert_eq!(open.info.mod_time, at);
+        // The newer version stays current.
+        assert_eq!(read(l, "b", "k", VersionRef::Current).await.expect("current"), newer.to_vec());
+    }
+    let listed = l
+        .list_object_versions("b", &VersionsRequest { max_keys: 10, ..Default::default() })
+        .await
+        .expect("list");
+    let ids: Vec<Option<Uuid>> = listed.entries.iter().map(|v| v.info.version_id).collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids[0], Some(current), "the newest first");
+    assert!(listed.entries.windows(2).all(|w| w[0].info.mod_time > w[1].info.mod_time), "in time order");
+    assert_eq!(rig.temp_files(), 0, "no data left in temp");
+}

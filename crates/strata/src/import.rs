@@ -4,8 +4,12 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use std::sync::Arc;
+
 use strata_import::minio::iam::{self as minio_iam, Applied, MinioIam};
+use strata_import::minio::sse;
 use strata_import::minio::survey::{running_server, survey, Survey};
+use strata_import::minio::takeover::EncryptedVersion;
 use strata_import::minio::takeover::{commit, take_over, TakeoverReport};
 use strata_import::minio::Deployment;
 use strata_types::limits::{IMPORT_PROGRESS_REDRAW as BAR_REDRAW, MINIO_RUNNING_PROBE_AGE};
@@ -104,25 +108,193 @@ fn minio(args: MinioArgs) -> Result<()> {
             bar.step(one.versions(), one.bytes())
         }))?;
     bar.finish();
-    // MinIO's users, groups, policies and service accounts, into Strata's IAM state, which is
-    // sealed under the root credentials the server will run with.
-    let applied = match &keys.root {
-        Some(root) if !iam.is_empty() => {
-            Some(runtime.block_on(import_iam(&in_order, &iam, root)).context("importing MinIO's IAM")?)
-        }
-        _ => None,
+    // The steps that need Strata's object layer over the imported drives: MinIO's users,
+    // groups, policies and service accounts into Strata's IAM state (sealed under the root
+    // credentials the server will run with), and MinIO's encrypted versions sealed again under
+    // Strata's KMS (opened with MinIO's KMS key).
+    let iam_step = keys.root.is_some() && !iam.is_empty();
+    let sse_step = keys.kms.is_some() && !done.encrypted.is_empty();
+    let (applied, sealed) = if iam_step || sse_step {
+        runtime.block_on(with_layer(&in_order, &keys, &iam, &done.encrypted, iam_step, sse_step))?
+    } else {
+        (None, None)
     };
+    if let Some(s) = &sealed {
+        strata_import::minio::takeover::settle(&in_order, &s.done)?;
+    }
     if args.json {
         let all = with_fields(
             serde_json::to_value(&done)?,
-            [("iam", serde_json::to_value(&iam)?), ("iam_applied", serde_json::to_value(&applied)?)],
+            [
+                ("iam", serde_json::to_value(&iam)?),
+                ("iam_applied", serde_json::to_value(&applied)?),
+                ("encrypted_sealed_again", serde_json::to_value(&sealed)?),
+            ],
         )?;
         println!("{}", serde_json::to_string_pretty(&all).context("the report as JSON")?);
     } else {
         print!("{}", render_iam(&iam, applied.as_ref(), keys.root.is_some()));
+        print!("{}", render_sealed(&done.encrypted, sealed.as_ref()));
         print!("{}", render_done(&done, &in_order));
     }
     Ok(())
+}
+
+/// What became of MinIO's encrypted versions.
+#[derive(Debug, Default, serde::Serialize)]
+struct SealedAgain {
+    /// Sealed again under Strata's KMS (or found so from an earlier run).
+    done: Vec<EncryptedVersion>,
+    /// Plaintext bytes written.
+    bytes: u64,
+    /// Left on MinIO's side, with the reason.
+    left: Vec<String>,
+}
+
+/// Opens the imported drives as a Strata deployment (this process alone) and runs the steps
+/// that need it.
+async fn with_layer(
+    drives: &[PathBuf],
+    keys: &Keys,
+    iam: &MinioIam,
+    encrypted: &[EncryptedVersion],
+    iam_step: bool,
+    sse_step: bool,
+) -> Result<(Option<Applied>, Option<SealedAgain>)> {
+    let args: Vec<String> = drives.iter().map(|d| d.display().to_string()).collect();
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+    // The root credentials only key node RPC, which one local process does not use.
+    let root = keys.root.clone().unwrap_or_default();
+    let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
+    let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
+    let layer = Arc::new(
+        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, None)
+            .await
+            .context("opening the imported drives")?,
+    );
+    strata_system::prepare(&layer).await.context("the system bucket")?;
+    let applied = match (&keys.root, iam_step) {
+        (Some(root), true) => Some(import_iam(&layer, iam, root).await.context("importing MinIO's IAM")?),
+        _ => None,
+    };
+    let sealed = match (&keys.kms, sse_step) {
+        (Some(master), true) => {
+            let kms = crate::kms_from_env(&layer)
+                .await?
+                .context("no KMS for the encrypted versions: set MINIO_KMS_SECRET_KEY (or STRATA_KMS_*)")?;
+            Some(seal_again(&layer, &kms, drives, master, encrypted).await)
+        }
+        _ => None,
+    };
+    Ok((applied, sealed))
+}
+
+/// Puts MinIO's IAM into Strata's IAM state.
+async fn import_iam(
+    layer: &strata_object::ObjectLayer,
+    iam: &MinioIam,
+    root: &(String, String),
+) -> Result<Applied> {
+    let store = strata_system::iam::Iam::new(&root.0, &root.1);
+    store.load(layer).await.context("reading Strata's IAM state")?;
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let applied = store
+        .change(layer, |state| Ok(minio_iam::apply(iam, state, &root.0, now)))
+        .await
+        .context("storing Strata's IAM state")?;
+    Ok(applied)
+}
+
+/// Stores each of MinIO's encrypted versions again, decrypted with MinIO's KMS key and sealed
+/// under Strata's KMS (SSE-S3, as MinIO had it), with its own id, time, metadata and lock. A
+/// version already there from an earlier run is counted, not written twice.
+async fn seal_again(
+    layer: &strata_object::ObjectLayer,
+    kms: &Arc<dyn strata_crypto::Kms>,
+    drives: &[PathBuf],
+    master: &strata_crypto::kms::MasterKey,
+    encrypted: &[EncryptedVersion],
+) -> SealedAgain {
+    let mut out = SealedAgain::default();
+    for v in encrypted {
+        let mod_time = u64::try_from(v.mod_time).unwrap_or(0);
+        let which = strata_object::VersionRef::Id(v.version_id);
+        if let Ok(o) = layer.open_object_version(&v.bucket, &v.key, which, false).await {
+            if o.info.mod_time == mod_time {
+                out.done.push(v.clone());
+                continue;
+            }
+        }
+        let opened = match sse::open_version(drives, Some(master), v) {
+            Ok(o) => o,
+            Err(e) => {
+                out.left.push(format!("{}: {e}", v.name()));
+                continue;
+            }
+        };
+        let sse = match strata_s3::sse::seal_new_with(Some(kms), strata_s3::sse::SseRequest::S3, true).await {
+            Ok((put, _)) => put,
+            Err(e) => {
+                out.left.push(format!("{}: Strata's KMS: {e:?}", v.name()));
+                continue;
+            }
+        };
+        let m = opened.metadata;
+        let opts = strata_object::PutOptions {
+            headers: m.headers,
+            user_metadata: m.user_metadata,
+            tags: m.tags,
+            retention: m.retention,
+            legal_hold: m.legal_hold,
+            sse: Some(sse),
+            ..Default::default()
+        };
+        let mut body = opened.body;
+        match layer.import_version(&v.bucket, &v.key, v.version_id, mod_time, &mut body, opts).await {
+            Ok(info) if info.etag == opened.etag => {
+                out.bytes += opened.size;
+                out.done.push(v.clone());
+            }
+            Ok(info) => out.left.push(format!(
+                "{}: stored, but its ETag {} is not MinIO's {}: left for MinIO",
+                v.name(),
+                info.etag,
+                opened.etag
+            )),
+            Err(e) => out.left.push(format!("{}: {e}", v.name())),
+        }
+    }
+    out
+}
+
+fn render_sealed(encrypted: &[EncryptedVersion], sealed: Option<&SealedAgain>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if encrypted.is_empty() {
+        return out;
+    }
+    match sealed {
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "Encrypted by MinIO: {} versions sealed again under Strata's KMS ({} decrypted with MinIO's KMS key)",
+                s.done.len(),
+                strata_types::size::format_size(s.bytes)
+            );
+            for l in &s.left {
+                let _ = writeln!(out, "  left for MinIO: {l}");
+            }
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "Encrypted by MinIO: {} versions wait for MinIO's KMS key (MINIO_KMS_SECRET_KEY) and stay readable by MinIO",
+                encrypted.len()
+            );
+        }
+    }
+    out.push('\n');
+    out
 }
 
 /// `report` as a JSON object, with `fields` added.
@@ -163,28 +335,6 @@ impl Keys {
             root: self.root.as_ref().map(|(u, p)| (u.as_str(), p.as_str())),
         }
     }
-}
-
-/// Opens the imported drives as a Strata deployment (this process alone) and puts `iam` into
-/// its IAM state.
-async fn import_iam(drives: &[PathBuf], iam: &MinioIam, root: &(String, String)) -> Result<Applied> {
-    let args: Vec<String> = drives.iter().map(|d| d.display().to_string()).collect();
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
-    let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
-    let layer =
-        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, None)
-            .await
-            .context("opening the imported drives")?;
-    strata_system::prepare(&layer).await.context("the system bucket")?;
-    let store = strata_system::iam::Iam::new(&root.0, &root.1);
-    store.load(&layer).await.context("reading Strata's IAM state")?;
-    let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let applied = store
-        .change(&layer, |state| Ok(minio_iam::apply(iam, state, &root.0, now)))
-        .await
-        .context("storing Strata's IAM state")?;
-    Ok(applied)
 }
 
 fn render_iam(iam: &MinioIam, applied: Option<&Applied>, have_root: bool) -> String {

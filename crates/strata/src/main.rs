@@ -591,7 +591,7 @@ fn lifecycle_settings() -> Result<Option<strata_object::LifecycleSettings>> {
 /// server when `STRATA_KMS_KES_ENDPOINT` is, else the built-in one when `STRATA_KMS_SECRET_KEY`
 /// (or `MINIO_KMS_SECRET_KEY`) holds a master key `name:base64key`; with a cache of decrypted
 /// data keys in front (`STRATA_KMS_CACHE_TTL`).
-async fn kms_from_env(
+pub(crate) async fn kms_from_env(
     layer: &Arc<strata_object::ObjectLayer>,
 ) -> Result<Option<Arc<dyn strata_crypto::Kms>>> {
     let vault = strata_system::vault::VaultConfig::from_env().map_err(anyhow::Error::msg)?;

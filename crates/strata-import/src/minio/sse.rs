@@ -18,12 +18,19 @@
 //! streams too, under HMAC-SHA256(object key, "SSE-etag") and HMAC-SHA256(object key,
 //! "object-checksum").
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use aws_lc_rs::aead::{Aad, LessSafeKey, Nonce, UnboundKey, AES_256_GCM, CHACHA20_POLY1305};
 use base64::Engine;
+use bytes::Bytes;
 use strata_crypto::kms::MasterKey;
+use strata_object::{BodyError, BodyReader};
 
 use super::kms;
-use super::xlmeta::ObjectVersion;
+use super::object::ObjectCopies;
+use super::takeover::{metadata, EncryptedVersion, Metadata};
+use super::xlmeta::{ObjectVersion, XlVersion};
 
 const PREFIX: &str = "x-minio-internal-server-side-encryption-";
 const DARE_VERSION: u8 = 0x20;
@@ -160,6 +167,97 @@ pub fn etag(object_key: &[u8; 32], stored: &str) -> Result<String, SseError> {
 /// The checksum blob MinIO sealed (`x-minio-internal-crc`), opened.
 pub fn checksum_blob(object_key: &[u8; 32], sealed: &[u8]) -> Result<Vec<u8>, SseError> {
     open_all(&strata_sign::hmac_sha256(object_key, b"object-checksum"), sealed)
+}
+
+/// An encrypted version opened for its import: what to keep of it, and its plaintext.
+pub struct Opened {
+    pub metadata: Metadata,
+    /// The ETag the client saw (MinIO sealed it).
+    pub etag: String,
+    /// The S3 checksums the client sent (MinIO sealed them too).
+    pub checksums: BTreeMap<String, String>,
+    /// Bytes of the plaintext.
+    pub size: u64,
+    pub body: PlainBody,
+}
+
+/// Opens the version `v` of MinIO's drives `paths` (in set order) with MinIO's KMS key: its
+/// plaintext is read, decrypted and checked as [`PlainBody`] is read (on a blocking thread,
+/// in blocks, never whole in memory). Must run on a Tokio runtime.
+pub fn open_version(
+    paths: &[PathBuf],
+    master: Option<&MasterKey>,
+    v: &EncryptedVersion,
+) -> Result<Opened, SseError> {
+    let copies = ObjectCopies::read(paths, &v.bucket, &v.key);
+    let found = copies.agreed_versions().into_iter().find_map(|a| match a.version {
+        XlVersion::Object(o) if o.version_id == v.version_id && o.mod_time == v.mod_time => Some(o),
+        _ => None,
+    });
+    let version = *found
+        .ok_or_else(|| SseError::Malformed("the version is no longer on a read quorum of drives".into()))?;
+    let sealed = sealed(&version)?.ok_or_else(|| SseError::Malformed("not encrypted".into()))?;
+    if sealed.multipart {
+        // Strata would give the object one ETag of its whole plaintext, not MinIO's per-part one.
+        return Err(SseError::Unsupported("a multipart object encrypted by MinIO (its parts' ETags)".into()));
+    }
+    let key = object_key(master, &v.bucket, &v.key, &sealed)?;
+    let stored_etag =
+        version.meta_user.iter().find(|(k, _)| k.eq_ignore_ascii_case("etag")).map(|(_, e)| e.as_str());
+    let etag = etag(&key, stored_etag.unwrap_or_default())?;
+    let mut opened_meta = version.clone();
+    if let Some((name, blob)) =
+        version.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-minio-internal-crc"))
+    {
+        opened_meta.meta_sys.insert(name.clone(), checksum_blob(&key, blob)?);
+    }
+    let checksums = opened_meta.checksums();
+    let size = version.parts.iter().map(|p| u64::try_from(p.actual_size).unwrap_or(0)).sum();
+    let (tx, rx) = tokio::sync::mpsc::channel(2);
+    let meta = metadata(&version);
+    tokio::task::spawn_blocking(move || {
+        let mut stream = DareStream::new(&key);
+        let failed = tx.clone();
+        let read = copies.read_version(&version, |block| {
+            let mut plain = Vec::with_capacity(block.len());
+            stream.push(&block, &mut plain).map_err(|e| super::MinioError::Unsupported(e.to_string()))?;
+            tx.blocking_send(Ok(Bytes::from(plain)))
+                .map_err(|_| super::MinioError::Unsupported("the reader went away".into()))
+        });
+        let ended = read.map_err(|e| e.to_string()).and_then(|_| stream.finish().map_err(|e| e.to_string()));
+        if let Err(e) = ended {
+            let _ = failed.blocking_send(Err(e));
+        }
+    });
+    Ok(Opened {
+        metadata: meta,
+        etag,
+        checksums,
+        size,
+        body: PlainBody { rx, checksums: opened_meta.checksums() },
+    })
+}
+
+/// The plaintext of an encrypted version as it is decrypted, as a body to store.
+pub struct PlainBody {
+    rx: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
+    checksums: BTreeMap<String, String>,
+}
+
+#[async_trait::async_trait]
+impl BodyReader for PlainBody {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        match self.rx.recv().await {
+            Some(Ok(chunk)) => Ok(Some(chunk)),
+            Some(Err(e)) => Err(BodyError::Malformed(e)),
+            None => Ok(None),
+        }
+    }
+
+    /// The checksums MinIO kept (sealed, so they are its own record, not a client's claim).
+    fn checksums(&self) -> BTreeMap<String, String> {
+        self.checksums.clone()
+    }
 }
 
 /// Decrypts a whole DARE stream held in memory.

@@ -59,6 +59,30 @@ pub struct TakeoverReport {
     pub unreadable: Vec<String>,
     /// Bucket settings Strata refused (the bucket is made without them), with the reason.
     pub settings_refused: Vec<String>,
+    /// Versions MinIO encrypted, left on its side for now: they are sealed again under Strata's
+    /// KMS by a step that needs a running object layer (`strata import minio` does it when given
+    /// MinIO's KMS key).
+    pub encrypted: Vec<EncryptedVersion>,
+}
+
+/// A version MinIO encrypted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct EncryptedVersion {
+    pub bucket: String,
+    pub key: String,
+    pub version_id: Option<Uuid>,
+    /// MinIO's time of the version (nanoseconds).
+    pub mod_time: i64,
+}
+
+impl EncryptedVersion {
+    /// How the import's state file names it.
+    pub fn name(&self) -> String {
+        match self.version_id {
+            Some(id) => format!("{}/{} ({id})", self.bucket, self.key),
+            None => format!("{}/{} (null)", self.bucket, self.key),
+        }
+    }
 }
 
 /// Progress, for a caller's bar: told what each object's import did.
@@ -96,6 +120,7 @@ impl TakeoverReport {
         self.skipped.extend(other.skipped);
         self.unreadable.extend(other.unreadable);
         self.settings_refused.extend(other.settings_refused);
+        self.encrypted.extend(other.encrypted);
     }
 }
 
@@ -293,6 +318,7 @@ pub async fn take_over(
         minio_deployment: deployment.id.to_string(),
         finished: strata_types::time::now_nanos(),
         skipped: report.skipped.iter().map(|s| format!("{} ({})", s.key, s.why)).collect(),
+        encrypted: report.encrypted.iter().map(EncryptedVersion::name).collect(),
     };
     let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
     for (drive, path) in drives.iter().zip(paths.iter()) {
@@ -312,6 +338,28 @@ pub struct ImportState {
     pub finished: u64,
     /// Versions left on MinIO's side (they would be lost with it).
     pub skipped: Vec<String>,
+    /// Encrypted versions not yet sealed again under Strata's KMS ([`EncryptedVersion::name`]),
+    /// also only on MinIO's side until they are.
+    #[serde(default)]
+    pub encrypted: Vec<String>,
+}
+
+/// Records on every drive's import state that `done` are now Strata's too (sealed again under
+/// its KMS), so `--commit` no longer waits for them.
+pub fn settle(paths: &[PathBuf], done: &[EncryptedVersion]) -> Result<(), MinioError> {
+    let names: Vec<String> = done.iter().map(EncryptedVersion::name).collect();
+    for path in paths {
+        let file = path.join(".strata.sys").join(format!("state-{STATE_NAME}.json"));
+        let bytes = std::fs::read(&file).map_err(|e| MinioError::io(&file, e))?;
+        let mut state: ImportState =
+            serde_json::from_slice(&bytes).map_err(|e| MinioError::malformed(&file, e.to_string()))?;
+        state.encrypted.retain(|n| !names.contains(n));
+        let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
+        let temp = file.with_extension("json.tmp");
+        write_durably(&temp, &bytes).map_err(|e| MinioError::io(&temp, e))?;
+        std::fs::rename(&temp, &file).map_err(|e| MinioError::io(&file, e))?;
+    }
+    Ok(())
 }
 
 /// What `--commit` removed.
@@ -339,13 +387,14 @@ pub fn commit(paths: &[PathBuf]) -> Result<CommitReport, MinioError> {
         };
         let state: ImportState =
             serde_json::from_slice(&bytes).map_err(|e| MinioError::malformed(&file, e.to_string()))?;
-        if !state.skipped.is_empty() {
+        let left: Vec<&String> = state.skipped.iter().chain(&state.encrypted).collect();
+        if !left.is_empty() {
             return Err(drive_error(
                 path,
                 format!(
                     "{} versions are still only on MinIO's side and would be lost: {}",
-                    state.skipped.len(),
-                    state.skipped.join("; ")
+                    left.len(),
+                    left.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
                 ),
             ));
         }
@@ -422,11 +471,12 @@ fn import_object(
                 continue;
             }
             Plan::Reencrypt => {
-                report.skipped.push(skip(
-                    "encrypted by MinIO: its re-encryption with MinIO's KMS key is not in this build yet; \
-                     left readable by MinIO"
-                        .into(),
-                ));
+                report.encrypted.push(EncryptedVersion {
+                    bucket: bucket.as_str().to_owned(),
+                    key: key.to_owned(),
+                    version_id: a.version.version_id(),
+                    mod_time: a.version.mod_time(),
+                });
                 continue;
             }
             Plan::InPlace | Plan::Inline | Plan::Marker => {}
@@ -526,14 +576,20 @@ fn user_value<'a>(v: &'a ObjectVersion, name: &str) -> Option<&'a str> {
     v.meta_user.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
-/// Strata's record of MinIO's version `o` on the drive at `position` (`mine`: that drive's copy,
-/// for its shard index).
-fn strata_version(
-    o: &ObjectVersion,
-    mine: &ObjectVersion,
-    data: DataLocation,
-    parts: Vec<PartInfo>,
-) -> StrataVersion {
+/// What Strata keeps of a MinIO version's headers and metadata.
+#[derive(Debug, Clone, Default)]
+pub struct Metadata {
+    /// The stored headers ([`strata_s3::object::STORED_HEADERS`]).
+    pub headers: BTreeMap<String, String>,
+    /// `x-amz-meta-*`, by the name after the prefix.
+    pub user_metadata: BTreeMap<String, String>,
+    pub tags: BTreeMap<String, String>,
+    pub retention: Option<Retention>,
+    pub legal_hold: bool,
+}
+
+/// The headers, metadata, tags and object lock MinIO kept with `o`.
+pub fn metadata(o: &ObjectVersion) -> Metadata {
     let mut headers = BTreeMap::new();
     for name in strata_s3::object::STORED_HEADERS {
         if let Some(v) = user_value(o, name) {
@@ -558,6 +614,20 @@ fn strata_version(
                 .map(|(mode, until)| Retention { mode, until }),
             _ => None,
         };
+    let legal_hold =
+        user_value(o, "x-amz-object-lock-legal-hold").is_some_and(|h| h.eq_ignore_ascii_case("ON"));
+    Metadata { headers, user_metadata, tags, retention, legal_hold }
+}
+
+/// Strata's record of MinIO's version `o` on the drive at `position` (`mine`: that drive's copy,
+/// for its shard index).
+fn strata_version(
+    o: &ObjectVersion,
+    mine: &ObjectVersion,
+    data: DataLocation,
+    parts: Vec<PartInfo>,
+) -> StrataVersion {
+    let Metadata { headers, user_metadata, tags, retention, legal_hold } = metadata(o);
     let e = &o.erasure;
     StrataVersion {
         version_id: o.version_id,
@@ -582,8 +652,7 @@ fn strata_version(
         parts,
         tags,
         retention,
-        legal_hold: user_value(o, "x-amz-object-lock-legal-hold")
-            .is_some_and(|h| h.eq_ignore_ascii_case("ON")),
+        legal_hold,
         sse: None,
         acl: None,
     }
