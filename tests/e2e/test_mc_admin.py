@@ -129,10 +129,10 @@ def test_a_user_without_admin_rights_is_refused(mc, server):
     assert out.returncode != 0 and "needs the root credentials or a policy" in out.stderr, out
 
 
-def signed(server, method, path, body=b"", region=""):
+def signed(server, method, path, body=b"", region="", keys=(ACCESS_KEY, SECRET_KEY)):
     """A request signed as MinIO's client signs admin calls: service s3, the empty region."""
     req = AWSRequest(method=method, url=f"{server.endpoint}{path}", data=body, headers={})
-    S3SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3", region).add_auth(req)
+    S3SigV4Auth(Credentials(*keys), "s3", region).add_auth(req)
     r = urllib.request.Request(req.url, data=body or None, method=method, headers=dict(req.headers.items()))
     try:
         with urllib.request.urlopen(r, timeout=30) as resp:
@@ -158,7 +158,7 @@ def test_bad_bodies_and_unserved_operations_get_clear_errors_at_once(mc, server)
         urllib.request.urlopen(r, timeout=30)
     assert bad.value.code == 403
     # What Strata does not serve is 501, which MinIO's client does not retry: it fails at once.
-    status, body = signed(server, "GET", "/minio/admin/v3/trace?s3=true")
+    status, body = signed(server, "GET", "/minio/admin/v3/log?limit=0&logType=all")
     assert status == 501 and b"does not serve" in body, (status, body)
     started = time.monotonic()
     out = Mc(mc, server).run("admin", "service", "freeze", "s", check=False)
@@ -364,3 +364,57 @@ def test_mc_admin_service_restart_and_stop(mc):
         assert "asked to stop" in server.log.read_text()
     finally:
         server.cleanup()
+
+
+def test_mc_admin_trace_shows_s3_requests_as_they_happen(mc, server):
+    """`mc admin trace` streams each S3 request as the server answers it (its operation, path
+    and status, credentials hidden); `--errors` keeps only failed ones; a user without the admin
+    action is refused."""
+    import threading
+    m = Mc(mc, server)
+    s3 = server.client()
+    s3.create_bucket(Bucket="traced")
+
+    def watch(*flags):
+        proc = subprocess.Popen([mc, "--config-dir", str(m.config), "--json", "admin", "trace", *flags, "s"],
+                                env=m.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc.printed = []
+        threading.Thread(target=lambda: proc.printed.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+        time.sleep(1.5)  # subscribed before the requests below
+        return proc
+
+    def text_until(proc, want, timeout=20):
+        """What `proc` printed (mc prints each entry as indented JSON), once `want` holds."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            text = "".join(proc.printed)
+            if want(text):
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"not seen in time; got {''.join(proc.printed)}")
+
+    everything = watch("--verbose")
+    errors = watch("--errors")
+    try:
+        s3.put_object(Bucket="traced", Key="one", Body=b"x" * 1000)
+        s3.get_object(Bucket="traced", Key="one")["Body"].read()
+        with pytest.raises(Exception):
+            s3.get_object(Bucket="traced", Key="missing")
+        text = text_until(everything, lambda t: "traced/missing" in t)
+        assert "s3.PutObject" in text and "s3.GetObject" in text and "/traced/one" in text, text
+        assert SECRET_KEY not in text and "REDACTED" in text, "credentials are hidden"
+        failed = text_until(errors, lambda t: "traced/missing" in t)
+        assert "/traced/one" not in failed, "--errors showed a success"
+        assert "404" in failed, failed
+    finally:
+        for p in (everything, errors):
+            p.terminate()
+            p.wait(timeout=10)
+    refused = Mc(mc, server, keys=("worker2", "worker2-secret-key"))
+    subprocess.run([BIN, "admin", "user", "add", "worker2", "worker2-secret-key", "--host", f"127.0.0.1:{server.port}",
+                    "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY], check=True, capture_output=True,
+                   timeout=60)
+    out = refused.run("--json", "admin", "trace", "s", check=False, timeout=30)
+    assert out.returncode != 0, out
+    status, body = signed(server, "GET", "/minio/admin/v3/trace?s3=true", keys=("worker2", "worker2-secret-key"))
+    assert status == 403 and b"admin: action" in body, (status, body)

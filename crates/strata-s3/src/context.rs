@@ -121,6 +121,8 @@ pub struct Node {
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
     /// Stop and restart requests from the admin API.
     pub service: ServiceControl,
+    /// Who watches this node's requests live (`mc admin trace`).
+    pub trace: crate::trace::TraceHub,
     bucket_policies: strata_system::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -144,6 +146,7 @@ impl Node {
             sequencer: strata_notify::Sequencer::default(),
             kms: None,
             service: ServiceControl::default(),
+            trace: Default::default(),
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,

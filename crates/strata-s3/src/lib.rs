@@ -66,6 +66,7 @@ pub mod sigv4;
 pub mod sse;
 pub mod sts;
 pub mod tagging;
+pub mod trace;
 pub mod version;
 pub mod versioning;
 pub mod xml;

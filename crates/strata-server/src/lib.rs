@@ -306,6 +306,7 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         .unwrap_or(0);
     node.metrics.received_bytes.inc_by(declared);
     let mut bucket_call = None;
+    let mut s3 = false;
     let (api, result) = if path.starts_with(strata_admin::ADMIN_PREFIX) {
         strata_admin::serve(&admin, &parts, body).await
     } else if path.starts_with(strata_admin::madmin::PREFIX)
@@ -336,6 +337,7 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
     } else {
         let (api, call, result) = strata_s3::dispatch::dispatch(&node, &parts, body, &admission).await;
         bucket_call = call;
+        s3 = true;
         (api, result)
     };
     let reply = match result {
@@ -346,6 +348,9 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         Some(b) => cors::decorate(&node, Some(b), &parts.method, &parts.headers, reply),
         None => reply,
     };
+    if s3 && node.trace.wanted() {
+        node.trace.publish(trace_entry(&api, &parts, &reply, started, declared));
+    }
     record(&node.metrics, api, &reply, started, declared, bucket_call);
     let close = answered_before_body(&parts.headers, reply.status);
     // The admission is held by the body until it has been sent: a slow reader keeps counting.
@@ -355,6 +360,47 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
+}
+
+/// What a live trace shows of an answered S3 request.
+fn trace_entry(
+    api: &str,
+    parts: &http::request::Parts,
+    reply: &Reply,
+    started: std::time::Instant,
+    declared: u64,
+) -> strata_s3::trace::TraceEntry {
+    let duration = started.elapsed();
+    let now = strata_types::time::now_nanos();
+    let headers = |h: &HeaderMap, hide: bool| {
+        h.iter()
+            .map(|(k, v)| {
+                let value = String::from_utf8_lossy(v.as_bytes());
+                let value =
+                    if hide { strata_s3::trace::shown(k.as_str(), &value) } else { value.into_owned() };
+                (k.as_str().to_owned(), value)
+            })
+            .collect()
+    };
+    let output_bytes = reply
+        .headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    strata_s3::trace::TraceEntry {
+        api: api.to_owned(),
+        time: now.saturating_sub(u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)),
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        query: parts.uri.query().unwrap_or("").to_owned(),
+        headers: headers(&parts.headers, true),
+        status: reply.status.as_u16(),
+        response_headers: headers(&reply.headers, false),
+        duration,
+        input_bytes: declared,
+        output_bytes,
+    }
 }
 
 /// Counts the answered request: in the totals, and on its bucket when `bucket_call` counts it

@@ -667,3 +667,10 @@ pub const IMPORT_PROGRESS_REDRAW: std::time::Duration = std::time::Duration::fro
 /// Objects `strata import minio` imports at a time: each waits for its drives' commits, so
 /// enough of them in flight let the drives' group commits share their syncs.
 pub const IMPORT_OBJECTS_IN_FLIGHT: usize = 32;
+
+/// Request traces a live watcher (`mc admin trace`) may fall behind by before it loses the
+/// oldest: bounded so a slow watcher never holds memory or slows requests.
+pub const TRACE_QUEUE_ENTRIES: usize = 1024;
+
+/// How often a trace stream with nothing to say sends a keep-alive (a space, as MinIO does).
+pub const TRACE_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(1);

@@ -534,6 +534,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     tokio::spawn(async move {
         stop_asked(&stopping).await;
         listening.listen.close();
+        listening.trace.close();
     });
     let serving = admin.clone();
     match (early, listener) {

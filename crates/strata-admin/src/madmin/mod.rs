@@ -96,6 +96,7 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::PUT, "set-config-kv") => "admin:ConfigUpdate",
         (&Method::POST, "background-heal/status") => "admin:Heal",
         (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => "admin:Heal",
+        (&Method::GET, "trace") => "admin:ServerTrace",
         (&Method::POST, "service") if param(query, "action") == Some("stop") => "admin:ServiceStop",
         (&Method::POST, "service") => "admin:ServiceRestart",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
@@ -381,6 +382,7 @@ impl Call<'_> {
             }
             (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => self.heal(o).await,
             (&Method::POST, "service") => self.service(admin).await,
+            (&Method::GET, "trace") => self.trace(),
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
@@ -635,6 +637,64 @@ impl Call<'_> {
             self.node.service.request(action);
         }
         Ok(json_reply(StatusCode::OK, &json!({ "action": name, "dryRun": dry_run, "results": results })))
+    }
+
+    /// `mc admin trace`: this node's S3 requests as they are answered, one JSON object a line
+    /// (MinIO's `TraceInfo`), a space every second while there is none, until the client goes
+    /// away or the server stops. `err=true` keeps only errors, `threshold=` only requests that
+    /// took at least that long; traces of other kinds than S3 are not kept, so asking only for
+    /// those streams keep-alives alone.
+    fn trace(&self) -> Result<Reply, S3Error> {
+        let flag = |name: &str| param(self.query, name) == Some("true");
+        let (errors_only, s3) = (flag("err"), flag("s3"));
+        let threshold = match param(self.query, "threshold") {
+            Some(t) => go_duration(t).ok_or_else(|| {
+                S3Error::new(
+                    S3ErrorCode::InvalidArgument,
+                    &format!("threshold {t:?} is not a duration like 100ms"),
+                )
+            })?,
+            None => std::time::Duration::ZERO,
+        };
+        let host = self
+            .parts
+            .headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("localhost")
+            .to_owned();
+        let mut watcher = self.node.trace.watch();
+        let (tx, rx) = tokio::sync::mpsc::channel(strata_types::limits::TRACE_QUEUE_ENTRIES);
+        tokio::spawn(async move {
+            let mut keepalive = tokio::time::interval(strata_types::limits::TRACE_KEEPALIVE);
+            loop {
+                let line = tokio::select! {
+                    entry = watcher.entries.recv() => match entry {
+                        Ok(e) if s3 && (!errors_only || e.status >= 400) && e.duration >= threshold => {
+                            let mut line = trace_json(&e, &host).to_string();
+                            line.push('\n');
+                            Bytes::from(line)
+                        }
+                        Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                    },
+                    _ = keepalive.tick() => Bytes::from_static(b" "),
+                    _ = watcher.closed.changed() => break,
+                };
+                if tx.send(Ok(line)).await.is_err() {
+                    break; // the client went away
+                }
+            }
+        });
+        let reply = Reply {
+            status: StatusCode::OK,
+            headers: http::HeaderMap::new(),
+            body: ResponseBody::Stream(None, rx),
+        };
+        Ok(reply
+            .header("content-type", "text/event-stream")
+            .header("cache-control", "no-cache")
+            .header("x-accel-buffering", "no"))
     }
 
     async fn heal(&self, op: &str) -> Result<Reply, S3Error> {
@@ -955,8 +1015,105 @@ pub async fn one_at_a_time<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'st
     tokio::task::spawn_blocking(f).await.ok()
 }
 
+/// MinIO's `TraceInfo` of one S3 request (type 4: S3).
+fn trace_json(e: &strata_s3::trace::TraceEntry, host: &str) -> serde_json::Value {
+    let nanos = u64::try_from(e.duration.as_nanos()).unwrap_or(u64::MAX);
+    let headers = |h: &[(String, String)]| {
+        let mut map = serde_json::Map::new();
+        for (k, v) in h {
+            let values = map.entry(k.clone()).or_insert_with(|| json!([]));
+            if let Some(list) = values.as_array_mut() {
+                list.push(json!(v));
+            }
+        }
+        serde_json::Value::Object(map)
+    };
+    let iso = strata_types::time::iso8601;
+    json!({
+        "type": 4,
+        "nodename": host,
+        "funcname": format!("s3.{}", e.api),
+        "time": iso(e.time),
+        "path": e.path,
+        "dur": nanos,
+        "http": {
+            "request": {
+                "time": iso(e.time),
+                "proto": "HTTP/1.1",
+                "method": e.method,
+                "path": e.path,
+                "rawquery": e.query,
+                "headers": headers(&e.headers),
+                "client": "",
+            },
+            "response": {
+                "time": iso(e.time.saturating_add(nanos)),
+                "headers": headers(&e.response_headers),
+                "statuscode": e.status,
+            },
+            "stats": {
+                "inputbytes": e.input_bytes,
+                "outputbytes": e.output_bytes,
+                "latency": nanos,
+                "timetofirstbyte": nanos,
+            },
+        },
+    })
+}
+
+/// A Go duration (`0s`, `100ms`, `1m30s`, `1.5s`, `250us`); `None` for anything else.
+fn go_duration(s: &str) -> Option<std::time::Duration> {
+    if s == "0" {
+        return Some(std::time::Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * seconds;
+        rest = &rest[unit_len..];
+    }
+    std::time::Duration::try_from_secs_f64(total).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::go_duration;
+
+    #[test]
+    fn go_durations() {
+        use std::time::Duration;
+        for (text, want) in [
+            ("0s", Duration::ZERO),
+            ("0", Duration::ZERO),
+            ("100ms", Duration::from_millis(100)),
+            ("1m30s", Duration::from_secs(90)),
+            ("1.5s", Duration::from_millis(1500)),
+            ("250us", Duration::from_micros(250)),
+            ("2h", Duration::from_secs(7200)),
+        ] {
+            assert_eq!(go_duration(text), Some(want), "{text}");
+        }
+        for bad in ["", "s", "10", "1x", "-1s", "1s2"] {
+            assert_eq!(go_duration(bad), None, "{bad}");
+        }
+    }
+
     use super::*;
 
     #[test]
