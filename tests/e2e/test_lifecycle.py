@@ -398,8 +398,15 @@ def test_four_nodes_remove_each_version_once(hook):
             rule("old", {"Prefix": "old/"}, Expiration={"Days": 1}, NoncurrentVersionExpiration={"NoncurrentDays": 1})]})
         # Each current version goes behind a marker, the versions then expire, then the markers.
         left = lambda c: c.list_object_versions(Bucket="lc4", Prefix="old/")
-        wait_for(lambda: not any(left(clients[0]).get(f) for f in ["Versions", "DeleteMarkers"]), timeout=120,
-                 what="every version and marker under old/ removed")
+        try:
+            wait_for(lambda: not any(left(clients[0]).get(f) for f in ["Versions", "DeleteMarkers"]),
+                     timeout=120, what="every version and marker under old/ removed")
+        except AssertionError as e:
+            # This wait timed out once in a full run (and never alone): keep what each node said.
+            remaining = left(clients[0])
+            counts = {f: len(remaining.get(f, [])) for f in ["Versions", "DeleteMarkers"]}
+            logs = "\n".join(f"--- node {n.index}:\n" + n.log.read_text()[-3000:] for n in cluster.nodes)
+            raise AssertionError(f"{e}; left {counts}\n{logs}") from e
         for c in clients:
             assert not any(left(c).get(f) for f in ["Versions", "DeleteMarkers"])
             assert c.get_object(Bucket="lc4", Key="keep/x")["Body"].read() == b"kept"
