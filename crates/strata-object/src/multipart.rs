@@ -16,8 +16,7 @@ use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{
-    block_size_for, check_and_stamp, shard_write_failed, write_file_data, BodyReader, PutOptions,
-    WriteCondition,
+    block_size_for, check_and_stamp, unfinished, write_file_data, BodyReader, PutOptions, WriteCondition,
 };
 use crate::quorum::{read_quorum, write_quorum};
 use crate::set::{apply_and_finish, finish_op, reduce_writes, to_completion, CommitFn, ErasureSet};
@@ -305,11 +304,8 @@ impl ObjectLayer {
                 let ok = finished.get(pos).copied().unwrap_or(false);
                 async move {
                     let Some(d) = d else { return Err(DriveError::Unreachable("offline at start".into())) };
-                    // A drive whose shard write failed half way holds a truncated file: never
-                    // commit it.
                     if !ok {
-                        d.abort_shard_file(p.data_id).await;
-                        return Err(shard_write_failed(d.as_ref()).await);
+                        return Err(unfinished(d.as_ref(), p.data_id).await);
                     }
                     let id = p.data_id;
                     let committed = d.commit_part(b, k, upload_id, p, op).await;

@@ -441,18 +441,12 @@ pub(crate) async fn put_object(
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
     let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
-        let shard = distribution[pos];
-        let mut v = committed.clone();
-        v.erasure.shard_index = shard;
+        let (mut v, frame) = drive_copy(&committed, inline.as_ref(), pos);
         v.mod_time = stamp;
-        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
         let (bucket, key, ok) = (bucket.clone(), key.clone(), finished[pos]);
         Box::pin(async move {
-            // Only a drive whose writer finished holds the whole data: committing another would
-            // move a truncated file into place and count it toward the quorum.
             if !ok {
-                d.abort_shard_file(data_id).await;
-                return Err(shard_write_failed(d.as_ref()).await);
+                return Err(unfinished(d.as_ref(), data_id).await);
             }
             if again {
                 return d.update_version(&bucket, &key, v, op).await;
@@ -494,17 +488,12 @@ async fn commit_imported(
 ) -> Result<ObjectInfo, ObjectError> {
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (version.data.data_id(), matches!(version.data, DataLocation::File(_)));
-    let distribution = version.erasure.distribution.clone();
     let commit: crate::set::CommitFn = Box::new(move |pos, d| {
-        let shard = distribution[pos];
-        let mut v = committed.clone();
-        v.erasure.shard_index = shard;
-        let frame = inline.as_ref().map(|f| f[usize::from(shard)].clone());
+        let (v, frame) = drive_copy(&committed, inline.as_ref(), pos);
         let (bucket, key, ok) = (bucket.clone(), key.clone(), finished[pos]);
         Box::pin(async move {
             if !ok {
-                d.abort_shard_file(data_id).await;
-                return Err(shard_write_failed(d.as_ref()).await);
+                return Err(unfinished(d.as_ref(), data_id).await);
             }
             let committed = d.commit_version(&bucket, &key, v, frame, op).await;
             if file && committed.is_err() {
@@ -521,6 +510,27 @@ async fn commit_imported(
         t.healer.notify(t.bucket, t.key);
     }
     Ok(ObjectInfo::from_version(t.bucket, t.key, &version))
+}
+
+/// Drive `pos`'s copy of a new version's record (with the shard index it holds) and, for an
+/// inline version, that shard's frame.
+fn drive_copy(
+    version: &ObjectVersion,
+    inline: Option<&Vec<Bytes>>,
+    pos: usize,
+) -> (ObjectVersion, Option<Bytes>) {
+    let shard = version.erasure.distribution[pos];
+    let mut v = version.clone();
+    v.erasure.shard_index = shard;
+    (v, inline.map(|f| f[usize::from(shard)].clone()))
+}
+
+/// A drive whose shard write did not finish holds only part of the data: committing it would
+/// move a truncated file into place and count it toward the quorum. Its file goes, and the
+/// commit fails on it.
+pub(crate) async fn unfinished(d: &dyn strata_drive::Drive, data_id: Uuid) -> DriveError {
+    d.abort_shard_file(data_id).await;
+    shard_write_failed(d).await
 }
 
 /// The error of a drive whose shard write did not finish: it takes no commit. Offline (its file

@@ -58,9 +58,7 @@ impl std::fmt::Debug for KesConfig {
 impl KesConfig {
     /// From `STRATA_KMS_KES_*`; `None` without an endpoint.
     pub fn from_env() -> Result<Option<Self>, String> {
-        Self::from_vars(|suffix| {
-            std::env::var(format!("STRATA_KMS_KES_{suffix}")).ok().filter(|v| !v.is_empty())
-        })
+        Self::from_vars(|suffix| crate::kms_http::setting("KES", suffix))
     }
 
     /// From a lookup of the `STRATA_KMS_KES_` variables by suffix.
@@ -85,11 +83,9 @@ impl KesConfig {
                     .into())
             }
         };
-        let endpoints: Vec<String> = endpoint
-            .split(',')
-            .map(|e| e.trim().trim_end_matches('/'))
-            .filter(|e| !e.is_empty())
-            .map(|e| if e.contains("://") { e.to_owned() } else { format!("https://{e}") })
+        let endpoints: Vec<String> = crate::kms_http::endpoint_list(&endpoint)
+            .into_iter()
+            .map(|e| if e.contains("://") { e } else { format!("https://{e}") })
             .collect();
         if let Some(plain) = endpoints.iter().find(|e| !e.starts_with("https://")) {
             return Err(format!(

@@ -33,6 +33,20 @@ pub struct ClientIdentity {
 /// Turns a refused answer (status, its JSON, the path called) into the KMS's error.
 pub type Refusal = fn(StatusCode, &Value, &str) -> KmsError;
 
+/// `STRATA_KMS_<KIND>_<suffix>`, unless unset or empty.
+pub fn setting(kind: &str, suffix: &str) -> Option<String> {
+    std::env::var(format!("STRATA_KMS_{kind}_{suffix}")).ok().filter(|v| !v.is_empty())
+}
+
+/// A comma-separated endpoint list, each trimmed and without a final `/`; empty ones dropped.
+pub fn endpoint_list(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(|e| e.trim().trim_end_matches('/'))
+        .filter(|e| !e.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Endpoints and a pooled connection to them.
 pub struct KmsHttp {
     http: HyperClient<Https, Full<Bytes>>,

@@ -46,8 +46,7 @@ impl VaultConfig {
     /// From `STRATA_KMS_VAULT_*`; `None` without an endpoint. The token may be in a file
     /// (`STRATA_KMS_VAULT_TOKEN_FILE`).
     pub fn from_env() -> Result<Option<Self>, String> {
-        let var =
-            |suffix: &str| std::env::var(format!("STRATA_KMS_VAULT_{suffix}")).ok().filter(|v| !v.is_empty());
+        let var = |suffix: &str| crate::kms_http::setting("VAULT", suffix);
         let Some(endpoint) = var("ENDPOINT") else { return Ok(None) };
         let token = match (var("TOKEN"), var("TOKEN_FILE")) {
             (Some(t), _) => t,
@@ -59,7 +58,7 @@ impl VaultConfig {
             }
         };
         Ok(Some(Self {
-            endpoints: endpoint.split(',').map(|e| e.trim().trim_end_matches('/').to_owned()).collect(),
+            endpoints: crate::kms_http::endpoint_list(&endpoint),
             token,
             key_name: var("KEY_NAME").ok_or("the Vault endpoint needs STRATA_KMS_VAULT_KEY_NAME")?,
             mount: var("MOUNT").unwrap_or_else(|| "transit".to_owned()),

@@ -225,7 +225,8 @@ async fn seal_again(
                 continue;
             }
         }
-        let opened = match sse::open_version(drives, Some(master), v) {
+        // Reading MinIO's `xl.meta` copies is file I/O: off the runtime's task queue.
+        let opened = match tokio::task::block_in_place(|| sse::open_version(drives, Some(master), v)) {
             Ok(o) => o,
             Err(e) => {
                 out.left.push(format!("{}: {e}", v.name()));

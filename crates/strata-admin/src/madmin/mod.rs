@@ -612,13 +612,7 @@ impl Call<'_> {
             }
         };
         let dry_run = param(self.query, "dry-run") == Some("true");
-        let here = self
-            .parts
-            .headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost")
-            .to_owned();
+        let here = here(self.parts);
         let mut results = vec![json!({ "host": here })];
         if let Some(peers) = &admin.peers {
             if dry_run {
@@ -656,13 +650,7 @@ impl Call<'_> {
             })?,
             None => std::time::Duration::ZERO,
         };
-        let host = self
-            .parts
-            .headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("localhost")
-            .to_owned();
+        let host = here(self.parts);
         let mut watcher = self.node.trace.watch();
         let (tx, rx) = tokio::sync::mpsc::channel(strata_types::limits::TRACE_QUEUE_ENTRIES);
         tokio::spawn(async move {
@@ -920,11 +908,15 @@ fn drive_host(endpoint: &str) -> Option<&str> {
     Some(rest.split('/').next().unwrap_or(rest))
 }
 
+/// This node as the client named it (its `Host`), as MinIO's answers name servers.
+fn here(parts: &http::request::Parts) -> String {
+    parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost").to_owned()
+}
+
 /// MinIO's `InfoMessage`: the servers with their drives, and the erasure layout.
 async fn info(admin: &Admin, parts: &http::request::Parts) -> Value {
     let node = admin.node.as_ref();
-    let here =
-        parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost").to_owned();
+    let here = here(parts);
     let states = crate::observe::drive_states(node).await;
     let mut servers: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     servers.insert(here.clone(), Vec::new());
