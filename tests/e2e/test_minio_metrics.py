@@ -292,9 +292,12 @@ def test_v3_and_bucket_queries_find_series_with_their_values(prometheus_server):
     # Usage appears once scraped after the scan, rates after two scrapes.
     wait_for(lambda: query(prometheus, fill(V3_QUERIES[-1])) and query(prometheus, fill(BUCKET_QUERIES[-1])),
              timeout=60, what="usage series")
-    time.sleep(3)
-    empty = [q for q in BUCKET_QUERIES + V3_QUERIES if not query(prometheus, fill(q))]
-    assert not empty, "queries that find no series:\n" + "\n".join(empty)
+    # Rates need a second scrape: wait until every query finds series, or say which do not.
+    empty = lambda: [q for q in BUCKET_QUERIES + V3_QUERIES if not query(prometheus, fill(q))]
+    try:
+        wait_for(lambda: not empty(), timeout=60, what="every query to find series")
+    except AssertionError:
+        raise AssertionError("queries that find no series:\n" + "\n".join(empty())) from None
 
     def value(q):
         found = query(prometheus, q)
