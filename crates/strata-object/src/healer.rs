@@ -476,7 +476,11 @@ impl ObjectLayer {
 
     /// Saves the healer's state (queue, scan progress) on a few drives.
     async fn save_heal_state(&self) {
-        let Ok(bytes) = serde_json::to_vec(&self.healer.snapshot()) else { return };
+        self.save_heal_snapshot(&self.healer.snapshot()).await
+    }
+
+    async fn save_heal_snapshot(&self, snapshot: &Saved) {
+        let Ok(bytes) = serde_json::to_vec(snapshot) else { return };
         let drives: Vec<_> =
             self.all_sets().flat_map(|s| s.drives.iter().flatten()).take(STATE_COPIES).collect();
         for d in drives {
@@ -823,17 +827,23 @@ impl ObjectLayer {
                 s.orphan_bytes_removed += bytes;
             });
         }
-        h.update(|s| {
+        let finished = now_secs();
+        let finish = |s: &mut ScanProgress| {
             s.state = "idle".into();
-            s.finished = Some(now_secs());
+            s.finished = Some(finished);
             // Objects deleted while the scan ran were counted but not scanned.
             s.objects_total = s.objects_scanned;
             s.bytes_total = s.bytes_scanned;
             for set in s.sets.values_mut() {
                 set.objects_total = set.objects_scanned;
             }
-        });
-        self.save_heal_state().await;
+        };
+        // The end is saved before the status says idle, and the scan lock goes with that word:
+        // a scan asked for once the status reads idle starts at once rather than queueing.
+        let mut ended = h.snapshot();
+        finish(&mut ended.scan);
+        self.save_heal_snapshot(&ended).await;
+        h.update(finish);
     }
 
     /// Calls `f(page)` with every key any drive holds under `prefix` after `after`, with the
