@@ -7,8 +7,12 @@
 //! decision still follows the interleaving of tasks). Rules are checked first, in the order they
 //! were added; the first that fires decides.
 //!
-//! A fault acts before the operation reaches the inner drive: a failed operation never happened
-//! there, a delayed or hung one happens after its wait. A hang lasts until the test calls
+//! Most faults act before the operation reaches the inner drive: a failed operation never
+//! happened there, a delayed or hung one happens after its wait. Three act after the fact, on
+//! drive calls ([`Drive::call`]), as a drive across a network can: the call is applied and its
+//! answer lost ([`Fault::LoseAnswer`]), applied and answered late ([`Fault::AnswerLate`]), or
+//! applied late, after the caller may have given up on it ([`Fault::LandLate`]: the call runs
+//! in a task of its own, so it lands even when the caller's future is dropped at a time-out). A hang lasts until the test calls
 //! [`FaultyDrive::clear`] (or forever): the caller must give up on it, which is what per-drive
 //! time-outs are for. A cut write ([`Fault::CutAfter`]) stores at most its byte budget in the
 //! shard file (the frame that crosses it is written short) and fails from there on, as a full or
@@ -132,6 +136,14 @@ pub enum Fault {
     /// flipped and the write reports success, as a drive that acknowledges what it did not store.
     /// Elsewhere it is no fault.
     Lie,
+    /// Drive calls only: the call is applied, and the caller gets an I/O error instead of its
+    /// answer.
+    LoseAnswer,
+    /// Drive calls only: the call is applied at once and answered this much later.
+    AnswerLate(Duration),
+    /// Drive calls only: the call is applied this much later, whether or not the caller still
+    /// waits for it (see [`FaultyDrive::landed_late`]).
+    LandLate(Duration),
 }
 
 /// An explicit fault: which operations, what, and on which of their calls.
@@ -209,6 +221,10 @@ struct Shared {
     /// Bumped by `clear`: hung operations wait for a change.
     release: watch::Sender<u64>,
     injected: AtomicU64,
+    /// Calls a [`Fault::LandLate`] delayed, and those of them applied (after their wait),
+    /// answered or not.
+    late: AtomicU64,
+    landed_late: AtomicU64,
 }
 
 /// A decision for one call.
@@ -218,6 +234,16 @@ enum Action {
     Delay(Duration),
     Hang(watch::Receiver<u64>),
     Twist(WriteTwist),
+    After(AfterFault),
+}
+
+/// What a fault does to a drive call after (or instead of) its wait: see [`Fault::LoseAnswer`],
+/// [`Fault::AnswerLate`], [`Fault::LandLate`].
+#[derive(Debug, Clone, Copy)]
+enum AfterFault {
+    LoseAnswer,
+    AnswerLate(Duration),
+    LandLate(Duration),
 }
 
 /// What a fault does to a shard write that goes ahead.
@@ -242,7 +268,13 @@ impl FaultyDrive {
         let state = State { rules: Vec::new(), chaos: None };
         Self {
             inner,
-            shared: Arc::new(Shared { state: Mutex::new(state), release, injected: AtomicU64::new(0) }),
+            shared: Arc::new(Shared {
+                state: Mutex::new(state),
+                release,
+                injected: AtomicU64::new(0),
+                late: AtomicU64::new(0),
+                landed_late: AtomicU64::new(0),
+            }),
         }
     }
 
@@ -280,6 +312,16 @@ impl FaultyDrive {
     /// Faults injected so far (every kind).
     pub fn faults_injected(&self) -> u64 {
         self.shared.injected.load(Ordering::Relaxed)
+    }
+
+    /// Calls a [`Fault::LandLate`] delayed that have now been applied.
+    pub fn landed_late(&self) -> u64 {
+        self.shared.landed_late.load(Ordering::Relaxed)
+    }
+
+    /// Calls a [`Fault::LandLate`] delayed that have not been applied yet.
+    pub fn late_in_flight(&self) -> u64 {
+        self.shared.late.load(Ordering::Relaxed) - self.landed_late()
     }
 
     async fn inject(&self, op: Op) -> DriveResult<()> {
@@ -335,6 +377,9 @@ impl Shared {
             Fault::Hang => Action::Hang(self.release.subscribe()),
             Fault::CutAfter(n) if op == Op::WriteFrame => Action::Twist(WriteTwist::Cut(n)),
             Fault::Lie if op == Op::WriteFrame => Action::Twist(WriteTwist::Lie),
+            Fault::LoseAnswer => Action::After(AfterFault::LoseAnswer),
+            Fault::AnswerLate(d) => Action::After(AfterFault::AnswerLate(d)),
+            Fault::LandLate(d) => Action::After(AfterFault::LandLate(d)),
             Fault::CutAfter(_) | Fault::Lie => return None,
         };
         self.injected.fetch_add(1, Ordering::Relaxed);
@@ -342,10 +387,18 @@ impl Shared {
     }
 
     /// Applies the fault drawn for `op`, if any: `Err` for a failure; `Ok(Some(_))` for what a
-    /// shard write must do to its frame.
+    /// shard write must do to its frame. Faults after the fact are no fault here.
     async fn inject(&self, op: Op) -> DriveResult<Option<WriteTwist>> {
+        match self.inject_call(op).await? {
+            Injected::Twist(t) => Ok(Some(t)),
+            Injected::None | Injected::After(_) => Ok(None),
+        }
+    }
+
+    /// [`Self::inject`] for a drive call, which may also meet a fault after the fact.
+    async fn inject_call(&self, op: Op) -> DriveResult<Injected> {
         match self.decide(op) {
-            None => Ok(None),
+            None => Ok(Injected::None),
             Some(Action::Fail) => {
                 Err(DriveError::Io(std::io::Error::other(format!("injected fault: {op:?}"))))
             }
@@ -354,18 +407,26 @@ impl Shared {
             }
             Some(Action::Delay(d)) => {
                 tokio::time::sleep(d).await;
-                Ok(None)
+                Ok(Injected::None)
             }
             Some(Action::Hang(mut release)) => {
                 // Err: the sender is gone (never, while the drive lives); then hang for good.
                 if release.changed().await.is_err() {
                     std::future::pending::<()>().await;
                 }
-                Ok(None)
+                Ok(Injected::None)
             }
-            Some(Action::Twist(t)) => Ok(Some(t)),
+            Some(Action::Twist(t)) => Ok(Injected::Twist(t)),
+            Some(Action::After(a)) => Ok(Injected::After(a)),
         }
     }
+}
+
+/// What a call meets once its wait, if any, is over.
+enum Injected {
+    None,
+    Twist(WriteTwist),
+    After(AfterFault),
 }
 
 struct FaultyWriter {
@@ -441,8 +502,36 @@ impl Drive for FaultyDrive {
     }
 
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
-        self.inject(Op::of(&call)).await?;
-        self.inner.call(ctx, call).await
+        let op = Op::of(&call);
+        let after = match self.shared.inject_call(op).await? {
+            Injected::After(a) => a,
+            Injected::None | Injected::Twist(_) => return self.inner.call(ctx, call).await,
+        };
+        match after {
+            AfterFault::LoseAnswer => {
+                let applied = self.inner.call(ctx, call).await;
+                tracing::debug!(?op, ok = applied.is_ok(), "injected fault: answer lost");
+                Err(DriveError::Io(std::io::Error::other(format!(
+                    "injected fault: the answer to {op:?} was lost"
+                ))))
+            }
+            AfterFault::AnswerLate(d) => {
+                let answer = self.inner.call(ctx, call).await;
+                tokio::time::sleep(d).await;
+                answer
+            }
+            AfterFault::LandLate(d) => {
+                let (inner, shared) = (self.inner.clone(), self.shared.clone());
+                shared.late.fetch_add(1, Ordering::Relaxed);
+                let landing = tokio::spawn(async move {
+                    tokio::time::sleep(d).await;
+                    let answer = inner.call(ctx, call).await;
+                    shared.landed_late.fetch_add(1, Ordering::Relaxed);
+                    answer
+                });
+                landing.await.unwrap_or_else(|e| Err(DriveError::Stopped(format!("a late call failed: {e}"))))
+            }
+        }
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
@@ -457,7 +546,7 @@ impl Drive for FaultyDrive {
         Ok(Box::new(FaultyReader { inner, shared: self.shared.clone() }))
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<crate::CommitTotals> {
         self.inner.commit_totals()
     }
 }
