@@ -129,9 +129,10 @@ pub async fn refresh(
             m.drive_free_bytes.get_or_create(&labels).set(clamp(info.free_bytes));
             m.drive_total_inodes.get_or_create(&labels).set(clamp(info.total_inodes));
             m.drive_free_inodes.get_or_create(&labels).set(clamp(info.free_inodes));
-            if let Some((commits, changes)) = drive.as_ref().and_then(|d| d.commit_totals()) {
-                advance(&m.drive_index_commits.get_or_create(&labels), commits);
-                advance(&m.drive_index_changes.get_or_create(&labels), changes);
+            if let Some(t) = drive.as_ref().and_then(|d| d.commit_totals()) {
+                advance(&m.drive_index_commits.get_or_create(&labels), t.commits);
+                advance(&m.drive_index_changes.get_or_create(&labels), t.changes);
+                advance(&m.drive_late_changes_refused.get_or_create(&labels), t.refused_late);
             }
         }
     }

@@ -46,6 +46,17 @@ pub use local::{LocalDrive, OpenError, OpenOptions};
 pub use metered::{DriveObserver, Metered};
 pub use versions::{version_rank, RANK_LEN};
 
+/// A drive's commit counters, for metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitTotals {
+    /// Durable metadata transactions (group commits).
+    pub commits: u64,
+    /// Changes those commits applied.
+    pub changes: u64,
+    /// Changes refused because their operation had ended before they arrived (late ones).
+    pub refused_late: u64,
+}
+
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.
 ///
 /// The first six say the drive could not serve this call at all (see
@@ -305,8 +316,8 @@ pub trait Drive: Send + Sync + Debug {
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
     async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>>;
 
-    /// Group-commit totals (commits, changes) for metrics, when the drive keeps them.
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    /// Commit counters for metrics, when the drive keeps them.
+    fn commit_totals(&self) -> Option<crate::CommitTotals> {
         None
     }
 }
@@ -343,7 +354,7 @@ impl Drive for Fenced {
         self.inner.open_shard_file(data_id).await
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<crate::CommitTotals> {
         self.inner.commit_totals()
     }
 }

@@ -3,10 +3,11 @@
 //! Blocking filesystem and index calls run on tokio's blocking pool, never on the async
 //! core threads.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -20,7 +21,7 @@ use crate::{
     CallContext, DiskInfo, Drive, DriveCall, DriveError, DriveReply, DriveResult, ListEntry, ListQuery,
     ShardReader, ShardWriter, UploadsQuery,
 };
-use strata_types::limits::DRIVE_ONLINE_RECHECK;
+use strata_types::limits::{DRIVE_ONLINE_RECHECK, ENDED_OPS_MAX, ENDED_OP_MEMORY};
 
 const SYS_DIR: &str = ".strata.sys";
 const FORMAT_FILE: &str = "format.json";
@@ -40,10 +41,10 @@ pub struct LocalDrive {
     data: PathBuf,
     /// Swapped for a new one when a wiped drive is formatted again in its slot.
     index: std::sync::RwLock<Arc<Index>>,
-    /// Changes committed but not yet finished: what to free or undo (see [`DriveCall::FinishOp`](crate::DriveCall::FinishOp)).
-    pending: Mutex<HashMap<Uuid, PendingOp>>,
-    /// Part commits not yet ended, by operation: what each replaced.
-    pending_parts: Mutex<HashMap<Uuid, PendingPart>>,
+    /// Changes committed and not yet finished, and operations ended before their change came.
+    ops: Mutex<Ops>,
+    /// Changes refused because their operation ended before they arrived.
+    refused_late: std::sync::atomic::AtomicU64,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
     /// The drive's folder, held under an exclusive lock while the drive is open.
@@ -151,6 +152,52 @@ struct PendingOp {
     displaced: Vec<ObjectVersion>,
 }
 
+/// The operations a drive is part of, under one lock so that a change and the end of its
+/// operation meet in one order whichever arrives first.
+///
+/// A caller ends an operation (kept or undone, [`DriveCall::FinishOp`](crate::DriveCall::FinishOp))
+/// on every drive it sent the change to, including drives that did not answer: the change may
+/// have been applied with its answer lost, or may still be on its way. A change that arrives
+/// after its operation ended is refused, and one that was being applied as the end came is
+/// ended at once as told; so a write that failed never comes back later on a late drive, and a
+/// late change never replaces a newer one. Ended operations are remembered for
+/// [`ENDED_OP_MEMORY`] (at most [`ENDED_OPS_MAX`]): far longer than a change can wait in
+/// flight, since every caller gives up within its per-drive time-out.
+#[derive(Default)]
+struct Ops {
+    /// Version changes: what to free or undo.
+    versions: HashMap<Uuid, PendingOp>,
+    /// Part commits: what each replaced.
+    parts: HashMap<Uuid, PendingPart>,
+    /// Operations ended before (or while) their change arrived: kept or undone.
+    ended: HashMap<Uuid, bool>,
+    /// `ended` oldest first, for forgetting.
+    ended_order: VecDeque<(Instant, Uuid)>,
+}
+
+impl Ops {
+    /// Remembers that `op` ended (`keep`) before its change came, forgetting the oldest ends.
+    fn end_early(&mut self, op: Uuid, keep: bool) {
+        let now = Instant::now();
+        while let Some((at, old)) = self.ended_order.front().copied() {
+            if self.ended_order.len() < ENDED_OPS_MAX && now.duration_since(at) < ENDED_OP_MEMORY {
+                break;
+            }
+            self.ended_order.pop_front();
+            self.ended.remove(&old);
+        }
+        if self.ended.insert(op, keep).is_none() {
+            self.ended_order.push_back((now, op));
+        }
+    }
+}
+
+/// The refusal of a change whose operation ended before it came.
+fn ended_before(op: Uuid, keep: bool) -> DriveError {
+    let outcome = if keep { "kept without it" } else { "undone" };
+    DriveError::Refused(format!("operation {op} ended ({outcome}) before this change arrived"))
+}
+
 impl std::fmt::Debug for LocalDrive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LocalDrive({})", self.endpoint)
@@ -172,8 +219,31 @@ impl LocalDrive {
     /// Changes committed and not yet finished by [`DriveCall::FinishOp`](crate::DriveCall::FinishOp) (for tests: every commit
     /// is finished, kept or undone, so this returns to its baseline once requests are done).
     pub fn pending_count(&self) -> usize {
-        self.pending.lock().map(|p| p.len()).unwrap_or(0)
-            + self.pending_parts.lock().map(|p| p.len()).unwrap_or(0)
+        self.ops.lock().map(|o| o.versions.len() + o.parts.len()).unwrap_or(0)
+    }
+
+    /// Refuses a change of an operation that already ended (see [`Ops`]).
+    fn refuse_ended(&self, op: Uuid) -> DriveResult<()> {
+        match self.ops.lock().ok().and_then(|o| o.ended.get(&op).copied()) {
+            Some(keep) => Err(self.refused_late(op, keep)),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts, logs and answers the refusal of a change that came after its operation ended.
+    fn refused_late(&self, op: Uuid, keep: bool) -> DriveError {
+        self.refused_late.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let e = ended_before(op, keep);
+        tracing::warn!(drive = %self.endpoint, error = %e, "a late change was refused");
+        e
+    }
+
+    /// After a change of `op` was applied: if the operation ended meanwhile, ends it now as
+    /// told and refuses the change.
+    async fn settle_late(&self, op: Uuid, ended: Option<bool>) -> DriveResult<()> {
+        let Some(keep) = ended else { return Ok(()) };
+        self.finish_op(op, keep).await;
+        Err(self.refused_late(op, keep))
     }
 
     fn index(&self) -> Arc<Index> {
@@ -222,11 +292,9 @@ impl LocalDrive {
         let index =
             Index::open(self.fs.clone(), &self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
         write_file_durably(self.fs.as_ref(), &self.sys.join(FORMAT_FILE), format)?;
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.clear();
-        }
-        if let Ok(mut pending) = self.pending_parts.lock() {
-            pending.clear();
+        if let Ok(mut ops) = self.ops.lock() {
+            ops.versions.clear();
+            ops.parts.clear();
         }
         match self.index.write() {
             Ok(mut i) => *i = Arc::new(index),
@@ -292,8 +360,8 @@ impl LocalDrive {
             tmp,
             data,
             index: std::sync::RwLock::new(Arc::new(index)),
-            pending: Mutex::new(HashMap::new()),
-            pending_parts: Mutex::new(HashMap::new()),
+            ops: Mutex::new(Ops::default()),
+            refused_late: Default::default(),
             index_rebuilt,
             _lock: lock,
         })
@@ -303,22 +371,29 @@ impl LocalDrive {
     /// change of the same operation on the same object (a version stamped again) replaces the
     /// first one's version: the operation still displaces what the first change displaced, and
     /// the first change's own version, displaced by the second, is no longer part of it.
-    fn remember(
+    ///
+    /// Then settles the change if its operation ended while it was applied ([`Self::settle_late`]).
+    async fn remember(
         &self,
         op: Uuid,
         bucket: &str,
         key: &str,
         added: Option<ObjectVersion>,
         mut displaced: Vec<ObjectVersion>,
-    ) {
-        let Ok(mut pending) = self.pending.lock() else { return };
-        if let Some(earlier) = pending.remove(&op).filter(|p| p.bucket == bucket && p.key == key) {
-            if let Some(first) = &earlier.added {
-                displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
+    ) -> DriveResult<()> {
+        let ended = {
+            let Ok(mut ops) = self.ops.lock() else { return Ok(()) };
+            if let Some(earlier) = ops.versions.remove(&op).filter(|p| p.bucket == bucket && p.key == key) {
+                if let Some(first) = &earlier.added {
+                    displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
+                }
+                displaced.extend(earlier.displaced);
             }
-            displaced.extend(earlier.displaced);
-        }
-        pending.insert(op, PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced });
+            let pending = PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced };
+            ops.versions.insert(op, pending);
+            ops.ended.get(&op).copied()
+        };
+        self.settle_late(op, ended).await
     }
 
     /// Group-commit counters of this drive's index.
@@ -689,6 +764,7 @@ impl LocalDrive {
         op: Uuid,
         newest: bool,
     ) -> DriveResult<()> {
+        self.refuse_ended(op)?;
         let moved: Vec<(PathBuf, PathBuf)> = match version.data {
             DataLocation::File(id) => {
                 let from = self.tmp.join(id.simple().to_string());
@@ -742,10 +818,7 @@ impl LocalDrive {
         };
         let placed: Vec<PathBuf> = moved.iter().map(|(_, to)| to.clone()).collect();
         match self.index().apply_after_syncing(change, parents(&placed)).await {
-            Ok(displaced) => {
-                self.remember(op, bucket, key, Some(version), displaced);
-                Ok(())
-            }
+            Ok(displaced) => self.remember(op, bucket, key, Some(version), displaced).await,
             Err(e @ DriveError::NotNewest { .. }) => {
                 // Refused before any change: the data waits in temp for the restamped commit.
                 for (from, to) in moved {
@@ -769,6 +842,7 @@ impl LocalDrive {
         version: ObjectVersion,
         op: Uuid,
     ) -> DriveResult<()> {
+        self.refuse_ended(op)?;
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::PutVersion {
             bucket: bucket.to_owned(),
@@ -778,8 +852,7 @@ impl LocalDrive {
             newest: false,
         };
         let displaced = self.index().apply(change).await?;
-        self.remember(op, bucket, key, Some(version), displaced);
-        Ok(())
+        self.remember(op, bucket, key, Some(version), displaced).await
     }
 
     pub async fn delete_version(
@@ -789,15 +862,23 @@ impl LocalDrive {
         version_id: Option<Uuid>,
         op: Uuid,
     ) -> DriveResult<()> {
+        self.refuse_ended(op)?;
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
         let displaced = self.index().apply(change).await?;
-        self.remember(op, bucket, key, None, displaced);
-        Ok(())
+        self.remember(op, bucket, key, None, displaced).await
     }
 
     pub async fn finish_op(&self, op: Uuid, keep: bool) {
-        if let Some(p) = self.pending_parts.lock().ok().and_then(|mut p| p.remove(&op)) {
+        let (part, pending) = {
+            let Ok(mut ops) = self.ops.lock() else { return };
+            let (part, pending) = (ops.parts.remove(&op), ops.versions.remove(&op));
+            if part.is_none() && pending.is_none() {
+                ops.end_early(op, keep);
+            }
+            (part, pending)
+        };
+        if let Some(p) = part {
             let change = Change::EndPart {
                 bucket: p.bucket,
                 key: p.key,
@@ -812,7 +893,6 @@ impl LocalDrive {
             }
             return;
         }
-        let pending = self.pending.lock().ok().and_then(|mut p| p.remove(&op));
         let Some(p) = pending else { return };
         let change = if keep {
             let kept_id = p.added.as_ref().map(|v| v.data.data_id());
@@ -863,6 +943,7 @@ impl LocalDrive {
         part: PartInfo,
         op: Uuid,
     ) -> DriveResult<()> {
+        self.refuse_ended(op)?;
         let from = self.tmp.join(part.data_id.simple().to_string());
         let to = data_path(&self.data, part.data_id);
         let ((fs, sys), moved_to, index) = (self.at(), to.clone(), self.index());
@@ -887,18 +968,20 @@ impl LocalDrive {
             .apply_after_syncing(change, parents(std::slice::from_ref(&moved_to)))
             .await
             .map(drop);
-        match &result {
+        match result {
             Ok(()) => {
-                if let Ok(mut pending) = self.pending_parts.lock() {
+                let ended = self.ops.lock().ok().and_then(|mut ops| {
                     let (bucket, key) = (bucket.to_owned(), key.to_owned());
-                    pending.insert(op, PendingPart { bucket, key, upload_id, number, new_data, old });
-                }
+                    ops.parts.insert(op, PendingPart { bucket, key, upload_id, number, new_data, old });
+                    ops.ended.get(&op).copied()
+                });
+                self.settle_late(op, ended).await
             }
-            Err(_) => {
+            Err(e) => {
                 let _ = self.fs.remove_file(&moved_to);
+                Err(e)
             }
         }
-        result
     }
 
     pub async fn list_parts(&self, upload_id: Uuid) -> DriveResult<Vec<PartInfo>> {
@@ -914,6 +997,7 @@ impl LocalDrive {
         version: ObjectVersion,
         op: Uuid,
     ) -> DriveResult<()> {
+        self.refuse_ended(op)?;
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::CompleteUpload {
             bucket: bucket.to_owned(),
@@ -922,8 +1006,7 @@ impl LocalDrive {
             version: Box::new(version.clone()),
         };
         let displaced = self.index().apply(change).await?;
-        self.remember(op, bucket, key, Some(version), displaced);
-        Ok(())
+        self.remember(op, bucket, key, Some(version), displaced).await
     }
 
     pub async fn drop_upload(
@@ -1004,13 +1087,15 @@ impl Drive for LocalDrive {
         &self.endpoint
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<crate::CommitTotals> {
         let index = self.index();
         let s = index.stats();
-        Some((
-            s.commits.load(std::sync::atomic::Ordering::Relaxed),
-            s.changes.load(std::sync::atomic::Ordering::Relaxed),
-        ))
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        Some(crate::CommitTotals {
+            commits: load(&s.commits),
+            changes: load(&s.changes),
+            refused_late: load(&self.refused_late),
+        })
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {

@@ -113,7 +113,7 @@ impl Drive for Metered {
         Ok(Box::new(MeteredReader { inner, probe: self.probe.clone() }))
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<crate::CommitTotals> {
         self.inner.commit_totals()
     }
 }

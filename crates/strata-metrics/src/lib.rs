@@ -77,6 +77,7 @@ pub struct Metrics {
     pub drive_free_inodes: Family<DriveLabels, Gauge>,
     pub drive_index_commits: Family<DriveLabels, Counter>,
     pub drive_index_changes: Family<DriveLabels, Counter>,
+    pub drive_late_changes_refused: Family<DriveLabels, Counter>,
     pub drive_operation_duration: Family<DriveOpLabels, Histogram>,
     pub drive_operation_errors: Family<DriveOpLabels, Counter>,
     pub heal_objects_scanned: Counter,
@@ -177,6 +178,12 @@ impl Metrics {
             "strata_drive_index_changes",
             "Metadata changes applied by those commits",
             drive_index_changes.clone(),
+        );
+        let drive_late_changes_refused = Family::<DriveLabels, Counter>::default();
+        r.register(
+            "strata_drive_late_changes_refused",
+            "Changes refused because their operation had ended (failed or kept without this drive) before they arrived",
+            drive_late_changes_refused.clone(),
         );
         let set = |r: &mut Registry, name: &str, help: &str| {
             let f = Family::<SetLabels, Gauge>::default();
@@ -345,6 +352,7 @@ impl Metrics {
             drive_free_inodes,
             drive_index_commits,
             drive_index_changes,
+            drive_late_changes_refused,
             drive_operation_duration,
             drive_operation_errors,
             heal_objects_scanned,

@@ -319,7 +319,7 @@ impl ObjectLayer {
             // Kept, the parts this one replaced are freed; without a quorum, every drive that took
             // it puts back the part it replaced (the one acknowledged before), under the lock.
             let kept = reduce_writes(&results, quorum).is_ok();
-            finish_op(&drives, &results, op, kept).await;
+            finish_op(&drives, op, kept).await;
             drop(guard);
             if !kept {
                 join_all(drives.iter().flatten().map(|d| d.abort_shard_file(committed.data_id))).await;

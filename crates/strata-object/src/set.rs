@@ -279,7 +279,7 @@ pub(crate) type CommitFn =
     Box<dyn Fn(usize, Arc<dyn Drive>) -> BoxFuture<'static, DriveResult<()>> + Send + Sync>;
 
 /// Applies a change on every drive (`commit`), reduces the answers with `quorum`, and ends `op`
-/// on the drives that applied it: kept with a quorum, undone without. Runs to completion in its
+/// on every drive it went to: kept with a quorum, undone without. Runs to completion in its
 /// own task (see [`to_completion`]), holding `guard` (the object's lock) until the undo is done;
 /// the changes carry the lock's fence ([`LockGuard::fenced`]).
 pub(crate) async fn commit_on_quorum(
@@ -338,7 +338,6 @@ pub(crate) async fn commit_stamped(
                 _ => None,
             })
             .max();
-        let mut applied: Vec<bool> = results.iter().map(Result::is_ok).collect();
         let mut stamp = first;
         if let Some(newest) = newest {
             stamp = stamps.after(Some(newest));
@@ -367,18 +366,17 @@ pub(crate) async fn commit_stamped(
                 }
             }))
             .await;
-            for ((slot, took), answer) in results.iter_mut().zip(&mut applied).zip(answers) {
+            for (slot, answer) in results.iter_mut().zip(answers) {
                 if let Some(answer) = answer {
                     // A drive that took the first stamp and not the second still holds the
-                    // version stamped too early: its operation is ended like the others (kept,
-                    // a heal brings the agreed stamp; or undone), but it does not count.
-                    *took |= answer.is_ok();
+                    // version stamped too early: its operation is ended like every drive's
+                    // (kept, a heal brings the agreed stamp; or undone), but it does not count.
                     *slot = answer;
                 }
             }
         }
         let outcome = reduce_writes(&results, quorum);
-        finish_applied(&drives, &applied, op, outcome.is_ok()).await;
+        finish_op(&drives, op, outcome.is_ok()).await;
         drop(guard);
         (results, outcome.map(|()| stamp))
     })
@@ -412,29 +410,22 @@ pub(crate) async fn apply_and_finish(
 ) -> (Vec<DriveResult<()>>, Result<(), ObjectError>) {
     let results = on_each(drives, |pos, d| commit(pos, d)).await;
     let outcome = reduce_writes(&results, quorum);
-    finish_op(drives, &results, op, outcome.is_ok()).await;
+    finish_op(drives, op, outcome.is_ok()).await;
     (results, outcome)
 }
 
-/// Ends operation `op` on the drives that applied it: frees what it displaced when it met its
-/// quorum (in the background: the client need not wait), undoes it otherwise (before answering,
-/// so a failed write or delete never replaces what was there).
-pub(crate) async fn finish_op(
-    drives: &Drives,
-    results: &[Result<(), DriveError>],
-    op: uuid::Uuid,
-    keep: bool,
-) {
-    let applied: Vec<bool> = results.iter().map(Result::is_ok).collect();
-    finish_applied(drives, &applied, op, keep).await
-}
-
-/// [`finish_op`] on the drives marked in `applied`.
-async fn finish_applied(drives: &Drives, applied: &[bool], op: uuid::Uuid, keep: bool) {
-    let applied: Vec<Arc<dyn Drive>> =
-        drives.iter().zip(applied).filter(|(_, a)| **a).filter_map(|(d, _)| d.clone()).collect();
+/// Ends operation `op` on every drive the change went to: frees what it displaced when it met
+/// its quorum (in the background: the client need not wait), undoes it otherwise (before
+/// answering, so a failed write or delete never replaces what was there, not even for a
+/// moment). The drives that did not answer yes are told too: a drive may have applied the
+/// change and lost its answer, or may be applying it late, after this caller gave up; told
+/// first, it refuses the change when it comes (see `LocalDrive`'s record of ended operations).
+/// So a write that failed never surfaces later on a late drive, and a late change never
+/// replaces a newer one.
+pub(crate) async fn finish_op(drives: &Drives, op: uuid::Uuid, keep: bool) {
+    let told: Vec<Arc<dyn Drive>> = drives.iter().flatten().cloned().collect();
     let work = async move {
-        join_all(applied.iter().map(|d| d.finish_op(op, keep))).await;
+        join_all(told.iter().map(|d| d.finish_op(op, keep))).await;
     };
     if keep {
         tokio::spawn(work);

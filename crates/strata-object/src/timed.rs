@@ -121,7 +121,7 @@ impl Drive for Timed {
         Ok(Box::new(TimedReader { inner, endpoint, timeout: self.timeout }))
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<strata_drive::CommitTotals> {
         self.inner.commit_totals()
     }
 }

@@ -202,9 +202,13 @@ async fn write(
 
 /// Every write path with faults on up to parity drives succeeds; with faults on more it fails,
 /// and the old object is intact; either way nothing stays pending and no temp file is left.
-/// Faults: every operation failing, only commits failing, only commits hanging. Five drives
-/// (3+2): the write quorum is the data count, so a write survives as many faults as there are
-/// parity drives (in a 2+2 set the quorum is 3).
+/// Faults: every operation failing, only commits failing, only commits hanging, commits applied
+/// with their answers lost, and commits landing after the caller's time-out. Five drives (3+2):
+/// the write quorum is the data count, so a write survives as many faults as there are parity
+/// drives (in a 2+2 set the quorum is 3).
+///
+/// With faults after the fact, a failed write must not come back: not once the late changes
+/// have landed, and not after a heal of the key (which would spread a version a drive kept).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_write_path_survives_parity_faults_and_fails_cleanly_beyond() {
     let paths = [
@@ -215,10 +219,21 @@ async fn every_write_path_survives_parity_faults_and_fails_cleanly_beyond() {
         WritePath::Delete,
         WritePath::Tags,
     ];
-    let modes: [(&str, Vec<Rule>); 3] = [
+    // The changes themselves (not the calls that end them) for the late ones: an end that
+    // lands late is a different fault, covered by the lost answers.
+    let changes = Op::COMMITS.iter().filter(|&&op| op != Op::FinishOp);
+    let modes: [(&str, Vec<Rule>); 5] = [
         ("every operation fails", vec![Rule::every(Fault::Fail)]),
         ("commits fail", Op::COMMITS.iter().map(|&op| Rule::new(op, Fault::Fail)).collect()),
         ("commits hang", Op::COMMITS.iter().map(|&op| Rule::new(op, Fault::Hang)).collect()),
+        (
+            "commits applied, answers lost",
+            Op::COMMITS.iter().map(|&op| Rule::new(op, Fault::LoseAnswer)).collect(),
+        ),
+        (
+            "commits land after the time-out",
+            changes.map(|&op| Rule::new(op, Fault::LandLate(Duration::from_millis(700)))).collect(),
+        ),
     ];
     let mut cases = 0;
     for (mode, rules) in &modes {
@@ -254,6 +269,7 @@ async fn every_write_path_survives_parity_faults_and_fails_cleanly_beyond() {
                 .await
                 .unwrap_or_else(|_| panic!("{mode}, {path:?}, {faulty} drives: the write hung"));
                 rig.clear_faults();
+                wait_late_landed(&rig, &format!("{mode}, {path:?}, {faulty} drives")).await;
                 let now = value(&rig.layer, &key).await;
                 if faulty <= 2 {
                     let want = outcome.unwrap_or_else(|e| panic!("{mode}, {path:?}, {faulty} drives: {e}"));
@@ -263,11 +279,28 @@ async fn every_write_path_survives_parity_faults_and_fails_cleanly_beyond() {
                     assert!(now == before, "{mode}, {path:?}, {faulty} drives: the old value is not intact");
                 }
                 settle(&rig, &format!("{mode}, {path:?}, {faulty} drives")).await;
+                if faulty > 2 {
+                    rig.layer.heal_object("b", &key, false).await.expect("heal");
+                    let healed = value(&rig.layer, &key).await;
+                    assert!(
+                        healed == before,
+                        "{mode}, {path:?}, {faulty} drives: the failed write came back in a heal"
+                    );
+                }
                 cases += 1;
             }
         }
     }
-    assert_eq!(cases, 36);
+    assert_eq!(cases, 60);
+}
+
+/// Waits (bounded) until every change a fault delayed past its caller has landed.
+async fn wait_late_landed(rig: &Rig, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while rig.faulty.iter().any(|d| d.late_in_flight() > 0) {
+        assert!(Instant::now() < deadline, "{what}: late changes never landed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits (bounded) until no change is pending and no temp file is left on any drive.
@@ -385,4 +418,35 @@ async fn concurrent_heals_of_one_object_all_succeed() {
         rig.clear_faults();
     }
     assert_eq!(rig.temp_files(), 0, "a heal left a temp file");
+}
+
+/// An acknowledged change is never overtaken by an earlier one that lands late. A tag update
+/// meets its quorum while two drives of five take it only after the caller's time-out; a second
+/// update is acknowledged on every drive; then the first lands on those two. They must refuse it
+/// (the first's operation was ended, kept, without them), so every drive, a GET and a heal show
+/// the second update's tags.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_change_never_overtakes_a_later_acknowledged_one() {
+    let rig = Rig::with_time_out(5, Duration::from_millis(300)).await;
+    let data = pattern(200_000, 3);
+    rig.layer.put_object("b", "k", &mut body(&data), PutOptions::default()).await.expect("put");
+    let tags = |v: &str| BTreeMap::from([("t".to_owned(), v.to_owned())]);
+    for d in &rig.faulty[..2] {
+        d.add_rule(Rule::new(Op::UpdateVersion, Fault::LandLate(Duration::from_millis(800))).times(1));
+    }
+    rig.layer.put_object_tags("b", "k", tags("first")).await.expect("the first update meets its quorum");
+    rig.layer.put_object_tags("b", "k", tags("second")).await.expect("the second update");
+    assert!(rig.faulty[..2].iter().all(|d| d.late_in_flight() == 1), "the first update is still on its way");
+    wait_late_landed(&rig, "the first update").await;
+    let refused: Vec<u64> =
+        rig.local.iter().map(|d| d.commit_totals().map_or(0, |t| t.refused_late)).collect();
+    assert_eq!(refused, [1, 1, 0, 0, 0], "each late drive refused the late update once (the metric)");
+    for (i, d) in rig.local.iter().enumerate() {
+        let (record, _) = d.read_record("b", "k", false).await.expect("record");
+        assert_eq!(record.versions[0].tags, tags("second"), "drive {i} holds the late update's tags");
+    }
+    assert_eq!(value(&rig.layer, "k").await, Some((data.to_vec(), tags("second"))));
+    rig.layer.heal_object("b", "k", false).await.expect("heal");
+    assert_eq!(value(&rig.layer, "k").await, Some((data.to_vec(), tags("second"))));
+    settle(&rig, "after the late update").await;
 }

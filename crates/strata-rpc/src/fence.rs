@@ -66,7 +66,7 @@ impl Drive for FencedLocal {
         self.inner.open_shard_file(data_id).await
     }
 
-    fn commit_totals(&self) -> Option<(u64, u64)> {
+    fn commit_totals(&self) -> Option<strata_drive::CommitTotals> {
         self.inner.commit_totals()
     }
 }

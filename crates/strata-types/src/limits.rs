@@ -123,6 +123,17 @@ pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 /// time-out answers first; far longer than a sync of a group commit under load.
 pub const DRIVE_OP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// How long a drive remembers an operation that was ended (kept or undone) before its change
+/// arrived, to refuse the change if it comes later still: twenty times the longest a caller
+/// waits for a drive ([`DRIVE_OP_TIMEOUT`]), so a change delayed past its caller's time-out
+/// (a slow device, a network that held it) cannot come back as a write that failed.
+pub const ENDED_OP_MEMORY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// At most this many such operations are remembered per drive (about 3 MiB); the oldest are
+/// forgotten first. They are only the operations some drive failed to answer, so far fewer in
+/// practice.
+pub const ENDED_OPS_MAX: usize = 65_536;
+
 /// Concurrent S3 requests served before new ones get `503 SlowDown`. A request counts until its
 /// response body has been sent in full (a GET streaming to a slow reader still holds its slot
 /// and its buffers).
