@@ -215,6 +215,28 @@ impl DriveCall {
         )
     }
 
+    /// Calls that change what the drive holds (all but reads; the removal of a temp shard file
+    /// of a write that failed is not a change): refused while the drive's writes are stopped.
+    pub fn changes_drive(&self) -> bool {
+        use DriveCall as C;
+        !matches!(
+            self,
+            C::DiskInfo
+                | C::ReadFormat
+                | C::ReadState(_)
+                | C::ListBuckets
+                | C::StatBucket(_)
+                | C::ReadRecord { .. }
+                | C::ReadVersion { .. }
+                | C::ReadInline(_)
+                | C::AbortShard(_)
+                | C::ReadUpload { .. }
+                | C::ListParts(_)
+                | C::ListUploads { .. }
+                | C::List { .. }
+        )
+    }
+
     /// Calls whose caller waits for no answer (a lost one is as good as a failed one): not
     /// metered, and given up on like any other past a time-out.
     pub fn answers_nothing(&self) -> bool {

@@ -207,6 +207,9 @@ pub struct CommitStats {
     pub commits: AtomicU64,
     /// Changes applied (successfully or not) by those commits.
     pub changes: AtomicU64,
+    /// Commits that failed (a sync of the index's file, an I/O error): the index then refuses
+    /// every later write, and the drive takes none until the server restarts.
+    pub failed_commits: AtomicU64,
 }
 
 impl Index {
@@ -250,6 +253,13 @@ impl Index {
 
     pub fn stats(&self) -> &Arc<CommitStats> {
         &self.stats
+    }
+
+    /// Commits an empty write transaction, durably (a check that the index's file still syncs).
+    /// Blocking; it waits for a commit of the writer in progress.
+    pub fn probe_commit(&self) -> DriveResult<()> {
+        let txn = self.db.begin_write().map_err(index_err)?;
+        txn.commit().map_err(index_err)
     }
 
     pub async fn apply(&self, change: Change) -> DriveResult<Displaced> {
@@ -517,7 +527,10 @@ fn writer_loop(
             continue;
         }
         let mut freed_files = Vec::new();
-        let outcome = commit_batch(db, &mut batch, &mut freed_files);
+        let (outcome, committed) = commit_batch(db, &mut batch, &mut freed_files);
+        if !committed {
+            stats.failed_commits.fetch_add(1, Ordering::Relaxed);
+        }
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.changes.fetch_add(batch.len() as u64, Ordering::Relaxed);
         // Files go before the replies, so a change that frees data has freed it when it returns.
@@ -564,11 +577,15 @@ fn sync_dirs(fs: &dyn Fs, batch: Vec<Pending>) -> Vec<Pending> {
     kept
 }
 
-/// Applies a batch in one transaction; returns one result per change. When the commit itself
-/// fails, every change of the batch fails and no file is freed.
-fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> Vec<DriveResult<Displaced>> {
-    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> Vec<DriveResult<Displaced>> {
-        (0..n).map(|_| Err(index_err(e))).collect()
+/// Applies a batch in one transaction; returns one result per change, and whether the
+/// transaction committed. When it did not, every change of the batch fails and no file is freed.
+fn commit_batch(
+    db: &Database,
+    batch: &mut [Pending],
+    freed: &mut Vec<Uuid>,
+) -> (Vec<DriveResult<Displaced>>, bool) {
+    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> (Vec<DriveResult<Displaced>>, bool) {
+        ((0..n).map(|_| Err(index_err(e))).collect(), false)
     };
     let txn = match db.begin_write() {
         Ok(t) => t,
@@ -604,9 +621,12 @@ fn commit_batch(db: &Database, batch: &mut [Pending], freed: &mut Vec<Uuid>) -> 
     match txn.commit() {
         Ok(()) => {
             freed.extend(batch_freed);
-            results
+            (results, true)
         }
-        Err(e) => all_fail(&e, batch.len()),
+        Err(e) => {
+            tracing::error!(error = %e, "a commit of the metadata index failed: the drive takes no more writes");
+            all_fail(&e, batch.len())
+        }
     }
 }
 

@@ -23,11 +23,13 @@
 
 pub mod call;
 pub mod faulty;
+pub mod faulty_fs;
 pub mod fs;
 mod index;
 mod local;
 mod metered;
 pub mod sim;
+mod sync_watch;
 mod versions;
 
 use std::fmt::Debug;

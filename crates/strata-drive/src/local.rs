@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
+use crate::sync_watch::{Watched, WriteStop};
 use crate::{
     CallContext, DiskInfo, Drive, DriveCall, DriveError, DriveReply, DriveResult, ListEntry, ListQuery,
     ShardReader, ShardWriter, UploadsQuery,
@@ -45,6 +46,8 @@ pub struct LocalDrive {
     ops: Mutex<Ops>,
     /// Changes refused because their operation ended before they arrived.
     refused_late: std::sync::atomic::AtomicU64,
+    /// Set when a sync failed: the drive then takes no change until [`Self::check_writes`].
+    write_stop: Arc<WriteStop>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
     /// The drive's folder, held under an exclusive lock while the drive is open.
@@ -222,6 +225,53 @@ impl LocalDrive {
         self.ops.lock().map(|o| o.versions.len() + o.parts.len()).unwrap_or(0)
     }
 
+    /// Refuses every change while writes are stopped: a sync failed (see [`crate::sync_watch`]),
+    /// or the metadata index failed to commit (it then needs the server restarted to reopen it).
+    fn writable(&self) -> DriveResult<()> {
+        if let Some(why) = self.write_stop.reason() {
+            return Err(DriveError::Stopped(format!(
+                "writes to {} stopped: {why}; they resume once a check of the drive passes",
+                self.endpoint
+            )));
+        }
+        let failed = self.index().stats().failed_commits.load(std::sync::atomic::Ordering::Relaxed);
+        if failed > 0 {
+            return Err(DriveError::Stopped(format!(
+                "writes to {} stopped: a commit of its metadata index failed; restart the server to reopen the index",
+                self.endpoint
+            )));
+        }
+        Ok(())
+    }
+
+    /// Why this drive takes no writes now, if it does not.
+    pub fn writes_stopped(&self) -> Option<String> {
+        self.writable().err().map(|e| e.to_string())
+    }
+
+    /// Checks a drive whose writes stopped on a failed sync: a probe file written and synced
+    /// with its folder, and a commit of the metadata index. Writes resume when both pass (the
+    /// caller then heals the drive: it missed the writes made meanwhile). A drive whose index
+    /// failed to commit stays stopped: its index is not used again until the server restarts.
+    /// Answers `None` when writes were not stopped, else whether they resumed. Blocking.
+    pub fn check_writes(&self) -> Option<bool> {
+        self.writes_stopped()?;
+        if self.index().stats().failed_commits.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            return Some(false);
+        }
+        // Through the watched filesystem: a sync failing again keeps writes stopped.
+        let probe = self.sys.join("write-check");
+        let passed = write_file_durably(self.fs.as_ref(), &probe, b"strata write check").is_ok()
+            && self.fs.remove_file(&probe).is_ok()
+            && self.fs.sync_dir(&self.sys).is_ok()
+            && self.index().probe_commit().is_ok();
+        if passed {
+            self.write_stop.resume();
+            tracing::warn!(drive = %self.endpoint, "a check of the drive passed: writes resume");
+        }
+        Some(passed)
+    }
+
     /// Refuses a change of an operation that already ended (see [`Ops`]).
     fn refuse_ended(&self, op: Uuid) -> DriveResult<()> {
         match self.ops.lock().ok().and_then(|o| o.ended.get(&op).copied()) {
@@ -323,6 +373,9 @@ impl LocalDrive {
     /// crash tests).
     pub fn open_on(fs: Arc<dyn Fs>, root: &Path, options: OpenOptions) -> Result<Self, OpenError> {
         let endpoint = root.display().to_string();
+        let write_stop = Arc::new(WriteStop::default());
+        let fs: Arc<dyn Fs> =
+            Arc::new(Watched { inner: fs, stop: write_stop.clone(), endpoint: endpoint.clone() });
         let io =
             |e: std::io::Error| OpenError::Drive { drive: endpoint.clone(), source: DriveError::from(e) };
         create_dir_durably(fs.as_ref(), root).map_err(io)?;
@@ -362,6 +415,7 @@ impl LocalDrive {
             index: std::sync::RwLock::new(Arc::new(index)),
             ops: Mutex::new(Ops::default()),
             refused_late: Default::default(),
+            write_stop,
             index_rebuilt,
             _lock: lock,
         })
@@ -1099,6 +1153,7 @@ impl Drive for LocalDrive {
     }
 
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>> {
+        self.writable()?;
         let (named, (fs, sys)) = (self.tmp.join(data_id.simple().to_string()), self.at());
         // A temp file is never shared: a write's data id is new, but two heals of one object
         // (two nodes, or a heal on read beside a scan) rebuild the same data id on the same
@@ -1149,6 +1204,9 @@ impl Drive for LocalDrive {
     }
 
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        if call.changes_drive() {
+            self.writable()?;
+        }
         use DriveCall as C;
         use DriveReply as R;
         // Each operation's future is boxed at its own size: unboxed, this future would be as large

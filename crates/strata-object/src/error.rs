@@ -49,6 +49,10 @@ pub enum ObjectError {
     EntityTooLarge,
     #[error("too few drives online to write (need {needed}, have {online})")]
     WriteQuorum { needed: usize, online: usize },
+    /// Too few drives had room for the write (`ENOSPC`): it would have met its quorum had
+    /// they not been full.
+    #[error("too few drives have room for this write (need {needed}, {full} full)")]
+    StorageFull { needed: usize, full: usize },
     #[error("too few drives online to read (need {needed}, have {online})")]
     ReadQuorum { needed: usize, online: usize },
     #[error("a condition of the write did not hold")]

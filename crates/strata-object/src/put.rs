@@ -320,17 +320,21 @@ fn alive(writers: &Writers) -> usize {
     writers.iter().filter(|w| w.is_some()).count()
 }
 
-async fn write_frames(writers: &mut Writers, distribution: &[u8], frames: &[([u8; 32], Bytes)]) {
-    join_all(writers.iter_mut().zip(distribution).map(|(slot, &shard)| async move {
+/// Writes one block's frames; answers how many writers failed because their drive is full.
+async fn write_frames(writers: &mut Writers, distribution: &[u8], frames: &[([u8; 32], Bytes)]) -> usize {
+    let full = join_all(writers.iter_mut().zip(distribution).map(|(slot, &shard)| async move {
         if let Some(w) = slot {
             let (hash, bytes) = &frames[usize::from(shard)];
             if let Err(e) = w.write_frame(*hash, bytes.clone()).await {
                 tracing::warn!(error = %e, "a shard write failed");
                 *slot = None;
+                return crate::set::is_full(&e);
             }
         }
+        false
     }))
     .await;
+    full.into_iter().filter(|f| *f).count()
 }
 
 pub(crate) struct PutTarget<'a> {
@@ -616,9 +620,12 @@ pub(crate) async fn write_shard_files(
     .await;
     // Out of file descriptors on every drive at once is the process's limit, not the drives'.
     let starved = crate::set::exhausted(&created).map(|e| e.to_string());
-    let quorum_lost = |online: usize| match &starved {
+    // Drives that failed because they are full: a write short of its quorum because of them
+    // says so (507), not "too few drives" (503, retried in vain).
+    let mut full = created.iter().filter(|r| matches!(r, Err(e) if crate::set::is_full(e))).count();
+    let quorum_lost = |online: usize, full: usize| match &starved {
         Some(m) => ObjectError::Exhausted(m.clone()),
-        None => ObjectError::WriteQuorum { needed: quorum, online },
+        None => crate::set::quorum_missed(quorum, online, full),
     };
     let mut writers: Writers = created.into_iter().map(Result::ok).collect();
     let result = async {
@@ -628,31 +635,35 @@ pub(crate) async fn write_shard_files(
             let encoded = encode(erasure.clone(), md5, block).await?;
             md5 = encoded.md5;
             if reader.eof {
-                write_frames(&mut writers, distribution, &encoded.frames).await;
+                full += write_frames(&mut writers, distribution, &encoded.frames).await;
                 break;
             }
             // Read the next block while this one is written: two blocks in flight.
-            let (_, next) =
+            let (now_full, next) =
                 tokio::join!(write_frames(&mut writers, distribution, &encoded.frames), reader.next_block());
+            full += now_full;
             if alive(&writers) < quorum {
-                return Err(quorum_lost(alive(&writers)));
+                return Err(quorum_lost(alive(&writers), full));
             }
             block = next?;
             if block.is_empty() {
                 break;
             }
         }
-        join_all(writers.iter_mut().map(|slot| async move {
+        let finished = join_all(writers.iter_mut().map(|slot| async move {
             if let Some(w) = slot {
                 if let Err(e) = w.finish().await {
                     tracing::warn!(error = %e, "a shard file did not finish");
                     *slot = None;
+                    return crate::set::is_full(&e);
                 }
             }
+            false
         }))
         .await;
+        full += finished.into_iter().filter(|f| *f).count();
         if alive(&writers) < quorum {
-            return Err(quorum_lost(alive(&writers)));
+            return Err(quorum_lost(alive(&writers), full));
         }
         Ok((md5, writers.iter().map(Option::is_some).collect()))
     }

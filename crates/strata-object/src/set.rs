@@ -230,6 +230,21 @@ pub(crate) fn exhausted<'a, T: 'a>(
     })
 }
 
+/// Whether a drive's error says it is full (`ENOSPC`, or a quota).
+pub(crate) fn is_full(e: &DriveError) -> bool {
+    matches!(e, DriveError::Io(io) if matches!(io.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded))
+}
+
+/// A write that missed its quorum with `ok` drives, `full` more of them full: full drives made
+/// the difference, or not.
+pub(crate) fn quorum_missed(quorum: usize, ok: usize, full: usize) -> ObjectError {
+    if full > 0 && ok + full >= quorum {
+        ObjectError::StorageFull { needed: quorum, full }
+    } else {
+        ObjectError::WriteQuorum { needed: quorum, online: ok }
+    }
+}
+
 /// Maps per-drive write results to one: success with a quorum, else the most telling error.
 pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -> Result<(), ObjectError> {
     let ok = results.iter().filter(|r| r.is_ok()).count();
@@ -238,6 +253,10 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
     }
     if let Some(e) = exhausted(results) {
         return Err(e);
+    }
+    let full = results.iter().filter(|r| matches!(r, Err(e) if is_full(e))).count();
+    if full > 0 && ok + full >= quorum {
+        return Err(quorum_missed(quorum, ok, full));
     }
     // Nodes refused the change because the object's lock has passed on: the write lost its
     // lock, not its drives (retryable, 503).

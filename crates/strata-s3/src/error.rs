@@ -110,6 +110,8 @@ codes! {
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,
     ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
     SlowDown => StatusCode::SERVICE_UNAVAILABLE,
+    // Not an AWS code (AWS never fills): MinIO's, which its clients and users know, with 507.
+    XMinioStorageFull => StatusCode::INSUFFICIENT_STORAGE,
     ServerSideEncryptionConfigurationNotFoundError => StatusCode::NOT_FOUND,
     UnresolvableGrantByEmailAddress => StatusCode::BAD_REQUEST,
     ValidationError => StatusCode::BAD_REQUEST,
@@ -219,6 +221,10 @@ impl From<ObjectError> for S3Error {
             }
             ObjectError::WriteQuorum { .. } | ObjectError::ReadQuorum { .. } => {
                 (C::SlowDown, "Too few drives are online to serve this request; please retry later.")
+            }
+            ObjectError::StorageFull { .. } => {
+                tracing::warn!(error = %e, "request failed");
+                (C::XMinioStorageFull, "The drives have no room for this write: free space or add drives.")
             }
             ObjectError::Exhausted(m) => {
                 tracing::warn!(error = %e, "request failed");

@@ -553,8 +553,8 @@ pub fn meter(
 
 /// Watches the local drives: one whose folder turns up empty while the server runs (wiped, or a
 /// new drive mounted in its place) is given its slot's format again, gets the buckets, and a
-/// heal scan refills it; a drive that comes back after being offline also gets a heal scan (it
-/// missed the writes made meanwhile).
+/// heal scan refills it; a drive that comes back after being offline, or whose writes resume
+/// after a failed sync, also gets a heal scan (it missed the writes made meanwhile).
 pub fn spawn_drive_monitor(
     locals: Vec<(Arc<LocalDrive>, Vec<u8>)>,
     layer: Arc<strata_object::ObjectLayer>,
@@ -577,6 +577,14 @@ pub fn spawn_drive_monitor(
                     refill_pending = true;
                 }
                 online[i] = now;
+            }
+            // A drive whose writes stopped on a failed sync is checked again; when the check
+            // passes it takes writes again, and a heal brings what it missed.
+            for (drive, _) in &locals {
+                let d = drive.clone();
+                if let Ok(Some(true)) = tokio::task::spawn_blocking(move || d.check_writes()).await {
+                    refill_pending = true;
+                }
             }
             for (drive, format) in &locals {
                 let (d, f) = (drive.clone(), format.clone());

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use strata_drive::{Drive, FaultyDrive, LocalDrive};
+use strata_drive::faulty_fs::FaultyFs;
+use strata_drive::{Drive, FaultyDrive, LocalDrive, OpenOptions};
 use strata_object::{BodyError, BodyReader, DriveSlot, LayerOptions, ObjectError, ObjectLayer};
 use uuid::Uuid;
 
@@ -78,6 +79,8 @@ pub struct Rig {
     pub dir: tempfile::TempDir,
     pub local: Vec<Arc<LocalDrive>>,
     pub faulty: Vec<Arc<FaultyDrive>>,
+    /// Each drive's filesystem, when the rig was made over faulty ones ([`Rig::on_faulty_fs`]).
+    pub fs: Vec<FaultyFs>,
     pub layer: ObjectLayer,
 }
 
@@ -87,11 +90,29 @@ impl Rig {
     }
 
     pub async fn with_time_out(n: usize, drive_op_timeout: Duration) -> Self {
+        Self::build(n, drive_op_timeout, false).await
+    }
+
+    /// `n` drives, each on a filesystem of its own whose calls can be made to fail.
+    pub async fn on_faulty_fs(n: usize) -> Self {
+        Self::build(n, Duration::from_secs(30), true).await
+    }
+
+    async fn build(n: usize, drive_op_timeout: Duration, faulty_fs: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut local = Vec::new();
         let mut faulty = Vec::new();
+        let mut fs = Vec::new();
         for i in 0..n {
-            let d = LocalDrive::open(&dir.path().join(format!("d{i}"))).expect("open drive");
+            let root = dir.path().join(format!("d{i}"));
+            let d = if faulty_fs {
+                let f = FaultyFs::real();
+                fs.push(f.clone());
+                LocalDrive::open_on(Arc::new(f), &root, OpenOptions::default())
+            } else {
+                LocalDrive::open(&root)
+            };
+            let d = d.expect("open drive");
             d.write_format(b"{}".to_vec()).await.expect("write format");
             let d = Arc::new(d);
             faulty.push(Arc::new(FaultyDrive::new(d.clone())));
@@ -104,7 +125,7 @@ impl Rig {
             .await
             .expect("layer");
         layer.make_bucket("b").await.expect("bucket");
-        Self { dir, local, faulty, layer }
+        Self { dir, local, faulty, fs, layer }
     }
 
     /// Temp shard files on every drive.
