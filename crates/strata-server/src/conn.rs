@@ -44,24 +44,62 @@ impl Default for ConnectionLimits {
     }
 }
 
-/// What one connection's watchdog sees: when bytes last moved, and how many requests are being
-/// handled (a handler at work, e.g. committing a large upload, moves no bytes and must not be cut).
+/// What one connection's watchdog sees: when bytes last moved, how many requests are being
+/// handled (a handler at work, e.g. committing a large upload, moves no bytes and must not be
+/// cut), how many are open at all (until their response body ends) and since when none is, and
+/// how fast the client takes what the server sends.
 pub struct Activity {
     started: Instant,
     last_io_ms: AtomicU64,
     handling: AtomicUsize,
+    /// Requests open: from their handler's start to the end of their response body.
+    open: AtomicUsize,
+    /// When the last open request ended (or the connection started).
+    last_open_ms: AtomicU64,
+    /// The floor of [`WritePace`] (rate, window) and its counter, for the socket and for each
+    /// HTTP/2 stream.
+    floor: (u64, Duration),
+    cut: strata_metrics::Counter,
     /// The reader's pace, judged as the server writes (`None`: no floor).
     pace: Option<std::sync::Mutex<WritePace>>,
+    /// Each open HTTP/2 response's pace ([`Activity::stream_pace`]).
+    streams: std::sync::Mutex<Vec<std::sync::Weak<std::sync::Mutex<WritePace>>>>,
 }
 
 impl Activity {
-    pub fn new(pace: Option<WritePace>) -> Arc<Self> {
+    /// A connection's activity, its readers held to `floor` (rate, window; a rate of 0 is no
+    /// floor), cuts counted in `cut`.
+    pub fn new(floor: (u64, Duration), cut: strata_metrics::Counter) -> Arc<Self> {
+        let pace = WritePace::new(floor, cut.clone());
         Arc::new(Self {
             started: Instant::now(),
             last_io_ms: AtomicU64::new(0),
             handling: AtomicUsize::new(0),
+            open: AtomicUsize::new(0),
+            last_open_ms: AtomicU64::new(0),
+            floor,
+            cut,
             pace: pace.map(std::sync::Mutex::new),
+            streams: std::sync::Mutex::default(),
         })
+    }
+
+    /// Marks a request open until the returned guard drops (with its response body).
+    pub fn open_request(self: &Arc<Self>) -> OpenRequest {
+        self.open.fetch_add(1, Ordering::Relaxed);
+        OpenRequest(self.clone())
+    }
+
+    /// A pace for one HTTP/2 response, watched with the connection's own ([`pace_expired`]):
+    /// on HTTP/2 the client's flow control, not the socket, holds a slow stream back, so each
+    /// stream is judged by how fast its body is taken ([`PacedBody`]). `None` without a floor.
+    pub fn stream_pace(&self) -> Option<Arc<std::sync::Mutex<WritePace>>> {
+        let pace = Arc::new(std::sync::Mutex::new(WritePace::new(self.floor, self.cut.clone())?));
+        if let Ok(mut streams) = self.streams.lock() {
+            streams.retain(|s| s.strong_count() > 0);
+            streams.push(Arc::downgrade(&pace));
+        }
+        Some(pace)
     }
 
     fn now_ms(&self) -> u64 {
@@ -82,6 +120,16 @@ impl Activity {
 /// A request being handled on a connection (see [`Activity::handling`]).
 pub struct Handling(Arc<Activity>);
 
+/// A request open on a connection (see [`Activity::open_request`]).
+pub struct OpenRequest(Arc<Activity>);
+
+impl Drop for OpenRequest {
+    fn drop(&mut self) {
+        self.0.last_open_ms.store(self.0.now_ms(), Ordering::Relaxed);
+        self.0.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Drop for Handling {
     fn drop(&mut self) {
         self.0.handling.fetch_sub(1, Ordering::Relaxed);
@@ -89,15 +137,22 @@ impl Drop for Handling {
     }
 }
 
-/// Completes once the connection has had no request handled and no byte moved for `idle`.
+/// Completes once the connection has had no request handled and no byte moved for `idle`, or
+/// no request open at all for `idle`, whatever moved: an HTTP/2 client that only answers the
+/// server's pings (or sent its preface and nothing else) is idle too.
 pub async fn idle_expired(activity: Arc<Activity>, idle: Duration) {
     let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
     loop {
-        let quiet_ms = activity.now_ms().saturating_sub(activity.last_io_ms.load(Ordering::Relaxed));
+        let now = activity.now_ms();
+        let quiet_ms = now.saturating_sub(activity.last_io_ms.load(Ordering::Relaxed));
+        let unused_ms = now.saturating_sub(activity.last_open_ms.load(Ordering::Relaxed));
         if activity.handling.load(Ordering::Relaxed) == 0 && quiet_ms >= idle_ms {
             return;
         }
-        let wait = idle_ms.saturating_sub(quiet_ms).max(idle_ms / 4).max(10);
+        if activity.open.load(Ordering::Relaxed) == 0 && unused_ms >= idle_ms {
+            return;
+        }
+        let wait = idle_ms.saturating_sub(quiet_ms.min(unused_ms)).max(idle_ms / 4).max(10);
         tokio::time::sleep(Duration::from_millis(wait)).await;
     }
 }
@@ -188,15 +243,89 @@ impl WritePace {
 /// Completes when the connection's reader is too slow ([`WritePace`]): checked as writes
 /// complete, and here while a write waits (a reader taking a few bytes at a time may leave the
 /// socket unwritable for a long time). Never completes without a floor.
+///
+/// HTTP/2 streams are watched here too: a stream whose client stopped taking its body (no
+/// flow-control credit) is never polled again, so only this watchdog sees it; it closes the
+/// connection, as for a slow socket.
 pub async fn pace_expired(activity: Arc<Activity>) {
     let Some(pace) = &activity.pace else { return std::future::pending().await };
     let every = pace.lock().map(|p| p.window / 4).unwrap_or(MIN_TRANSFER_WINDOW / 4);
     loop {
         tokio::time::sleep(every).await;
+        let now = std::time::Instant::now();
         let Ok(mut p) = pace.lock() else { return };
-        if p.too_slow(std::time::Instant::now()).is_some() {
+        if p.too_slow(now).is_some() {
             return;
         }
+        drop(p);
+        let streams: Vec<_> = match activity.streams.lock() {
+            Ok(s) => s.iter().filter_map(std::sync::Weak::upgrade).collect(),
+            Err(_) => return,
+        };
+        if streams.iter().any(|s| s.lock().is_ok_and(|mut p| p.too_slow(now).is_some())) {
+            return;
+        }
+    }
+}
+
+/// A response body as the connection sends it: it keeps its request open (for
+/// [`idle_expired`]) until it ends, and on HTTP/2 holds the client to the floor of
+/// [`WritePace`] by how fast the body is taken: the time from a chunk given to the connection to
+/// the next ask is time spent waiting on the client, whose flow control holds the stream.
+pub struct PacedBody<B> {
+    inner: B,
+    pace: Option<Arc<std::sync::Mutex<WritePace>>>,
+    /// The length of the last chunk given, still to be taken.
+    given: Option<usize>,
+    _open: OpenRequest,
+}
+
+impl<B> PacedBody<B> {
+    /// `inner`, open until it ends; paced when `pace` is given.
+    pub fn new(inner: B, open: OpenRequest, pace: Option<Arc<std::sync::Mutex<WritePace>>>) -> Self {
+        Self { inner, pace, given: None, _open: open }
+    }
+}
+
+impl<B> hyper::body::Body for PacedBody<B>
+where
+    B: hyper::body::Body<Data = bytes::Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Data = bytes::Bytes;
+    type Error = Box<dyn std::error::Error + Send + Sync>;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>> {
+        let this = self.get_mut();
+        if let (Some(pace), Some(len)) = (&this.pace, this.given.take()) {
+            // Asked again: the chunk given last was taken (it waited on the client since).
+            let taken = Poll::Ready(Ok(len));
+            let judged = pace.lock().ok().and_then(|mut p| p.observe(&taken, std::time::Instant::now()));
+            if let Some(e) = judged {
+                return Poll::Ready(Some(Err(e.into())));
+            }
+        }
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let (Some(pace), Poll::Ready(Some(Ok(frame)))) = (&this.pace, &polled) {
+            if let Some(data) = frame.data_ref() {
+                this.given = Some(data.len());
+                if let Ok(mut p) = pace.lock() {
+                    p.observe(&Poll::Pending, std::time::Instant::now());
+                }
+            }
+        }
+        polled.map(|f| f.map(|r| r.map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
@@ -320,16 +449,38 @@ mod tests {
         assert!(WritePace::new((0, window), cut).is_none(), "a rate of 0 is no floor");
     }
 
+    /// Bytes moving (pings) do not keep a connection with no request open: it is idle all the
+    /// same; an open request (its response body still sending) keeps it.
+    #[tokio::test]
+    async fn pings_alone_do_not_keep_a_connection() {
+        let ms = Duration::from_millis;
+        let activity = Activity::new((0, Duration::ZERO), strata_metrics::Counter::default());
+        let open = activity.open_request();
+        let expired = tokio::spawn(idle_expired(activity.clone(), ms(200)));
+        for _ in 0..12 {
+            activity.touch();
+            tokio::time::sleep(ms(50)).await;
+        }
+        assert!(!expired.is_finished(), "an open request keeps the connection");
+        drop(open);
+        for _ in 0..12 {
+            activity.touch();
+            tokio::time::sleep(ms(50)).await;
+        }
+        assert!(expired.is_finished(), "bytes moving without a request open do not keep it");
+    }
+
     #[tokio::test]
     async fn idle_waits_for_handlers_and_quiet() {
         let ms = Duration::from_millis;
-        let activity = Activity::new(None);
+        let activity = Activity::new((0, Duration::ZERO), strata_metrics::Counter::default());
         activity.touch();
-        let handling = activity.handling();
+        // As the service takes them: the request open, and its handler at work.
+        let (open, handling) = (activity.open_request(), activity.handling());
         let expired = tokio::spawn(idle_expired(activity.clone(), ms(200)));
         tokio::time::sleep(ms(600)).await;
         assert!(!expired.is_finished(), "a request being handled keeps the connection");
-        drop(handling);
+        drop((handling, open));
         tokio::time::sleep(ms(50)).await;
         assert!(!expired.is_finished(), "quiet for less than the time-out");
         tokio::time::sleep(ms(600)).await;

@@ -20,9 +20,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use strata_metrics::{ApiLabels, Metrics, RequestLabels};
 use strata_types::limits::{
-    ACCEPT_RETRY_PAUSE, HTTP2_CONNECTION_WINDOW, HTTP2_FRAME_SIZE_MAX, HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX,
-    HTTP2_STREAM_WINDOW, OVER_CAPACITY_WRITE_TIMEOUT, REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE,
-    SHUTDOWN_DRAIN_MAX, TLS_SEND_BUFFER,
+    ACCEPT_RETRY_PAUSE, HTTP2_CONNECTION_WINDOW, HTTP2_FRAME_SIZE_MAX, HTTP2_HEADER_LIST_MAX,
+    HTTP2_PING_TIMEOUT, HTTP2_STREAMS_MAX, HTTP2_STREAM_WINDOW, OVER_CAPACITY_WRITE_TIMEOUT,
+    REQUEST_HEADERS_MAX, REQUEST_MEMORY_BASE, SHUTDOWN_DRAIN_MAX, TLS_SEND_BUFFER,
 };
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -148,8 +148,7 @@ pub async fn serve_service(
         let (node, tls, limits, stopping) = (node.clone(), tls.clone(), limits.clone(), stopping.clone());
         tokio::spawn(async move {
             let _permit = permit;
-            let pace = conn::WritePace::new(limits.min_transfer, limits.slow_readers_cut.clone());
-            let activity = Activity::new(pace);
+            let activity = Activity::new(limits.min_transfer, limits.slow_readers_cut.clone());
             let stream = Tracked::new(stream, activity.clone());
             let served = match tls {
                 Some(tls) => {
@@ -210,11 +209,21 @@ where
     let service = service_fn(move |mut req: http::Request<Incoming>| {
         req.extensions_mut().insert(conn);
         let node = node.clone();
+        let open = handlers.open_request();
         let handling = handlers.handling();
+        // On HTTP/2 the client's flow control holds a slow stream back, not the socket: each
+        // response is paced on its own.
+        let http2 = req.version() == http::Version::HTTP_2;
+        let pace = if http2 { handlers.stream_pace() } else { None };
         async move {
-            let response = node.handle(req).await;
+            // HTTP/1's header count is hyper's (`max_headers`); HTTP/2's is checked here.
+            let response = if http2 && req.headers().len() > REQUEST_HEADERS_MAX {
+                too_many_headers()
+            } else {
+                node.handle(req).await
+            };
             drop(handling);
-            Ok::<_, Infallible>(response)
+            Ok::<_, Infallible>(response.map(|body| conn::PacedBody::new(body, open, pace)))
         }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -231,6 +240,7 @@ where
         .keep_alive_interval(limits.idle_timeout / 2)
         .keep_alive_timeout(HTTP2_PING_TIMEOUT)
         .max_concurrent_streams(HTTP2_STREAMS_MAX)
+        .max_header_list_size(HTTP2_HEADER_LIST_MAX)
         .initial_stream_window_size(HTTP2_STREAM_WINDOW)
         .initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
         .max_frame_size(HTTP2_FRAME_SIZE_MAX);
@@ -255,6 +265,14 @@ where
         () = &mut idle => Ok(()),
         () = &mut pace => Ok(()),
     }
+}
+
+/// `431 Request Header Fields Too Large`, empty, as hyper answers an HTTP/1 request with too
+/// many headers.
+fn too_many_headers() -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::Empty);
+    *response.status_mut() = StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE;
+    response
 }
 
 const HEALTH_PATHS: [&str; 4] =

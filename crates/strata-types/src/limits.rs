@@ -185,9 +185,16 @@ pub const HTTP2_STREAMS_MAX: u32 = 200;
 /// Time an HTTP/2 peer has to answer a keep-alive ping before its connection is closed.
 pub const HTTP2_PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
-/// Request headers one HTTP/1 request may carry (hyper's default is 100). Past it the request is
-/// refused with `431 Request Header Fields Too Large` before it reaches S3.
+/// Request headers one request may carry (hyper's default for HTTP/1 is 100; the server checks
+/// HTTP/2's). Past it the request is refused with `431 Request Header Fields Too Large` before it
+/// reaches S3.
 pub const REQUEST_HEADERS_MAX: usize = 100;
+
+/// The size of one HTTP/2 request's headers, decoded (names, values and 32 bytes each, as HTTP/2
+/// counts them), the path included. Far above what S3 needs (2 KiB of user metadata, a
+/// presigned URL's query), far below what would let a client pin memory with one request.
+/// Past it the stream is refused before it reaches S3, as HTTP/1's count is.
+pub const HTTP2_HEADER_LIST_MAX: u32 = 64 << 10;
 
 /// Ciphertext a TLS connection may hold before it writes to the socket (rustls' default is
 /// 64 KiB): room for a whole block of a response body and its headers, so a block is sealed
