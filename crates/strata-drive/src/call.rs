@@ -76,13 +76,17 @@ pub enum DriveCall {
     /// one's framed bytes come in `inline`). The data it replaces is kept until
     /// [`DriveCall::FinishOp`] for the context's operation. With `newest`, the version must be
     /// stamped after every other version of the object the drive holds, else nothing changes
-    /// and the answer is [`DriveError::NotNewest`].
+    /// and the answer is [`DriveError::NotNewest`]. With `checked` (a conditional write: the
+    /// newest stamp its condition was checked against), the drive must hold nothing stamped
+    /// after it, else nothing changes and the answer is [`DriveError::ConditionChanged`].
     CommitVersion {
         bucket: String,
         key: String,
         version: ObjectVersion,
         inline: Option<Bytes>,
         newest: bool,
+        #[serde(default)]
+        checked: Option<u64>,
     },
     /// Replaces a version's metadata (tags, ...) keeping its data where it is.
     UpdateVersion {
@@ -212,6 +216,9 @@ impl DriveCall {
                 | DriveCall::UpdateVersion { .. }
                 | DriveCall::DeleteVersion { .. }
                 | DriveCall::CompleteUpload { .. }
+                | DriveCall::CommitPart { .. }
+                | DriveCall::DropUpload { .. }
+                | DriveCall::PutUpload { .. }
         )
     }
 
@@ -296,6 +303,19 @@ pub trait DriveOps {
         version: ObjectVersion,
         inline: Option<Bytes>,
         op: Uuid,
+    ) -> DriveResult<()>;
+    /// [`Self::commit_new_version`] of a conditional write, whose condition was checked against
+    /// versions stamped `checked` at the newest (0: none): a drive holding a version stamped
+    /// after that refuses it ([`DriveError::ConditionChanged`], nothing changed), so a write that
+    /// came between the check and this commit is never overwritten, whatever the locks did.
+    async fn commit_checked_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+        checked: u64,
     ) -> DriveResult<()>;
     async fn update_version(
         &self,
@@ -455,7 +475,7 @@ impl<D: Drive + ?Sized> DriveOps for D {
         op: Uuid,
     ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: false };
+        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: false, checked: None };
         done(self, CallContext::op(op), call).await
     }
 
@@ -468,7 +488,22 @@ impl<D: Drive + ?Sized> DriveOps for D {
         op: Uuid,
     ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: true };
+        let call = DriveCall::CommitVersion { bucket, key, version, inline, newest: true, checked: None };
+        done(self, CallContext::op(op), call).await
+    }
+
+    async fn commit_checked_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version: ObjectVersion,
+        inline: Option<Bytes>,
+        op: Uuid,
+        checked: u64,
+    ) -> DriveResult<()> {
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        let call =
+            DriveCall::CommitVersion { bucket, key, version, inline, newest: true, checked: Some(checked) };
         done(self, CallContext::op(op), call).await
     }
 

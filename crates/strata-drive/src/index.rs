@@ -88,6 +88,9 @@ pub(crate) enum Change {
         version: Box<ObjectVersion>,
         inline: Option<Bytes>,
         newest: bool,
+        /// A conditional write's check: refused ([`DriveError::ConditionChanged`]) when the
+        /// object holds a version stamped after this.
+        checked: Option<u64>,
     },
     /// Removes a version; answers it, its data kept until `FreeData`.
     DeleteVersion {
@@ -669,11 +672,16 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             }
             t.buckets.remove(bucket.as_str()).map_err(index_err)?;
         }
-        Change::PutVersion { bucket, key, version, inline, newest } => {
+        Change::PutVersion { bucket, key, version, inline, newest, checked } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
                 return Err(DriveError::BucketNotFound);
             }
             let k = object_key(bucket, key);
+            if let Some(checked) = *checked {
+                if let Some(newest) = versions::newest_stamp(t, &k)?.filter(|s| *s > checked) {
+                    return Err(DriveError::ConditionChanged { newest });
+                }
+            }
             if *newest {
                 if let Some(stamp) = versions::newest_other(t, &k, version.version_id)? {
                     if stamp >= version.mod_time {
@@ -857,6 +865,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
                 version: version.clone(),
                 inline: None,
                 newest: false,
+                checked: None,
             };
             return apply_change(t, &mut put, freed);
         }

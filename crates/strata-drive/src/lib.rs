@@ -119,6 +119,13 @@ pub enum DriveError {
     /// under the object's lock, stamps the version again after `newest`.
     #[error("refused: the drive holds a version stamped {newest}, not older than the new one")]
     NotNewest { newest: u64 },
+    /// A conditional write's new version was refused because the drive holds a version stamped
+    /// `newest`, after the state the write's condition was checked against: another write
+    /// came between the check and the commit (a stale lock holder's late commit, say).
+    #[error(
+        "refused: the object changed after the write's condition was checked (a version stamped {newest})"
+    )]
+    ConditionChanged { newest: u64 },
 }
 
 impl DriveError {
@@ -156,6 +163,7 @@ impl DriveError {
             E::Index(m) => E::Index(m.clone()),
             E::Exhausted(m) => E::Exhausted(m.clone()),
             E::NotNewest { newest } => E::NotNewest { newest: *newest },
+            E::ConditionChanged { newest } => E::ConditionChanged { newest: *newest },
             E::Fenced(m) => E::Fenced(m.clone()),
         }
     }

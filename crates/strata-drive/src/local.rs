@@ -803,12 +803,13 @@ impl LocalDrive {
         inline: Option<Bytes>,
         op: Uuid,
     ) -> DriveResult<()> {
-        self.commit(bucket, key, version, inline, op, false).await
+        self.commit(bucket, key, version, inline, op, (false, None)).await
     }
 
     /// [`DriveCall::CommitVersion`]: with `newest`, refused ([`DriveError::NotNewest`]) when the
     /// drive holds a version stamped at or after this one; its data then goes back to temp,
-    /// for the commit of the same version stamped again.
+    /// for the commit of the same version stamped again. With `checked` (a conditional write),
+    /// refused ([`DriveError::ConditionChanged`]) when the drive holds a version stamped after it.
     async fn commit(
         &self,
         bucket: &str,
@@ -816,7 +817,7 @@ impl LocalDrive {
         version: ObjectVersion,
         inline: Option<Bytes>,
         op: Uuid,
-        newest: bool,
+        (newest, checked): (bool, Option<u64>),
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
         let moved: Vec<(PathBuf, PathBuf)> = match version.data {
@@ -869,6 +870,7 @@ impl LocalDrive {
             version: Box::new(version.clone()),
             inline,
             newest,
+            checked,
         };
         let placed: Vec<PathBuf> = moved.iter().map(|(_, to)| to.clone()).collect();
         match self.index().apply_after_syncing(change, parents(&placed)).await {
@@ -904,6 +906,7 @@ impl LocalDrive {
             version: Box::new(version.clone()),
             inline: None,
             newest: false,
+            checked: None,
         };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, Some(version), displaced).await
@@ -1255,9 +1258,9 @@ impl Drive for LocalDrive {
                 Box::pin(self.abort_shard_file(id)).await;
                 R::Done
             }
-            C::CommitVersion { bucket, key, version, inline, newest } => {
+            C::CommitVersion { bucket, key, version, inline, newest, checked } => {
                 let op = op()?;
-                Box::pin(self.commit(&bucket, &key, version, inline, op, newest)).await?;
+                Box::pin(self.commit(&bucket, &key, version, inline, op, (newest, checked))).await?;
                 R::Done
             }
             C::UpdateVersion { bucket, key, version } => {

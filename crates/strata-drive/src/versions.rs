@@ -189,6 +189,11 @@ pub(crate) fn insert(t: &mut Tables, k: &[u8], v: &ObjectVersion) -> DriveResult
 
 /// The stamp of the newest version other than the one with id `version_id` (which a new write
 /// of that id replaces): what a new version must be stamped after to become the head.
+/// The stamp of the object's newest version (its head: versions rank by stamp first), if any.
+pub(crate) fn newest_stamp(t: &mut Tables, k: &[u8]) -> DriveResult<Option<u64>> {
+    Ok(load_head(t, k)?.map(|h| h.mod_time))
+}
+
 pub(crate) fn newest_other(t: &mut Tables, k: &[u8], version_id: Option<Uuid>) -> DriveResult<Option<u64>> {
     match load_head(t, k)? {
         Some(h) if h.version_id != version_id => Ok(Some(h.mod_time)),

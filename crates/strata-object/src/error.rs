@@ -57,6 +57,10 @@ pub enum ObjectError {
     ReadQuorum { needed: usize, online: usize },
     #[error("a condition of the write did not hold")]
     PreconditionFailed,
+    /// A conditional write lost a race: the object changed between the check of its condition
+    /// and its commit.
+    #[error("the object changed while the conditional write was committed")]
+    ConditionConflict,
     #[error("the multipart upload does not exist")]
     NoSuchUpload,
     #[error("part {0} was not uploaded or its ETag does not match")]

@@ -171,24 +171,40 @@ pub(crate) async fn check_and_stamp(
     key: &str,
     condition: &Option<WriteCondition>,
 ) -> Result<u64, ObjectError> {
+    checked_stamp(set, bucket, key, condition).await.map(|(stamp, _)| stamp)
+}
+
+/// [`check_and_stamp`], answering also the newest stamp any drive answered (0: none), which
+/// the commit carries so that a drive holding anything newer refuses it.
+async fn checked_stamp(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    condition: &Option<WriteCondition>,
+) -> Result<(u64, u64), ObjectError> {
     let reads = set.read_records(bucket, key, false).await;
     let stamp = set.stamp_after(&reads)?;
+    let newest = reads.iter().flatten().filter_map(|(r, _)| r.latest().map(|v| v.mod_time)).max();
     check_condition_on(set, reads, condition)?;
-    Ok(stamp)
+    Ok((stamp, newest.unwrap_or(0)))
 }
 
 /// The write's `condition`, checked under the object's lock against the drives' current
 /// versions (nothing is read without one). The stamps read move this node's clock past them
-/// ([`check_and_stamp`]), so the commit that follows is not refused for them.
+/// ([`check_and_stamp`]), so the commit that follows is not refused for them. Answers the
+/// newest stamp the condition was checked against, for the commit to carry
+/// ([`strata_drive::DriveOps::commit_checked_version`]): the lock alone does not keep the
+/// object still between the check and the commit (a holder paused past its lease commits after
+/// the next holder has come and gone), the drives do.
 pub(crate) async fn check_locked(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
     condition: &Option<WriteCondition>,
-) -> Result<(), ObjectError> {
+) -> Result<Option<u64>, ObjectError> {
     match condition {
-        None => Ok(()),
-        Some(_) => check_and_stamp(set, bucket, key, condition).await.map(drop),
+        None => Ok(None),
+        Some(_) => checked_stamp(set, bucket, key, condition).await.map(|(_, newest)| Some(newest)),
     }
 }
 
@@ -434,7 +450,14 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
-    if let Err(e) = check_locked(set, t.bucket, t.key, &condition).await.and_then(|()| guard.ensure_held()) {
+    let checked = match check_locked(set, t.bucket, t.key, &condition).await {
+        Ok(checked) => checked,
+        Err(e) => {
+            temp.abort().await;
+            return Err(e);
+        }
+    };
+    if let Err(e) = guard.ensure_held() {
         temp.abort().await;
         return Err(e);
     }
@@ -455,7 +478,10 @@ pub(crate) async fn put_object(
             if again {
                 return d.update_version(&bucket, &key, v, op).await;
             }
-            let committed = d.commit_new_version(&bucket, &key, v, frame, op).await;
+            let committed = match checked {
+                Some(checked) => d.commit_checked_version(&bucket, &key, v, frame, op, checked).await,
+                None => d.commit_new_version(&bucket, &key, v, frame, op).await,
+            };
             // What the drive did not take stays in its temp folder: remove it now, unless it
             // waits for the version stamped again.
             if file && committed.as_ref().is_err_and(|e| !matches!(e, DriveError::NotNewest { .. })) {

@@ -254,6 +254,11 @@ pub(crate) fn reduce_writes(results: &[Result<(), DriveError>], quorum: usize) -
     if let Some(e) = exhausted(results) {
         return Err(e);
     }
+    // A conditional write that drives refused because the object changed after its condition
+    // was checked: another write won (409, AWS's answer to a write that lost such a race).
+    if results.iter().any(|r| matches!(r, Err(DriveError::ConditionChanged { .. }))) {
+        return Err(ObjectError::ConditionConflict);
+    }
     let full = results.iter().filter(|r| matches!(r, Err(e) if is_full(e))).count();
     if full > 0 && ok + full >= quorum {
         return Err(quorum_missed(quorum, ok, full));

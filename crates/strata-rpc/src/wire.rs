@@ -57,6 +57,11 @@ pub enum WireError {
     NotNewest {
         newest: u64,
     },
+    /// A conditional write's version refused: the drive holds one stamped `newest`, after the
+    /// state the condition was checked against.
+    ConditionChanged {
+        newest: u64,
+    },
 }
 
 /// The I/O error kinds an answer can carry back (others arrive as `Other`).
@@ -97,6 +102,7 @@ impl From<DriveError> for WireError {
             DriveError::Exhausted(m) => WireError::Exhausted(m),
             DriveError::Fenced(m) => WireError::Fenced(m),
             DriveError::NotNewest { newest } => WireError::NotNewest { newest },
+            DriveError::ConditionChanged { newest } => WireError::ConditionChanged { newest },
         }
     }
 }
@@ -122,6 +128,7 @@ impl From<WireError> for DriveError {
             WireError::Exhausted(m) => DriveError::Exhausted(m),
             WireError::Fenced(m) => DriveError::Fenced(m),
             WireError::NotNewest { newest } => DriveError::NotNewest { newest },
+            WireError::ConditionChanged { newest } => DriveError::ConditionChanged { newest },
             WireError::BadRequest(m) => DriveError::Protocol(format!("refused by the remote node: {m}")),
         }
     }

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use common::{read_all, TestCluster, VecBody};
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::{Drive, DriveError, DriveOps, FaultyDrive, Fence};
-use strata_object::{Locker, ObjectError};
+use strata_object::{Locker, ObjectError, PutOptions, WriteCondition};
 use strata_rpc::wire::LockCall;
 use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
 use uuid::Uuid;
@@ -105,4 +105,89 @@ async fn a_stalled_holders_late_commit_is_refused_once_its_lock_passed_on() {
         .expect("B's fenced change");
     remote.finish_op(op, false).await;
     drop(b_guard);
+}
+
+/// A conditional write whose holder stalls past its lease, while another node's write comes and
+/// goes (the lock taken, the object changed, the lock released) before the stalled commit goes
+/// out. Fencing at the nodes cannot refuse it (nobody holds the lock any more), and the version
+/// stamps would order it after the other write: its condition, checked against the old object,
+/// must refuse it instead. The drives do that: the commit carries the newest stamp the
+/// condition saw, and a drive holding a newer version refuses it. `If-Match` of the old ETag
+/// loses with 409 (`ConditionConflict`), and the other write stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_conditional_write_loses_to_a_write_made_after_its_check() {
+    let cluster = TestCluster::start(4, 2).await;
+    let timeout = Duration::from_secs(5);
+    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
+    let (a_layer, _a_clients) = cluster
+        .layer_with(0, timeout, true, |d| {
+            let f = Arc::new(FaultyDrive::new(d));
+            faulty.lock().expect("lock").push(f.clone());
+            f as Arc<dyn Drive>
+        })
+        .await;
+    let faulty = faulty.into_inner().expect("lock");
+    let a_layer = Arc::new(a_layer);
+    let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
+    // Twice: the second time over a key whose lock table and stamps have history.
+    for key in ["k1", "k2", "k1"] {
+        let old = Bytes::from(vec![1u8; 4096]);
+        let first = a_layer
+            .put_object("b", key, &mut VecBody(Some(old.clone())), Default::default())
+            .await
+            .expect("first put");
+
+        // A: `If-Match` the first version's ETag; its commits stall after the check.
+        let before: Vec<u64> = faulty.iter().map(|f| f.faults_injected()).collect();
+        let stalled = || faulty.iter().zip(&before).all(|(f, b)| f.faults_injected() > *b);
+        for f in &faulty {
+            f.add_rule(Rule::new(Op::CommitVersion, Fault::Hang).times(1));
+        }
+        let a_body = Bytes::from(vec![2u8; 4096]);
+        let condition = Some(WriteCondition::Match(first.etag.clone()));
+        let a_task_layer = a_layer.clone();
+        let a_key = key.to_owned();
+        let a = tokio::spawn(async move {
+            let opts = PutOptions { condition, ..Default::default() };
+            a_task_layer.put_object("b", &a_key, &mut VecBody(Some(a_body)), opts).await
+        });
+        for _ in 0..500 {
+            if stalled() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(stalled(), "{key}: A's commits stall on every drive");
+        // A's lease runs out (its grants vanish), B writes and lets go of the lock.
+        let holders: Vec<(u64, Uuid)> = cluster.nodes.iter().flat_map(|n| n.locks.grants()).collect();
+        let (_, a_owner) = *holders.first().expect("A holds the lock");
+        for n in &cluster.nodes {
+            n.locks.serve(LockCall::Release { owner: a_owner });
+        }
+        let b_body = Bytes::from(vec![3u8; 4096]);
+        b_layer
+            .put_object("b", key, &mut VecBody(Some(b_body.clone())), Default::default())
+            .await
+            .expect("B's put");
+
+        // B's release reaches every node (it goes out in the background).
+        for _ in 0..500 {
+            if cluster.nodes.iter().all(|n| n.locks.grants().is_empty()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(cluster.nodes.iter().all(|n| n.locks.grants().is_empty()), "{key}: B let go of the lock");
+        // A wakes with nobody holding the lock: its drives refuse it all the same.
+        for f in &faulty {
+            f.clear();
+        }
+        let outcome = a.await.expect("A's task");
+        assert!(
+            matches!(outcome, Err(ObjectError::ConditionConflict)),
+            "{key}: A's late commit: {outcome:?}"
+        );
+        assert_eq!(read_all(&a_layer, key).await.expect("read on A's node"), b_body, "{key}");
+        assert_eq!(read_all(&b_layer, key).await.expect("read on B's node"), b_body, "{key}");
+    }
 }

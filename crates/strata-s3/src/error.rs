@@ -105,6 +105,7 @@ codes! {
     OperationAborted => StatusCode::CONFLICT,
     OwnershipControlsNotFoundError => StatusCode::NOT_FOUND,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
+    ConditionalRequestConflict => StatusCode::CONFLICT,
     RequestTimeout => StatusCode::BAD_REQUEST,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,
@@ -233,6 +234,10 @@ impl From<ObjectError> for S3Error {
             ObjectError::LockNotHeld(_) => {
                 (C::SlowDown, "The object is being changed by another request; please retry.")
             }
+            ObjectError::ConditionConflict => (
+                C::ConditionalRequestConflict,
+                "A conflicting operation occurred. If using PutObject you can retry the request.",
+            ),
             ObjectError::PreconditionFailed => {
                 (C::PreconditionFailed, "At least one of the pre-conditions you specified did not hold")
             }
