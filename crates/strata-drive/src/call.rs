@@ -127,12 +127,15 @@ pub enum DriveCall {
     },
     ListParts(Uuid),
     /// Adds the completed object's version (its data is the listed parts' files) while the
-    /// upload exists; finished like a commit by `FinishOp`.
+    /// upload exists; finished like a commit by `FinishOp`. With `checked` (a conditional
+    /// Complete), refused as [`DriveCall::CommitVersion`] is.
     CompleteUpload {
         bucket: String,
         key: String,
         upload_id: Uuid,
         version: ObjectVersion,
+        #[serde(default)]
+        checked: Option<u64>,
     },
     /// Removes an upload and its part records, freeing every part file not in `keep`.
     DropUpload {
@@ -352,6 +355,7 @@ pub trait DriveOps {
         upload_id: Uuid,
         version: ObjectVersion,
         op: Uuid,
+        checked: Option<u64>,
     ) -> DriveResult<()>;
     async fn drop_upload(&self, bucket: &str, key: &str, upload_id: Uuid, keep: Vec<Uuid>)
         -> DriveResult<()>;
@@ -573,9 +577,11 @@ impl<D: Drive + ?Sized> DriveOps for D {
         upload_id: Uuid,
         version: ObjectVersion,
         op: Uuid,
+        checked: Option<u64>,
     ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        done(self, CallContext::op(op), DriveCall::CompleteUpload { bucket, key, upload_id, version }).await
+        let call = DriveCall::CompleteUpload { bucket, key, upload_id, version, checked };
+        done(self, CallContext::op(op), call).await
     }
 
     async fn drop_upload(

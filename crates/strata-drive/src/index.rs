@@ -140,6 +140,8 @@ pub(crate) enum Change {
         key: String,
         upload_id: Uuid,
         version: Box<ObjectVersion>,
+        /// See [`Change::PutVersion`].
+        checked: Option<u64>,
     },
     /// Removes an upload and its parts, freeing every part file not in `keep`.
     DropUpload {
@@ -855,7 +857,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
                 }
             }
         }
-        Change::CompleteUpload { bucket, key, upload_id, version } => {
+        Change::CompleteUpload { bucket, key, upload_id, version, checked } => {
             if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {
                 return Err(DriveError::NotFound);
             }
@@ -865,7 +867,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
                 version: version.clone(),
                 inline: None,
                 newest: false,
-                checked: None,
+                checked: *checked,
             };
             return apply_change(t, &mut put, freed);
         }

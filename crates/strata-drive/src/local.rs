@@ -1053,6 +1053,7 @@ impl LocalDrive {
         upload_id: Uuid,
         version: ObjectVersion,
         op: Uuid,
+        checked: Option<u64>,
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
@@ -1061,6 +1062,7 @@ impl LocalDrive {
             key: key.to_owned(),
             upload_id,
             version: Box::new(version.clone()),
+            checked,
         };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, Some(version), displaced).await
@@ -1291,9 +1293,9 @@ impl Drive for LocalDrive {
                 R::Done
             }
             C::ListParts(id) => R::Parts(Box::pin(self.list_parts(id)).await?),
-            C::CompleteUpload { bucket, key, upload_id, version } => {
+            C::CompleteUpload { bucket, key, upload_id, version, checked } => {
                 let op = op()?;
-                Box::pin(self.complete_upload(&bucket, &key, upload_id, version, op)).await?;
+                Box::pin(self.complete_upload(&bucket, &key, upload_id, version, op, checked)).await?;
                 R::Done
             }
             C::DropUpload { bucket, key, upload_id, keep } => {

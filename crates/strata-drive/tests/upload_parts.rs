@@ -89,7 +89,7 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         acl: None,
     };
     let op = Uuid::new_v4();
-    d.complete_upload("b", "k", upload_id, version, op).await.expect("complete");
+    d.complete_upload("b", "k", upload_id, version, op, None).await.expect("complete");
     d.finish_op(op, true).await;
 
     // A retried part 1 lands before the upload is dropped: it replaces the upload's part 1, but

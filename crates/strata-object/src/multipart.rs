@@ -16,7 +16,7 @@ use crate::checksum::{self, Algorithm, ChecksumType, WithChecksum};
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::put::{
-    block_size_for, check_and_stamp, unfinished, write_file_data, BodyReader, PutOptions, WriteCondition,
+    block_size_for, checked_stamp, unfinished, write_file_data, BodyReader, PutOptions, WriteCondition,
 };
 use crate::quorum::{read_quorum, write_quorum};
 use crate::set::{apply_and_finish, finish_op, reduce_writes, to_completion, CommitFn, ErasureSet};
@@ -429,9 +429,12 @@ impl ObjectLayer {
                     .map_err(|e| ObjectError::Corrupt(format!("part {} ETag: {e}", p.number)))?,
             );
         }
+        // A conditional Complete carries the newest stamp its condition saw (see `check_locked`).
+        let (stamp, newest) = checked_stamp(set, bucket, key, &opts.condition).await?;
+        let checked = opts.condition.as_ref().map(|_| newest);
         let version = ObjectVersion {
             version_id: self.new_version_id(bucket)?,
-            mod_time: check_and_stamp(set, bucket, key, &opts.condition).await?,
+            mod_time: stamp,
             delete_marker: false,
             size: chosen.iter().map(|p| p.size).sum(),
             etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
@@ -457,7 +460,7 @@ impl ObjectLayer {
             let mut v = committed.clone();
             v.erasure.shard_index = distribution.get(pos).copied().unwrap_or(0);
             let (b, k) = (b.clone(), k.clone());
-            Box::pin(async move { d.complete_upload(&b, &k, upload_id, v, op).await })
+            Box::pin(async move { d.complete_upload(&b, &k, upload_id, v, op, checked).await })
         });
         let keep: Vec<Uuid> = version.parts.iter().map(|p| p.data_id).collect();
         let drives = guard.fenced(&set.drives);

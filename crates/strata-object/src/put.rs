@@ -164,19 +164,9 @@ pub(crate) async fn check_condition(
 
 /// The last step of a write under the object's lock: one read of the drives' current versions
 /// checks the write's `condition` and gives the new version its stamp
-/// ([`ErasureSet::stamp_after`]).
-pub(crate) async fn check_and_stamp(
-    set: &ErasureSet,
-    bucket: &str,
-    key: &str,
-    condition: &Option<WriteCondition>,
-) -> Result<u64, ObjectError> {
-    checked_stamp(set, bucket, key, condition).await.map(|(stamp, _)| stamp)
-}
-
-/// [`check_and_stamp`], answering also the newest stamp any drive answered (0: none), which
-/// the commit carries so that a drive holding anything newer refuses it.
-async fn checked_stamp(
+/// ([`ErasureSet::stamp_after`]); answers that stamp and the newest stamp any drive answered (0:
+/// none), which a conditional commit carries so that a drive holding anything newer refuses it.
+pub(crate) async fn checked_stamp(
     set: &ErasureSet,
     bucket: &str,
     key: &str,
@@ -191,7 +181,7 @@ async fn checked_stamp(
 
 /// The write's `condition`, checked under the object's lock against the drives' current
 /// versions (nothing is read without one). The stamps read move this node's clock past them
-/// ([`check_and_stamp`]), so the commit that follows is not refused for them. Answers the
+/// ([`checked_stamp`]), so the commit that follows is not refused for them. Answers the
 /// newest stamp the condition was checked against, for the commit to carry
 /// ([`strata_drive::DriveOps::commit_checked_version`]): the lock alone does not keep the
 /// object still between the check and the commit (a holder paused past its lease commits after

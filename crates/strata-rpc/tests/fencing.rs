@@ -11,7 +11,7 @@ use bytes::Bytes;
 use common::{read_all, TestCluster, VecBody};
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::{Drive, DriveError, DriveOps, FaultyDrive, Fence};
-use strata_object::{Locker, ObjectError, PutOptions, WriteCondition};
+use strata_object::{CompleteOptions, CompletePart, Locker, ObjectError, PutOptions, WriteCondition};
 use strata_rpc::wire::LockCall;
 use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
 use uuid::Uuid;
@@ -129,27 +129,48 @@ async fn a_stalled_conditional_write_loses_to_a_write_made_after_its_check() {
     let faulty = faulty.into_inner().expect("lock");
     let a_layer = Arc::new(a_layer);
     let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
-    // Twice: the second time over a key whose lock table and stamps have history.
-    for key in ["k1", "k2", "k1"] {
+    // Over two keys, one again (its lock table and stamps have history); a PUT, then a
+    // multipart Complete, each with `If-Match`.
+    for (key, complete) in [("k1", false), ("k2", false), ("k1", true), ("k2", true)] {
         let old = Bytes::from(vec![1u8; 4096]);
         let first = a_layer
             .put_object("b", key, &mut VecBody(Some(old.clone())), Default::default())
             .await
             .expect("first put");
+        let condition = Some(WriteCondition::Match(first.etag.clone()));
+        let a_body = Bytes::from(vec![2u8; 4096]);
+        // A Complete's one part, uploaded before the stall.
+        let upload = if complete {
+            let id = a_layer.create_multipart_upload("b", key, PutOptions::default()).await.expect("upload");
+            let part = a_layer
+                .upload_part("b", key, id, 1, &mut VecBody(Some(a_body.clone())), None)
+                .await
+                .expect("part");
+            Some((id, CompletePart { number: 1, etag: part.etag, checksums: Default::default() }))
+        } else {
+            None
+        };
 
-        // A: `If-Match` the first version's ETag; its commits stall after the check.
+        // A's commits stall after its check.
         let before: Vec<u64> = faulty.iter().map(|f| f.faults_injected()).collect();
         let stalled = || faulty.iter().zip(&before).all(|(f, b)| f.faults_injected() > *b);
+        let stalled_op = if complete { Op::CompleteUpload } else { Op::CommitVersion };
         for f in &faulty {
-            f.add_rule(Rule::new(Op::CommitVersion, Fault::Hang).times(1));
+            f.add_rule(Rule::new(stalled_op, Fault::Hang).times(1));
         }
-        let a_body = Bytes::from(vec![2u8; 4096]);
-        let condition = Some(WriteCondition::Match(first.etag.clone()));
         let a_task_layer = a_layer.clone();
         let a_key = key.to_owned();
         let a = tokio::spawn(async move {
-            let opts = PutOptions { condition, ..Default::default() };
-            a_task_layer.put_object("b", &a_key, &mut VecBody(Some(a_body)), opts).await
+            match upload {
+                Some((id, part)) => {
+                    let opts = CompleteOptions { condition, ..Default::default() };
+                    a_task_layer.complete_multipart_upload("b", &a_key, id, &[part], opts).await
+                }
+                None => {
+                    let opts = PutOptions { condition, ..Default::default() };
+                    a_task_layer.put_object("b", &a_key, &mut VecBody(Some(a_body)), opts).await
+                }
+            }
         });
         for _ in 0..500 {
             if stalled() {
@@ -169,7 +190,6 @@ async fn a_stalled_conditional_write_loses_to_a_write_made_after_its_check() {
             .put_object("b", key, &mut VecBody(Some(b_body.clone())), Default::default())
             .await
             .expect("B's put");
-
         // B's release reaches every node (it goes out in the background).
         for _ in 0..500 {
             if cluster.nodes.iter().all(|n| n.locks.grants().is_empty()) {
