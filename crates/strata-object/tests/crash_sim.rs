@@ -1,8 +1,10 @@
 //! Power-loss simulation of the storage engine: the real object layer, drives and metadata index
 //! run on a simulated filesystem (`strata_drive::sim::SimFs`) that keeps what was made durable
 //! apart from what was only written. A seeded workload of PUTs (inline and shard-file sizes),
-//! overwrites, DELETEs, multipart uploads, copies and tag updates runs in three concurrent lanes
-//! (so their changes share group commits), each lane one operation at a time on keys of its own;
+//! overwrites, DELETEs, multipart uploads (one part sent twice, the second replacing the
+//! first), aborted uploads, copies and tag updates runs in three concurrent lanes (so their
+//! changes share group commits), the last lane in a versioned bucket (its DELETEs leave delete
+//! markers, its overwrites older versions), each lane one operation at a time on keys of its own;
 //! power cuts are taken at random events of it (every write, sync, create, rename and unlink is
 //! an event), and each cut is booted (plain: only what was synced survives; harsh: plus a random,
 //! possibly torn, part of the rest) and checked:
@@ -10,9 +12,11 @@
 //! - every acknowledged operation is there exactly as acknowledged, and the one in flight at the
 //!   cut is either wholly there or wholly absent (GET and LIST agree);
 //! - a heal scan converges: afterwards every drive holds the same latest version of every key,
-//!   and reads still answer the same.
+//!   reads still answer the same, and a deep heal of each key (every shard of every drive read
+//!   and its hashes checked) finds nothing left to heal: every drive holds its shards.
 //!
-//! `STRATA_CRASH_SEEDS` (default 30) sets how many workloads run; each yields about 37 cuts. The
+//! `STRATA_CRASH_SEEDS` (default 30) sets how many workloads run; each yields about 37 cuts, and
+//! the run must check at least 1,000 distinct cut points (`CUTS_MIN`). The
 //! workload and the cut points follow the seed; the interleaving of the four drives' threads
 //! does not, so a failing seed replays the same operations and cut points and nearly always the
 //! failure. Long run: `STRATA_CRASH_SEEDS=400 cargo test --release -p strata-object --test crash_sim`.
@@ -39,6 +43,17 @@ const KEYS: u64 = 3;
 const OPS_PER_LANE: usize = 6;
 /// Chance that an event is a cut point; tuned so a workload gives about 37 cuts.
 const CUT_PROBABILITY: f64 = 0.04;
+/// Distinct cut points (a seed and an event of its workload) a default run must check.
+const CUTS_MIN: usize = 1_000;
+
+/// The bucket of a lane's keys: the last lane writes to a versioned bucket.
+fn bucket_of(key: &str) -> &'static str {
+    if key.starts_with(&format!("l{}", LANES - 1)) {
+        "v"
+    } else {
+        "b"
+    }
+}
 
 struct VecBody(Option<Bytes>);
 
@@ -94,7 +109,7 @@ fn pattern(len: usize, rng: &mut SimRng) -> Bytes {
 }
 
 async fn read(layer: &ObjectLayer, key: &str) -> Result<Value, String> {
-    match layer.open_object("b", key, true).await {
+    match layer.open_object(bucket_of(key), key, true).await {
         Ok(open) => {
             let (size, tags) = (open.info.size, open.info.tags.clone());
             let mut rx = open.stream(0, size);
@@ -104,24 +119,43 @@ async fn read(layer: &ObjectLayer, key: &str) -> Result<Value, String> {
             }
             Ok(Some((out.into(), tags)))
         }
-        Err(ObjectError::ObjectNotFound) => Ok(None),
+        Err(ObjectError::ObjectNotFound | ObjectError::DeleteMarker { .. }) => Ok(None),
         Err(e) => Err(format!("{key}: open: {e}")),
     }
 }
 
 async fn put(layer: &ObjectLayer, key: &str, data: Bytes) -> Result<(), ObjectError> {
-    layer.put_object("b", key, &mut VecBody(Some(data)), PutOptions::default()).await.map(drop)
+    layer.put_object(bucket_of(key), key, &mut VecBody(Some(data)), PutOptions::default()).await.map(drop)
 }
 
-async fn multipart(layer: &ObjectLayer, key: &str, parts: &[Bytes]) -> Result<(), ObjectError> {
-    let upload = layer.create_multipart_upload("b", key, PutOptions::default()).await?;
+/// A multipart upload of `parts`; the last part is first sent with other bytes (`replaced`), then
+/// sent again, replacing it, as a client's retry does.
+async fn multipart(
+    layer: &ObjectLayer,
+    key: &str,
+    parts: &[Bytes],
+    replaced: Bytes,
+) -> Result<(), ObjectError> {
+    let bucket = bucket_of(key);
+    let upload = layer.create_multipart_upload(bucket, key, PutOptions::default()).await?;
+    let last = parts.len() as u32;
+    layer.upload_part(bucket, key, upload, last, &mut VecBody(Some(replaced)), None).await?;
     let mut done = Vec::new();
     for (i, p) in parts.iter().enumerate() {
         let number = i as u32 + 1;
-        let info = layer.upload_part("b", key, upload, number, &mut VecBody(Some(p.clone())), None).await?;
+        let info =
+            layer.upload_part(bucket, key, upload, number, &mut VecBody(Some(p.clone())), None).await?;
         done.push(CompletePart { number, etag: info.etag, checksums: BTreeMap::new() });
     }
-    layer.complete_multipart_upload("b", key, upload, &done, CompleteOptions::default()).await.map(drop)
+    layer.complete_multipart_upload(bucket, key, upload, &done, CompleteOptions::default()).await.map(drop)
+}
+
+/// An upload begun, given a part, and aborted: the key is left as it was.
+async fn aborted_upload(layer: &ObjectLayer, key: &str, part: Bytes) -> Result<(), ObjectError> {
+    let bucket = bucket_of(key);
+    let upload = layer.create_multipart_upload(bucket, key, PutOptions::default()).await?;
+    layer.upload_part(bucket, key, upload, 1, &mut VecBody(Some(part)), None).await?;
+    layer.abort_multipart_upload(bucket, key, upload).await
 }
 
 /// Runs one operation chosen by `rng`; returns what it was and its key's value after it.
@@ -145,15 +179,18 @@ async fn run_op(
             put(layer, &key, data.clone()).await?;
             ("put file".into(), key, Some((data, BTreeMap::new())))
         }
-        (50..=62, current) => {
-            layer.delete_object("b", &key).await?;
-            let _ = current;
+        (50..=58, _) => {
+            layer.delete_object(bucket_of(&key), &key).await?;
             ("delete".into(), key, None)
+        }
+        (59..=62, current) => {
+            aborted_upload(layer, &key, pattern(1 + rng.below(200_000) as usize, rng)).await?;
+            ("aborted upload".into(), key, current)
         }
         (63..=72, _) => {
             // The last part may be small; the first must be 5 MiB.
             let parts = [pattern(5 << 20, rng), pattern(1 + rng.below(200_000) as usize, rng)];
-            multipart(layer, &key, &parts).await?;
+            multipart(layer, &key, &parts, pattern(1 + rng.below(100_000) as usize, rng)).await?;
             let whole: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
             ("multipart".into(), key, Some((whole.into(), BTreeMap::new())))
         }
@@ -173,7 +210,7 @@ async fn run_op(
         }
         (_, Some((data, _))) => {
             let tags = BTreeMap::from([("n".to_owned(), rng.below(1000).to_string())]);
-            layer.put_object_tags("b", &key, tags.clone()).await?;
+            layer.put_object_tags(bucket_of(&key), &key, tags.clone()).await?;
             ("tag".into(), key, Some((data, tags)))
         }
         (_, None) => {
@@ -208,14 +245,14 @@ async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Resu
             in_flight.push(format!("{} {}", d.what, d.key));
         }
     }
-    let listed: Vec<String> = layer
-        .list_objects("b", &ListRequest { max_keys: 1000, ..Default::default() })
-        .await
-        .map_err(|e| format!("list: {e}"))?
-        .objects
-        .into_iter()
-        .map(|o| o.key)
-        .collect();
+    let mut listed: Vec<String> = Vec::new();
+    for bucket in ["b", "v"] {
+        let page = layer
+            .list_objects(bucket, &ListRequest { max_keys: 1000, ..Default::default() })
+            .await
+            .map_err(|e| format!("list {bucket}: {e}"))?;
+        listed.extend(page.objects.into_iter().map(|o| o.key));
+    }
     let mut seen = BTreeMap::new();
     for (key, options) in &allowed {
         let got = read(&layer, key).await?;
@@ -239,7 +276,7 @@ async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Resu
         }
         let mut latest = Vec::new();
         for d in &drives {
-            latest.push(match d.read_record("b", key, false).await {
+            latest.push(match d.read_record(bucket_of(key), key, false).await {
                 Ok((r, _)) => r.latest().map(|v| v.version_id),
                 Err(strata_drive::DriveError::NotFound) => None,
                 Err(e) => return Err(format!("{key}: {} after healing: {e}", d.endpoint())),
@@ -247,6 +284,13 @@ async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Resu
         }
         if latest.windows(2).any(|w| w[0] != w[1]) {
             return Err(format!("{key}: drives disagree after healing: {latest:?}"));
+        }
+        // Agreeing records are not enough: every drive must hold its shard of what they name.
+        match layer.heal_object(bucket_of(key), key, true).await {
+            Ok(r) if r.healed_drives.is_empty() && r.failed_drives.is_empty() => {}
+            Ok(r) => return Err(format!("{key}: a deep heal after the scan still found work: {r:?}")),
+            Err(ObjectError::ObjectNotFound) => {}
+            Err(e) => return Err(format!("{key}: deep heal after the scan: {e}")),
         }
     }
     Ok(())
@@ -259,8 +303,13 @@ async fn run_seed(seed: u64) -> (usize, Vec<String>) {
         Ok(l) => l,
         Err(e) => return (0, vec![format!("seed {seed}: fresh drives: {e}")]),
     };
-    if let Err(e) = layer.make_bucket("b").await {
-        return (0, vec![format!("seed {seed}: make bucket: {e}")]);
+    for bucket in ["b", "v"] {
+        if let Err(e) = layer.make_bucket(bucket).await {
+            return (0, vec![format!("seed {seed}: make bucket {bucket}: {e}")]);
+        }
+    }
+    if let Err(e) = layer.put_bucket_versioning("v", strata_object::Versioning::Enabled).await {
+        return (0, vec![format!("seed {seed}: versioning: {e}")]);
     }
     fs.capture_with_probability(CUT_PROBABILITY, seed);
     let lanes = (0..LANES).map(|lane| {
@@ -329,4 +378,7 @@ fn acknowledged_writes_survive_power_cuts() {
         failures.iter().take(5).cloned().collect::<Vec<_>>().join("\n")
     );
     assert!(cuts as u64 >= seeds * 20, "too few cuts taken ({cuts}): the cut probability needs tuning");
+    if seeds >= 30 {
+        assert!(cuts >= CUTS_MIN, "{cuts} distinct cut points checked, fewer than {CUTS_MIN}");
+    }
 }
