@@ -8,7 +8,8 @@ An operation is a dict:
   expect: for put_if_match, the value whose ETag the request named
   ok:     for conditional puts, True when the write was accepted, False when refused (412)
   call, ret: monotonic times; ret is None for an operation whose outcome is unknown (the
-          connection failed): it may have taken effect at any moment after its call, or never.
+          connection failed): it may have taken effect at any moment after its call (within
+          `lost_window` seconds, when one is given), or never.
   client, node: who asked, through which node (for reports).
 
 Operations the server answered with an error that takes no effect (503, 409) are left out by
@@ -38,11 +39,16 @@ def step(op, state):
     raise ValueError(f"unknown operation {kind}")
 
 
-def check_key(ops, initial=None):
+def check_key(ops, initial=None, lost_window=None):
     """Whether `ops` (one key's) are linearizable from `initial`. Answers (True, None) or
-    (False, report) where the report names the operations no order could place."""
+    (False, report) where the report names the operations no order could place.
+
+    `lost_window` bounds when an operation whose answer was lost may take effect (seconds
+    after its call). Without it such an operation stays open to the end of the history, and
+    the search grows with every one of them that overlaps another."""
     ops = sorted(ops, key=lambda o: o["call"])
-    rets = [INF if o["ret"] is None else o["ret"] for o in ops]
+    unbounded = INF if lost_window is None else None
+    rets = [(unbounded or o["call"] + lost_window) if o["ret"] is None else o["ret"] for o in ops]
     determinate = [o["ret"] is not None for o in ops]
     n = len(ops)
     full = (1 << n) - 1
@@ -76,12 +82,12 @@ def check_key(ops, initial=None):
     return False, stuck
 
 
-def check(history):
+def check(history, lost_window=None):
     """Checks every key of `history` ({key: [op, ...]}); answers a list of (key, report) for the
     keys that are not linearizable."""
     failures = []
     for key, ops in history.items():
-        ok, report = check_key(ops)
+        ok, report = check_key(ops, lost_window=lost_window)
         if not ok:
             failures.append((key, report))
     return failures
