@@ -15,7 +15,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import threading
 import time
 
@@ -26,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from conftest import ACCESS_KEY, SECRET_KEY
 from linearizability import check, check_key, describe
-from test_cluster_partition import CLIENT_NET, NODE_NET, NS, NetNode, cut, sh
+from test_cluster_partition import CLIENT_NET, NODE_NET, NS, NetNode, cut, namespace  # noqa: F401 (a fixture)
 
 SECONDS = float(os.environ.get("STRATA_LINEARIZABILITY_SECONDS", "40"))
 KEYS = ["a", "b", "c"]
@@ -63,33 +62,6 @@ def test_the_checker_accepts_overlap_and_finds_stale_reads():
     assert not ok, "If-Match of the current value cannot be refused"
     ok, _ = check_key([op("put", 0, 1, value="x"), op("put_if_none", 2, 3, value="y", ok=True)])
     assert not ok, "If-None-Match on an existing key cannot succeed"
-
-
-@pytest.fixture
-def namespace():
-    """The namespace and links of test_cluster_partition, but a machine that cannot make them
-    fails this test loudly rather than skipping it."""
-    tag = NS.rsplit("-", 1)[-1]
-    links = [(f"sn{tag}a", f"sn{tag}b", NODE_NET), (f"sc{tag}a", f"sc{tag}b", CLIENT_NET)]
-    try:
-        sh("ip", "netns", "add", NS)
-    except (OSError, subprocess.CalledProcessError) as e:
-        pytest.fail(f"this test needs network namespaces (ip netns, veth; run as root): {e}")
-    try:
-        sh("ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up")
-        for host, inner, net in links:
-            sh("ip", "link", "add", host, "type", "veth", "peer", "name", inner)
-            sh("ip", "link", "set", inner, "netns", NS)
-            sh("ip", "addr", "add", f"{net}.1/24", "dev", host)
-            sh("ip", "link", "set", host, "up")
-            sh("ip", "netns", "exec", NS, "ip", "addr", "add", f"{net}.2/24", "dev", inner)
-            sh("ip", "netns", "exec", NS, "ip", "link", "set", inner, "up")
-        yield NS
-    finally:
-        sh("ip", "route", "del", "unreachable", f"{NODE_NET}.2/32", check=False)
-        for host, _, _ in links:
-            sh("ip", "link", "del", host, check=False)
-        sh("ip", "netns", "del", NS, check=False)
 
 
 def client_for(node):
