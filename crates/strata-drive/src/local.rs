@@ -3,11 +3,9 @@
 //! Blocking filesystem and index calls run on tokio's blocking pool, never on the async
 //! core threads.
 
-use std::collections::{HashMap, VecDeque};
 use std::io::IoSlice;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -18,11 +16,14 @@ use uuid::Uuid;
 use crate::fs::{write_file_durably, FileMeta, Fs, FsFile, RealFs};
 use crate::index::{Change, Index, IndexOpenError};
 use crate::sync_watch::{Watched, WriteStop};
+
+mod ops;
 use crate::{
     CallContext, DiskInfo, Drive, DriveCall, DriveError, DriveReply, DriveResult, ListEntry, ListQuery,
     ShardReader, ShardWriter, UploadsQuery,
 };
-use strata_types::limits::{DRIVE_ONLINE_RECHECK, ENDED_OPS_MAX, ENDED_OP_MEMORY};
+use ops::{Ops, PendingPart};
+use strata_types::limits::DRIVE_ONLINE_RECHECK;
 
 const SYS_DIR: &str = ".strata.sys";
 const FORMAT_FILE: &str = "format.json";
@@ -138,69 +139,6 @@ fn open_index(fs: &Arc<dyn Fs>, path: &Path, data: &Path, endpoint: &str) -> Res
     }
 }
 
-/// A part commit until its operation ends: the part it put and the one it replaced.
-struct PendingPart {
-    bucket: String,
-    key: String,
-    upload_id: Uuid,
-    number: u32,
-    new_data: Uuid,
-    old: Option<PartInfo>,
-}
-
-struct PendingOp {
-    bucket: String,
-    key: String,
-    added: Option<ObjectVersion>,
-    displaced: Vec<ObjectVersion>,
-}
-
-/// The operations a drive is part of, under one lock so that a change and the end of its
-/// operation meet in one order whichever arrives first.
-///
-/// A caller ends an operation (kept or undone, [`DriveCall::FinishOp`](crate::DriveCall::FinishOp))
-/// on every drive it sent the change to, including drives that did not answer: the change may
-/// have been applied with its answer lost, or may still be on its way. A change that arrives
-/// after its operation ended is refused, and one that was being applied as the end came is
-/// ended at once as told; so a write that failed never comes back later on a late drive, and a
-/// late change never replaces a newer one. Ended operations are remembered for
-/// [`ENDED_OP_MEMORY`] (at most [`ENDED_OPS_MAX`]): far longer than a change can wait in
-/// flight, since every caller gives up within its per-drive time-out.
-#[derive(Default)]
-struct Ops {
-    /// Version changes: what to free or undo.
-    versions: HashMap<Uuid, PendingOp>,
-    /// Part commits: what each replaced.
-    parts: HashMap<Uuid, PendingPart>,
-    /// Operations ended before (or while) their change arrived: kept or undone.
-    ended: HashMap<Uuid, bool>,
-    /// `ended` oldest first, for forgetting.
-    ended_order: VecDeque<(Instant, Uuid)>,
-}
-
-impl Ops {
-    /// Remembers that `op` ended (`keep`) before its change came, forgetting the oldest ends.
-    fn end_early(&mut self, op: Uuid, keep: bool) {
-        let now = Instant::now();
-        while let Some((at, old)) = self.ended_order.front().copied() {
-            if self.ended_order.len() < ENDED_OPS_MAX && now.duration_since(at) < ENDED_OP_MEMORY {
-                break;
-            }
-            self.ended_order.pop_front();
-            self.ended.remove(&old);
-        }
-        if self.ended.insert(op, keep).is_none() {
-            self.ended_order.push_back((now, op));
-        }
-    }
-}
-
-/// The refusal of a change whose operation ended before it came.
-fn ended_before(op: Uuid, keep: bool) -> DriveError {
-    let outcome = if keep { "kept without it" } else { "undone" };
-    DriveError::Refused(format!("operation {op} ended ({outcome}) before this change arrived"))
-}
-
 impl std::fmt::Debug for LocalDrive {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "LocalDrive({})", self.endpoint)
@@ -270,30 +208,6 @@ impl LocalDrive {
             tracing::warn!(drive = %self.endpoint, "a check of the drive passed: writes resume");
         }
         Some(passed)
-    }
-
-    /// Refuses a change of an operation that already ended (see [`Ops`]).
-    fn refuse_ended(&self, op: Uuid) -> DriveResult<()> {
-        match self.ops.lock().ok().and_then(|o| o.ended.get(&op).copied()) {
-            Some(keep) => Err(self.refused_late(op, keep)),
-            None => Ok(()),
-        }
-    }
-
-    /// Counts, logs and answers the refusal of a change that came after its operation ended.
-    fn refused_late(&self, op: Uuid, keep: bool) -> DriveError {
-        self.refused_late.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let e = ended_before(op, keep);
-        tracing::warn!(drive = %self.endpoint, error = %e, "a late change was refused");
-        e
-    }
-
-    /// After a change of `op` was applied: if the operation ended meanwhile, ends it now as
-    /// told and refuses the change.
-    async fn settle_late(&self, op: Uuid, ended: Option<bool>) -> DriveResult<()> {
-        let Some(keep) = ended else { return Ok(()) };
-        self.finish_op(op, keep).await;
-        Err(self.refused_late(op, keep))
     }
 
     fn index(&self) -> Arc<Index> {
@@ -419,35 +333,6 @@ impl LocalDrive {
             index_rebuilt,
             _lock: lock,
         })
-    }
-
-    /// Keeps what change `op` added and displaced, for its [`DriveCall::FinishOp`]. A second
-    /// change of the same operation on the same object (a version stamped again) replaces the
-    /// first one's version: the operation still displaces what the first change displaced, and
-    /// the first change's own version, displaced by the second, is no longer part of it.
-    ///
-    /// Then settles the change if its operation ended while it was applied ([`Self::settle_late`]).
-    async fn remember(
-        &self,
-        op: Uuid,
-        bucket: &str,
-        key: &str,
-        added: Option<ObjectVersion>,
-        mut displaced: Vec<ObjectVersion>,
-    ) -> DriveResult<()> {
-        let ended = {
-            let Ok(mut ops) = self.ops.lock() else { return Ok(()) };
-            if let Some(earlier) = ops.versions.remove(&op).filter(|p| p.bucket == bucket && p.key == key) {
-                if let Some(first) = &earlier.added {
-                    displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
-                }
-                displaced.extend(earlier.displaced);
-            }
-            let pending = PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced };
-            ops.versions.insert(op, pending);
-            ops.ended.get(&op).copied()
-        };
-        self.settle_late(op, ended).await
     }
 
     /// Group-commit counters of this drive's index.
@@ -924,52 +809,6 @@ impl LocalDrive {
         let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, None, displaced).await
-    }
-
-    pub async fn finish_op(&self, op: Uuid, keep: bool) {
-        let (part, pending) = {
-            let Ok(mut ops) = self.ops.lock() else { return };
-            let (part, pending) = (ops.parts.remove(&op), ops.versions.remove(&op));
-            if part.is_none() && pending.is_none() {
-                ops.end_early(op, keep);
-            }
-            (part, pending)
-        };
-        if let Some(p) = part {
-            let change = Change::EndPart {
-                bucket: p.bucket,
-                key: p.key,
-                upload_id: p.upload_id,
-                number: p.number,
-                old: p.old.map(Box::new),
-                new_data: p.new_data,
-                keep,
-            };
-            if let Err(e) = self.index().apply(change).await {
-                tracing::warn!(drive = %self.endpoint, error = %e, keep, "ending a part commit failed");
-            }
-            return;
-        }
-        let Some(p) = pending else { return };
-        let change = if keep {
-            let kept_id = p.added.as_ref().map(|v| v.data.data_id());
-            let versions: Vec<ObjectVersion> =
-                p.displaced.into_iter().filter(|v| Some(v.data.data_id()) != kept_id).collect();
-            if versions.is_empty() {
-                return;
-            }
-            Change::FreeData { versions }
-        } else {
-            Change::Restore {
-                bucket: p.bucket,
-                key: p.key,
-                remove: p.added.map(Box::new),
-                restore: p.displaced,
-            }
-        };
-        if let Err(e) = self.index().apply(change).await {
-            tracing::warn!(drive = %self.endpoint, error = %e, keep, "finishing a change failed");
-        }
     }
 
     pub async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()> {
