@@ -162,6 +162,11 @@ impl FsFile for FaultyFile {
         self.inner.read_exact_at(buf, offset)
     }
 
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.rules.check(FsOp::Append)?;
+        self.inner.set_len(len)
+    }
+
     fn drop_cache(&self) {
         self.inner.drop_cache()
     }
@@ -196,6 +201,11 @@ impl Fs for FaultyFs {
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(self.wrap(self.inner.open(path)?))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.rules.check(FsOp::Create)?;
+        Ok(self.wrap(self.inner.open_append(path)?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -34,6 +34,8 @@ pub trait FsFile: Send + Sync {
     /// Makes the file's data durable (not its name: that is the folder's, see [`Fs::sync_dir`]).
     fn sync_data(&self) -> io::Result<()>;
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Cuts the file to `len` bytes (or extends it with zeros); later appends go at the new end.
+    fn set_len(&self, len: u64) -> io::Result<()>;
     /// A hint that the file's cached pages will not be read soon.
     fn drop_cache(&self) {}
 }
@@ -51,6 +53,8 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens a file for reading.
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// Opens a file for appending to what it holds, creating it (empty) when missing.
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Makes the folder's entries durable: names created, renamed in or removed.
@@ -84,6 +88,49 @@ pub fn write_file_durably(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> io::Result<
     fs.sync_dir(dir)
 }
 
+/// Creates the folder `path` and every missing folder above it so that they survive a power cut:
+/// each new folder's name is made durable by a sync of the folder holding it.
+pub fn create_dir_all_durably(fs: &dyn Fs, path: &Path) -> io::Result<()> {
+    match fs.metadata(path) {
+        Ok(m) if !m.is_file => return Ok(()),
+        Ok(_) => return Err(io::Error::other(format!("{}: a file, not a folder", path.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
+        create_dir_all_durably(fs, parent)?;
+    }
+    fs.create_dir_all(path)?;
+    fs.sync_dir(parent.unwrap_or(Path::new(".")))
+}
+
+/// Reads an open file from `from` to `len` (its length when opened) as a stream.
+pub struct FileReader {
+    file: Box<dyn FsFile>,
+    position: u64,
+    len: u64,
+}
+
+impl FileReader {
+    pub fn new(file: Box<dyn FsFile>, from: u64, len: u64) -> Self {
+        Self { file, position: from, len }
+    }
+}
+
+impl io::Read for FileReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.len.saturating_sub(self.position);
+        let n = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        if n == 0 {
+            return Ok(0);
+        }
+        self.file.read_exact_at(&mut buf[..n], self.position)?;
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
 /// The machine's own filesystem.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RealFs;
@@ -110,6 +157,10 @@ impl FsFile for RealFile {
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.0.read_exact_at(buf, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
     }
 
     fn drop_cache(&self) {
@@ -155,6 +206,11 @@ impl Fs for RealFs {
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(File::open(path)?)))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        let file = fs::OpenOptions::new().read(true).append(true).create(true).open(path)?;
+        Ok(Box::new(RealFile(file)))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

@@ -469,6 +469,17 @@ impl FsFile for SimFile {
         buf.copy_from_slice(&f.data[start..end]);
         Ok(())
     }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let mut s = self.fs.lock_state();
+        let f = s.file_mut(self.ino)?;
+        let op = FileOp::SetLen(len);
+        apply_file_op(&mut f.data, &op);
+        f.unsynced.push(op);
+        f.modified = SystemTime::now();
+        s.event();
+        Ok(())
+    }
 }
 
 fn sync_file(f: &mut FileNode) {
@@ -562,6 +573,22 @@ impl Fs for SimFs {
         let mut s = self.lock_state();
         let ino = s.lookup(path)?;
         s.file_mut(ino)?;
+        Ok(Box::new(SimFile { fs: self.clone(), ino }))
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        let mut s = self.lock_state();
+        let ino = match s.lookup(path) {
+            Ok(ino) => {
+                s.file_mut(ino)?;
+                ino
+            }
+            Err(_) => {
+                let ino = s.new_file(path)?;
+                s.event();
+                ino
+            }
+        };
         Ok(Box::new(SimFile { fs: self.clone(), ino }))
     }
 
@@ -662,13 +689,7 @@ impl redb::StorageBackend for SimBackend {
     }
 
     fn set_len(&self, len: u64) -> Result<(), io::Error> {
-        let mut s = self.fs.lock_state();
-        let f = s.file_mut(self.ino)?;
-        let op = FileOp::SetLen(len);
-        apply_file_op(&mut f.data, &op);
-        f.unsynced.push(op);
-        s.event();
-        Ok(())
+        SimFile { fs: self.fs.clone(), ino: self.ino }.set_len(len)
     }
 
     fn sync_data(&self) -> Result<(), io::Error> {

@@ -97,6 +97,10 @@ impl FsFile for WatchedFile {
         self.inner.read_exact_at(buf, offset)
     }
 
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.inner.set_len(len)
+    }
+
     fn drop_cache(&self) {
         self.inner.drop_cache()
     }
@@ -129,6 +133,10 @@ impl Fs for Watched {
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.inner.open(path)
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, self.inner.open_append(path)?))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

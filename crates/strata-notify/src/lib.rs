@@ -47,6 +47,7 @@ impl Notifier {
     /// Opens a queue per target under `dir` (`<dir>/<kind>-<id>/`) and starts delivering what
     /// earlier runs left undelivered. Must run inside the tokio runtime.
     pub fn open(
+        fs: Arc<dyn strata_drive::fs::Fs>,
         dir: &Path,
         targets: Vec<TargetConfig>,
         tls: rustls::ClientConfig,
@@ -57,7 +58,7 @@ impl Notifier {
         for config in targets {
             let folder = dir.join(config.folder_name());
             let target = target::Target::new(config, tls.clone());
-            queues.push(queue::Queue::open(&folder, target, metrics.clone())?);
+            queues.push(queue::Queue::open(fs.clone(), &folder, target, metrics.clone())?);
         }
         Ok(Self { ctx, queues })
     }

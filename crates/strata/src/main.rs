@@ -688,8 +688,9 @@ fn notifier_from_env(
         owner_id: node.config.owner_id.clone(),
     };
     let dir = folder.join(".strata.sys").join("notify");
+    let fs = Arc::new(strata_drive::fs::RealFs);
     let notifier =
-        strata_notify::Notifier::open(&dir, targets, outbound_tls(certs_dir)?, ctx, node.metrics.clone())
+        strata_notify::Notifier::open(fs, &dir, targets, outbound_tls(certs_dir)?, ctx, node.metrics.clone())
             .with_context(|| format!("opening the notification queues in {}", dir.display()))?;
     for arn in notifier.arns() {
         println!("   Notification target: {arn}");
