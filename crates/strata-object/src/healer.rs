@@ -720,6 +720,9 @@ impl ObjectLayer {
         let config = h.config();
         let salt = strata_types::time::now_nanos();
         h.update(|s| *s = start);
+        if scope.bucket.is_none() && scope.prefix.is_empty() {
+            self.heal_buckets().await;
+        }
         let buckets: Vec<String> = match &scope.bucket {
             Some(b) => vec![b.clone()],
             None => self.list_buckets().map(|b| b.into_iter().map(|b| b.name).collect()).unwrap_or_default(),

@@ -101,6 +101,9 @@ fn poisoned() -> ObjectError {
     ObjectError::Poisoned("bucket cache")
 }
 
+/// A drive (when online) and its buckets with their records (when it answered).
+type DriveBuckets = (Option<Arc<dyn Drive>>, Option<BTreeMap<String, Vec<u8>>>);
+
 impl ObjectLayer {
     /// The deployment's id (in every drive's format record).
     pub fn deployment_id(&self) -> Uuid {
@@ -166,7 +169,7 @@ impl ObjectLayer {
             lifecycle,
         };
         let listed = layer.read_bucket_list().await?;
-        layer.heal_buckets(&listed).await;
+        layer.give_drives_their_buckets(&listed).await;
         *layer.buckets.write().map_err(|_| poisoned())? = listed;
         Ok(layer)
     }
@@ -185,16 +188,10 @@ impl ObjectLayer {
         }
     }
 
-    /// [`Self::heal_buckets`] with the buckets as they are now (a drive formatted again while
-    /// the server runs).
-    pub async fn heal_buckets_now(&self) {
-        let buckets = self.buckets.read().map(|b| b.clone()).unwrap_or_default();
-        self.heal_buckets(&buckets).await;
-    }
-
     /// Gives every online drive every bucket the quorum knows (a replaced, blank drive has none),
-    /// so writes to it count toward quorum again.
-    async fn heal_buckets(&self, buckets: &BTreeMap<String, BucketRecord>) {
+    /// so writes to it count toward quorum again. At start, without the buckets' locks (the
+    /// other nodes may not answer yet); [`Self::heal_buckets`] later does the rest under them.
+    async fn give_drives_their_buckets(&self, buckets: &BTreeMap<String, BucketRecord>) {
         for (name, record) in buckets {
             let record = record.encode();
             join_all(self.all_drives().flatten().map(|d| {
@@ -240,6 +237,106 @@ impl ObjectLayer {
     /// Quorum for bucket operations, which touch every drive: a majority.
     fn bucket_quorum(&self) -> usize {
         crate::quorum::majority(self.all_drives().count())
+    }
+
+    /// The lock that makes, deletes, changes and heals of one bucket take turns (on every node:
+    /// it is the namespace lock of the bucket's empty key, which no object can have).
+    async fn lock_bucket(&self, bucket: &str) -> Result<crate::lock::LockGuard, ObjectError> {
+        let (set, hash) = self.locate(bucket, "");
+        set.locks.exclusive(hash).await
+    }
+
+    /// Every drive's buckets with their records (`None`: the drive did not answer).
+    async fn bucket_lists(&self) -> Vec<DriveBuckets> {
+        join_all(self.all_drives().map(|d| async move {
+            let list = match d {
+                Some(d) => d.list_buckets().await.ok().map(|l| l.into_iter().collect()),
+                None => None,
+            };
+            (d.clone(), list)
+        }))
+        .await
+    }
+
+    /// Brings every drive's buckets in line with the deployment's, as [`Self::read_bucket_list`]
+    /// decides them: a bucket on at least half of the drives that answer is made on the drives
+    /// missing it (and its record written where a drive holds another form of it); a bucket on
+    /// fewer (a make or delete that a crash cut short) is removed from the drives holding it,
+    /// unless one of them holds objects in it. Each bucket is healed under its lock, so a make or
+    /// delete running on any node is never undone. Full heal scans run it first. Returns the
+    /// drives a bucket was made or rewritten on, and those it was removed from.
+    pub async fn heal_buckets(&self) -> (usize, usize) {
+        let differs = |lists: &[DriveBuckets]| {
+            let answered: Vec<&BTreeMap<String, Vec<u8>>> =
+                lists.iter().filter_map(|(_, l)| l.as_ref()).collect();
+            let mut names: Vec<String> = answered.iter().flat_map(|l| l.keys().cloned()).collect();
+            names.sort();
+            names.dedup();
+            names.retain(|n| {
+                let forms: Vec<Option<&Vec<u8>>> = answered.iter().map(|l| l.get(n)).collect();
+                forms.windows(2).any(|w| w[0] != w[1])
+            });
+            names
+        };
+        let (mut made, mut removed) = (0, 0);
+        for bucket in differs(&self.bucket_lists().await) {
+            let Ok(_lock) = self.lock_bucket(&bucket).await else { continue };
+            // Read again under the lock: a make or delete may have finished meanwhile.
+            let lists = self.bucket_lists().await;
+            if !differs(&lists).contains(&bucket) {
+                continue;
+            }
+            let answered = lists.iter().filter(|(_, l)| l.is_some()).count();
+            let holding =
+                lists.iter().filter(|(_, l)| l.as_ref().is_some_and(|l| l.contains_key(&bucket))).count();
+            if holding * 2 >= answered {
+                let mut forms: BTreeMap<&Vec<u8>, usize> = BTreeMap::new();
+                for record in lists.iter().filter_map(|(_, l)| l.as_ref()?.get(&bucket)) {
+                    *forms.entry(record).or_default() += 1;
+                }
+                let Some(form) = forms.into_iter().max_by_key(|(_, n)| *n).map(|(f, _)| f.clone()) else {
+                    continue;
+                };
+                for (d, list) in &lists {
+                    let (Some(d), Some(list)) = (d, list) else { continue };
+                    let result = match list.get(&bucket) {
+                        None => d.make_bucket(&bucket, form.clone()).await,
+                        Some(r) if *r != form => d.update_bucket(&bucket, form.clone()).await,
+                        Some(_) => continue,
+                    };
+                    match result {
+                        Ok(()) => made += 1,
+                        Err(e) => {
+                            tracing::warn!(%bucket, drive = d.endpoint(), error = %e, "bucket not healed")
+                        }
+                    }
+                }
+                if let Ok(mut buckets) = self.buckets.write() {
+                    buckets.insert(bucket.clone(), BucketRecord::decode(&form).unwrap_or_default());
+                }
+            } else {
+                for (d, list) in &lists {
+                    let (Some(d), Some(list)) = (d, list) else { continue };
+                    if !list.contains_key(&bucket) {
+                        continue;
+                    }
+                    match d.delete_bucket(&bucket).await {
+                        Ok(()) => removed += 1,
+                        Err(e) => {
+                            tracing::warn!(%bucket, drive = d.endpoint(), error = %e, "a bucket on too few drives to exist was kept")
+                        }
+                    }
+                }
+                if let Ok(mut buckets) = self.buckets.write() {
+                    buckets.remove(&bucket);
+                }
+            }
+            tracing::info!(%bucket, made, removed, "bucket healed");
+        }
+        if made + removed > 0 {
+            self.tell_peers(SharedState::Buckets).await;
+        }
+        (made, removed)
     }
 
     async fn read_bucket_list(&self) -> Result<BTreeMap<String, BucketRecord>, ObjectError> {
@@ -308,6 +405,7 @@ impl ObjectLayer {
     /// Makes a bucket whose record starts as `record` (owner, ownership controls, ACL,
     /// versioning, object lock); its creation time is now.
     pub async fn make_bucket_record(&self, bucket: &str, record: BucketRecord) -> Result<(), ObjectError> {
+        let _lock = self.lock_bucket(bucket).await?;
         let created = strata_types::time::now_nanos();
         let record = BucketRecord { created, ..record };
         let encoded = record.encode();
@@ -337,6 +435,7 @@ impl ObjectLayer {
 
     pub async fn delete_bucket(&self, bucket: &str) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
+        let _lock = self.lock_bucket(bucket).await?;
         // Older versions and delete markers keep a bucket from being empty, as in S3.
         let probe = crate::VersionsRequest { max_keys: 1, ..Default::default() };
         if !self.list_object_versions(bucket, &probe).await?.entries.is_empty() {
@@ -394,6 +493,7 @@ impl ObjectLayer {
         bucket: &str,
         change: impl FnOnce(&mut BucketRecord),
     ) -> Result<(), ObjectError> {
+        let _lock = self.lock_bucket(bucket).await?;
         let mut record = self.bucket_record(bucket)?;
         change(&mut record);
         let bytes = record.encode();

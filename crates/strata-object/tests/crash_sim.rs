@@ -1,25 +1,35 @@
 //! Power-loss simulation of the storage engine: the real object layer, drives and metadata index
 //! run on a simulated filesystem (`strata_drive::sim::SimFs`) that keeps what was made durable
-//! apart from what was only written. A seeded workload of PUTs (inline and shard-file sizes),
-//! overwrites, DELETEs, multipart uploads (one part sent twice, the second replacing the
-//! first), aborted uploads, copies and tag updates runs in three concurrent lanes (so their
-//! changes share group commits), the last lane in a versioned bucket (its DELETEs leave delete
-//! markers, its overwrites older versions), each lane one operation at a time on keys of its own;
-//! power cuts are taken at random events of it (every write, sync, create, rename and unlink is
+//! apart from what was only written. A seeded workload runs in four concurrent lanes (so their
+//! changes share group commits), each one operation at a time on keys of its own:
+//! - three object lanes: PUTs (inline and shard-file sizes), overwrites, DELETEs, multipart
+//!   uploads (one part sent twice, the second replacing the first), aborted uploads, copies and
+//!   tag updates; the third in a versioned bucket (its DELETEs leave delete markers, its
+//!   overwrites older versions);
+//! - a bucket lane: PUTs into a bucket whose lifecycle rule expires everything and lifecycle
+//!   passes that expire them (saving the pass's state on the drives), and a bucket made, given an
+//!   object, emptied and deleted.
+//!
+//! Power cuts are taken at random events of it (every write, sync, create, rename and unlink is
 //! an event), and each cut is booted (plain: only what was synced survives; harsh: plus a random,
 //! possibly torn, part of the rest) and checked:
 //! - every drive opens;
 //! - every acknowledged operation is there exactly as acknowledged, and the one in flight at the
-//!   cut is either wholly there or wholly absent (GET and LIST agree);
-//! - a heal scan converges: afterwards every drive holds the same latest version of every key,
-//!   reads still answer the same, and a deep heal of each key (every shard of every drive read
-//!   and its hashes checked) finds nothing left to heal: every drive holds its shards.
+//!   cut is either wholly there or wholly absent (GET, LIST and the bucket list agree);
+//! - a heal scan converges: afterwards every drive holds the same latest version of every key
+//!   and the same buckets, reads still answer the same, and a deep heal of each key (every shard
+//!   of every drive read and its hashes checked) finds nothing left to heal: every drive holds
+//!   its shards.
 //!
-//! `STRATA_CRASH_SEEDS` (default 30) sets how many workloads run; each yields about 37 cuts, and
-//! the run must check at least 1,000 distinct cut points (`CUTS_MIN`). The
-//! workload and the cut points follow the seed; the interleaving of the four drives' threads
-//! does not, so a failing seed replays the same operations and cut points and nearly always the
-//! failure. Long run: `STRATA_CRASH_SEEDS=400 cargo test --release -p strata-object --test crash_sim`.
+//! One boot in six is itself cut, at random events of the start's recovery, the reads and the
+//! heal scan, and each of those cuts is booted and checked the same way: before the reads,
+//! against the history; after them, against what the reads saw (a value once read must stay).
+//!
+//! `STRATA_CRASH_SEEDS` (default 30) sets how many workloads run; each yields about 55 cuts, and
+//! the run must check at least 1,000 distinct cut points (`CUTS_MIN`). The workload and the cut
+//! points follow the seed; the interleaving of the four drives' threads does not, so a failing
+//! seed replays the same operations and cut points and nearly always the failure. Long run:
+//! `STRATA_CRASH_SEEDS=400 cargo test --release -p strata-object --test crash_sim`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,8 +40,9 @@ use bytes::Bytes;
 use strata_drive::sim::{PowerCut, SimFs, SimRng};
 use strata_drive::{Drive, LocalDrive, OpenOptions};
 use strata_object::{
-    BodyError, BodyReader, CompleteOptions, CompletePart, DriveSlot, HealScope, ListRequest, ObjectError,
-    ObjectLayer, PutOptions,
+    BodyError, BodyReader, CompleteOptions, CompletePart, DriveSlot, HealScope, LifecycleConfig,
+    LifecycleExpiration, LifecycleRule, LifecycleState, ListRequest, ObjectError, ObjectLayer, PassPosition,
+    PutOptions,
 };
 use uuid::Uuid;
 
@@ -41,19 +52,30 @@ const DRIVES: usize = 4;
 const LANES: usize = 3;
 const KEYS: u64 = 3;
 const OPS_PER_LANE: usize = 6;
-/// Chance that an event is a cut point; tuned so a workload gives about 37 cuts.
-const CUT_PROBABILITY: f64 = 0.04;
+/// Chance that an event is a cut point; tuned so a workload gives about 40 cuts (and 15 more
+/// during boots).
+const CUT_PROBABILITY: f64 = 0.03;
 /// Distinct cut points (a seed and an event of its workload) a default run must check.
 const CUTS_MIN: usize = 1_000;
 
-/// The bucket of a lane's keys: the last lane writes to a versioned bucket.
+/// The bucket of a key: the last object lane writes to a versioned bucket; the bucket lane's
+/// keys live in `e` (whose lifecycle rule expires everything) and in `t` (made and deleted).
 fn bucket_of(key: &str) -> &'static str {
     if key.starts_with(&format!("l{}", LANES - 1)) {
         "v"
+    } else if key.starts_with('e') {
+        "e"
+    } else if key.starts_with('t') {
+        "t"
     } else {
         "b"
     }
 }
+
+/// The keys of the bucket lane, and the pseudo-key that stands for bucket `t` existing.
+const EXPIRING_KEYS: [&str; 3] = ["ek0", "ek1", "ek2"];
+const T_KEY: &str = "tk0";
+const T_EXISTS: &str = "bucket t";
 
 struct VecBody(Option<Bytes>);
 
@@ -119,7 +141,9 @@ async fn read(layer: &ObjectLayer, key: &str) -> Result<Value, String> {
             }
             Ok(Some((out.into(), tags)))
         }
-        Err(ObjectError::ObjectNotFound | ObjectError::DeleteMarker { .. }) => Ok(None),
+        Err(ObjectError::ObjectNotFound | ObjectError::DeleteMarker { .. } | ObjectError::BucketNotFound) => {
+            Ok(None)
+        }
         Err(e) => Err(format!("{key}: open: {e}")),
     }
 }
@@ -158,8 +182,79 @@ async fn aborted_upload(layer: &ObjectLayer, key: &str, part: Bytes) -> Result<(
     layer.abort_multipart_upload(bucket, key, upload).await
 }
 
-/// Runs one operation chosen by `rng`; returns what it was and its key's value after it.
+/// What an operation was and the value of each key it changed, after it.
+type Outcome = (String, Vec<(String, Value)>);
+
+/// Runs one operation chosen by `rng` for `lane`.
 async fn run_op(
+    layer: &ObjectLayer,
+    lane: usize,
+    rng: &mut SimRng,
+    model: &BTreeMap<String, Value>,
+) -> Result<Outcome, ObjectError> {
+    if lane == LANES {
+        return run_bucket_op(layer, rng, model).await;
+    }
+    let (what, key, after) = run_object_op(layer, lane, rng, model).await?;
+    Ok((what, vec![(key, after)]))
+}
+
+/// An expire-everything lifecycle rule (its date, 1970-01-02, is long past).
+fn expire_everything() -> LifecycleConfig {
+    let rule = LifecycleRule {
+        id: "past".into(),
+        enabled: true,
+        expiration: Some(LifecycleExpiration::Date(86_400)),
+        ..Default::default()
+    };
+    LifecycleConfig { rules: vec![rule] }
+}
+
+/// The bucket lane: PUTs into `e` and lifecycle passes that expire them (saving the pass's
+/// state on the drives), and bucket `t` made, given an object, emptied and deleted.
+async fn run_bucket_op(
+    layer: &ObjectLayer,
+    rng: &mut SimRng,
+    model: &BTreeMap<String, Value>,
+) -> Result<Outcome, ObjectError> {
+    let present = |k: &str| model.get(k).is_some_and(|v| v.is_some());
+    let choice = rng.below(100);
+    if choice < 40 {
+        let key = EXPIRING_KEYS[rng.below(EXPIRING_KEYS.len() as u64) as usize];
+        let data = pattern(rng.below(3000) as usize, rng);
+        put(layer, key, data.clone()).await?;
+        return Ok(("put".into(), vec![(key.to_owned(), Some((data, BTreeMap::new())))]));
+    }
+    if choice < 55 {
+        let running = PassPosition { started: 1, bucket: "e".into(), key: String::new() };
+        let state = LifecycleState { running: Some(running), ..Default::default() };
+        layer.lifecycle_pass(state, None).await;
+        return Ok(("lifecycle pass".into(), EXPIRING_KEYS.iter().map(|k| (k.to_string(), None)).collect()));
+    }
+    let exists = Some((Bytes::new(), BTreeMap::new()));
+    Ok(match (present(T_EXISTS), present(T_KEY)) {
+        (false, _) => {
+            layer.make_bucket("t").await?;
+            ("make bucket t".into(), vec![(T_EXISTS.to_owned(), exists)])
+        }
+        (true, false) if choice >= 80 => {
+            layer.delete_bucket("t").await?;
+            ("delete bucket t".into(), vec![(T_EXISTS.to_owned(), None)])
+        }
+        (true, false) => {
+            let data = pattern(rng.below(200_000) as usize, rng);
+            put(layer, T_KEY, data.clone()).await?;
+            ("put".into(), vec![(T_KEY.to_owned(), Some((data, BTreeMap::new())))])
+        }
+        (true, true) => {
+            layer.delete_object("t", T_KEY).await?;
+            ("delete".into(), vec![(T_KEY.to_owned(), None)])
+        }
+    })
+}
+
+/// Runs one object operation chosen by `rng`; returns what it was and its key's value after it.
+async fn run_object_op(
     layer: &ObjectLayer,
     lane: usize,
     rng: &mut SimRng,
@@ -228,57 +323,109 @@ fn show(v: &Value) -> String {
     }
 }
 
-/// Boots a cut and checks it against the acknowledged history. Returns what was wrong.
-async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Result<(), String> {
-    let fs = cut.boot(harsh);
-    let (layer, drives) = open_layer(&fs).await?;
-    let e = cut.event;
-    let mut allowed: BTreeMap<String, Vec<Value>> =
-        (0..LANES).flat_map(|l| (0..KEYS).map(move |k| (format!("l{l}k{k}"), vec![None]))).collect();
+/// Every key the workload may touch (each absent at the start).
+fn all_keys() -> Vec<String> {
+    let mut keys: Vec<String> =
+        (0..LANES).flat_map(|l| (0..KEYS).map(move |k| format!("l{l}k{k}"))).collect();
+    keys.extend(EXPIRING_KEYS.iter().map(|k| k.to_string()));
+    keys.extend([T_KEY.to_owned(), T_EXISTS.to_owned()]);
+    keys
+}
+
+/// What each key may hold after a cut right after `event`, and the operations in flight then.
+fn allowed_at(history: &[Done], event: u64) -> (BTreeMap<String, Vec<Value>>, Vec<String>) {
+    let mut allowed: BTreeMap<String, Vec<Value>> = all_keys().into_iter().map(|k| (k, vec![None])).collect();
     let mut in_flight = Vec::new();
     // Per key, operations are in order (one lane, one at a time).
     for d in history {
-        if d.end <= e {
+        if d.end <= event {
             allowed.insert(d.key.clone(), vec![d.after.clone()]);
-        } else if d.start < e {
+        } else if d.start < event {
             allowed.insert(d.key.clone(), vec![d.before.clone(), d.after.clone()]);
             in_flight.push(format!("{} {}", d.what, d.key));
         }
     }
+    (allowed, in_flight)
+}
+
+/// What every key holds, by GET (and by the bucket list for bucket `t`), checked against LIST.
+async fn observe(layer: &ObjectLayer) -> Result<BTreeMap<String, Value>, String> {
     let mut listed: Vec<String> = Vec::new();
-    for bucket in ["b", "v"] {
-        let page = layer
-            .list_objects(bucket, &ListRequest { max_keys: 1000, ..Default::default() })
-            .await
-            .map_err(|e| format!("list {bucket}: {e}"))?;
-        listed.extend(page.objects.into_iter().map(|o| o.key));
+    for bucket in ["b", "v", "e", "t"] {
+        let request = ListRequest { max_keys: 1000, ..Default::default() };
+        match layer.list_objects(bucket, &request).await {
+            Ok(page) => listed.extend(page.objects.into_iter().map(|o| o.key)),
+            Err(ObjectError::BucketNotFound) if bucket == "t" => {}
+            Err(e) => return Err(format!("list {bucket}: {e}")),
+        }
     }
     let mut seen = BTreeMap::new();
-    for (key, options) in &allowed {
-        let got = read(&layer, key).await?;
-        if !options.contains(&got) {
+    for key in all_keys() {
+        if key == T_EXISTS {
+            seen.insert(key, layer.bucket_info("t").is_ok().then(|| (Bytes::new(), BTreeMap::new())));
+            continue;
+        }
+        let got = read(layer, &key).await?;
+        if listed.contains(&key) != got.is_some() {
+            return Err(format!(
+                "{key}: GET says {}, LIST says listed={}",
+                show(&got),
+                listed.contains(&key)
+            ));
+        }
+        seen.insert(key, got);
+    }
+    Ok(seen)
+}
+
+/// Share of the cuts whose boot is itself cut (at random events of the start's recovery, the
+/// reads and the heal that follow): 1 in this many.
+const NESTED_EVERY: usize = 6;
+/// Chance that an event of a nested boot is a cut point.
+const NESTED_CUT_PROBABILITY: f64 = 0.02;
+
+/// Boots a cut and checks it against `allowed` (see [`allowed_at`]); with `nest`, also takes
+/// power cuts during this boot's recovery, reads and heal (seeded by it) and checks each of
+/// them: before the reads, against `allowed`; after, against what the reads saw, which a later
+/// cut may no longer change. Returns the nested cuts checked, or what was wrong.
+async fn check_cut(
+    cut: &PowerCut,
+    harsh: Option<u64>,
+    allowed: &BTreeMap<String, Vec<Value>>,
+    in_flight: &[String],
+    nest: Option<u64>,
+) -> Result<usize, String> {
+    let fs = cut.boot(harsh);
+    if let Some(seed) = nest {
+        fs.capture_with_probability(NESTED_CUT_PROBABILITY, seed);
+    }
+    let (layer, drives) = open_layer(&fs).await?;
+    let seen = observe(&layer).await?;
+    for (key, got) in &seen {
+        let options = &allowed[key];
+        if !options.contains(got) {
             let want: Vec<String> = options.iter().map(show).collect();
             return Err(format!(
                 "{key}: found {}, acknowledged {want:?} (in flight: {in_flight:?})",
-                show(&got)
+                show(got)
             ));
         }
-        if listed.contains(key) != got.is_some() {
-            return Err(format!("{key}: GET says {}, LIST says listed={}", show(&got), listed.contains(key)));
-        }
-        seen.insert(key.clone(), got);
     }
+    let read_done = fs.events();
     layer.heal_scan(HealScope::default()).await;
+    let healed = observe(&layer).await?;
     for (key, before) in &seen {
-        let got = read(&layer, key).await?;
-        if &got != before {
-            return Err(format!("{key}: {} before healing, {} after", show(before), show(&got)));
+        if &healed[key] != before {
+            return Err(format!("{key}: {} before healing, {} after", show(before), show(&healed[key])));
+        }
+        if key == T_EXISTS {
+            continue;
         }
         let mut latest = Vec::new();
         for d in &drives {
             latest.push(match d.read_record(bucket_of(key), key, false).await {
                 Ok((r, _)) => r.latest().map(|v| v.version_id),
-                Err(strata_drive::DriveError::NotFound) => None,
+                Err(strata_drive::DriveError::NotFound | strata_drive::DriveError::BucketNotFound) => None,
                 Err(e) => return Err(format!("{key}: {} after healing: {e}", d.endpoint())),
             });
         }
@@ -289,30 +436,55 @@ async fn check_cut(cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Resu
         match layer.heal_object(bucket_of(key), key, true).await {
             Ok(r) if r.healed_drives.is_empty() && r.failed_drives.is_empty() => {}
             Ok(r) => return Err(format!("{key}: a deep heal after the scan still found work: {r:?}")),
-            Err(ObjectError::ObjectNotFound) => {}
+            Err(ObjectError::ObjectNotFound | ObjectError::BucketNotFound) => {}
             Err(e) => return Err(format!("{key}: deep heal after the scan: {e}")),
         }
     }
-    Ok(())
+    let mut buckets = Vec::new();
+    for d in &drives {
+        let mut names: Vec<String> =
+            d.list_buckets().await.map_err(|e| e.to_string())?.into_iter().map(|(n, _)| n).collect();
+        names.sort();
+        buckets.push(names);
+    }
+    if buckets.windows(2).any(|w| w[0] != w[1]) {
+        return Err(format!("drives disagree on the buckets after healing: {buckets:?}"));
+    }
+    drop(layer);
+    let Some(seed) = nest else { return Ok(0) };
+    let nested = fs.take_power_cuts();
+    let observed: BTreeMap<String, Vec<Value>> = seen.into_iter().map(|(k, v)| (k, vec![v])).collect();
+    for (i, inner) in nested.iter().enumerate() {
+        let harsh = (i % 2 == 0).then_some(seed.wrapping_add(i as u64));
+        let want = if inner.event >= read_done { &observed } else { allowed };
+        Box::pin(check_cut(inner, harsh, want, in_flight, None)).await.map_err(|why| {
+            format!("a cut after event {} of its boot (harsh {harsh:?}): {why}", inner.event)
+        })?;
+    }
+    Ok(nested.len())
 }
 
-/// One seeded workload; returns (cuts checked, failures).
-async fn run_seed(seed: u64) -> (usize, Vec<String>) {
+/// One seeded workload; returns (cuts checked, of them cuts of a boot, failures).
+async fn run_seed(seed: u64) -> (usize, usize, Vec<String>) {
     let fs = SimFs::new();
     let (layer, _drives) = match open_layer(&fs).await {
         Ok(l) => l,
-        Err(e) => return (0, vec![format!("seed {seed}: fresh drives: {e}")]),
+        Err(e) => return (0, 0, vec![format!("seed {seed}: fresh drives: {e}")]),
     };
-    for bucket in ["b", "v"] {
+    for bucket in ["b", "v", "e"] {
         if let Err(e) = layer.make_bucket(bucket).await {
-            return (0, vec![format!("seed {seed}: make bucket {bucket}: {e}")]);
+            return (0, 0, vec![format!("seed {seed}: make bucket {bucket}: {e}")]);
         }
     }
     if let Err(e) = layer.put_bucket_versioning("v", strata_object::Versioning::Enabled).await {
-        return (0, vec![format!("seed {seed}: versioning: {e}")]);
+        return (0, 0, vec![format!("seed {seed}: versioning: {e}")]);
+    }
+    if let Err(e) = layer.update_bucket("e", |r| r.lifecycle = Some(expire_everything())).await {
+        return (0, 0, vec![format!("seed {seed}: lifecycle: {e}")]);
     }
     fs.capture_with_probability(CUT_PROBABILITY, seed);
-    let lanes = (0..LANES).map(|lane| {
+    // The object lanes, then the bucket lane.
+    let lanes = (0..=LANES).map(|lane| {
         let (fs, layer) = (&fs, &layer);
         async move {
             let mut rng = SimRng::new(seed ^ 0x5eed ^ ((lane as u64) << 32));
@@ -322,10 +494,12 @@ async fn run_seed(seed: u64) -> (usize, Vec<String>) {
                 let start = fs.events();
                 let result = run_op(layer, lane, &mut rng, &model).await;
                 let end = fs.events();
-                let (what, key, after) = result.map_err(|e| format!("lane {lane}: {e}"))?;
-                let before = model.get(&key).cloned().flatten();
-                model.insert(key.clone(), after.clone());
-                done.push(Done { what, start, end, key, before, after });
+                let (what, changes) = result.map_err(|e| format!("lane {lane}: {e}"))?;
+                for (key, after) in changes {
+                    let before = model.get(&key).cloned().flatten();
+                    model.insert(key.clone(), after.clone());
+                    done.push(Done { what: what.clone(), start, end, key, before, after });
+                }
             }
             Ok::<_, String>(done)
         }
@@ -334,25 +508,34 @@ async fn run_seed(seed: u64) -> (usize, Vec<String>) {
     for lane in futures_util::future::join_all(lanes).await {
         match lane {
             Ok(done) => history.extend(done),
-            Err(e) => return (0, vec![format!("seed {seed}: the workload failed on healthy drives: {e}")]),
+            Err(e) => {
+                return (0, 0, vec![format!("seed {seed}: the workload failed on healthy drives: {e}")])
+            }
         }
     }
     drop(layer);
     let cuts = fs.take_power_cuts();
-    let mut failures = Vec::new();
+    let (mut nested_checked, mut failures) = (0, Vec::new());
     for (i, cut) in cuts.iter().enumerate() {
         // Every other cut boots harshly: unsynced writes partly kept, reordered, torn.
         let harsh = (i % 2 == 1).then_some(seed.wrapping_mul(1000) + i as u64);
-        if let Err(why) = check_cut(cut, harsh, &history).await {
-            let ops: Vec<String> =
-                history.iter().map(|d| format!("{} {} [{}..{}]", d.what, d.key, d.start, d.end)).collect();
-            failures.push(format!(
-                "seed {seed}, cut after event {} (harsh {harsh:?}): {why}\n  ops: {ops:?}",
-                cut.event
-            ));
+        let nest = (i % NESTED_EVERY == 0).then_some(seed.wrapping_mul(7919) + i as u64);
+        let (allowed, in_flight) = allowed_at(&history, cut.event);
+        match check_cut(cut, harsh, &allowed, &in_flight, nest).await {
+            Ok(nested) => nested_checked += nested,
+            Err(why) => {
+                let ops: Vec<String> = history
+                    .iter()
+                    .map(|d| format!("{} {} [{}..{}]", d.what, d.key, d.start, d.end))
+                    .collect();
+                failures.push(format!(
+                    "seed {seed}, cut after event {} (harsh {harsh:?}): {why}\n  ops: {ops:?}",
+                    cut.event
+                ));
+            }
         }
     }
-    (cuts.len(), failures)
+    (cuts.len() + nested_checked, nested_checked, failures)
 }
 
 #[test]
@@ -364,13 +547,17 @@ fn acknowledged_writes_survive_power_cuts() {
         .max_blocking_threads(2)
         .build()
         .expect("runtime");
-    let (mut cuts, mut failures) = (0, Vec::new());
+    let (mut cuts, mut nested, mut failures) = (0, 0, Vec::new());
     for seed in first..first + seeds {
-        let (n, f) = runtime.block_on(run_seed(seed));
+        let (n, boot, f) = runtime.block_on(run_seed(seed));
         cuts += n;
+        nested += boot;
         failures.extend(f);
     }
-    eprintln!("crash simulation: {seeds} workloads, {cuts} power cuts checked, {} failed", failures.len());
+    eprintln!(
+        "crash simulation: {seeds} workloads, {cuts} power cuts checked ({nested} of them during a boot), {} failed",
+        failures.len()
+    );
     assert!(
         failures.is_empty(),
         "{} of {cuts} power cuts lost or mangled acknowledged data:\n{}",

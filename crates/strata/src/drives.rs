@@ -586,7 +586,7 @@ pub fn spawn_drive_monitor(
                     refill_pending = true;
                 }
             }
-            for (drive, format) in &locals {
+            for (i, (drive, format)) in locals.iter().enumerate() {
                 let (d, f) = (drive.clone(), format.clone());
                 let reformatted = tokio::task::spawn_blocking(move || {
                     if !d.root_is_blank() {
@@ -603,8 +603,10 @@ pub fn spawn_drive_monitor(
                             drive = drive.endpoint(),
                             "blank drive in its slot: formatted again; refilling it"
                         );
-                        layer.heal_buckets_now().await;
+                        layer.heal_buckets().await;
                         refill_pending = true;
+                        // Refilled by this scan: its coming back is not news to the next look.
+                        online[i] = true;
                     }
                     Some(Err(e)) => {
                         tracing::warn!(drive = drive.endpoint(), error = %e, "cannot format the replaced drive")
