@@ -46,6 +46,7 @@ mod put;
 mod quorum;
 mod retention;
 mod set;
+pub mod sim;
 mod sse;
 mod tagging;
 mod timed;

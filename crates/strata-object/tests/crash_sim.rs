@@ -32,19 +32,16 @@
 //! `STRATA_CRASH_SEEDS=400 cargo test --release -p strata-object --test crash_sim`.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
 use strata_drive::sim::{PowerCut, SimFs, SimRng};
-use strata_drive::{Drive, LocalDrive, OpenOptions};
+use strata_drive::{Drive, LocalDrive};
 use strata_object::{
-    BodyError, BodyReader, CompleteOptions, CompletePart, DriveSlot, HealScope, LifecycleConfig,
-    LifecycleExpiration, LifecycleRule, LifecycleState, ListRequest, ObjectError, ObjectLayer, PassPosition,
-    PutOptions,
+    BodyError, BodyReader, CompleteOptions, CompletePart, HealScope, LifecycleConfig, LifecycleExpiration,
+    LifecycleRule, LifecycleState, ListRequest, ObjectError, ObjectLayer, PassPosition, PutOptions,
 };
-use uuid::Uuid;
 
 const DRIVES: usize = 4;
 /// Workloads run as this many concurrent lanes (so changes share group commits), each on keys
@@ -103,26 +100,8 @@ struct Done {
     after: Value,
 }
 
-fn drive_root(i: usize) -> PathBuf {
-    PathBuf::from(format!("/d{i}"))
-}
-
 async fn open_layer(fs: &SimFs) -> Result<(ObjectLayer, Vec<Arc<LocalDrive>>), String> {
-    let mut drives = Vec::new();
-    for i in 0..DRIVES {
-        let d = LocalDrive::open_on(Arc::new(fs.clone()), &drive_root(i), OpenOptions::default())
-            .map_err(|e| format!("drive {i} does not open: {e}"))?;
-        if d.read_format().await.map_err(|e| e.to_string())?.is_none() {
-            d.write_format(b"{}".to_vec()).await.map_err(|e| e.to_string())?;
-        }
-        drives.push(Arc::new(d));
-    }
-    let slots: Vec<DriveSlot> = drives.iter().map(|d| Some(d.clone() as Arc<dyn Drive>)).collect();
-    let parity = strata_cluster::layout::default_parity(DRIVES);
-    let layer = ObjectLayer::new(Uuid::from_u128(7), vec![vec![slots]], parity)
-        .await
-        .map_err(|e| format!("object layer: {e}"))?;
-    Ok((layer, drives))
+    strata_object::sim::layer_on(fs, DRIVES).await
 }
 
 fn pattern(len: usize, rng: &mut SimRng) -> Bytes {
