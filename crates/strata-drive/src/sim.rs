@@ -237,7 +237,7 @@ impl State {
     /// What survives a power cut now, before choosing how much of the unsynced part a boot
     /// keeps: every inode reachable by a name, seen or durable.
     fn power_cut(&self) -> PowerCut {
-        let mut nodes = HashMap::new();
+        let mut nodes = BTreeMap::new();
         let mut stack = vec![ROOT];
         while let Some(ino) = stack.pop() {
             if nodes.contains_key(&ino) {
@@ -327,6 +327,27 @@ impl SimFs {
         self.lock_state().power_cut()
     }
 
+    /// Every file's path and bytes (and every folder's path, with `None`), for tests that
+    /// compare two filesystems.
+    pub fn contents(&self) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+        let s = self.lock_state();
+        let mut out = BTreeMap::new();
+        let mut stack = vec![(PathBuf::from("/"), ROOT)];
+        while let Some((path, ino)) = stack.pop() {
+            match s.nodes.get(&ino) {
+                Some(Node::File(f)) => {
+                    out.insert(path, Some(f.data.clone()));
+                }
+                Some(Node::Dir(d)) => {
+                    stack.extend(d.entries.iter().map(|(name, &i)| (path.join(name), i)));
+                    out.insert(path, None);
+                }
+                None => {}
+            }
+        }
+        out
+    }
+
     /// The power cuts taken so far (handed over, in event order).
     pub fn take_power_cuts(&self) -> Vec<PowerCut> {
         std::mem::take(&mut self.lock_state().captured)
@@ -344,10 +365,159 @@ enum CutNode {
 pub struct PowerCut {
     /// The event after which the power went.
     pub event: u64,
-    nodes: HashMap<u64, CutNode>,
+    /// By inode, in order: a harsh boot draws its random choices in this order, so a seed
+    /// boots the same filesystem every time.
+    nodes: BTreeMap<u64, CutNode>,
+}
+
+/// The first line of a saved power cut.
+const CUT_FILE_MAGIC: &[u8] = b"strata power cut 1\n";
+
+/// Reads a saved power cut's fields, each checked against what is left.
+struct CutReader<'a>(&'a [u8]);
+
+impl CutReader<'_> {
+    fn bytes(&mut self, n: u64) -> io::Result<&[u8]> {
+        let n = usize::try_from(n).ok().filter(|&n| n <= self.0.len());
+        let n =
+            n.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a saved power cut ends early"))?;
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn u64(&mut self) -> io::Result<u64> {
+        let b = self.bytes(8)?;
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
+    fn u8(&mut self) -> io::Result<u8> {
+        Ok(self.bytes(1)?[0])
+    }
+
+    fn blob(&mut self) -> io::Result<Vec<u8>> {
+        let n = self.u64()?;
+        Ok(self.bytes(n)?.to_vec())
+    }
+
+    fn name(&mut self) -> io::Result<String> {
+        String::from_utf8(self.blob()?)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "a name is not UTF-8"))
+    }
+}
+
+fn put_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(&n.to_le_bytes());
+}
+
+fn put_blob(out: &mut Vec<u8>, b: &[u8]) {
+    put_u64(out, b.len() as u64);
+    out.extend_from_slice(b);
 }
 
 impl PowerCut {
+    /// The cut as bytes, for [`PowerCut::from_bytes`]: a failing cut saved to a file replays
+    /// exactly, whatever the threads did in the run that took it.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = CUT_FILE_MAGIC.to_vec();
+        put_u64(&mut out, self.event);
+        put_u64(&mut out, self.nodes.len() as u64);
+        for (&ino, node) in &self.nodes {
+            put_u64(&mut out, ino);
+            match node {
+                CutNode::File { durable, unsynced } => {
+                    out.push(0);
+                    put_blob(&mut out, durable);
+                    put_u64(&mut out, unsynced.len() as u64);
+                    for op in unsynced {
+                        match op {
+                            FileOp::Write { offset, bytes } => {
+                                out.push(0);
+                                put_u64(&mut out, *offset);
+                                put_blob(&mut out, bytes);
+                            }
+                            FileOp::SetLen(len) => {
+                                out.push(1);
+                                put_u64(&mut out, *len);
+                            }
+                        }
+                    }
+                }
+                CutNode::Dir { durable, unsynced } => {
+                    out.push(1);
+                    put_u64(&mut out, durable.len() as u64);
+                    for (name, target) in durable {
+                        put_blob(&mut out, name.as_bytes());
+                        put_u64(&mut out, *target);
+                    }
+                    put_u64(&mut out, unsynced.len() as u64);
+                    for op in unsynced {
+                        match op {
+                            DirOp::Link(name, target) => {
+                                out.push(0);
+                                put_blob(&mut out, name.as_bytes());
+                                put_u64(&mut out, *target);
+                            }
+                            DirOp::Unlink(name) => {
+                                out.push(1);
+                                put_blob(&mut out, name.as_bytes());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// A cut saved by [`PowerCut::to_bytes`]; `InvalidData` for anything else.
+    pub fn from_bytes(bytes: &[u8]) -> io::Result<PowerCut> {
+        let invalid = |why: &str| io::Error::new(io::ErrorKind::InvalidData, why.to_owned());
+        let mut r =
+            CutReader(bytes.strip_prefix(CUT_FILE_MAGIC).ok_or_else(|| invalid("not a saved power cut"))?);
+        let event = r.u64()?;
+        let mut nodes = BTreeMap::new();
+        for _ in 0..r.u64()? {
+            let ino = r.u64()?;
+            let node = match r.u8()? {
+                0 => {
+                    let durable = Arc::new(r.blob()?);
+                    let mut unsynced = Vec::new();
+                    for _ in 0..r.u64()? {
+                        unsynced.push(match r.u8()? {
+                            0 => FileOp::Write { offset: r.u64()?, bytes: r.blob()? },
+                            1 => FileOp::SetLen(r.u64()?),
+                            _ => return Err(invalid("an unknown file change")),
+                        });
+                    }
+                    CutNode::File { durable, unsynced }
+                }
+                1 => {
+                    let mut durable = BTreeMap::new();
+                    for _ in 0..r.u64()? {
+                        let name = r.name()?;
+                        durable.insert(name, r.u64()?);
+                    }
+                    let mut unsynced = Vec::new();
+                    for _ in 0..r.u64()? {
+                        unsynced.push(match r.u8()? {
+                            0 => DirOp::Link(r.name()?, r.u64()?),
+                            1 => DirOp::Unlink(r.name()?),
+                            _ => return Err(invalid("an unknown folder change")),
+                        });
+                    }
+                    CutNode::Dir { durable, unsynced }
+                }
+                _ => return Err(invalid("an unknown kind of inode")),
+            };
+            nodes.insert(ino, node);
+        }
+        if !r.0.is_empty() {
+            return Err(invalid("bytes after the last inode"));
+        }
+        Ok(PowerCut { event, nodes })
+    }
+
     /// The filesystem found at the next boot: only what was durable (`harsh_seed` `None`), or
     /// that plus what the disk happened to persist of the rest, chosen by the seed.
     pub fn boot(&self, harsh_seed: Option<u64>) -> SimFs {
@@ -767,6 +937,33 @@ mod tests {
         }
         // Sometimes the name is lost, sometimes kept with none, all or torn parts of the data.
         assert!(seen.contains(&None) && seen.contains(&Some(2048)) && seen.len() >= 3, "{seen:?}");
+    }
+
+    #[test]
+    fn a_saved_cut_boots_as_the_cut_and_harsh_boots_repeat() {
+        let fs = SimFs::new();
+        fs.create_dir_all(Path::new("/d/e")).expect("mkdir");
+        fs.sync_dir(Path::new("/")).expect("sync");
+        write(&fs, "/d/f", &[7u8; 3000], true);
+        fs.sync_dir(Path::new("/d")).expect("sync");
+        for i in 0..6 {
+            write(&fs, &format!("/d/e/g{i}"), &[i as u8; 1500], i % 2 == 0);
+        }
+        fs.remove_file(Path::new("/d/f")).expect("unlink");
+        let f = fs.open_append(Path::new("/d/e/g1")).expect("open");
+        f.set_len(700).expect("cut");
+        let cut = fs.power_cut();
+        let saved = PowerCut::from_bytes(&cut.to_bytes()).expect("read back");
+        assert_eq!(saved.event, cut.event);
+        for seed in [None, Some(1), Some(2), Some(3)] {
+            let first = cut.boot(seed).contents();
+            assert_eq!(first, cut.boot(seed).contents(), "boot {seed:?} repeats");
+            assert_eq!(first, saved.boot(seed).contents(), "the saved cut boots the same ({seed:?})");
+        }
+        let bytes = cut.to_bytes();
+        for bad in [&bytes[..bytes.len() - 1], &bytes[1..], b"strata power cut 1\n".as_slice()] {
+            assert!(PowerCut::from_bytes(bad).is_err());
+        }
     }
 
     #[test]

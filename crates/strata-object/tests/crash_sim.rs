@@ -27,11 +27,16 @@
 //!
 //! `STRATA_CRASH_SEEDS` (default 30) sets how many workloads run; each yields about 55 cuts, and
 //! the run must check at least 1,000 distinct cut points (`CUTS_MIN`). The workload and the cut
-//! points follow the seed; the interleaving of the four drives' threads does not, so a failing
-//! seed replays the same operations and cut points and nearly always the failure. Long run:
-//! `STRATA_CRASH_SEEDS=400 cargo test --release -p strata-object --test crash_sim`.
+//! points follow the seed; the interleaving of the drives' threads does not. So a failing cut is
+//! saved (`<target>/tmp/crash-sim/*.cut`, the filesystem at the cut, and `*.json`, what each key
+//! may hold there) and replays exactly, thread timing aside:
+//! `STRATA_CRASH_REPLAY=<file>.cut cargo test -p strata-object --test crash_sim`. Each run also
+//! replays its first cut from the saved files and checks the replay sees what the run saw. Long
+//! run: `STRATA_CRASH_SEEDS=2000 cargo test --release -p strata-object --test crash_sim` (about
+//! 110,000 cuts).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -363,6 +368,61 @@ const NESTED_EVERY: usize = 6;
 /// Chance that an event of a nested boot is a cut point.
 const NESTED_CUT_PROBABILITY: f64 = 0.02;
 
+/// Where failing cuts are saved for replay.
+fn saved_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("crash-sim")
+}
+
+/// Saves a cut with what each key may hold there; returns the cut's file.
+fn save_cut(
+    name: &str,
+    cut: &PowerCut,
+    harsh: Option<u64>,
+    allowed: &BTreeMap<String, Vec<Value>>,
+    in_flight: &[String],
+) -> Result<PathBuf, String> {
+    let value = |v: &Value| match v {
+        None => serde_json::Value::Null,
+        Some((data, tags)) => serde_json::json!({ "data": hex::encode(data), "tags": tags }),
+    };
+    let keys: serde_json::Map<String, serde_json::Value> =
+        allowed.iter().map(|(k, vs)| (k.clone(), vs.iter().map(value).collect())).collect();
+    let doc = serde_json::json!({ "harsh": harsh, "in_flight": in_flight, "allowed": keys });
+    let dir = saved_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let path = dir.join(format!("{name}.cut"));
+    std::fs::write(&path, cut.to_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(path.with_extension("json"), doc.to_string())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// A saved cut: the cut, its boot's seed, what each key may hold, the operations in flight.
+type Saved = (PowerCut, Option<u64>, BTreeMap<String, Vec<Value>>, Vec<String>);
+
+fn load_cut(path: &Path) -> Result<Saved, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let cut = PowerCut::from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let json = std::fs::read(path.with_extension("json")).map_err(|e| format!("{}: {e}", path.display()))?;
+    let doc: serde_json::Value = serde_json::from_slice(&json).map_err(|e| e.to_string())?;
+    let value = |v: &serde_json::Value| -> Result<Value, String> {
+        if v.is_null() {
+            return Ok(None);
+        }
+        let data = hex::decode(v["data"].as_str().unwrap_or_default()).map_err(|e| e.to_string())?;
+        let tags: BTreeMap<String, String> =
+            serde_json::from_value(v["tags"].clone()).map_err(|e| e.to_string())?;
+        Ok(Some((data.into(), tags)))
+    };
+    let mut allowed = BTreeMap::new();
+    for (k, vs) in doc["allowed"].as_object().ok_or("no allowed values")? {
+        let vs = vs.as_array().ok_or("allowed values are a list")?;
+        allowed.insert(k.clone(), vs.iter().map(value).collect::<Result<Vec<_>, _>>()?);
+    }
+    let in_flight = serde_json::from_value(doc["in_flight"].clone()).map_err(|e| e.to_string())?;
+    Ok((cut, doc["harsh"].as_u64(), allowed, in_flight))
+}
+
 /// Boots a cut and checks it against `allowed` (see [`allowed_at`]); with `nest`, also takes
 /// power cuts during this boot's recovery, reads and heal (seeded by it) and checks each of
 /// them: before the reads, against `allowed`; after, against what the reads saw, which a later
@@ -443,6 +503,26 @@ async fn check_cut(
     Ok(nested.len())
 }
 
+/// Saves `cut`, reads it back and checks the replay: it must boot the same files and pass the
+/// same check as the cut itself.
+async fn check_replay(seed: u64, cut: &PowerCut, harsh: Option<u64>, history: &[Done]) -> Result<(), String> {
+    let (allowed, in_flight) = allowed_at(history, cut.event);
+    let path = save_cut(&format!("replay-check-{seed}"), cut, harsh, &allowed, &in_flight)?;
+    let (back, back_harsh, back_allowed, back_in_flight) = load_cut(&path)?;
+    if back.boot(back_harsh).contents() != cut.boot(harsh).contents() || back_allowed != allowed {
+        return Err("the saved cut does not boot what the cut does".into());
+    }
+    check_cut(&back, back_harsh, &back_allowed, &back_in_flight, None).await?;
+    // And the replay can fail: the same cut against a history where one key holds other bytes.
+    let mut wrong = back_allowed.clone();
+    wrong.insert("l0k0".into(), vec![Some((Bytes::from_static(b"never written"), BTreeMap::new()))]);
+    if check_cut(&back, back_harsh, &wrong, &back_in_flight, None).await.is_ok() {
+        return Err("a replay against the wrong history passes".into());
+    }
+    std::fs::remove_file(&path).map_err(|e| e.to_string())?;
+    std::fs::remove_file(path.with_extension("json")).map_err(|e| e.to_string())
+}
+
 /// One seeded workload; returns (cuts checked, of them cuts of a boot, failures).
 async fn run_seed(seed: u64) -> (usize, usize, Vec<String>) {
     let fs = SimFs::new();
@@ -495,6 +575,11 @@ async fn run_seed(seed: u64) -> (usize, usize, Vec<String>) {
     drop(layer);
     let cuts = fs.take_power_cuts();
     let (mut nested_checked, mut failures) = (0, Vec::new());
+    if let Some(cut) = cuts.iter().rfind(|c| c.event > 0).filter(|_| seed.is_multiple_of(10)) {
+        if let Err(e) = check_replay(seed, cut, Some(seed), &history).await {
+            failures.push(format!("seed {seed}: the replay of a saved cut: {e}"));
+        }
+    }
     for (i, cut) in cuts.iter().enumerate() {
         // Every other cut boots harshly: unsynced writes partly kept, reordered, torn.
         let harsh = (i % 2 == 1).then_some(seed.wrapping_mul(1000) + i as u64);
@@ -519,6 +604,9 @@ async fn run_seed(seed: u64) -> (usize, usize, Vec<String>) {
 
 #[test]
 fn acknowledged_writes_survive_power_cuts() {
+    if let Ok(path) = std::env::var("STRATA_CRASH_REPLAY") {
+        return replay(Path::new(&path));
+    }
     let seeds: u64 = std::env::var("STRATA_CRASH_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(30);
     let first: u64 = std::env::var("STRATA_CRASH_FIRST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -547,4 +635,18 @@ fn acknowledged_writes_survive_power_cuts() {
     if seeds >= 30 {
         assert!(cuts >= CUTS_MIN, "{cuts} distinct cut points checked, fewer than {CUTS_MIN}");
     }
+}
+
+/// Boots a saved cut and checks it (`STRATA_CRASH_REPLAY`).
+fn replay(path: &Path) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(2)
+        .build()
+        .expect("runtime");
+    let (cut, harsh, allowed, in_flight) = load_cut(path).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("replaying the cut after event {} (harsh {harsh:?}), in flight: {in_flight:?}", cut.event);
+    let result = runtime.block_on(check_cut(&cut, harsh, &allowed, &in_flight, None));
+    assert!(result.is_ok(), "the saved cut fails again: {}", result.err().unwrap_or_default());
+    eprintln!("the saved cut passes");
 }
