@@ -211,3 +211,82 @@ async fn a_stalled_conditional_write_loses_to_a_write_made_after_its_check() {
         assert_eq!(read_all(&b_layer, key).await.expect("read on B's node"), b_body, "{key}");
     }
 }
+
+/// An IAM key revocation racing a stale writer across four nodes. The IAM state is one object
+/// replaced by conditional writes (`strata-system/src/iam.rs`). Node A's change (adding a user)
+/// passes its check and stalls before its commit; its lease runs out; node B removes a user
+/// (revoking its key) and lets go of the lock; then A's commit goes out. The drives refuse it
+/// (its condition saw the state before the revocation), A makes its change again on the newest
+/// state, and both nodes then load a state with A's user and without the revoked one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iam_revocation_is_not_undone_by_a_stale_writer() {
+    use strata_system::iam::Iam;
+    const ROOT: (&str, &str) = ("rootuser", "root-secret-123");
+    let cluster = TestCluster::start(4, 2).await;
+    let timeout = Duration::from_secs(5);
+    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
+    let (a_layer, _a_clients) = cluster
+        .layer_with(0, timeout, true, |d| {
+            let f = Arc::new(FaultyDrive::new(d));
+            faulty.lock().expect("lock").push(f.clone());
+            f as Arc<dyn Drive>
+        })
+        .await;
+    let faulty = faulty.into_inner().expect("lock");
+    let a_layer = Arc::new(a_layer);
+    strata_system::prepare(&a_layer).await.expect("system bucket");
+    let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
+    let a_iam = Arc::new(Iam::new(ROOT.0, ROOT.1));
+    a_iam.change(&a_layer, |s| s.add_user("victim", "victim-secret-key")).await.expect("the user to revoke");
+    let b_iam = Iam::new(ROOT.0, ROOT.1);
+    b_iam.load(&b_layer).await.expect("B loads");
+    assert!(b_iam.directory().state().users.contains_key("victim"));
+
+    // A's next change stalls after its check, on every drive.
+    let before: Vec<u64> = faulty.iter().map(|f| f.faults_injected()).collect();
+    let stalled = || faulty.iter().zip(&before).all(|(f, b)| f.faults_injected() > *b);
+    for f in &faulty {
+        f.add_rule(Rule::new(Op::CommitVersion, Fault::Hang).times(1));
+    }
+    let (task_iam, task_layer) = (a_iam.clone(), a_layer.clone());
+    let a = tokio::spawn(async move {
+        task_iam
+            .change(&task_layer, |s| s.add_user("late", "late-secret-key"))
+            .await
+            .map_err(|e| e.to_string())
+    });
+    for _ in 0..500 {
+        if stalled() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(stalled(), "A's commits stall on every drive");
+    // A's lease runs out (its grants vanish); B revokes the key and lets go of the lock.
+    let holders: Vec<(u64, Uuid)> = cluster.nodes.iter().flat_map(|n| n.locks.grants()).collect();
+    let (_, a_owner) = *holders.first().expect("A holds the lock");
+    for n in &cluster.nodes {
+        n.locks.serve(LockCall::Release { owner: a_owner });
+    }
+    b_iam.change(&b_layer, |s| s.remove_user("victim")).await.expect("B revokes the key");
+    for _ in 0..500 {
+        if cluster.nodes.iter().all(|n| n.locks.grants().is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(cluster.nodes.iter().all(|n| n.locks.grants().is_empty()), "B let go of the lock");
+    for f in &faulty {
+        f.clear();
+    }
+    let outcome = a.await.expect("A's task");
+    assert!(outcome.is_ok(), "A's change is made again on the newest state: {outcome:?}");
+    for (node, layer) in [("A", &*a_layer), ("B", &b_layer)] {
+        let iam = Iam::new(ROOT.0, ROOT.1);
+        iam.load(layer).await.expect("load");
+        let directory = iam.directory();
+        let users = &directory.state().users;
+        assert!(!users.contains_key("victim"), "node {node}: the revoked key came back: {:?}", users.keys());
+        assert!(users.contains_key("late"), "node {node}: A's change is lost: {:?}", users.keys());
+    }
+}

@@ -261,8 +261,9 @@ impl Iam {
                     tracing::info!(generation = stored.generation, "IAM state changed");
                     return Ok(answer);
                 }
-                // Another node stored a state since it was read: compute the change again.
-                Err(ObjectError::PreconditionFailed) => continue,
+                // Another node stored a state since it was read (seen by the check, or by the
+                // drives when this write stalled past its lease): compute the change again.
+                Err(ObjectError::PreconditionFailed | ObjectError::ConditionConflict) => continue,
                 Err(e) => return Err(e.into()),
             }
         }

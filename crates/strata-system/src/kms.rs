@@ -161,7 +161,8 @@ impl BuiltinKms {
                     self.install(ring, Some(info.etag));
                     return Ok(answer);
                 }
-                Err(ObjectError::PreconditionFailed) => continue,
+                // Another node changed the ring since it was read: change it again.
+                Err(ObjectError::PreconditionFailed | ObjectError::ConditionConflict) => continue,
                 Err(e) => return Err(object_error(e)),
             }
         }
