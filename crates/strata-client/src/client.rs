@@ -243,28 +243,8 @@ impl Client {
         mode: BodyMode,
         hash_body: bool,
     ) -> Result<Outcome> {
-        let host = self.host().to_owned();
-        let path = if key.is_empty() {
-            format!("/{bucket}")
-        } else {
-            format!("/{bucket}/{}", percent_encoding::utf8_percent_encode(key, ENCODE))
-        };
-        let scheme = if self.ep.tls { "https" } else { "http" };
-        let uri = if query.is_empty() {
-            format!("{scheme}://{host}{path}")
-        } else {
-            format!("{scheme}://{host}{path}?{query}")
-        };
-        let mut headers = HeaderMap::new();
-        let payload =
-            if hash_body { strata_sign::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
-        let extra = if key.is_empty() { &[][..] } else { &self.ep.object_headers[..] };
-        self.sign(&method, &host, &path, query, &payload, extra, &mut headers);
-        let mut req =
-            Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
-        *req.headers_mut() = headers;
         let start = Instant::now();
-        let resp = self.http.request(req).await.context("sending request")?;
+        let resp = self.send(method, bucket, key, query, body, hash_body).await?;
         let ttfb = start.elapsed();
         let (parts, mut incoming) = resp.into_parts();
         let mut size = 0u64;
@@ -291,6 +271,52 @@ impl Client {
             body: keep.then(|| Bytes::from(kept)),
             md5: md5.map(|h| h.finalize().into()),
         })
+    }
+}
+
+impl Client {
+    /// Sends a request with no body and hands back the response with its body unread, for
+    /// bodies too large to keep (an import streams them). `query` goes as given (encoded).
+    pub async fn open(
+        &self,
+        method: Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+    ) -> Result<http::Response<hyper::body::Incoming>> {
+        self.send(method, bucket, key, query, Bytes::new(), false).await
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        bucket: &str,
+        key: &str,
+        query: &str,
+        body: Bytes,
+        hash_body: bool,
+    ) -> Result<http::Response<hyper::body::Incoming>> {
+        let host = self.host().to_owned();
+        let path = if key.is_empty() {
+            format!("/{bucket}")
+        } else {
+            format!("/{bucket}/{}", percent_encoding::utf8_percent_encode(key, ENCODE))
+        };
+        let scheme = if self.ep.tls { "https" } else { "http" };
+        let uri = if query.is_empty() {
+            format!("{scheme}://{host}{path}")
+        } else {
+            format!("{scheme}://{host}{path}?{query}")
+        };
+        let mut headers = HeaderMap::new();
+        let payload =
+            if hash_body { strata_sign::sha256_hex(&body) } else { sigv4::UNSIGNED_PAYLOAD.to_owned() };
+        let extra = if key.is_empty() { &[][..] } else { &self.ep.object_headers[..] };
+        self.sign(&method, &host, &path, query, &payload, extra, &mut headers);
+        let mut req =
+            Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
+        *req.headers_mut() = headers;
+        self.http.request(req).await.context("sending request")
     }
 }
 

@@ -1,4 +1,5 @@
-//! Taking over another store's data: `strata import minio`.
+//! Taking over another store's data: `strata import minio` (its drives, in place) and
+//! `strata import s3` (any S3 endpoint, live, over S3; see [`s3`]).
 //!
 //! [`minio`] reads the drives of a stopped MinIO deployment as MinIO left them: its drive
 //! format records (`.minio.sys/format.json`), each object's `xl.meta` (versions, delete markers,
@@ -12,3 +13,4 @@
 //! reported and left alone, never guessed at.
 
 pub mod minio;
+pub mod s3;

@@ -138,6 +138,10 @@ pub struct PutOptions {
     pub sse: Option<crate::sse::SsePut>,
     /// The new object's owner and ACL (`None`: the bucket owner's, private).
     pub acl: Option<strata_meta::Acl>,
+    /// An imported version's ETag as the store it came from gave it (a multipart object's
+    /// `<md5 of the parts' md5s>-<parts>`, which the importer checked against the parts it read);
+    /// used only by [`crate::ObjectLayer::import_version`]. `None`: the body's MD5.
+    pub imported_etag: Option<String>,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.
@@ -404,6 +408,7 @@ pub(crate) async fn put_object(
     }
     // SSE-C: the checksums go into the envelope sealed; the reply still shows them.
     let checksums = reader.body.checksums();
+    let imported_etag = opts.imported_etag;
     let (stored_checksums, sealed) =
         crate::sse::seal_checksums(opts.sse.as_ref().map(|s| (&s.envelope, &s.cipher)), 0, &checksums)?;
     let mut version = ObjectVersion {
@@ -453,6 +458,9 @@ pub(crate) async fn put_object(
     }
     if let Some(at) = t.imported_at {
         version.mod_time = at;
+        if let Some(etag) = imported_etag {
+            version.etag = etag;
+        }
         return commit_imported(t, version, inline, finished, temp, guard, quorum, op).await;
     }
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());

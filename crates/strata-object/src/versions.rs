@@ -243,6 +243,49 @@ impl ObjectLayer {
         outcome.map(drop)
     }
 
+    /// Writes a delete marker another store kept (an import): with its own id and time
+    /// (nanoseconds), committed in its place among the object's versions, as
+    /// [`Self::import_version`] does for versions with data. A marker with that id and time
+    /// already there is replaced by the same.
+    pub async fn import_delete_marker(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: Option<Uuid>,
+        mod_time: u64,
+    ) -> Result<(), ObjectError> {
+        self.bucket_info(bucket)?;
+        let (set, hash) = self.locate(bucket, key);
+        let guard = set.locks.exclusive(hash).await?;
+        let n = set.drives.len();
+        let distribution = strata_cluster::placement::distribution(hash, n);
+        let erasure = ErasureInfo {
+            bitrot: Default::default(),
+            data_count: set.data_count() as u8,
+            parity_count: set.parity_count as u8,
+            block_size: BLOCK_SIZE as u32,
+            shard_index: 0,
+            distribution: distribution.clone(),
+        };
+        let marker = ObjectVersion::delete_marker(id, mod_time, erasure, Uuid::new_v4());
+        let quorum = write_quorum(set.data_count(), set.parity_count);
+        let op = Uuid::new_v4();
+        guard.ensure_held()?;
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let commit: crate::set::CommitFn = Box::new(move |pos, d| {
+            let mut v = marker.clone();
+            v.erasure.shard_index = distribution.get(pos).copied().unwrap_or(0);
+            let (b, k) = (b.clone(), k.clone());
+            Box::pin(async move { d.commit_version(&b, &k, v, None, op).await })
+        });
+        let (results, outcome) =
+            crate::set::commit_on_quorum(set.drives.clone(), quorum, op, guard, commit).await?;
+        if outcome.is_ok() && crate::set::missed_answering_drive(&results) {
+            self.healer.notify(bucket, key);
+        }
+        outcome.map(drop)
+    }
+
     /// Removes one version from every drive of the set (a drive without it counts as done).
     async fn remove_version(
         &self,

@@ -330,3 +330,38 @@ async fn an_imported_version_takes_its_own_place_among_the_versions() {
     assert!(listed.entries.windows(2).all(|w| w[0].info.mod_time > w[1].info.mod_time), "in time order");
     assert_eq!(rig.temp_files(), 0, "no data left in temp");
 }
+
+/// An imported delete marker (another store's, with its own id and time) goes into its place
+/// as well: between two versions it hides the older one only for reads of the current version
+/// when it is the newest; importing it again changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_imported_delete_marker_takes_its_own_place_among_the_versions() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    let newer = pattern(100, 1);
+    let current = put(l, "b", "k", &newer, PutOptions::default()).await.expect("an id");
+    let now = l.open_object("b", "k", false).await.expect("open").info.mod_time;
+    let (older, marker) = (Uuid::new_v4(), Uuid::new_v4());
+    l.import_version("b", "k", Some(older), now - 2_000, &mut body(&pattern(10, 2)), PutOptions::default())
+        .await
+        .expect("an older version");
+    for _ in 0..2 {
+        l.import_delete_marker("b", "k", Some(marker), now - 1_000).await.expect("the marker");
+    }
+    let listed = l
+        .list_object_versions("b", &VersionsRequest { max_keys: 10, ..Default::default() })
+        .await
+        .expect("list");
+    let shape: Vec<(Option<Uuid>, bool, bool)> =
+        listed.entries.iter().map(|v| (v.info.version_id, v.info.delete_marker, v.is_latest)).collect();
+    assert_eq!(
+        shape,
+        [(Some(current), false, true), (Some(marker), true, false), (Some(older), false, false)]
+    );
+    assert_eq!(read(l, "b", "k", VersionRef::Current).await.expect("current"), newer.to_vec());
+    // A marker imported as the newest is current: the key reads as deleted.
+    let newest = Uuid::new_v4();
+    l.import_delete_marker("b", "k", Some(newest), now + 1_000).await.expect("the newest marker");
+    assert!(matches!(l.open_object("b", "k", false).await, Err(ObjectError::DeleteMarker { .. })));
+}

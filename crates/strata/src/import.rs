@@ -22,6 +22,12 @@ pub enum ImportCommand {
     /// would move from MinIO's metadata, what needs MinIO's KMS key, and what it would leave
     /// alone, and changes nothing.
     Minio(MinioArgs),
+    /// Copy buckets, with every version, delete marker, tag, lock and setting, from any S3
+    /// endpoint that stays up (a MinIO, another Strata, AWS) into Strata's drives, over S3.
+    /// Strata must not be running on the drives meanwhile. Each version's bytes are checked
+    /// against the endpoint's ETag; a rerun copies only what is new. With --dry-run it lists
+    /// what it would copy and touches no drive.
+    S3(crate::import_s3::S3Args),
 }
 
 #[derive(Args)]
@@ -48,6 +54,7 @@ pub struct MinioArgs {
 pub fn main(cmd: ImportCommand) -> Result<()> {
     match cmd {
         ImportCommand::Minio(args) => minio(args),
+        ImportCommand::S3(args) => crate::import_s3::main(args),
     }
 }
 
@@ -382,7 +389,7 @@ fn render_iam(iam: &MinioIam, applied: Option<&Applied>, have_root: bool) -> Str
 
 /// Progress on stderr: versions and bytes done, rate and time left; redrawn at most twice a
 /// second.
-struct Bar {
+pub(crate) struct Bar {
     versions: u64,
     bytes: u64,
     done_versions: u64,
@@ -392,7 +399,7 @@ struct Bar {
 }
 
 impl Bar {
-    fn new(versions: u64, bytes: u64) -> Self {
+    pub(crate) fn new(versions: u64, bytes: u64) -> Self {
         Self {
             versions,
             bytes,
@@ -403,7 +410,7 @@ impl Bar {
         }
     }
 
-    fn step(&mut self, versions: u64, bytes: u64) {
+    pub(crate) fn step(&mut self, versions: u64, bytes: u64) {
         self.done_versions += versions;
         self.done_bytes += bytes;
         let now = std::time::Instant::now();
@@ -430,7 +437,7 @@ impl Bar {
         );
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         self.draw();
         eprintln!();
     }

@@ -6,6 +6,7 @@
 
 mod drives;
 mod import;
+mod import_s3;
 mod minio_env;
 
 use std::net::SocketAddr;

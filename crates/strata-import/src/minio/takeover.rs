@@ -167,7 +167,11 @@ pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>
 }
 
 /// The bucket record for MinIO's settings; settings Strata refuses are left out and named.
-fn bucket_record(name: &BucketName, s: &BucketSettings, refused: &mut Vec<String>) -> BucketRecord {
+pub(crate) fn bucket_record(
+    name: &BucketName,
+    s: &BucketSettings,
+    refused: &mut Vec<String>,
+) -> BucketRecord {
     let mut r = BucketRecord {
         created: s.created.and_then(|t| u64::try_from(t).ok()).unwrap_or_else(strata_types::time::now_nanos),
         ..Default::default()
