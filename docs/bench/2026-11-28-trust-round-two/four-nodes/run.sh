@@ -7,6 +7,6 @@ before=$1 after=$2 rounds=${3:-3}
 for r in $(seq "$rounds"); do
     for side in before after; do
         bin=$before; [ "$side" = after ] && bin=$after
-        STRATA_BIN=$bin ../../../../scripts/bench-cluster.sh "raw/$side-$r" > /dev/null
+        STRATA_BIN=$bin ../../../../scripts/bench-cluster.sh "$PWD/raw/$side-$r" > /dev/null
     done
 done
