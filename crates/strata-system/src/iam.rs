@@ -240,7 +240,10 @@ impl Iam {
         change: impl Fn(&mut IamState) -> Result<R, IamError>,
     ) -> Result<R, StoreError> {
         let _one = self.changing.lock().await;
-        for _ in 0..IAM_CHANGE_ATTEMPTS {
+        for attempt in 0..IAM_CHANGE_ATTEMPTS {
+            if attempt > 0 {
+                crate::back_off(attempt as u32).await;
+            }
             let (etag, generation, mut state) = match self.read(layer, None).await? {
                 Read::Found(etag, s, _) => (Some(etag), s.generation, s.state),
                 Read::Absent | Read::Unchanged => (None, 0, IamState::new()),

@@ -138,7 +138,10 @@ impl BuiltinKms {
     /// change on another node makes this one read again and re-apply).
     async fn change<R>(&self, change: impl Fn(&mut Keyring) -> Result<R, KmsError>) -> Result<R, KmsError> {
         let _one = self.changing.lock().await;
-        for _ in 0..KMS_CHANGE_ATTEMPTS {
+        for attempt in 0..KMS_CHANGE_ATTEMPTS {
+            if attempt > 0 {
+                crate::back_off(attempt as u32).await;
+            }
             let (etag, mut ring) = match self.read().await? {
                 Some((etag, ring)) => (Some(etag), ring),
                 None => (None, Keyring::default()),

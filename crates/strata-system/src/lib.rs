@@ -36,6 +36,21 @@ use strata_object::{ObjectError, ObjectLayer};
 /// create or address it; S3 requests naming it are refused).
 pub const SYSTEM_BUCKET: &str = ".strata-sys";
 
+/// Waits before attempt `lost + 1` of a change that lost `lost` races for a shared system
+/// object (see [`strata_types::limits::STATE_CHANGE_BACKOFF`]): a random time, so nodes that
+/// met stop meeting.
+pub(crate) async fn back_off(lost: u32) {
+    use strata_types::limits::{STATE_CHANGE_BACKOFF, STATE_CHANGE_BACKOFF_MAX};
+    let ceiling = STATE_CHANGE_BACKOFF.saturating_mul(1 << lost.min(16)).min(STATE_CHANGE_BACKOFF_MAX);
+    let mut random = [0u8; 8];
+    // Without randomness, the full ceiling still separates the nodes most of the time.
+    let share = match strata_crypto::random_fill(&mut random) {
+        Ok(()) => u64::from_le_bytes(random) as f64 / u64::MAX as f64,
+        Err(_) => 1.0,
+    };
+    tokio::time::sleep(ceiling.mul_f64(share)).await;
+}
+
 /// Makes sure the system bucket exists (first start of a deployment).
 pub async fn prepare(layer: &ObjectLayer) -> Result<(), ObjectError> {
     match layer.make_bucket(SYSTEM_BUCKET).await {

@@ -339,6 +339,14 @@ pub const IAM_RELOAD_INTERVAL: std::time::Duration = std::time::Duration::from_s
 /// conditional write. Past them: `503 SlowDown`.
 pub const IAM_CHANGE_ATTEMPTS: usize = 8;
 
+/// After a lost race (another node stored the IAM state or the KMS key ring between this
+/// change's read and its write), the change waits a random time up to this, doubled after
+/// each loss up to [`STATE_CHANGE_BACKOFF_MAX`], before it reads again: two nodes changing at
+/// once then stop meeting at the same instant, so neither loses every attempt.
+pub const STATE_CHANGE_BACKOFF: std::time::Duration = std::time::Duration::from_millis(5);
+/// See [`STATE_CHANGE_BACKOFF`].
+pub const STATE_CHANGE_BACKOFF_MAX: std::time::Duration = std::time::Duration::from_millis(250);
+
 /// Longest a service account may be given to live (IAM's longest key rotation advice: a year).
 /// Past it: `InvalidArgument`.
 pub const SERVICE_ACCOUNT_EXPIRY_MAX_SECS: u64 = 366 * 24 * 3600;
