@@ -4,11 +4,13 @@ touches no drive. The import brings every bucket with its settings (versioning, 
 policy, lifecycle, tags), every version and delete marker with its version id, time, bytes,
 ETag (multipart ones too), metadata, tags, retention and legal hold; an encrypted version is
 refused without a KMS and sealed again with one. A Strata started on the drives serves it all.
-A rerun after the endpoint took new writes copies only those."""
+A rerun after the endpoint took new writes copies only those; a run killed mid-way finishes on a
+rerun. An endpoint whose bytes do not match its ETags gets nothing in."""
 
 import base64
 import hashlib
 import json
+import shutil
 import subprocess
 import threading
 from datetime import datetime, timedelta, timezone
@@ -249,3 +251,43 @@ def test_bytes_that_do_not_match_their_etag_are_not_imported(target):
     leftovers = [p for d in target.drives for p in (d / ".strata.sys" / "tmp").rglob("*") if p.is_file()]
     assert leftovers == [], leftovers
 
+
+
+def test_an_import_killed_mid_way_finishes_on_a_rerun(source, target):
+    """kill -9 at a point of the copy (found by trying later and later points until a run dies
+    with part of the versions in), then a rerun: it copies the rest, counts what was in, and a
+    Strata on the drives serves every version as the endpoint does."""
+    s3 = source.client()
+    s3.create_bucket(Bucket="many")
+    s3.put_bucket_versioning(Bucket="many", VersioningConfiguration={"Status": "Enabled"})
+    for i in range(120):
+        s3.put_object(Bucket="many", Key=f"k{i % 40}", Body=bytes([i % 251]) * (200_000 if i % 10 == 0 else 3000))
+    total = 120
+    run_env = dict(target.env, STRATA_IMPORT_ACCESS_KEY=ACCESS_KEY, STRATA_IMPORT_SECRET_KEY=SECRET_KEY)
+    cmd = [BIN, "import", "s3", "--from", source.endpoint, "--parallel", "1", "--json", *target.drive_args()]
+    delay = 0.05
+    for attempt in range(40):
+        for d in target.drives:
+            shutil.rmtree(d, ignore_errors=True)
+        run = subprocess.Popen(cmd, env=run_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            run.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            run.kill()
+        run.wait()
+        if run.returncode == 0:
+            pytest.fail(f"the import finished within {delay:.2f} s: nothing to kill mid-way")
+        out = import_s3(source, target, "--json")
+        report = json.loads(out.stdout)["buckets"][0]
+        if 0 < report["already_there"] < total:
+            break
+        delay *= 1.3
+    else:
+        pytest.fail("no kill landed mid-way through the copy")
+    assert report["already_there"] + report["versions_copied"] == total, report
+    assert report["skipped"] == [], report
+    target.start()
+    t3 = target.client()
+    assert versions(t3, "many") == versions(s3, "many")
+    for key, vid, _, _, _, _, _ in versions(s3, "many"):
+        same_object(s3, t3, "many", key, vid)
