@@ -158,7 +158,7 @@ def test_bad_bodies_and_unserved_operations_get_clear_errors_at_once(mc, server)
         urllib.request.urlopen(r, timeout=30)
     assert bad.value.code == 403
     # What Strata does not serve is 501, which MinIO's client does not retry: it fails at once.
-    status, body = signed(server, "GET", "/minio/admin/v3/log?limit=0&logType=all")
+    status, body = signed(server, "GET", "/minio/admin/v3/top/locks")
     assert status == 501 and b"does not serve" in body, (status, body)
     started = time.monotonic()
     out = Mc(mc, server).run("admin", "service", "freeze", "s", check=False)
@@ -426,3 +426,43 @@ def test_mc_admin_trace_shows_s3_requests_as_they_happen(mc, server):
     assert out.returncode != 0, out
     status, body = signed(server, "GET", "/minio/admin/v3/trace?s3=true", keys=("worker2", "worker2-secret-key"))
     assert status == 403 and b"admin: action" in body, (status, body)
+
+
+def test_mc_admin_logs_shows_the_last_warnings_then_new_ones(mc):
+    """`mc admin logs --last N` shows the node's recent warnings (here one from its start), then
+    each new one as it is logged (a drive wiped and formatted again while the server runs); a
+    user without the admin action is refused."""
+    import threading
+    from conftest import wipe_drive
+    server = Server(env={"STRATA_VOLUMES": "/not/used", "STRATA_DRIVE_CHECK_INTERVAL": "1h",
+                         "STRATA_SCANNER_INTERVAL": "off"}).start(extra_args=())
+    try:
+        m = Mc(mc, server)
+        proc = subprocess.Popen([mc, "--config-dir", str(m.config), "--json", "admin", "logs", "s", "--last", "5"],
+                                env=m.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        printed = []
+        threading.Thread(target=lambda: printed.extend(iter(proc.stdout.readline, "")), daemon=True).start()
+        try:
+            wait_for(lambda: "STRATA_VOLUMES=/not/used is not used" in "".join(printed), timeout=30,
+                     what="the start's warning in mc admin logs")
+            s3 = server.client()
+            s3.create_bucket(Bucket="logged")
+            s3.put_object(Bucket="logged", Key="k", Body=b"x" * 300_000)
+            wipe_drive(server.drives[1])
+            s3.get_object(Bucket="logged", Key="k")["Body"].read()
+            wait_for(lambda: "formatted again" in "".join(printed), timeout=60,
+                     what="a new warning in mc admin logs")
+            text = "".join(printed)
+            assert "WARNING" in text and str(server.drives[1]) in text, text
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+        subprocess.run([BIN, "admin", "user", "add", "reader3", "reader3-secret-key", "--host",
+                        f"127.0.0.1:{server.port}", "--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY],
+                       check=True, capture_output=True, timeout=60)
+        status, body = signed(server, "GET", "/minio/admin/v3/log?limit=1", keys=("reader3", "reader3-secret-key"))
+        assert status == 403 and b"admin: action" in body, (status, body)
+        status, body = signed(server, "GET", "/minio/admin/v3/log?limit=many")
+        assert status == 400 and b"not a number" in body, (status, body)
+    finally:
+        server.cleanup()

@@ -123,6 +123,8 @@ pub struct Node {
     pub service: ServiceControl,
     /// Who watches this node's requests live (`mc admin trace`).
     pub trace: crate::trace::TraceHub,
+    /// This node's warnings and errors (`mc admin logs`).
+    pub logs: Arc<crate::logs::LogHub>,
     bucket_policies: strata_system::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -147,6 +149,7 @@ impl Node {
             kms: None,
             service: ServiceControl::default(),
             trace: Default::default(),
+            logs: Default::default(),
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,

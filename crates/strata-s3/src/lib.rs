@@ -55,6 +55,7 @@ pub mod grants;
 pub mod headers;
 pub mod lifecycle;
 pub mod listen;
+pub mod logs;
 pub mod multipart;
 pub mod notification;
 pub mod object;

@@ -700,3 +700,7 @@ pub const TRACE_QUEUE_ENTRIES: usize = 1024;
 
 /// How often a trace stream with nothing to say sends a keep-alive (a space, as MinIO does).
 pub const TRACE_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Warnings and errors a node keeps for `mc admin logs --last N` (MinIO keeps 10,000 console
+/// lines; these are only warnings and errors, each a few hundred bytes).
+pub const LOG_RECENT_ENTRIES: usize = 1000;

@@ -7,6 +7,7 @@
 mod drives;
 mod import;
 mod import_s3;
+mod log_hub;
 mod minio_env;
 
 use std::net::SocketAddr;
@@ -494,6 +495,7 @@ async fn server(args: ServerArgs) -> Result<()> {
     strata_system::prepare(&layer).await.context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
     node.service = control.clone();
+    node.logs = log_hub::LOGS.clone();
     if let Some((user, password)) = previous_credentials(&node.config.root_user)? {
         node.iam.set_previous_root(&user, &password);
     }
@@ -536,6 +538,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         stop_asked(&stopping).await;
         listening.listen.close();
         listening.trace.close();
+        listening.logs.close();
     });
     let serving = admin.clone();
     match (early, listener) {
@@ -914,13 +917,18 @@ async fn health(args: HealthArgs) -> Result<()> {
 
 fn main() -> Result<()> {
     use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| "info".into()),
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    tracing_subscriber::registry()
+        .with(tracing_subscriber::EnvFilter::try_from_env("STRATA_LOG").unwrap_or_else(|_| "info".into()))
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                // Colours for a person at a terminal; a file or a pipe gets plain text.
+                .with_ansi(std::io::stderr().is_terminal()),
         )
-        .with_writer(std::io::stderr)
-        // Colours for a person at a terminal; a file or a pipe gets plain text.
-        .with_ansi(std::io::stderr().is_terminal())
+        // Warnings and errors also go to the node's log for `mc admin logs`.
+        .with(log_hub::ToHub)
         .init();
     let mut argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // Before any thread starts: MinIO's names become environment variables of Strata's.

@@ -37,6 +37,8 @@
 //! Anything else is answered `501 NotImplemented` (never 503: MinIO's client retries those for
 //! minutes).
 
+mod logs;
+
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
@@ -97,6 +99,7 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::POST, "background-heal/status") => "admin:Heal",
         (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => "admin:Heal",
         (&Method::GET, "trace") => "admin:ServerTrace",
+        (&Method::GET, "log") => "admin:ConsoleLog",
         (&Method::POST, "service") if param(query, "action") == Some("stop") => "admin:ServiceStop",
         (&Method::POST, "service") => "admin:ServiceRestart",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
@@ -383,6 +386,7 @@ impl Call<'_> {
             (&Method::POST, o) if o == "heal" || o.starts_with("heal/") => self.heal(o).await,
             (&Method::POST, "service") => self.service(admin).await,
             (&Method::GET, "trace") => self.trace(),
+            (&Method::GET, "log") => logs::logs(node, self.query, here(self.parts)),
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
