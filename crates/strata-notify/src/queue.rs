@@ -137,6 +137,9 @@ struct Writer {
     dir: PathBuf,
     file: Box<dyn FsFile>,
     end: Position,
+    /// An append failed part way (a write, a sync, a rotation): the file and the position may
+    /// disagree, so the next append first opens the log again, as a start does.
+    broken: bool,
 }
 
 impl Writer {
@@ -153,19 +156,27 @@ impl Writer {
         }
         // The segment's name may be new (or not yet durable from the last run).
         fs.sync_dir(dir)?;
-        Ok(Self { fs, dir: dir.to_owned(), file, end: Position { segment, offset } })
+        Ok(Self { fs, dir: dir.to_owned(), file, end: Position { segment, offset }, broken: false })
     }
 
     fn rotate(&mut self) -> io::Result<()> {
         let segment = self.end.segment + 1;
         self.file = self.fs.create(&segment_path(&self.dir, segment))?;
-        self.fs.sync_dir(&self.dir)?;
         self.end = Position { segment, offset: 0 };
-        Ok(())
+        self.fs.sync_dir(&self.dir)
     }
 
     /// Appends `records` durably: one write and one data sync (two when a segment fills).
     fn append(&mut self, records: &[Vec<u8>]) -> io::Result<Position> {
+        if self.broken {
+            *self = Writer::open(self.fs.clone(), &self.dir)?;
+        }
+        let result = self.append_whole(records);
+        self.broken = result.is_err();
+        result
+    }
+
+    fn append_whole(&mut self, records: &[Vec<u8>]) -> io::Result<Position> {
         let mut buf = Vec::new();
         for r in records {
             if self.end.offset + buf.len() as u64 >= NOTIFY_SEGMENT_SIZE_MAX {
@@ -261,7 +272,8 @@ impl Queue {
         let stored =
             self.appends.send(Append { record, done }).await.is_ok() && answer.await.unwrap_or(false);
         if !stored {
-            self.depth.fetch_sub(1, Ordering::Relaxed);
+            let _ =
+                self.depth.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| Some(d.saturating_sub(1)));
             self.set_depth_gauge();
             self.metrics.notify_dropped.get_or_create(&self.labels).inc();
         }
@@ -368,7 +380,10 @@ async fn deliver_loop(
         for (record, after) in frames {
             deliver(&queue, &record).await;
             cursor = after;
-            queue.depth.fetch_sub(1, Ordering::Relaxed);
+            // Never below zero: records an append reported lost may still have reached the
+            // log (the first half of one that failed at a rotation) and be delivered.
+            let _ =
+                queue.depth.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| Some(d.saturating_sub(1)));
             queue.set_depth_gauge();
             let (f, d) = (fs.clone(), dir.clone());
             if let Ok(Err(e)) = tokio::task::spawn_blocking(move || write_cursor(&*f, &d, after)).await {
@@ -456,6 +471,48 @@ mod tests {
         write_cursor(&RealFs, dir.path(), end).expect("cursor");
         assert_eq!(read_cursor(&RealFs, dir.path()), Some(end));
         assert!(matches!(next_step(&RealFs, dir.path(), end, end).expect("step"), Step::Wait));
+    }
+
+    /// A rotation whose folder sync fails fails its append; the next append opens the log
+    /// again (as it does after any failed append) and goes on. The writer's position is the
+    /// file's, a start finds the log there, and the running delivery reads every record
+    /// acknowledged, in order, with nothing of the failed append but what its first half made
+    /// durable. (A write that fails half way, which this filesystem model cannot make, is the
+    /// case the reopening is for: the torn bytes are cut before anything is appended after them.)
+    #[test]
+    fn an_append_after_a_failed_rotation_starts_from_a_clean_log() {
+        use strata_drive::faulty_fs::{FaultyFs, FsFault, FsOp};
+        let sim = SimFs::new();
+        let faulty = Arc::new(FaultyFs::over(Arc::new(sim.clone())));
+        let dir = Path::new("/drive/q");
+        let mut w = Writer::open(faulty.clone(), dir).expect("open");
+        let big = vec![7u8; NOTIFY_RECORD_SIZE_MAX - 16];
+        let count = NOTIFY_SEGMENT_SIZE_MAX as usize / big.len();
+        w.append(&vec![big.clone(); count - 1]).expect("most of a segment");
+        faulty.fail_times(FsOp::SyncDir, FsFault::Io, 1);
+        assert!(w.append(&vec![big.clone(); 3]).is_err(), "the rotation's folder sync fails");
+        let end = w.append(&[b"after".to_vec()]).expect("the next append");
+        assert_eq!(end, Position { segment: 2, offset: FRAME_HEADER_SIZE + 5 }, "the position is the file's");
+        let (start, _) = recover(faulty.clone(), dir).expect("a start");
+        assert_eq!(start.end, end, "a start finds the log where the writer left it");
+        // What the running delivery reads (it removes each segment it finishes).
+        let mut cursor = Position { segment: 1, offset: 0 };
+        let mut records = Vec::new();
+        loop {
+            match next_step(&*faulty, dir, cursor, end).expect("read") {
+                Step::Deliver(frames) => {
+                    for (r, after) in frames {
+                        records.push(r);
+                        cursor = after;
+                    }
+                }
+                Step::Skip(p) => cursor = p,
+                Step::Wait => break,
+            }
+        }
+        assert_eq!(records.last().map(Vec::as_slice), Some(b"after".as_slice()));
+        assert!(records[..records.len() - 1].iter().all(|r| *r == big), "nothing foreign");
+        assert!(records.len() >= count, "the acknowledged records are all there: {}", records.len());
     }
 
     /// The records a start would deliver, in order, from where delivery resumes.

@@ -262,9 +262,12 @@ impl ObjectLayer {
     /// decides them: a bucket on at least half of the drives that answer is made on the drives
     /// missing it (and its record written where a drive holds another form of it); a bucket on
     /// fewer (a make or delete that a crash cut short) is removed from the drives holding it,
-    /// unless one of them holds objects in it. Each bucket is healed under its lock, so a make or
-    /// delete running on any node is never undone. Full heal scans run it first. Returns the
-    /// drives a bucket was made or rewritten on, and those it was removed from.
+    /// unless one of them holds objects in it. It decides only when a majority of all the
+    /// drives answer: an acknowledged delete left the bucket on fewer than a majority, so a
+    /// majority answering never sees it on half, whereas a few drives (the deleted ones offline)
+    /// could. Each bucket is healed under its lock, so a make or delete running on any node is
+    /// never undone. Full heal scans run it first. Returns the drives a bucket was made or
+    /// rewritten on, and those it was removed from.
     pub async fn heal_buckets(&self) -> (usize, usize) {
         let differs = |lists: &[DriveBuckets]| {
             let answered: Vec<&BTreeMap<String, Vec<u8>>> =
@@ -287,6 +290,10 @@ impl ObjectLayer {
                 continue;
             }
             let answered = lists.iter().filter(|(_, l)| l.is_some()).count();
+            if answered < self.bucket_quorum() {
+                tracing::info!(%bucket, answered, "bucket not healed: too few drives answer to decide");
+                continue;
+            }
             let holding =
                 lists.iter().filter(|(_, l)| l.as_ref().is_some_and(|l| l.contains_key(&bucket))).count();
             if holding * 2 >= answered {

@@ -54,10 +54,15 @@ pub(super) fn logs(node: &Node, query: &[(String, String)], host: String) -> Res
     let backlog: Vec<Bytes> = node.logs.recent(limit).iter().map(|e| line(e, &host, &deployment)).collect();
     let (tx, rx) = tokio::sync::mpsc::channel(strata_types::limits::TRACE_QUEUE_ENTRIES);
     tokio::spawn(async move {
+        // Asked for as the server stops: the backlog, then the end.
+        let stopping = *listener.closed.borrow_and_update();
         for b in backlog {
             if tx.send(Ok(b)).await.is_err() {
                 return;
             }
+        }
+        if stopping {
+            return;
         }
         let mut keepalive = tokio::time::interval(strata_types::limits::TRACE_KEEPALIVE);
         loop {

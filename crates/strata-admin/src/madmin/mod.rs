@@ -658,6 +658,10 @@ impl Call<'_> {
         let mut watcher = self.node.trace.watch();
         let (tx, rx) = tokio::sync::mpsc::channel(strata_types::limits::TRACE_QUEUE_ENTRIES);
         tokio::spawn(async move {
+            // Asked for as the server stops: the stream ends at once.
+            if *watcher.closed.borrow_and_update() {
+                return;
+            }
             let mut keepalive = tokio::time::interval(strata_types::limits::TRACE_KEEPALIVE);
             loop {
                 let line = tokio::select! {

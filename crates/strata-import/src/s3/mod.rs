@@ -94,13 +94,30 @@ pub async fn survey(source: &Source, only: &[String]) -> Result<Plan> {
                 }
             }
             match page.next {
-                Some(next) => marker = Some(next),
+                Some(next) => marker = Some(next_marker(&bucket.name, marker.as_ref(), next)?),
                 None => break,
             }
         }
         plan.buckets.push(bucket);
     }
     Ok(plan)
+}
+
+/// The next page's marker, refused when it is the one just asked with: an endpoint that
+/// ignores the marker would hand back the same page for ever.
+fn next_marker(
+    bucket: &str,
+    asked: Option<&(String, String)>,
+    next: (String, String),
+) -> Result<(String, String)> {
+    if asked == Some(&next) {
+        return Err(anyhow!(
+            "listing the versions of {bucket}: the endpoint answers the page after {:?} (version {:?}) with the same page",
+            next.0,
+            next.1
+        ));
+    }
+    Ok(next)
 }
 
 /// What became of one version.
@@ -178,12 +195,34 @@ pub async fn copy(
     let mut report = Report::default();
     for bucket in &plan.buckets {
         let mut done = BucketReport { name: bucket.name.clone(), ..Default::default() };
-        let name = BucketName::parse(&bucket.name).map_err(|e| anyhow!("bucket {}: {e}", bucket.name))?;
+        let name = match BucketName::parse(&bucket.name) {
+            Ok(n) => n,
+            Err(e) => {
+                done.skipped
+                    .push(format!("{}: the whole bucket: Strata cannot take its name: {e}", bucket.name));
+                report.buckets.push(done);
+                continue;
+            }
+        };
         let record =
             crate::minio::takeover::bucket_record(&name, &bucket.documents, &mut done.settings_refused);
         let encrypted_by_default = record.encryption.is_some();
-        match layer.make_bucket_record(&bucket.name, record).await {
-            Ok(()) | Err(ObjectError::BucketExists) => {}
+        match layer.make_bucket_record(&bucket.name, record.clone()).await {
+            Ok(()) => {}
+            // A rerun: the settings as the endpoint has them now.
+            Err(ObjectError::BucketExists) => layer
+                .update_bucket(&bucket.name, |r| {
+                    r.versioning = record.versioning;
+                    r.tags = record.tags;
+                    r.policy = record.policy;
+                    r.lifecycle = record.lifecycle;
+                    r.encryption = record.encryption;
+                    if record.object_lock.is_some() {
+                        r.object_lock = record.object_lock;
+                    }
+                })
+                .await
+                .map_err(|e| anyhow!("updating bucket {}'s settings: {e}", bucket.name))?,
             Err(e) => return Err(anyhow!("making bucket {}: {e}", bucket.name)),
         }
         let mut marker = None;
@@ -231,7 +270,7 @@ pub async fn copy(
                 }
             }
             match page.next {
-                Some(next) => marker = Some(next),
+                Some(next) => marker = Some(next_marker(&bucket.name, marker.as_ref(), next)?),
                 None => break,
             }
         }
@@ -252,7 +291,11 @@ async fn copy_version(
 ) -> Result<Outcome> {
     let id = version_id(&v.version_id);
     match layer.open_object_version(bucket, &v.key, VersionRef::Id(id), false).await {
-        Ok(o) if o.info.mod_time == time && !v.delete_marker => return Ok(Outcome::Already),
+        // A version id names one version for ever; the `null` version is the last one written
+        // while versioning was off, so its time tells whether it is this one.
+        Ok(o) if (id.is_some() || o.info.mod_time == time) && !v.delete_marker => {
+            return Ok(Outcome::Already)
+        }
         Err(ObjectError::DeleteMarker { .. }) if v.delete_marker => return Ok(Outcome::Already),
         _ => {}
     }
@@ -261,7 +304,7 @@ async fn copy_version(
         return Ok(Outcome::Marker);
     }
     let parts = multipart_parts(&v.etag);
-    let first = source.open(bucket, &v.key, &v.version_id, parts.map(|_| 1)).await?;
+    let first = source.open(bucket, &v.key, &v.version_id, parts.map(|_| 1), &v.etag).await?;
     let headers = first.headers().clone();
     let header = |name: &str| headers.get(name).and_then(|h| h.to_str().ok()).map(str::to_owned);
     let encryption = header("x-amz-server-side-encryption");
@@ -320,6 +363,8 @@ async fn copy_version(
         bucket,
         key: &v.key,
         version_id: &v.version_id,
+        etag: &v.etag,
+        listed_size: v.size,
         parts,
         next_part: 2,
         current: Some(first.into_body()),
@@ -330,9 +375,6 @@ async fn copy_version(
         size: 0,
     };
     let info = layer.import_version(bucket, &v.key, id, time, &mut body, opts).await?;
-    if info.size != v.size {
-        return Err(anyhow!("{} bytes read where the listing said {}", info.size, v.size));
-    }
     Ok(Outcome::Copied(info.size))
 }
 
@@ -350,6 +392,10 @@ struct SourceBody<'a> {
     bucket: &'a str,
     key: &'a str,
     version_id: &'a str,
+    /// As listed: each part is asked for `If-Match` it, so an object replaced meanwhile (its
+    /// `null` version) is not read half old, half new.
+    etag: &'a str,
+    listed_size: u64,
     parts: Option<u32>,
     next_part: u32,
     current: Option<hyper::body::Incoming>,
@@ -397,13 +443,19 @@ impl BodyReader for SourceBody<'_> {
                         if self.next_part <= n {
                             let next = self
                                 .source
-                                .open(self.bucket, self.key, self.version_id, Some(self.next_part))
+                                .open(self.bucket, self.key, self.version_id, Some(self.next_part), self.etag)
                                 .await
                                 .map_err(|e| BodyError::Io(format!("{e:#}")))?;
                             self.next_part += 1;
                             self.current = Some(next.into_body());
                             continue;
                         }
+                    }
+                    if self.size != self.listed_size {
+                        return Err(BodyError::Io(format!(
+                            "{} bytes read where the listing said {}",
+                            self.size, self.listed_size
+                        )));
                     }
                     let got = self.etag();
                     if let Some(want) = &self.expected {

@@ -220,13 +220,15 @@ impl Source {
         strata_s3::documents::tagging(&body).map_err(|e| anyhow!("the tags of {bucket}/{key}: {e}"))
     }
 
-    /// Opens a version (`part`: one part of a multipart object, numbered from 1) for reading.
+    /// Opens a version (`part`: one part of a multipart object, numbered from 1) for reading,
+    /// `If-Match` the ETag it was listed with (empty: none).
     pub async fn open(
         &self,
         bucket: &str,
         key: &str,
         version_id: &str,
         part: Option<u32>,
+        etag: &str,
     ) -> Result<http::Response<hyper::body::Incoming>> {
         let mut query = match part {
             Some(n) => format!("partNumber={n}&versionId={}", encode(version_id)),
@@ -235,7 +237,8 @@ impl Source {
         if version_id.is_empty() {
             query = part.map(|n| format!("partNumber={n}")).unwrap_or_default();
         }
-        let resp = self.client.open(Method::GET, bucket, key, &query).await?;
+        let condition = (!etag.is_empty()).then(|| ("if-match".to_owned(), format!("\"{etag}\"")));
+        let resp = self.client.open(Method::GET, bucket, key, &query, condition.as_slice()).await?;
         if !resp.status().is_success() {
             let status = resp.status();
             let body = resp.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
