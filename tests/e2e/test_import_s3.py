@@ -209,9 +209,13 @@ class LyingEndpoint(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    conditions = []
+
     def do_GET(self):
         url = urlsplit(self.path)
         query = parse_qs(url.query, keep_blank_values=True)
+        if url.path.startswith("/liar/"):
+            LyingEndpoint.conditions.append((url.path, self.headers.get("If-Match")))
         if url.path == "/":
             self.reply(200, b"<ListAllMyBucketsResult><Buckets><Bucket><Name>liar</Name></Bucket></Buckets>"
                             b"</ListAllMyBucketsResult>")
@@ -223,7 +227,11 @@ class LyingEndpoint(BaseHTTPRequestHandler):
                 for k, (etag, _) in self.versions.items())
             self.reply(200, f"<ListVersionsResult><IsTruncated>false</IsTruncated>{entries}"
                             f"</ListVersionsResult>".encode())
-        elif url.path == "/liar":
+        elif url.path == "/loop" and "versions" in query:
+            # Truncated, and the next page is always the one after "k": a marker it ignores.
+            self.reply(200, b"<ListVersionsResult><IsTruncated>true</IsTruncated><NextKeyMarker>k</NextKeyMarker>"
+                            b"<NextVersionIdMarker>null</NextVersionIdMarker></ListVersionsResult>")
+        elif url.path in ("/liar", "/loop"):
             self.reply(404, b"<Error><Code>NoSuchConfiguration</Code></Error>")
         elif url.path == "/liar/one":
             self.reply(200, self.versions["one"][1])
@@ -245,6 +253,10 @@ def test_bytes_that_do_not_match_their_etag_are_not_imported(target):
         http.shutdown()
     assert out.returncode != 0
     assert "liar/one" in out.stdout and "liar/two" in out.stdout and "ETag" in out.stdout, out.stdout
+    # Every read was conditional on the ETag the listing gave.
+    etags = {f"/liar/{k}": f'"{etag}"' for k, (etag, _) in LyingEndpoint.versions.items()}
+    assert LyingEndpoint.conditions and all(c == etags[p] for p, c in LyingEndpoint.conditions), \
+        LyingEndpoint.conditions
     target.start()
     t3 = target.client()
     assert t3.list_object_versions(Bucket="liar").get("Versions", []) == []
@@ -291,3 +303,26 @@ def test_an_import_killed_mid_way_finishes_on_a_rerun(source, target):
     assert versions(t3, "many") == versions(s3, "many")
     for key, vid, _, _, _, _, _ in versions(s3, "many"):
         same_object(s3, t3, "many", key, vid)
+
+
+def test_an_endpoint_that_repeats_a_listing_page_is_refused(target):
+    """An endpoint that answers the page after a marker with the same marker again would be
+    listed for ever: the import stops and says so."""
+
+    class Looping(LyingEndpoint):
+        def do_GET(self):
+            if urlsplit(self.path).path == "/":
+                self.reply(200, b"<ListAllMyBucketsResult><Buckets><Bucket><Name>loop</Name></Bucket></Buckets>"
+                                b"</ListAllMyBucketsResult>")
+            else:
+                super().do_GET()
+
+    http = ThreadingHTTPServer(("127.0.0.1", 0), Looping)
+    threading.Thread(target=http.serve_forever, daemon=True).start()
+    try:
+        endpoint = SimpleNamespace(endpoint=f"http://127.0.0.1:{http.server_address[1]}")
+        out = import_s3(endpoint, target, "--dry-run", check=False)
+    finally:
+        http.shutdown()
+    assert out.returncode != 0 and "same page" in out.stderr, out.stderr
+
