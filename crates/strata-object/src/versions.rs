@@ -207,16 +207,7 @@ impl ObjectLayer {
         guard: crate::LockGuard,
     ) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
-        let n = set.drives.len();
-        let distribution = strata_cluster::placement::distribution(hash, n);
-        let erasure = ErasureInfo {
-            bitrot: Default::default(),
-            data_count: set.data_count() as u8,
-            parity_count: set.parity_count as u8,
-            block_size: BLOCK_SIZE as u32,
-            shard_index: 0,
-            distribution: distribution.clone(),
-        };
+        let (erasure, distribution) = marker_erasure(set, hash);
         // Stamped at the commit (see `commit_stamped`).
         let marker = ObjectVersion::delete_marker(id, 0, erasure, Uuid::new_v4());
         let quorum = write_quorum(set.data_count(), set.parity_count);
@@ -257,16 +248,7 @@ impl ObjectLayer {
         self.bucket_info(bucket)?;
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
-        let n = set.drives.len();
-        let distribution = strata_cluster::placement::distribution(hash, n);
-        let erasure = ErasureInfo {
-            bitrot: Default::default(),
-            data_count: set.data_count() as u8,
-            parity_count: set.parity_count as u8,
-            block_size: BLOCK_SIZE as u32,
-            shard_index: 0,
-            distribution: distribution.clone(),
-        };
+        let (erasure, distribution) = marker_erasure(set, hash);
         let marker = ObjectVersion::delete_marker(id, mod_time, erasure, Uuid::new_v4());
         let quorum = write_quorum(set.data_count(), set.parity_count);
         let op = Uuid::new_v4();
@@ -417,4 +399,19 @@ impl ObjectLayer {
             Err(e) => Err(e),
         }
     }
+}
+
+/// A delete marker's erasure record in `set` for the object placed by `hash`, and its shard
+/// distribution (each drive's copy records its own index in it).
+fn marker_erasure(set: &crate::set::ErasureSet, hash: u64) -> (ErasureInfo, Vec<u8>) {
+    let distribution = strata_cluster::placement::distribution(hash, set.drives.len());
+    let erasure = ErasureInfo {
+        bitrot: Default::default(),
+        data_count: set.data_count() as u8,
+        parity_count: set.parity_count as u8,
+        block_size: BLOCK_SIZE as u32,
+        shard_index: 0,
+        distribution: distribution.clone(),
+    };
+    (erasure, distribution)
 }

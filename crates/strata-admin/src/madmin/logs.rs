@@ -6,9 +6,7 @@
 //! Entries carry the deployment id, without which `mc` prints nothing.
 
 use bytes::Bytes;
-use http::StatusCode;
 use serde_json::{json, Value};
-use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
 use strata_s3::logs::LogEntry;
 use strata_s3::{Node, Reply};
@@ -80,15 +78,7 @@ pub(super) fn logs(node: &Node, query: &[(String, String)], host: String) -> Res
             }
         }
     });
-    let reply = Reply {
-        status: StatusCode::OK,
-        headers: http::HeaderMap::new(),
-        body: ResponseBody::Stream(None, rx),
-    };
-    Ok(reply
-        .header("content-type", "text/event-stream")
-        .header("cache-control", "no-cache")
-        .header("x-accel-buffering", "no"))
+    Ok(super::event_stream(rx))
 }
 
 #[cfg(test)]

@@ -682,15 +682,7 @@ impl Call<'_> {
                 }
             }
         });
-        let reply = Reply {
-            status: StatusCode::OK,
-            headers: http::HeaderMap::new(),
-            body: ResponseBody::Stream(None, rx),
-        };
-        Ok(reply
-            .header("content-type", "text/event-stream")
-            .header("cache-control", "no-cache")
-            .header("x-accel-buffering", "no"))
+        Ok(event_stream(rx))
     }
 
     async fn heal(&self, op: &str) -> Result<Reply, S3Error> {
@@ -917,6 +909,19 @@ fn drive_host(endpoint: &str) -> Option<&str> {
 }
 
 /// This node as the client named it (its `Host`), as MinIO's answers name servers.
+/// A streaming answer of the chunks `rx` gives (trace and log streams), as MinIO sends them.
+fn event_stream(rx: tokio::sync::mpsc::Receiver<Result<Bytes, strata_object::ObjectError>>) -> Reply {
+    let reply = Reply {
+        status: StatusCode::OK,
+        headers: http::HeaderMap::new(),
+        body: ResponseBody::Stream(None, rx),
+    };
+    reply
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .header("x-accel-buffering", "no")
+}
+
 fn here(parts: &http::request::Parts) -> String {
     parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost").to_owned()
 }
