@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::layout::Layout;
+use crate::placement::Placement;
 
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -20,6 +21,10 @@ pub struct Format {
     pub drive_id: Uuid,
     /// pools → sets → drive ids, in set order.
     pub pools: Vec<Vec<Vec<Uuid>>>,
+    /// How objects are placed in the sets, and how the sets group the drive list (left out of
+    /// the record when Strata's own, so records written before it are unchanged).
+    #[serde(default, skip_serializing_if = "Placement::is_strata")]
+    pub placement: Placement,
 }
 
 impl Format {
@@ -58,6 +63,7 @@ pub enum DriveAction {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatPlan {
     pub deployment_id: Uuid,
+    pub placement: Placement,
     pub actions: Vec<DriveAction>,
 }
 
@@ -137,15 +143,18 @@ pub fn resolve(
                     deployment_id,
                     drive_id: pools[p][s][pos],
                     pools: pools.clone(),
+                    placement: Placement::Strata,
                 })
             })
             .collect();
-        return Ok(FormatPlan { deployment_id, actions });
+        return Ok(FormatPlan { deployment_id, placement: Placement::Strata, actions });
     }
     // The reference: the (deployment, layout) most drives hold.
     let mut candidates: Vec<(&Format, usize)> = Vec::new();
     for f in parsed.iter().flatten() {
-        match candidates.iter_mut().find(|(c, _)| c.deployment_id == f.deployment_id && c.pools == f.pools) {
+        match candidates.iter_mut().find(|(c, _)| {
+            c.deployment_id == f.deployment_id && c.pools == f.pools && c.placement == f.placement
+        }) {
             Some((_, n)) => *n += 1,
             None => candidates.push((f, 1)),
         }
@@ -161,7 +170,7 @@ pub fn resolve(
         if f.deployment_id != reference.deployment_id {
             return Err(FormatError::ForeignDrive(i, f.deployment_id));
         }
-        if f.pools != reference.pools || shape(&f.pools) != want_shape {
+        if f.pools != reference.pools || f.placement != reference.placement || shape(&f.pools) != want_shape {
             return Err(FormatError::LayoutChanged(i));
         }
         let (p, s, pos) = slots[i];
@@ -184,7 +193,7 @@ pub fn resolve(
             _ => DriveAction::Offline,
         })
         .collect();
-    Ok(FormatPlan { deployment_id: reference.deployment_id, actions })
+    Ok(FormatPlan { deployment_id: reference.deployment_id, placement: reference.placement, actions })
 }
 
 #[cfg(test)]

@@ -101,6 +101,29 @@ pub fn plan(drive_count: usize, parity: Option<usize>) -> Result<Layout, LayoutE
     Ok(Layout { sets, set_drive_count: size, parity_count })
 }
 
+/// A pool laid out as MinIO lays one out: `set_count` sets of `set_drive_count` drives, each set
+/// a consecutive run of the drive list (a MinIO deployment taken over keeps its sets).
+pub fn consecutive(
+    set_count: usize,
+    set_drive_count: usize,
+    parity: Option<usize>,
+) -> Result<Layout, LayoutError> {
+    if set_count == 0 || set_drive_count == 0 {
+        return Err(LayoutError::NoDrives);
+    }
+    if !(SET_DRIVE_COUNT_MIN..=SET_DRIVE_COUNT_MAX).contains(&set_drive_count) {
+        return Err(LayoutError::NoSetSize(set_count * set_drive_count));
+    }
+    let parity_count = parity.unwrap_or_else(|| default_parity(set_drive_count));
+    if parity_count > set_drive_count / 2 {
+        return Err(LayoutError::ParityTooHigh { parity: parity_count, set_drive_count });
+    }
+    let sets = (0..set_count)
+        .map(|j| SetLayout { drive_indexes: (j * set_drive_count..(j + 1) * set_drive_count).collect() })
+        .collect();
+    Ok(Layout { sets, set_drive_count, parity_count })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +164,19 @@ mod tests {
         let mut all: Vec<usize> = l.sets.iter().flat_map(|s| s.drive_indexes.clone()).collect();
         all.sort_unstable();
         assert_eq!(all, (0..32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn consecutive_sets_are_runs_of_the_drive_list() {
+        let l = consecutive(2, 4, None).expect("layout");
+        assert_eq!(l.sets[0].drive_indexes, [0, 1, 2, 3]);
+        assert_eq!(l.sets[1].drive_indexes, [4, 5, 6, 7]);
+        assert_eq!(l.parity_count, 2);
+        assert_eq!(
+            consecutive(1, 4, Some(3)),
+            Err(LayoutError::ParityTooHigh { parity: 3, set_drive_count: 4 })
+        );
+        assert!(consecutive(1, 17, None).is_err());
+        assert!(consecutive(0, 4, None).is_err());
     }
 }

@@ -1,9 +1,61 @@
 //! Object placement: a keyed hash of `bucket/key` picks the set and rotates the shard order.
+//! A MinIO deployment taken over in place keeps MinIO's rule (its `SIPMOD`: a hash of the key
+//! alone), so every object stays in the set MinIO wrote it to.
 
 use std::hash::Hasher;
 
+use serde::{Deserialize, Serialize};
 use siphasher::sip::SipHasher24;
 use uuid::Uuid;
+
+/// How a deployment picks an object's set, and how its sets group the drive list; kept in every
+/// drive's format record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Strata's: SipHash-2-4 of `bucket/key` keyed by the deployment id; a pool's sets take
+    /// every n-th drive of its list, so a set spans the nodes.
+    #[default]
+    Strata,
+    /// A MinIO deployment taken over (its `SIPMOD` and `SIPMOD+PARITY`): SipHash-2-4 of the key
+    /// alone, keyed by the deployment id's bytes read as two little-endian words; a pool's sets
+    /// are consecutive runs of its drive list, as MinIO groups them.
+    MinioSipmod,
+}
+
+impl Placement {
+    pub fn is_strata(&self) -> bool {
+        *self == Placement::Strata
+    }
+
+    /// Which of `set_count` sets holds `bucket/key`.
+    pub fn set_index(self, deployment_id: Uuid, bucket: &str, key: &str, set_count: usize) -> usize {
+        match self {
+            Placement::Strata => set_index(object_hash(deployment_id, bucket, key), set_count),
+            Placement::MinioSipmod => minio_set_index(deployment_id, key, set_count),
+        }
+    }
+}
+
+/// MinIO's choice of set for an object named `key` (in any bucket).
+pub fn minio_set_index(deployment_id: Uuid, key: &str, set_count: usize) -> usize {
+    let id = deployment_id.as_bytes();
+    let word = |at: usize| {
+        u64::from_le_bytes([
+            id[at],
+            id[at + 1],
+            id[at + 2],
+            id[at + 3],
+            id[at + 4],
+            id[at + 5],
+            id[at + 6],
+            id[at + 7],
+        ])
+    };
+    let mut h = SipHasher24::new_with_keys(word(0), word(8));
+    h.write(key.as_bytes());
+    set_index(h.finish(), set_count)
+}
 
 /// SipHash-2-4 of `bucket/key`, keyed by the deployment id: stable for the deployment's life,
 /// different between deployments.

@@ -15,6 +15,7 @@ fn fuzz_format_records() {
         deployment_id: deployment,
         drive_id: drives[i],
         pools: vec![vec![drives.clone()]],
+        placement: Default::default(),
     };
     let good: Vec<Vec<u8>> = (0..4).map(|i| format(i).to_json()).collect();
     strata_types::fuzz::run("format record", &[&good[0], &good[1]], |bytes| {

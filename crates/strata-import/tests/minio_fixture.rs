@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
 use serde_json::Value;
+use strata_import::minio::format::Sets;
 use strata_import::minio::object::{list_keys, ObjectCopies};
 use strata_import::minio::xlmeta::XlVersion;
 use strata_import::minio::Deployment;
@@ -247,7 +248,9 @@ fn bucket_settings_read_as_the_manifest_says() {
     let (_dir, drives) = unpack();
     let manifest = manifest();
     for (name, want) in manifest["buckets"].as_object().expect("buckets") {
-        let s = BucketSettings::read(&drives, name).expect("readable").expect("MinIO stored settings");
+        let s = BucketSettings::read(&Sets::one(drives.clone()), name)
+            .expect("readable")
+            .expect("MinIO stored settings");
         assert_eq!(&s.name, name);
         assert!(s.created.is_some_and(|t| t > 1_700_000_000_000_000_000), "{name}: {:?}", s.created);
         assert_eq!(s.versioning().as_deref(), want["versioning"].as_str(), "{name}");
@@ -269,7 +272,7 @@ fn bucket_settings_read_as_the_manifest_says() {
         }
         assert_eq!(s.lifecycle_xml.is_empty(), want.get("lifecycle").is_none(), "{name}");
     }
-    assert!(BucketSettings::read(&drives, "no-such-bucket").expect("readable").is_none());
+    assert!(BucketSettings::read(&Sets::one(drives.clone()), "no-such-bucket").expect("readable").is_none());
 }
 
 /// The fixture's KMS key (its README), which sealed its IAM files.
@@ -282,7 +285,7 @@ fn iam_reads_as_the_fixture_readme_says() {
     let deployment = Deployment::open(&drives).expect("opens");
     let drives: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
     let master = strata_crypto::kms::MasterKey::parse(FIXTURE_KMS_KEY).expect("key");
-    let iam = read(&drives, &Keys { kms: Some(&master), root: None }).expect("reads");
+    let iam = read(&Sets::one(drives.clone()), &Keys { kms: Some(&master), root: None }).expect("reads");
     assert!(iam.unread.is_empty(), "{:?}", iam.unread);
     assert_eq!(iam.users.len(), 1);
     let alice = &iam.users[0];
@@ -315,14 +318,14 @@ fn iam_reads_as_the_fixture_readme_says() {
 
     // Without the key, or with another key of the same name, every sealed file is named and
     // nothing is guessed.
-    let none = read(&drives, &Keys::default()).expect("reads");
+    let none = read(&Sets::one(drives.clone()), &Keys::default()).expect("reads");
     assert!(none.users.is_empty() && none.groups.is_empty() && none.service_accounts.is_empty());
     assert!(none.unread.len() >= 6, "{:?}", none.unread);
     assert!(none.unread.iter().all(|u| u.contains("MINIO_KMS_SECRET_KEY")), "{:?}", none.unread);
     let other =
         strata_crypto::kms::MasterKey::parse("fixture-key:BBECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=")
             .expect("key");
-    let wrong = read(&drives, &Keys { kms: Some(&other), root: None }).expect("reads");
+    let wrong = read(&Sets::one(drives.clone()), &Keys { kms: Some(&other), root: None }).expect("reads");
     assert!(wrong.users.is_empty() && wrong.unread.len() >= 6, "{:?}", wrong.unread);
     assert!(wrong.unread.iter().all(|u| u.contains("does not open")), "{:?}", wrong.unread);
 }

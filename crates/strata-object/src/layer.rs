@@ -33,6 +33,7 @@ pub struct SetView {
 
 pub struct ObjectLayer {
     deployment_id: Uuid,
+    placement: placement::Placement,
     /// pools → sets.
     pools: Vec<Vec<ErasureSet>>,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
@@ -53,6 +54,8 @@ pub struct LayerOptions {
     pub drive_op_timeout: std::time::Duration,
     /// The clock new versions are stamped by (tests give nodes clocks that disagree).
     pub clock: Arc<dyn strata_types::time::Clock>,
+    /// How objects find their set (from the drives' format records).
+    pub placement: placement::Placement,
 }
 
 impl Default for LayerOptions {
@@ -60,6 +63,7 @@ impl Default for LayerOptions {
         Self {
             drive_op_timeout: strata_types::limits::DRIVE_OP_TIMEOUT,
             clock: Arc::new(strata_types::time::SystemClock),
+            placement: placement::Placement::Strata,
         }
     }
 }
@@ -161,6 +165,7 @@ impl ObjectLayer {
         let lifecycle = crate::lifecycle_pass::Lifecycle::new(format!("lifecycle{node_suffix}"));
         let layer = Self {
             deployment_id,
+            placement: options.placement,
             pools,
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),
@@ -532,7 +537,6 @@ impl ObjectLayer {
         self.update_bucket(bucket, |r| r.tags = tags).await
     }
 
-    /// The set an object lives in (first pool; more pools come with pool expansion).
     /// Every set's `pool/set` name with its drives' endpoints (offline slots as `offline`).
     pub(crate) fn set_drive_names(&self) -> Vec<(String, Vec<String>)> {
         let mut out = Vec::new();
@@ -550,14 +554,14 @@ impl ObjectLayer {
 
     /// `pool/set` of the set an object lives in, for progress reports.
     pub(crate) fn set_name(&self, bucket: &str, key: &str) -> String {
-        let hash = placement::object_hash(self.deployment_id, bucket, key);
-        format!("0/{}", placement::set_index(hash, self.pools[0].len()))
+        format!("0/{}", self.placement.set_index(self.deployment_id, bucket, key, self.pools[0].len()))
     }
 
+    /// The set an object lives in, and the hash that rotates its shards over the set's drives.
     pub(crate) fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
         let hash = placement::object_hash(self.deployment_id, bucket, key);
         let sets = &self.pools[0];
-        (&sets[placement::set_index(hash, sets.len())], hash)
+        (&sets[self.placement.set_index(self.deployment_id, bucket, key, sets.len())], hash)
     }
 
     pub async fn put_object(

@@ -8,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use strata_cluster::endpoint;
 use strata_cluster::format::{resolve, DriveAction, DriveState};
 use strata_cluster::layout::{plan, Layout};
-use strata_cluster::FormatError;
+use strata_cluster::placement::Placement;
+use strata_cluster::{Format, FormatError};
 use strata_drive::DriveOps;
 use strata_drive::{Drive, LocalDrive, OpenError, OpenOptions};
 use strata_object::DriveSlot;
@@ -16,6 +17,8 @@ use uuid::Uuid;
 
 pub struct Deployment {
     pub id: Uuid,
+    /// How objects find their set (Strata's, or a MinIO deployment's taken over).
+    pub placement: Placement,
     /// pools → sets → drives in set order.
     pub pools: Vec<Vec<Vec<DriveSlot>>>,
     pub drive_count: usize,
@@ -259,12 +262,12 @@ pub async fn prepare(
 /// every set has a write quorum of drives reachable. A new deployment is formatted by the
 /// leader alone, after every drive of every node answered blank.
 pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> Result<Deployment> {
-    let layouts: Vec<Layout> = prepared
+    let planned: Vec<Layout> = prepared
         .pools
         .iter()
         .map(|p| plan(p.len(), parity).with_context(|| format!("cannot lay out {} drives", p.len())))
         .collect::<Result<_>>()?;
-    if layouts.windows(2).any(|w| w[0].parity_count != w[1].parity_count) {
+    if planned.windows(2).any(|w| w[0].parity_count != w[1].parity_count) {
         bail!("every pool must use the same parity; set STRATA_STORAGE_CLASS_STANDARD=EC:N");
     }
     // A drive that did not open is named with the reason, so the refusal says what is wrong.
@@ -279,7 +282,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
     let leader = prepared.distributed.as_ref().is_none_or(|d| d.leader);
     let started = std::time::Instant::now();
     let mut last_said = None::<std::time::Instant>;
-    let (plan, states) = loop {
+    let (plan, states, layouts) = loop {
         let states: Vec<DriveState> = futures_util::future::join_all(prepared.drives.iter().map(|d| async move {
             match d {
                 None => DriveState::Offline,
@@ -300,6 +303,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
             .filter(|(_, s)| matches!(s, DriveState::Offline))
             .map(|(i, _)| i)
             .collect();
+        let layouts = layouts_for(&planned, &states, parity);
         let waiting = match resolve(&layouts, &states, Uuid::new_v4) {
             Ok(plan) => {
                 let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
@@ -312,7 +316,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
                 } else if !short.is_empty() && distributed {
                     Some(format!("sets without a write quorum of drives reachable: {}", short.join(", ")))
                 } else {
-                    break (plan, states);
+                    break (plan, states, layouts);
                 }
             }
             Err(e @ (FormatError::NotAllOnline(_) | FormatError::NoQuorum { .. })) if distributed => {
@@ -385,6 +389,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
     }
     Ok(Deployment {
         id: plan.deployment_id,
+        placement: plan.placement,
         pools: out_pools,
         drive_count: names.len(),
         set_drive_count: layouts[0].set_drive_count,
@@ -393,6 +398,31 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         first_start,
         locals,
     })
+}
+
+/// The pools' layouts: as planned from the drive list, unless the drives' format records are
+/// those of a MinIO deployment taken over, whose sets stay MinIO's (consecutive runs of the
+/// list). A record whose shape does not fit the drive list keeps the plan, which then refuses
+/// the drives as a changed layout.
+fn layouts_for(planned: &[Layout], states: &[DriveState], parity: Option<usize>) -> Vec<Layout> {
+    let taken_over = states.iter().find_map(|s| match s {
+        DriveState::Formatted(bytes) => Format::from_json(bytes).ok().filter(|f| !f.placement.is_strata()),
+        _ => None,
+    });
+    let Some(format) = taken_over else { return planned.to_vec() };
+    if format.pools.len() != planned.len() {
+        return planned.to_vec();
+    }
+    (format.pools.iter().zip(planned))
+        .map(|(sets, plan)| {
+            let size = sets.first().map_or(0, Vec::len);
+            let fits = sets.len() * size == plan.sets.len() * plan.set_drive_count;
+            match strata_cluster::layout::consecutive(sets.len(), size, parity) {
+                Ok(layout) if fits => layout,
+                _ => plan.clone(),
+            }
+        })
+        .collect()
 }
 
 /// Opens the local drives whose metadata index did not open, setting each index aside to be

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use std::sync::Arc;
 
+use strata_import::minio::format::Sets;
 use strata_import::minio::iam::{self as minio_iam, Applied, MinioIam};
 use strata_import::minio::sse;
 use strata_import::minio::survey::{running_server, survey, Survey};
@@ -85,7 +86,8 @@ fn minio(args: MinioArgs) -> Result<()> {
     }
     let report = survey(&deployment)?;
     let keys = Keys::from_env()?;
-    let iam = minio_iam::read(&in_order, &keys.minio())?;
+    let sets = deployment.sets();
+    let iam = minio_iam::read(&sets, &keys.minio())?;
     if args.dry_run {
         if args.json {
             let both = with_fields(serde_json::to_value(&report)?, [("iam", serde_json::to_value(&iam)?)])?;
@@ -122,7 +124,7 @@ fn minio(args: MinioArgs) -> Result<()> {
     let iam_step = keys.root.is_some() && !iam.is_empty();
     let sse_step = keys.kms.is_some() && !done.encrypted.is_empty();
     let (applied, sealed) = if iam_step || sse_step {
-        runtime.block_on(with_layer(&in_order, &keys, &iam, &done.encrypted, iam_step, sse_step))?
+        runtime.block_on(with_layer(&sets, &keys, &iam, &done.encrypted, iam_step, sse_step))?
     } else {
         (None, None)
     };
@@ -161,23 +163,29 @@ struct SealedAgain {
 /// Opens the imported drives as a Strata deployment (this process alone) and runs the steps
 /// that need it.
 async fn with_layer(
-    drives: &[PathBuf],
+    sets: &Sets,
     keys: &Keys,
     iam: &MinioIam,
     encrypted: &[EncryptedVersion],
     iam_step: bool,
     sse_step: bool,
 ) -> Result<(Option<Applied>, Option<SealedAgain>)> {
-    let args: Vec<String> = drives.iter().map(|d| d.display().to_string()).collect();
+    let args: Vec<String> = sets.all().iter().map(|d| d.display().to_string()).collect();
     let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     // The root credentials only key node RPC, which one local process does not use.
     let root = keys.root.clone().unwrap_or_default();
     let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
     let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
     let layer = Arc::new(
-        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, None)
-            .await
-            .context("opening the imported drives")?,
+        strata_object::ObjectLayer::new_with(
+            deployment.id,
+            deployment.pools,
+            deployment.parity_count,
+            None,
+            strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
+        )
+        .await
+        .context("opening the imported drives")?,
     );
     strata_system::prepare(&layer).await.context("the system bucket")?;
     let applied = match (&keys.root, iam_step) {
@@ -189,7 +197,7 @@ async fn with_layer(
             let kms = crate::kms_from_env(&layer)
                 .await?
                 .context("no KMS for the encrypted versions: set MINIO_KMS_SECRET_KEY (or STRATA_KMS_*)")?;
-            Some(seal_again(&layer, &kms, drives, master, encrypted).await)
+            Some(seal_again(&layer, &kms, sets, master, encrypted).await)
         }
         _ => None,
     };
@@ -218,7 +226,7 @@ async fn import_iam(
 async fn seal_again(
     layer: &strata_object::ObjectLayer,
     kms: &Arc<dyn strata_crypto::Kms>,
-    drives: &[PathBuf],
+    sets: &Sets,
     master: &strata_crypto::kms::MasterKey,
     encrypted: &[EncryptedVersion],
 ) -> SealedAgain {
@@ -233,7 +241,8 @@ async fn seal_again(
             }
         }
         // Reading MinIO's `xl.meta` copies is file I/O: off the runtime's task queue.
-        let opened = match tokio::task::block_in_place(|| sse::open_version(drives, Some(master), v)) {
+        let opened = match tokio::task::block_in_place(|| sse::open_version(sets.of(&v.key), Some(master), v))
+        {
             Ok(o) => o,
             Err(e) => {
                 out.left.push(format!("{}: {e}", v.name()));

@@ -104,10 +104,15 @@ async fn open_layer(drives: &[String]) -> Result<Arc<strata_object::ObjectLayer>
     let password = std::env::var("STRATA_ROOT_PASSWORD").unwrap_or_default();
     let mut prepared = crate::drives::prepare(drives, address, (&user, &password), None, None).await?;
     let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
-    let layer =
-        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, None)
-            .await
-            .context("opening Strata's drives")?;
+    let layer = strata_object::ObjectLayer::new_with(
+        deployment.id,
+        deployment.pools,
+        deployment.parity_count,
+        None,
+        strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
+    )
+    .await
+    .context("opening Strata's drives")?;
     strata_system::prepare(&layer).await.context("the system bucket")?;
     Ok(Arc::new(layer))
 }

@@ -377,9 +377,15 @@ async fn server(args: ServerArgs) -> Result<()> {
         }
     });
     let layer = Arc::new(
-        strata_object::ObjectLayer::new_in(deployment.id, deployment.pools, deployment.parity_count, cluster)
-            .await
-            .context("loading the object layer")?,
+        strata_object::ObjectLayer::new_with(
+            deployment.id,
+            deployment.pools,
+            deployment.parity_count,
+            cluster,
+            strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
+        )
+        .await
+        .context("loading the object layer")?,
     );
     if let Some(d) = &prepared.distributed {
         d.rpc.set_layer(layer.clone());

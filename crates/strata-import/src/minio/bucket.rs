@@ -7,12 +7,10 @@
 //! as bytes (`PolicyConfigJSON`, `VersioningConfigXML`, ...), empty when not set. Unknown fields
 //! are skipped.
 
-use std::path::PathBuf;
-
 use rmpv::Value;
 use serde::Serialize;
 
-use super::format::SYS_DIR;
+use super::format::{Sets, SYS_DIR};
 use super::object::ObjectCopies;
 use super::xlmeta::XlVersion;
 use super::MinioError;
@@ -141,9 +139,11 @@ impl BucketSettings {
         Ok(s)
     }
 
-    /// Reads `bucket`'s settings from the set's drives (`None`: MinIO stored none).
-    pub fn read(drives: &[PathBuf], bucket: &str) -> Result<Option<Self>, MinioError> {
+    /// Reads `bucket`'s settings from the drives of the set holding them (`None`: MinIO
+    /// stored none).
+    pub fn read(sets: &Sets, bucket: &str) -> Result<Option<Self>, MinioError> {
         let key = format!("buckets/{bucket}/.metadata.bin");
+        let drives = sets.of(&key);
         let copies = ObjectCopies::read(drives, SYS_DIR, &key);
         let newest = copies.agreed_versions().into_iter().find_map(|a| match a.version {
             XlVersion::Object(o) => Some(o),

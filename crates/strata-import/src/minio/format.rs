@@ -145,12 +145,56 @@ pub struct Deployment {
     pub drives: Vec<MinioDrive>,
 }
 
+/// MinIO's names for its rule placing objects in sets (`xl.distributionAlgo`) that the import
+/// follows: SipHash of the object's name keyed by the deployment id (`+PARITY` changed only the
+/// default parity, which each object's `xl.meta` records).
+const SIPMOD: [&str; 2] = ["SIPMOD", "SIPMOD+PARITY"];
+
+/// Each set's drives, and MinIO's rule for which set holds an object.
+#[derive(Debug, Clone)]
+pub struct Sets {
+    deployment_id: Uuid,
+    /// `paths[s]`: set `s`'s drives, in set order.
+    pub paths: Vec<Vec<PathBuf>>,
+}
+
+impl Sets {
+    /// One set of drives (in set order), as a deployment of one set has.
+    pub fn one(paths: Vec<PathBuf>) -> Self {
+        Self { deployment_id: Uuid::nil(), paths: vec![paths] }
+    }
+
+    /// Which set MinIO placed `key` in (any bucket's, `.minio.sys`'s too).
+    pub fn index_of(&self, key: &str) -> usize {
+        strata_cluster::placement::minio_set_index(self.deployment_id, key, self.paths.len())
+    }
+
+    /// The drives of the set holding `key`.
+    pub fn of(&self, key: &str) -> &[PathBuf] {
+        &self.paths[self.index_of(key)]
+    }
+
+    /// Every drive, set by set.
+    pub fn all(&self) -> Vec<PathBuf> {
+        self.paths.iter().flatten().cloned().collect()
+    }
+}
+
+impl Deployment {
+    /// The deployment's drives by set.
+    pub fn sets(&self) -> Sets {
+        let size = self.sets.first().map_or(0, Vec::len).max(1);
+        let flat: Vec<PathBuf> = self.drives.iter().map(|d| d.path.clone()).collect();
+        Sets { deployment_id: self.id, paths: flat.chunks(size).map(<[PathBuf]>::to_vec).collect() }
+    }
+}
+
 impl Deployment {
     /// Reads the format of every drive in `paths` and places each in the deployment's layout.
     /// Every drive of the layout must be given, once; a blank folder may stand for a lost one
-    /// (each blank takes a lost drive's slot, in the order given). One pool of one set is what
-    /// the import takes today: MinIO places an object in one of several sets by a hash of its
-    /// name, which a Strata deployment of the same drives does not yet follow.
+    /// (each blank takes a lost drive's slot, in the order given). One pool is what the import
+    /// takes today, of any number of sets: the Strata deployment keeps MinIO's rule for which
+    /// set holds an object.
     pub fn open(paths: &[PathBuf]) -> Result<Self, MinioError> {
         let mut formats = Vec::with_capacity(paths.len());
         let mut blanks = Vec::new();
@@ -231,11 +275,16 @@ impl Deployment {
                 names.join(", ")
             )));
         }
-        if first.sets.len() > 1 {
+        if first.sets.len() > 1 && !SIPMOD.contains(&first.distribution_algo.as_str()) {
             return Err(MinioError::Unsupported(format!(
-                "{} erasure sets (one set is imported today)",
-                first.sets.len()
+                "{} erasure sets placed by {:?} (MinIO before 2020; {} is read)",
+                first.sets.len(),
+                first.distribution_algo,
+                SIPMOD.join(" or ")
             )));
+        }
+        if first.sets.windows(2).any(|w| w[0].len() != w[1].len()) {
+            return Err(MinioError::malformed(&first_path, "sets of different sizes in one pool"));
         }
         drives.sort_by_key(|d| (d.set_index, d.position));
         Ok(Self { id: first.deployment_id, sets: first.sets, drives })

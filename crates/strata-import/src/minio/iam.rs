@@ -31,6 +31,7 @@ use strata_crypto::sio::{self, StreamCipher, NONCE_PREFIX_LEN};
 use strata_iam::state::ServiceAccountChange;
 use strata_iam::{IamState, Status, Target};
 
+use super::format::Sets;
 use super::kms;
 use super::object::{list_all_keys, ObjectCopies};
 use super::xlmeta::XlVersion;
@@ -105,11 +106,11 @@ impl MinioIam {
     }
 }
 
-/// Reads MinIO's IAM files from `drives` (one set, in set order). A file that cannot be opened
-/// is named in [`MinioIam::unread`]; the rest are read.
-pub fn read(drives: &[PathBuf], keys: &Keys) -> Result<MinioIam, MinioError> {
+/// Reads MinIO's IAM files from the drives of `sets`, each from the set MinIO placed it in. A
+/// file that cannot be opened is named in [`MinioIam::unread`]; the rest are read.
+pub fn read(sets: &Sets, keys: &Keys) -> Result<MinioIam, MinioError> {
     let folder = format!("{SYSTEM}/{}", IAM_PREFIX.trim_end_matches('/'));
-    let files = list_all_keys(drives, &folder)?;
+    let files = list_all_keys(&sets.all(), &folder)?;
     let mut iam = MinioIam::default();
     let mut user_policies: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut group_policies: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -117,8 +118,8 @@ pub fn read(drives: &[PathBuf], keys: &Keys) -> Result<MinioIam, MinioError> {
         let path = format!("{IAM_PREFIX}{file}");
         let parts: Vec<&str> = file.split('/').collect();
         let json = || -> Result<Value, String> {
-            let sealed =
-                read_object(drives, SYSTEM, &path)?.ok_or("no version a read quorum of drives agrees on")?;
+            let sealed = read_object(sets.of(&path), SYSTEM, &path)?
+                .ok_or("no version a read quorum of drives agrees on")?;
             let plain = open_file(&sealed, &path, keys)?;
             serde_json::from_slice(&plain).map_err(|e| format!("not JSON once opened: {e}"))
         };

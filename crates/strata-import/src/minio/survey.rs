@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use super::bucket::BucketSettings;
-use super::format::SYS_DIR;
+use super::format::{Sets, SYS_DIR};
 use super::object::{list_all_keys, ObjectCopies};
 use super::xlmeta::{ObjectVersion, XlVersion};
 use super::{Deployment, MinioError};
@@ -153,21 +153,55 @@ pub fn list_buckets(drives: &[PathBuf]) -> Result<Vec<String>, MinioError> {
     Ok(seen.into_iter().filter(|(_, n)| *n >= half).map(|(b, _)| b).collect())
 }
 
+/// A key found in set `.0`: `Ok` when MinIO's rule places it there, else why it is left.
+pub(crate) type FoundKey = (usize, Result<String, Skipped>);
+
+/// Every key of `bucket` on the drives of `sets`, with the set it was found in: an object is in
+/// the set MinIO's rule places it in, unless it is `Err` (found in set `s` and placed in
+/// another: MinIO itself would not find it there).
+pub(crate) fn keys_by_set(sets: &Sets, bucket: &str) -> Result<Vec<FoundKey>, MinioError> {
+    let mut out = Vec::new();
+    for (s, drives) in sets.paths.iter().enumerate() {
+        for key in list_all_keys(drives, bucket)? {
+            let placed = sets.index_of(&key);
+            if placed == s {
+                out.push((s, Ok(key)));
+            } else {
+                let why = format!(
+                    "found on the drives of set {}, while MinIO places it in set {}: left where it is",
+                    s + 1,
+                    placed + 1
+                );
+                out.push((s, Err(Skipped { key, version_id: None, why })));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Surveys every bucket of `deployment`; reads only.
 pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
-    let drives: Vec<PathBuf> = deployment.drives.iter().map(|d| d.path.clone()).collect();
+    let sets = deployment.sets();
+    let all = sets.all();
     let mut buckets = Vec::new();
     let mut unreadable = Vec::new();
-    for name in list_buckets(&drives)? {
-        let keys = list_all_keys(&drives, &name)?;
+    for name in list_buckets(&all)? {
         let mut b = BucketSurvey { name: name.clone(), ..Default::default() };
-        match BucketSettings::read(&drives, &name) {
+        match BucketSettings::read(&sets, &name) {
             Ok(Some(settings)) => b.settings = settings.summary(),
             Ok(None) => {}
             Err(e) => unreadable.push(format!("the settings of bucket {name}: {e}")),
         }
-        for key in keys {
-            let copies = ObjectCopies::read(&drives, &name, &key);
+        for (s, found) in keys_by_set(&sets, &name)? {
+            let key = match found {
+                Ok(key) => key,
+                Err(stray) => {
+                    b.skipped.push(stray);
+                    continue;
+                }
+            };
+            let drives = &sets.paths[s];
+            let copies = ObjectCopies::read(drives, &name, &key);
             for (position, why) in &copies.unreadable {
                 unreadable.push(format!("{}: {why}", drives[*position].display()));
             }
@@ -199,7 +233,7 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
         buckets.push(b);
     }
     let replacements = deployment.drives.iter().filter(|d| d.replacement).map(|d| d.path.clone()).collect();
-    Ok(Survey { deployment_id: deployment.id.to_string(), drives, replacements, buckets, unreadable })
+    Ok(Survey { deployment_id: deployment.id.to_string(), drives: all, replacements, buckets, unreadable })
 }
 
 /// Why the drives look in use by a running MinIO server, if they do: while it runs, MinIO

@@ -33,8 +33,9 @@ use strata_types::BucketName;
 use uuid::Uuid;
 
 use super::bucket::BucketSettings;
-use super::object::{list_all_keys, ObjectCopies};
-use super::survey::{list_buckets, plan, unreadable_object, Plan, Skipped, Tally};
+use super::format::Sets;
+use super::object::ObjectCopies;
+use super::survey::{keys_by_set, list_buckets, plan, unreadable_object, Plan, Skipped, Tally};
 use super::xlmeta::{ObjectVersion, XlVersion};
 use super::{Deployment, MinioError};
 
@@ -128,8 +129,9 @@ fn drive_error(drive: &Path, e: impl std::fmt::Display) -> MinioError {
     MinioError::Strata { path: drive.display().to_string(), why: e.to_string() }
 }
 
-/// Opens every drive of the (one) set as a Strata drive, formatting it as the MinIO
-/// deployment's: its ids, its set order. A drive formatted by an earlier run must agree.
+/// Opens every drive as a Strata drive, formatting it as the MinIO deployment's: its ids, its
+/// sets and their order, and MinIO's rule for which set holds an object. A drive formatted by
+/// an earlier run must agree.
 pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>, MinioError> {
     let pools = vec![deployment.sets.clone()];
     let mut drives = Vec::new();
@@ -145,6 +147,7 @@ pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>
             deployment_id: deployment.id,
             drive_id: d.id,
             pools: pools.clone(),
+            placement: strata_cluster::placement::Placement::MinioSipmod,
         };
         match drive.read_format().await.map_err(|e| drive_error(&d.path, e))? {
             None => drive.write_format(want.to_json()).await.map_err(|e| drive_error(&d.path, e))?,
@@ -247,13 +250,14 @@ fn without_minio_elements(doc: &str) -> String {
 /// Makes (or, on a second run, updates) every bucket on every drive.
 async fn import_buckets(
     drives: &[Arc<LocalDrive>],
-    paths: &[PathBuf],
+    sets: &Sets,
     report: &mut TakeoverReport,
 ) -> Result<Vec<BucketName>, MinioError> {
+    let paths = sets.all();
     // MinIO's records of the buckets, read (and decoded) off the async threads.
-    let owned = paths.to_vec();
+    let owned = sets.clone();
     let found = tokio::task::spawn_blocking(move || {
-        list_buckets(&owned)?
+        list_buckets(&owned.all())?
             .into_iter()
             .map(|name| Ok((BucketSettings::read(&owned, &name)?.unwrap_or_default(), name)))
             .collect::<Result<Vec<_>, MinioError>>()
@@ -271,7 +275,7 @@ async fn import_buckets(
             continue;
         };
         let record = bucket_record(&bucket, &settings, &mut report.settings_refused).encode();
-        for (drive, path) in drives.iter().zip(paths) {
+        for (drive, path) in drives.iter().zip(&paths) {
             match drive.make_bucket(&name, record.clone()).await {
                 Ok(()) => {}
                 Err(DriveError::BucketExists) => {
@@ -295,20 +299,32 @@ pub async fn take_over(
     parallel: usize,
     progress: &mut dyn Progress,
 ) -> Result<TakeoverReport, MinioError> {
-    let paths: Arc<Vec<PathBuf>> = Arc::new(deployment.drives.iter().map(|d| d.path.clone()).collect());
+    let sets = deployment.sets();
+    let paths: Arc<Vec<PathBuf>> = Arc::new(sets.all());
     let drives = Arc::new(open_drives(deployment).await?);
+    let set_size = sets.paths.first().map_or(1, Vec::len).max(1);
     let mut report = TakeoverReport::default();
     let runtime = tokio::runtime::Handle::current();
-    for bucket in import_buckets(&drives, &paths, &mut report).await? {
-        let walked = (paths.clone(), bucket.as_str().to_owned());
-        let keys = tokio::task::spawn_blocking(move || list_all_keys(&walked.0, &walked.1))
+    for bucket in import_buckets(&drives, &sets, &mut report).await? {
+        let walked = (sets.clone(), bucket.as_str().to_owned());
+        let keys = tokio::task::spawn_blocking(move || keys_by_set(&walked.0, &walked.1))
             .await
             .map_err(|e| MinioError::Unsupported(format!("listing a bucket failed: {e}")))??;
         let mut done = futures_util::stream::iter(keys)
-            .map(|key| {
+            .map(|(s, found)| {
                 let (paths, drives, bucket, runtime) =
                     (paths.clone(), drives.clone(), bucket.clone(), runtime.clone());
-                tokio::task::spawn_blocking(move || import_object(&runtime, &drives, &paths, &bucket, &key))
+                tokio::task::spawn_blocking(move || {
+                    let key = match found {
+                        Ok(key) => key,
+                        Err(stray) => {
+                            return Ok(TakeoverReport { skipped: vec![stray], ..Default::default() })
+                        }
+                    };
+                    // The drives of the object's set (`drives` and `paths` are in set order).
+                    let set = s * set_size..(s + 1) * set_size;
+                    import_object(&runtime, &drives[set.clone()], &paths[set], &bucket, &key)
+                })
             })
             .buffer_unordered(parallel.max(1));
         while let Some(joined) = done.next().await {
