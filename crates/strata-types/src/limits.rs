@@ -682,6 +682,10 @@ pub const MINIO_XL_META_SIZE_MAX: u64 = 64 << 20;
 /// drive of its pool.
 pub const MINIO_FORMAT_SIZE_MAX: u64 = 1 << 20;
 
+/// Plain bytes decompressed at a time from an object MinIO compressed, when the import writes it
+/// again (each piece is one write to the object layer).
+pub const MINIO_DECOMPRESS_CHUNK: usize = 1 << 20;
+
 /// A file in a MinIO drive's `.minio.sys/tmp` written this recently means a MinIO server is
 /// running on the drive (it rewrites a probe file there every few seconds; it takes no lock):
 /// `strata import minio` refuses such drives.

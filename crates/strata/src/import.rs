@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use strata_import::minio::format::Sets;
 use strata_import::minio::iam::{self as minio_iam, Applied, MinioIam};
-use strata_import::minio::sse;
 use strata_import::minio::survey::{running_server, survey, Survey};
 use strata_import::minio::takeover::EncryptedVersion;
 use strata_import::minio::takeover::{commit, take_over, TakeoverReport};
 use strata_import::minio::Deployment;
+use strata_import::minio::{compressed, sse};
 use strata_types::limits::{IMPORT_PROGRESS_REDRAW as BAR_REDRAW, MINIO_RUNNING_PROBE_AGE};
 
 #[derive(Subcommand)]
@@ -107,6 +107,7 @@ fn minio(args: MinioArgs) -> Result<()> {
                 + b.inline.versions
                 + b.delete_markers
                 + b.reencrypt.versions
+                + b.decompress.versions
                 + b.skipped.len() as u64
         })
         .sum();
@@ -119,61 +120,90 @@ fn minio(args: MinioArgs) -> Result<()> {
     bar.finish();
     // The steps that need Strata's object layer over the imported drives: MinIO's users,
     // groups, policies and service accounts into Strata's IAM state (sealed under the root
-    // credentials the server will run with), and MinIO's encrypted versions sealed again under
-    // Strata's KMS (opened with MinIO's KMS key).
-    let iam_step = keys.root.is_some() && !iam.is_empty();
-    let sse_step = keys.kms.is_some() && !done.encrypted.is_empty();
-    let (applied, sealed) = if iam_step || sse_step {
-        runtime.block_on(with_layer(&sets, &keys, &iam, &done.encrypted, iam_step, sse_step))?
-    } else {
-        (None, None)
+    // credentials the server will run with), MinIO's encrypted versions sealed again under
+    // Strata's KMS (opened with MinIO's KMS key), and its compressed versions written again as
+    // plain bytes.
+    let steps = LayerSteps {
+        iam: keys.root.as_ref().filter(|_| !iam.is_empty()).map(|root| (&iam, root)),
+        encrypted: keys
+            .kms
+            .as_ref()
+            .filter(|_| !done.encrypted.is_empty())
+            .map(|k| (done.encrypted.as_slice(), k)),
+        compressed: &done.compressed,
     };
-    if let Some(s) = &sealed {
-        strata_import::minio::takeover::settle(&in_order, &s.done)?;
+    let after = if steps.iam.is_some() || steps.encrypted.is_some() || !steps.compressed.is_empty() {
+        runtime.block_on(with_layer(&sets, keys.root.as_ref(), steps))?
+    } else {
+        LayerDone::default()
+    };
+    for written in [&after.sealed, &after.decompressed].into_iter().flatten() {
+        strata_import::minio::takeover::settle(&in_order, &written.done)?;
     }
     if args.json {
         let all = with_fields(
             serde_json::to_value(&done)?,
             [
                 ("iam", serde_json::to_value(&iam)?),
-                ("iam_applied", serde_json::to_value(&applied)?),
-                ("encrypted_sealed_again", serde_json::to_value(&sealed)?),
+                ("iam_applied", serde_json::to_value(&after.applied)?),
+                ("encrypted_sealed_again", serde_json::to_value(&after.sealed)?),
+                ("compressed_written_again", serde_json::to_value(&after.decompressed)?),
             ],
         )?;
         println!("{}", serde_json::to_string_pretty(&all).context("the report as JSON")?);
     } else {
-        print!("{}", render_iam(&iam, applied.as_ref(), keys.root.is_some()));
-        print!("{}", render_sealed(&done.encrypted, sealed.as_ref()));
+        print!("{}", render_iam(&iam, after.applied.as_ref(), keys.root.is_some()));
+        print!("{}", render_sealed(&done.encrypted, after.sealed.as_ref()));
+        print!("{}", render_decompressed(after.decompressed.as_ref()));
         print!("{}", render_done(&done, &in_order));
     }
     Ok(())
 }
 
-/// What became of MinIO's encrypted versions.
+/// What became of MinIO's encrypted or compressed versions.
 #[derive(Debug, Default, serde::Serialize)]
-struct SealedAgain {
-    /// Sealed again under Strata's KMS (or found so from an earlier run).
+struct WrittenAgain {
+    /// Written again (or found so from an earlier run).
     done: Vec<EncryptedVersion>,
-    /// Plaintext bytes written.
+    /// Plain bytes written.
     bytes: u64,
     /// Left on MinIO's side, with the reason.
     left: Vec<String>,
 }
 
-/// Opens the imported drives as a Strata deployment (this process alone) and runs the steps
-/// that need it.
+/// The steps that need a Strata object layer over the imported drives.
+struct LayerSteps<'a> {
+    /// MinIO's IAM, stored in Strata's IAM state under these root credentials.
+    iam: Option<(&'a MinioIam, &'a (String, String))>,
+    /// Encrypted versions, opened with MinIO's KMS key and sealed again under Strata's KMS.
+    encrypted: Option<(&'a [EncryptedVersion], &'a strata_crypto::kms::MasterKey)>,
+    /// Compressed versions, written again as plain bytes.
+    compressed: &'a [EncryptedVersion],
+}
+
+#[derive(Default)]
+struct LayerDone {
+    applied: Option<Applied>,
+    sealed: Option<WrittenAgain>,
+    decompressed: Option<WrittenAgain>,
+}
+
+/// How a version is written again.
+enum Again<'a> {
+    Seal { kms: &'a Arc<dyn strata_crypto::Kms>, master: &'a strata_crypto::kms::MasterKey },
+    Decompress,
+}
+
+/// Opens the imported drives as a Strata deployment (this process alone) and runs `steps`.
 async fn with_layer(
     sets: &Sets,
-    keys: &Keys,
-    iam: &MinioIam,
-    encrypted: &[EncryptedVersion],
-    iam_step: bool,
-    sse_step: bool,
-) -> Result<(Option<Applied>, Option<SealedAgain>)> {
+    root: Option<&(String, String)>,
+    steps: LayerSteps<'_>,
+) -> Result<LayerDone> {
     let args: Vec<String> = sets.all().iter().map(|d| d.display().to_string()).collect();
     let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
     // The root credentials only key node RPC, which one local process does not use.
-    let root = keys.root.clone().unwrap_or_default();
+    let root = root.cloned().unwrap_or_default();
     let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
     let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
     let layer = Arc::new(
@@ -188,20 +218,20 @@ async fn with_layer(
         .context("opening the imported drives")?,
     );
     strata_system::prepare(&layer).await.context("the system bucket")?;
-    let applied = match (&keys.root, iam_step) {
-        (Some(root), true) => Some(import_iam(&layer, iam, root).await.context("importing MinIO's IAM")?),
-        _ => None,
-    };
-    let sealed = match (&keys.kms, sse_step) {
-        (Some(master), true) => {
-            let kms = crate::kms_from_env(&layer)
-                .await?
-                .context("no KMS for the encrypted versions: set MINIO_KMS_SECRET_KEY (or STRATA_KMS_*)")?;
-            Some(seal_again(&layer, &kms, sets, master, encrypted).await)
-        }
-        _ => None,
-    };
-    Ok((applied, sealed))
+    let mut done = LayerDone::default();
+    if let Some((iam, root)) = steps.iam {
+        done.applied = Some(import_iam(&layer, iam, root).await.context("importing MinIO's IAM")?);
+    }
+    if let Some((encrypted, master)) = steps.encrypted {
+        let kms = crate::kms_from_env(&layer)
+            .await?
+            .context("no KMS for the encrypted versions: set MINIO_KMS_SECRET_KEY (or STRATA_KMS_*)")?;
+        done.sealed = Some(write_again(&layer, sets, Again::Seal { kms: &kms, master }, encrypted).await);
+    }
+    if !steps.compressed.is_empty() {
+        done.decompressed = Some(write_again(&layer, sets, Again::Decompress, steps.compressed).await);
+    }
+    Ok(done)
 }
 
 /// Puts MinIO's IAM into Strata's IAM state.
@@ -220,18 +250,29 @@ async fn import_iam(
     Ok(applied)
 }
 
-/// Stores each of MinIO's encrypted versions again, decrypted with MinIO's KMS key and sealed
-/// under Strata's KMS (SSE-S3, as MinIO had it), with its own id, time, metadata and lock. A
-/// version already there from an earlier run is counted, not written twice.
-async fn seal_again(
+/// A version opened to be written again.
+struct Reopened<B> {
+    metadata: strata_import::minio::takeover::Metadata,
+    etag: String,
+    size: u64,
+    body: B,
+    sse: Option<strata_object::SsePut>,
+    /// The ETag to keep (a multipart object's `<md5>-N`, checked by `body` as it is read).
+    keep_etag: Option<String>,
+}
+
+/// Stores each of `versions` again: an encrypted one decrypted with MinIO's KMS key and sealed
+/// under Strata's KMS (SSE-S3, as MinIO had it), a compressed one as its plain bytes; each with
+/// its own id, time, metadata and lock, in its place among the object's versions. A version
+/// already there from an earlier run is counted, not written twice.
+async fn write_again(
     layer: &strata_object::ObjectLayer,
-    kms: &Arc<dyn strata_crypto::Kms>,
     sets: &Sets,
-    master: &strata_crypto::kms::MasterKey,
-    encrypted: &[EncryptedVersion],
-) -> SealedAgain {
-    let mut out = SealedAgain::default();
-    for v in encrypted {
+    how: Again<'_>,
+    versions: &[EncryptedVersion],
+) -> WrittenAgain {
+    let mut out = WrittenAgain::default();
+    for v in versions {
         let mod_time = u64::try_from(v.mod_time).unwrap_or(0);
         let which = strata_object::VersionRef::Id(v.version_id);
         if let Ok(o) = layer.open_object_version(&v.bucket, &v.key, which, false).await {
@@ -240,19 +281,10 @@ async fn seal_again(
                 continue;
             }
         }
-        // Reading MinIO's `xl.meta` copies is file I/O: off the runtime's task queue.
-        let opened = match tokio::task::block_in_place(|| sse::open_version(sets.of(&v.key), Some(master), v))
-        {
+        let opened = match reopen(&how, sets, v).await {
             Ok(o) => o,
             Err(e) => {
                 out.left.push(format!("{}: {e}", v.name()));
-                continue;
-            }
-        };
-        let sse = match strata_s3::sse::seal_new_with(Some(kms), strata_s3::sse::SseRequest::S3, true).await {
-            Ok((put, _)) => put,
-            Err(e) => {
-                out.left.push(format!("{}: Strata's KMS: {e:?}", v.name()));
                 continue;
             }
         };
@@ -263,7 +295,8 @@ async fn seal_again(
             tags: m.tags,
             retention: m.retention,
             legal_hold: m.legal_hold,
-            sse: Some(sse),
+            sse: opened.sse,
+            imported_etag: opened.keep_etag,
             ..Default::default()
         };
         let mut body = opened.body;
@@ -284,7 +317,64 @@ async fn seal_again(
     out
 }
 
-fn render_sealed(encrypted: &[EncryptedVersion], sealed: Option<&SealedAgain>) -> String {
+/// Opens `v` on MinIO's drives as `how` writes it again.
+async fn reopen(
+    how: &Again<'_>,
+    sets: &Sets,
+    v: &EncryptedVersion,
+) -> Result<Reopened<sse::PlainBody>, String> {
+    // Reading MinIO's `xl.meta` copies is file I/O: off the runtime's task queue.
+    let drives = sets.of(&v.key);
+    match how {
+        Again::Seal { kms, master } => {
+            let opened = tokio::task::block_in_place(|| sse::open_version(drives, Some(master), v))
+                .map_err(|e| e.to_string())?;
+            let (put, _) = strata_s3::sse::seal_new_with(Some(kms), strata_s3::sse::SseRequest::S3, true)
+                .await
+                .map_err(|e| format!("Strata's KMS: {e:?}"))?;
+            Ok(Reopened {
+                metadata: opened.metadata,
+                etag: opened.etag,
+                size: opened.size,
+                body: opened.body,
+                sse: Some(put),
+                keep_etag: None,
+            })
+        }
+        Again::Decompress => {
+            let opened = tokio::task::block_in_place(|| compressed::open_version(drives, v))
+                .map_err(|e| e.to_string())?;
+            let keep_etag = opened.etag.contains('-').then(|| opened.etag.clone());
+            Ok(Reopened {
+                metadata: opened.metadata,
+                etag: opened.etag,
+                size: opened.size,
+                body: opened.body,
+                sse: None,
+                keep_etag,
+            })
+        }
+    }
+}
+
+fn render_decompressed(written: Option<&WrittenAgain>) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let Some(w) = written else { return out };
+    let _ = writeln!(
+        out,
+        "Compressed by MinIO: {} versions written again as plain bytes ({})",
+        w.done.len(),
+        strata_types::size::format_size(w.bytes)
+    );
+    for l in &w.left {
+        let _ = writeln!(out, "  left for MinIO: {l}");
+    }
+    out.push('\n');
+    out
+}
+
+fn render_sealed(encrypted: &[EncryptedVersion], sealed: Option<&WrittenAgain>) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     if encrypted.is_empty() {
@@ -506,12 +596,21 @@ fn render(s: &Survey) -> String {
         };
         let _ = writeln!(out, "  {}{blank}", d.display());
     }
-    let row = |cells: [&str; 7]| {
-        let [a, b, c, d, e, f, g] = cells;
-        format!("{a:<24} {b:>8} {c:>18} {d:>18} {e:>18} {f:>8} {g:>8}\n")
+    let row = |cells: [&str; 8]| {
+        let [a, b, c, d, e, f, g, h] = cells;
+        format!("{a:<24} {b:>8} {c:>18} {d:>18} {e:>18} {f:>18} {g:>8} {h:>8}\n")
     };
     out.push('\n');
-    out.push_str(&row(["bucket", "objects", "in place", "inline", "re-encrypt", "deleted", "skipped"]));
+    out.push_str(&row([
+        "bucket",
+        "objects",
+        "in place",
+        "inline",
+        "re-encrypt",
+        "decompress",
+        "deleted",
+        "skipped",
+    ]));
     let tally = |t: &strata_import::minio::survey::Tally| format!("{} ({})", t.versions, size(t.bytes));
     for b in &s.buckets {
         out.push_str(&row([
@@ -520,6 +619,7 @@ fn render(s: &Survey) -> String {
             &tally(&b.in_place),
             &tally(&b.inline),
             &tally(&b.reencrypt),
+            &tally(&b.decompress),
             &b.delete_markers.to_string(),
             &b.skipped.len().to_string(),
         ]));
@@ -547,7 +647,8 @@ fn render(s: &Survey) -> String {
     let _ = writeln!(
         out,
         "\nIn place: shard files are linked, not copied. Re-encrypt: objects MinIO encrypted, which \
-         need MinIO's KMS key. Nothing was changed (dry run)."
+         need MinIO's KMS key. Decompress: objects MinIO compressed, written again as plain bytes. \
+         Nothing was changed (dry run)."
     );
     out
 }

@@ -1,6 +1,7 @@
 //! MinIO's on-drive format, read-only (see the crate docs).
 
 pub mod bucket;
+pub mod compressed;
 pub mod format;
 pub mod iam;
 pub mod kms;

@@ -238,10 +238,21 @@ pub fn open_version(
     })
 }
 
-/// The plaintext of an encrypted version as it is decrypted, as a body to store.
+/// The plaintext of an encrypted (or compressed) version as it is opened, as a body to store.
 pub struct PlainBody {
     rx: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
     checksums: BTreeMap<String, String>,
+}
+
+impl PlainBody {
+    /// The body of what a reading thread sends (an `Err` ends it failed) with MinIO's record of
+    /// the checksums the client sent.
+    pub(crate) fn new(
+        rx: tokio::sync::mpsc::Receiver<Result<Bytes, String>>,
+        checksums: BTreeMap<String, String>,
+    ) -> Self {
+        Self { rx, checksums }
+    }
 }
 
 #[async_trait::async_trait]

@@ -44,6 +44,9 @@ pub struct BucketSurvey {
     pub inline: Tally,
     /// Encrypted by MinIO (SSE): decrypted and sealed again, which needs MinIO's KMS key.
     pub reencrypt: Tally,
+    /// Compressed by MinIO (S2): decompressed and written again as plain bytes.
+    #[serde(default)]
+    pub decompress: Tally,
     /// Left where they are, with the reason: features Strata does not import yet.
     pub skipped: Vec<Skipped>,
 }
@@ -74,6 +77,7 @@ pub(crate) enum Plan {
     InPlace,
     Inline,
     Reencrypt,
+    Decompress,
     Marker,
     Skip(String),
 }
@@ -91,9 +95,6 @@ pub(crate) fn plan(version: &XlVersion) -> Plan {
             return Plan::Skip(format!("a version of type {type_id}, which this import does not read"))
         }
     };
-    if sys_value(v, "x-minio-internal-compression").is_some() {
-        return Plan::Skip("compressed by MinIO (S2): not imported yet".into());
-    }
     if sys_value(v, "x-minio-internal-transition-status") == Some(b"complete") {
         return Plan::Skip("moved to a remote tier: its data is not on these drives".into());
     }
@@ -101,7 +102,12 @@ pub(crate) fn plan(version: &XlVersion) -> Plan {
         .meta_sys
         .keys()
         .any(|k| k.to_ascii_lowercase().starts_with("x-minio-internal-server-side-encryption-"));
-    if sealed {
+    if let Err(why) = super::compressed::readable(v, sealed) {
+        return Plan::Skip(why);
+    }
+    if super::compressed::algorithm(v).is_some() {
+        Plan::Decompress
+    } else if sealed {
         Plan::Reencrypt
     } else if v.is_inline() {
         Plan::Inline
@@ -226,6 +232,7 @@ pub fn survey(deployment: &Deployment) -> Result<Survey, MinioError> {
                     Plan::InPlace => b.in_place.add(size),
                     Plan::Inline => b.inline.add(size),
                     Plan::Reencrypt => b.reencrypt.add(size),
+                    Plan::Decompress => b.decompress.add(size),
                     Plan::Skip(why) => b.skipped.push(skip(why)),
                 }
             }

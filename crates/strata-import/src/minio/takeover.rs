@@ -64,6 +64,9 @@ pub struct TakeoverReport {
     /// KMS by a step that needs a running object layer (`strata import minio` does it when given
     /// MinIO's KMS key).
     pub encrypted: Vec<EncryptedVersion>,
+    /// Versions MinIO compressed, left on its side for now: they are written again as plain
+    /// bytes by the same later step.
+    pub compressed: Vec<EncryptedVersion>,
 }
 
 /// A version MinIO encrypted.
@@ -100,7 +103,12 @@ impl<F: FnMut(&TakeoverReport)> Progress for F {
 impl TakeoverReport {
     /// Versions this report counts (imported, already there, or skipped).
     pub fn versions(&self) -> u64 {
-        self.in_place.versions + self.inline.versions + self.delete_markers + self.skipped.len() as u64
+        self.in_place.versions
+            + self.inline.versions
+            + self.delete_markers
+            + self.skipped.len() as u64
+            + self.encrypted.len() as u64
+            + self.compressed.len() as u64
     }
 
     /// Bytes of the versions imported.
@@ -122,6 +130,7 @@ impl TakeoverReport {
         self.unreadable.extend(other.unreadable);
         self.settings_refused.extend(other.settings_refused);
         self.encrypted.extend(other.encrypted);
+        self.compressed.extend(other.compressed);
     }
 }
 
@@ -339,6 +348,7 @@ pub async fn take_over(
         finished: strata_types::time::now_nanos(),
         skipped: report.skipped.iter().map(|s| format!("{} ({})", s.key, s.why)).collect(),
         encrypted: report.encrypted.iter().map(EncryptedVersion::name).collect(),
+        compressed: report.compressed.iter().map(EncryptedVersion::name).collect(),
     };
     let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
     for (drive, path) in drives.iter().zip(paths.iter()) {
@@ -362,6 +372,9 @@ pub struct ImportState {
     /// also only on MinIO's side until they are.
     #[serde(default)]
     pub encrypted: Vec<String>,
+    /// Compressed versions not yet written again as plain bytes: also only on MinIO's side.
+    #[serde(default)]
+    pub compressed: Vec<String>,
 }
 
 /// Records on every drive's import state that `done` are now Strata's too (sealed again under
@@ -374,6 +387,7 @@ pub fn settle(paths: &[PathBuf], done: &[EncryptedVersion]) -> Result<(), MinioE
         let mut state: ImportState =
             serde_json::from_slice(&bytes).map_err(|e| MinioError::malformed(&file, e.to_string()))?;
         state.encrypted.retain(|n| !names.contains(n));
+        state.compressed.retain(|n| !names.contains(n));
         let bytes = serde_json::to_vec_pretty(&state).map_err(|e| MinioError::Unsupported(e.to_string()))?;
         let temp = file.with_extension("json.tmp");
         write_durably(&temp, &bytes).map_err(|e| MinioError::io(&temp, e))?;
@@ -407,7 +421,8 @@ pub fn commit(paths: &[PathBuf]) -> Result<CommitReport, MinioError> {
         };
         let state: ImportState =
             serde_json::from_slice(&bytes).map_err(|e| MinioError::malformed(&file, e.to_string()))?;
-        let left: Vec<&String> = state.skipped.iter().chain(&state.encrypted).collect();
+        let left: Vec<&String> =
+            state.skipped.iter().chain(&state.encrypted).chain(&state.compressed).collect();
         if !left.is_empty() {
             return Err(drive_error(
                 path,
@@ -490,13 +505,17 @@ fn import_object(
                 report.skipped.push(skip(why));
                 continue;
             }
-            Plan::Reencrypt => {
-                report.encrypted.push(EncryptedVersion {
+            later @ (Plan::Reencrypt | Plan::Decompress) => {
+                let v = EncryptedVersion {
                     bucket: bucket.as_str().to_owned(),
                     key: key.to_owned(),
                     version_id: a.version.version_id(),
                     mod_time: a.version.mod_time(),
-                });
+                };
+                match later {
+                    Plan::Reencrypt => report.encrypted.push(v),
+                    _ => report.compressed.push(v),
+                }
                 continue;
             }
             Plan::InPlace | Plan::Inline | Plan::Marker => {}
