@@ -11,13 +11,15 @@ MINIO_BIN is a MinIO server built from source (`go install github.com/minio/mini
 What it writes, through MinIO's S3 API (8 drives, MINIO_ERASURE_SET_DRIVE_COUNT=4, so two sets
 of four at EC:2; objects spread over both by MinIO's hash of their names):
 - bucket `spread`: 40 objects of 0 B to 1 MiB (inline and part files), some tagged, with user
-  metadata; a 3-part multipart object; SSE-S3 objects; a bucket policy;
+  metadata; a 3-part multipart object; SSE-S3 and SSE-KMS objects, single and multipart (of one
+  part); a bucket policy;
 - bucket `history`: versioning on, keys with two versions, some with a delete marker on top;
 - bucket `squeezed`: objects MinIO compressed (MINIO_COMPRESSION_ENABLE) and one it did not;
 - IAM: user `bob` (secret `bob-secret-key`) with the built-in `readonly` policy.
 Object bytes repeat a 4 KiB block derived from the object's name, so the archive stays small.
 """
 
+import base64
 import hashlib
 import io
 import json
@@ -140,6 +142,25 @@ def main() -> None:
             data = body(f"spread/{key}", size)
             resp = s3.put_object(Bucket="spread", Key=key, Body=data, ServerSideEncryption="AES256")
             record("spread", key, data, resp, sse="AES256")
+        # SSE-KMS under MinIO's one KMS key, with and without a context of the client's.
+        kms_key = KMS_KEY.split(":")[0]
+        for key, size, context in [("kms/small", 3000, None), ("kms/large", 300 * KIB, {"team": "blue"})]:
+            data = body(f"spread/{key}", size)
+            args = {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms_key}
+            if context:
+                args["SSEKMSEncryptionContext"] = base64.b64encode(json.dumps(context).encode()).decode()
+            resp = s3.put_object(Bucket="spread", Key=key, Body=data, **args)
+            record("spread", key, data, resp, sse="aws:kms")
+        # Encrypted multipart objects of one part (every part but the last must be 5 MiB, which
+        # as ciphertext would make the archive large; one part takes the same per-part keys).
+        for key, args in [("sealed/multi-one", {"ServerSideEncryption": "AES256"}),
+                          ("kms/multi-one", {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms_key})]:
+            data = body(f"spread/{key}", 200 * KIB + 3)
+            up = s3.create_multipart_upload(Bucket="spread", Key=key, **args)["UploadId"]
+            etag = s3.upload_part(Bucket="spread", Key=key, UploadId=up, PartNumber=1, Body=data)["ETag"]
+            resp = s3.complete_multipart_upload(Bucket="spread", Key=key, UploadId=up,
+                                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
+            record("spread", key, data, resp, sse=args["ServerSideEncryption"], parts=1)
         policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": ["*"]},
                   "Action": ["s3:GetObject"], "Resource": ["arn:aws:s3:::spread/deep/*"]}]}
         s3.put_bucket_policy(Bucket="spread", Policy=json.dumps(policy))

@@ -108,7 +108,7 @@ fn the_survey_counts_every_version_and_names_what_it_leaves() {
     let count = |name: &str| s.buckets.iter().find(|b| b.name == name).expect("bucket");
     let spread = count("spread");
     assert_eq!(spread.in_place.versions + spread.inline.versions, 41);
-    assert_eq!(spread.reencrypt.versions, 2);
+    assert_eq!(spread.reencrypt.versions, 6, "SSE-S3 and SSE-KMS, single and multipart");
     assert!(spread.settings.iter().any(|l| l.contains("policy")), "{:?}", spread.settings);
     let history = count("history");
     assert_eq!(history.in_place.versions + history.inline.versions, 24);

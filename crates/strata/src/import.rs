@@ -329,16 +329,29 @@ async fn reopen(
         Again::Seal { kms, master } => {
             let opened = tokio::task::block_in_place(|| sse::open_version(drives, Some(master), v))
                 .map_err(|e| e.to_string())?;
-            let (put, _) = strata_s3::sse::seal_new_with(Some(kms), strata_s3::sse::SseRequest::S3, true)
+            // Sealed again as MinIO had it: SSE-S3, or SSE-KMS under the same key name and context.
+            let asked = match &opened.kms {
+                None => strata_s3::sse::SseRequest::S3,
+                Some((key_id, _)) => strata_s3::sse::SseRequest::Kms {
+                    key_id: Some(key_id.clone()),
+                    context: opened.kms_context_header(),
+                    dual: false,
+                },
+            };
+            let (put, _) = strata_s3::sse::seal_new_with(Some(kms), asked, true)
                 .await
                 .map_err(|e| format!("Strata's KMS: {e:?}"))?;
+            // MinIO's ETag is kept where it is not the MD5 of the bytes (a multipart object's
+            // `<md5>-N`; an SSE-KMS object's, opaque as on AWS): the bytes were authenticated
+            // package by package as they were decrypted. An SSE-S3 PUT's must be their MD5.
+            let keep_etag = (opened.etag.contains('-') || opened.kms.is_some()).then(|| opened.etag.clone());
             Ok(Reopened {
                 metadata: opened.metadata,
                 etag: opened.etag,
                 size: opened.size,
                 body: opened.body,
                 sse: Some(put),
-                keep_etag: None,
+                keep_etag,
             })
         }
         Again::Decompress => {

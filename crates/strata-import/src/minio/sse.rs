@@ -67,6 +67,9 @@ pub struct Sealed {
     sealed_key: Vec<u8>,
     /// Each part is its own stream, under its own key.
     pub multipart: bool,
+    /// `aws:kms` (SSE-KMS), with the encryption context the client gave (MinIO binds the data
+    /// key to it and the object's path); else SSE-S3.
+    pub kms: Option<Vec<(String, String)>>,
 }
 
 fn meta<'v>(version: &'v ObjectVersion, name: &str) -> Option<&'v [u8]> {
@@ -83,8 +86,8 @@ fn b64(version: &ObjectVersion, suffix: &str) -> Result<Option<Vec<u8>>, SseErro
         .transpose()
 }
 
-/// MinIO's SSE-S3 record of `version`; `None` if it is not encrypted, an error for the kinds
-/// this build does not open (SSE-C, SSE-KMS, MinIO's older seals).
+/// MinIO's SSE-S3 or SSE-KMS record of `version`; `None` if it is not encrypted, an error for
+/// the kinds this build does not open (SSE-C, MinIO's older seals).
 pub fn sealed(version: &ObjectVersion) -> Result<Option<Sealed>, SseError> {
     let encrypted = version.meta_sys.keys().any(|k| k.to_ascii_lowercase().starts_with(PREFIX));
     if !encrypted {
@@ -93,8 +96,21 @@ pub fn sealed(version: &ObjectVersion) -> Result<Option<Sealed>, SseError> {
     if meta(version, &format!("{PREFIX}sealed-key")).is_some() {
         return Err(SseError::CustomerKey);
     }
-    let Some(sealed_key) = b64(version, "s3-sealed-key")? else {
-        return Err(SseError::Unsupported("SSE-KMS (or a seal other than SSE-S3)".into()));
+    let (sealed_key, kms) = match (b64(version, "s3-sealed-key")?, b64(version, "kms-sealed-key")?) {
+        (Some(key), None) => (key, None),
+        (None, Some(key)) => {
+            let context = match b64(version, "context")? {
+                None => Vec::new(),
+                Some(json) => {
+                    let map: BTreeMap<String, String> = serde_json::from_slice(&json).map_err(|_| {
+                        SseError::Malformed("an SSE-KMS context that is not a JSON object of strings".into())
+                    })?;
+                    map.into_iter().collect()
+                }
+            };
+            (key, Some(context))
+        }
+        _ => return Err(SseError::Unsupported("a seal other than SSE-S3 or SSE-KMS".into())),
     };
     let algorithm = meta(version, &format!("{PREFIX}seal-algorithm")).unwrap_or_default();
     if algorithm != SEAL_ALGORITHM.as_bytes() {
@@ -109,7 +125,7 @@ pub fn sealed(version: &ObjectVersion) -> Result<Option<Sealed>, SseError> {
         b64(version, "iv")?.filter(|iv| iv.len() == 32).ok_or(SseError::Malformed("no 32-byte IV".into()))?;
     let multipart =
         version.meta_sys.keys().any(|k| k.eq_ignore_ascii_case("x-minio-internal-encrypted-multipart"));
-    Ok(Some(Sealed { kms_key_id, kms_sealed_key, iv, sealed_key, multipart }))
+    Ok(Some(Sealed { kms_key_id, kms_sealed_key, iv, sealed_key, multipart, kms }))
 }
 
 /// Go's `path.Join(bucket, key)`: the path MinIO binds an object's keys to (`.` and empty
@@ -137,10 +153,16 @@ pub fn object_key(
 ) -> Result<[u8; 32], SseError> {
     let master = master.ok_or_else(|| SseError::NeedKey(sealed.kms_key_id.clone()))?;
     let path = object_path(bucket, key);
-    let context = kms::context(&[(bucket, &path)]);
+    // SSE-KMS binds the data key to the client's context as well (the object's entry wins).
+    let mut pairs: Vec<(&str, &str)> = (sealed.kms.iter().flatten())
+        .filter(|(k, _)| k != bucket)
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    pairs.push((bucket, &path));
+    let context = kms::context(&pairs);
     let kek = kms::unseal(master, &sealed.kms_key_id, &sealed.kms_sealed_key, &context)?;
     let mut message = sealed.iv.clone();
-    message.extend_from_slice(b"SSE-S3");
+    message.extend_from_slice(if sealed.kms.is_some() { b"SSE-KMS" } else { b"SSE-S3" });
     message.extend_from_slice(SEAL_ALGORITHM.as_bytes());
     message.extend_from_slice(path.as_bytes());
     let sealing = strata_sign::hmac_sha256(&kek, &message);
@@ -178,7 +200,23 @@ pub struct Opened {
     pub checksums: BTreeMap<String, String>,
     /// Bytes of the plaintext.
     pub size: u64,
+    /// SSE-KMS: MinIO's KMS key and the client's encryption context (`None`: SSE-S3).
+    pub kms: Option<(String, Vec<(String, String)>)>,
     pub body: PlainBody,
+}
+
+impl Opened {
+    /// SSE-KMS: the client's encryption context as the S3 header carries it (base64 of a JSON
+    /// object); `None` for SSE-S3 or no context.
+    pub fn kms_context_header(&self) -> Option<String> {
+        let (_, context) = self.kms.as_ref()?;
+        if context.is_empty() {
+            return None;
+        }
+        let json: serde_json::Map<String, serde_json::Value> =
+            context.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+        Some(base64::engine::general_purpose::STANDARD.encode(serde_json::Value::Object(json).to_string()))
+    }
 }
 
 /// Opens the version `v` of MinIO's drives `paths` (in set order) with MinIO's KMS key: its
@@ -197,14 +235,20 @@ pub fn open_version(
     let version = *found
         .ok_or_else(|| SseError::Malformed("the version is no longer on a read quorum of drives".into()))?;
     let sealed = sealed(&version)?.ok_or_else(|| SseError::Malformed("not encrypted".into()))?;
-    if sealed.multipart {
-        // Strata would give the object one ETag of its whole plaintext, not MinIO's per-part one.
-        return Err(SseError::Unsupported("a multipart object encrypted by MinIO (its parts' ETags)".into()));
-    }
     let key = object_key(master, &v.bucket, &v.key, &sealed)?;
     let stored_etag =
         version.meta_user.iter().find(|(k, _)| k.eq_ignore_ascii_case("etag")).map(|(_, e)| e.as_str());
-    let etag = etag(&key, stored_etag.unwrap_or_default())?;
+    let stored_etag = stored_etag.unwrap_or_default();
+    let etag = match &sealed.kms {
+        // MinIO shows an SSE-KMS object's sealed ETag by its last 32 digits (opaque, as AWS's
+        // SSE-KMS ETags are), and a multipart one as it is.
+        Some(_) if stored_etag.len() >= 32 && !stored_etag.contains('-') => {
+            let last = stored_etag.get(stored_etag.len() - 32..);
+            last.ok_or_else(|| SseError::Malformed("an ETag that is not hex".into()))?.to_owned()
+        }
+        Some(_) => stored_etag.to_owned(),
+        None => etag(&key, stored_etag)?,
+    };
     let mut opened_meta = version.clone();
     if let Some((name, blob)) =
         version.meta_sys.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-minio-internal-crc"))
@@ -215,8 +259,9 @@ pub fn open_version(
     let size = version.parts.iter().map(|p| u64::try_from(p.actual_size).unwrap_or(0)).sum();
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     let meta = metadata(&version);
+    let kms = sealed.kms.clone().map(|context| (sealed.kms_key_id.clone(), context));
     tokio::task::spawn_blocking(move || {
-        let mut stream = DareStream::new(&key);
+        let mut stream = PartStreams::new(&key, &version, sealed.multipart);
         let failed = tx.clone();
         let read = copies.read_version(&version, |block| {
             let mut plain = Vec::with_capacity(block.len());
@@ -234,8 +279,71 @@ pub fn open_version(
         etag,
         checksums,
         size,
+        kms,
         body: PlainBody { rx, checksums: opened_meta.checksums() },
     })
+}
+
+/// The stored bytes of an encrypted version, decrypted as they come: a single PUT is one DARE
+/// stream under the object key, each part of a multipart object its own stream under its part
+/// key, the parts' stored sizes saying where each ends.
+struct PartStreams {
+    /// Each part's key and stored bytes, in order.
+    parts: Vec<([u8; 32], u64)>,
+    at: usize,
+    left: u64,
+    stream: DareStream,
+}
+
+impl PartStreams {
+    fn new(object_key: &[u8; 32], version: &ObjectVersion, multipart: bool) -> Self {
+        let parts: Vec<([u8; 32], u64)> = if multipart {
+            version.parts.iter().map(|p| (part_key(object_key, p.number), p.size)).collect()
+        } else {
+            vec![(*object_key, version.size)]
+        };
+        Self::of(parts)
+    }
+
+    /// Streams over `parts` (each part's key and stored bytes, in order).
+    fn of(parts: Vec<([u8; 32], u64)>) -> Self {
+        let (key, left) = parts.first().copied().unwrap_or(([0; 32], 0));
+        Self { parts, at: 0, left, stream: DareStream::new(&key) }
+    }
+
+    fn push(&mut self, mut bytes: &[u8], out: &mut Vec<u8>) -> Result<(), SseError> {
+        while !bytes.is_empty() {
+            self.next_part_if_done()?;
+            if self.at >= self.parts.len() {
+                // More bytes than the parts hold.
+                return Err(SseError::NotAuthentic);
+            }
+            let take = usize::try_from(self.left).unwrap_or(usize::MAX).min(bytes.len());
+            self.stream.push(&bytes[..take], out)?;
+            self.left -= take as u64;
+            bytes = &bytes[take..];
+        }
+        Ok(())
+    }
+
+    /// Ends the current part's stream once all its bytes came, and starts the next.
+    fn next_part_if_done(&mut self) -> Result<(), SseError> {
+        while self.left == 0 && self.at < self.parts.len() {
+            self.at += 1;
+            let (key, left) = self.parts.get(self.at).copied().unwrap_or(([0; 32], 0));
+            std::mem::replace(&mut self.stream, DareStream::new(&key)).finish()?;
+            self.left = left;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(), SseError> {
+        self.next_part_if_done()?;
+        if self.at < self.parts.len() {
+            return Err(SseError::NotAuthentic);
+        }
+        Ok(())
+    }
 }
 
 /// The plaintext of an encrypted (or compressed) version as it is opened, as a body to store.
@@ -444,5 +552,38 @@ mod tests {
         assert_eq!(object_path("plain", "encrypted/sse-s3"), "plain/encrypted/sse-s3");
         assert_eq!(object_path("b", "a//c/./d/"), "b/a/c/d");
         assert_eq!(object_path("b", "x/../y"), "b/y");
+    }
+
+    #[test]
+    fn multipart_streams_open_part_by_part_with_their_keys() {
+        let object_key = [7u8; 32];
+        let plain: Vec<Vec<u8>> = vec![vec![1; 70_000], vec![2; 10], Vec::new(), vec![3; 5]];
+        let sealed: Vec<Vec<u8>> = (plain.iter().enumerate())
+            .map(|(i, p)| seal(&part_key(&object_key, i as u32 + 1), [i as u8; 12], p))
+            .collect();
+        let parts = || {
+            let sizes = sealed.iter().map(|s| s.len() as u64);
+            (1..).zip(sizes).map(|(n, size)| (part_key(&object_key, n), size)).collect::<Vec<_>>()
+        };
+        let all = sealed.concat();
+        // In pieces that straddle the parts' ends.
+        let mut streams = PartStreams::of(parts());
+        let mut out = Vec::new();
+        for piece in all.chunks(999) {
+            streams.push(piece, &mut out).expect("opens");
+        }
+        streams.finish().expect("every part whole");
+        assert_eq!(out, plain.concat());
+
+        // A part cut short, bytes beyond the last part, and a part under another's key fail.
+        let mut short = PartStreams::of(parts());
+        assert!(short.push(&all[..all.len() - 1], &mut Vec::new()).is_ok());
+        assert!(short.finish().is_err());
+        let mut long = PartStreams::of(parts());
+        assert!(long.push(&[all.clone(), vec![0]].concat(), &mut Vec::new()).is_err());
+        let mut swapped = parts();
+        swapped.swap(0, 1);
+        let mut wrong = PartStreams::of(swapped);
+        assert!(wrong.push(&all, &mut Vec::new()).is_err());
     }
 }
