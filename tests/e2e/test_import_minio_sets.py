@@ -9,6 +9,9 @@ objects MinIO compressed (S2) are written again as their plain bytes."""
 
 import hashlib
 import json
+import os
+import re
+import select
 import subprocess
 import tarfile
 
@@ -47,6 +50,29 @@ def client(server, user, secret):
                         region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
 
 
+def check_versions_served(s3, m):
+    """Every version of the manifest as Strata serves it: bytes, size, the ETag the client saw,
+    SSE kind and key, metadata and tags."""
+    for v in m["versions"]:
+        args = {"Bucket": v["bucket"], "Key": v["key"]}
+        if v["version_id"]:
+            args["VersionId"] = v["version_id"]
+        got = s3.get_object(**args)
+        where = f"{v['bucket']}/{v['key']} {v['version_id']}"
+        assert hashlib.md5(got["Body"].read()).hexdigest() == v["md5"], where
+        assert got["ContentLength"] == v["size"], where
+        # The ETag the client saw (MinIO's, kept for a multipart object; for a single PUT the
+        # MD5 of the bytes, which is what Strata gives it).
+        assert got["ETag"] == f'"{v["etag"]}"', where
+        assert got.get("ServerSideEncryption") == v.get("sse"), where
+        if v.get("sse") == "aws:kms":
+            assert got["SSEKMSKeyId"].endswith(m["kms_key"].split(":")[0]), where
+        assert got["Metadata"] == v.get("metadata", {}), where
+        if v.get("tags"):
+            tags = s3.get_object_tagging(**args)["TagSet"]
+            assert {t["Key"]: t["Value"] for t in tags} == v["tags"], where
+
+
 def test_two_sets_are_imported_in_place_and_served(server):
     m = manifest()
     # MinIO's root credentials seal its IAM files; Strata's root user keeps them afterwards.
@@ -70,24 +96,7 @@ def test_two_sets_are_imported_in_place_and_served(server):
 
     server.start()
     s3 = server.client()
-    for v in m["versions"]:
-        args = {"Bucket": v["bucket"], "Key": v["key"]}
-        if v["version_id"]:
-            args["VersionId"] = v["version_id"]
-        got = s3.get_object(**args)
-        where = f"{v['bucket']}/{v['key']} {v['version_id']}"
-        assert hashlib.md5(got["Body"].read()).hexdigest() == v["md5"], where
-        assert got["ContentLength"] == v["size"], where
-        # The ETag the client saw (MinIO's, kept for a multipart object; for a single PUT the
-        # MD5 of the bytes, which is what Strata gives it).
-        assert got["ETag"] == f'"{v["etag"]}"', where
-        assert got.get("ServerSideEncryption") == v.get("sse"), where
-        if v.get("sse") == "aws:kms":
-            assert got["SSEKMSKeyId"].endswith(m["kms_key"].split(":")[0]), where
-        assert got["Metadata"] == v.get("metadata", {}), where
-        if v.get("tags"):
-            tags = s3.get_object_tagging(**args)["TagSet"]
-            assert {t["Key"]: t["Value"] for t in tags} == v["tags"], where
+    check_versions_served(s3, m)
     # Delete markers on top: the key is gone, its versions are listed under it.
     for marker in m["delete_markers"]:
         with pytest.raises(ClientError) as e:
@@ -135,3 +144,35 @@ def test_two_sets_are_imported_in_place_and_served(server):
         if v["version_id"]:
             args["VersionId"] = v["version_id"]
         assert hashlib.md5(s3.get_object(**args)["Body"].read()).hexdigest() == v["md5"], v["key"]
+
+
+def test_an_import_killed_mid_way_finishes_on_a_rerun(server):
+    """kill -9 as soon as the import's progress line shows part of the versions in, then a
+    rerun: it counts what the first run committed, imports the rest, and a Strata on the drives
+    serves every version."""
+    m = manifest()
+    cmd = [BIN, "import", "minio", "--parallel", "1", *map(str, server.drives)]
+    first = subprocess.Popen(cmd, env=server.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([first.stderr], [], [], 60)
+            assert ready, f"no progress from the import in 60 s: {seen[-300:]!r}"
+            chunk = os.read(first.stderr.fileno(), 4096)
+            assert chunk, f"the import ended before it showed progress: {seen[-300:]!r}"
+            seen += chunk
+            done = [(int(a), int(b)) for a, b in re.findall(rb"(\d+)/(\d+) versions", seen)]
+            if any(0 < a < b for a, b in done):
+                first.kill()
+                break
+    finally:
+        first.kill()
+        first.wait()
+    out = run("--json", *server.drives, env=server.env)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["already_imported"] > 0, "the killed run committed nothing"
+    assert report["in_place"]["versions"] + report["inline"]["versions"] > 0, "the killed run had finished"
+    assert report["skipped"] == [] and report["unreadable"] == [], report
+    server.start()
+    check_versions_served(server.client(), m)
