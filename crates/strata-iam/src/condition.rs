@@ -144,6 +144,11 @@ pub(crate) struct Condition {
 }
 
 impl Condition {
+    /// The key, normalized.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
     /// Compiles the values for `key` under `operator`. `variables`: the policy's version lets
     /// `${...}` stand for request values. Errors say what is wrong, without the location.
     pub(crate) fn compile(

@@ -147,6 +147,12 @@ impl Directory {
 }
 
 impl Caller<'_> {
+    /// Does one of the caller's own policies (or its session's) condition on a key starting
+    /// with `prefix`? See [`Policy::conditions_on`].
+    pub fn conditions_on(&self, prefix: &str) -> bool {
+        self.policies.iter().chain(self.narrowing.iter()).any(|p| p.conditions_on(prefix))
+    }
+
     /// May this caller do `action` on `resource`, with the request's condition `values` and
     /// the bucket's policy?
     pub fn authorize(

@@ -144,6 +144,14 @@ impl Policy {
         Ok(Policy { id, version, statements: statements.into() })
     }
 
+    /// Does a statement condition on a key starting with `prefix` (compared as condition keys
+    /// are: the part before a `/` in any case)? Lets a caller read what such keys need (an
+    /// object's tags, say) only when a policy asks for it.
+    pub fn conditions_on(&self, prefix: &str) -> bool {
+        let prefix = crate::context::normalize_key(prefix);
+        self.statements.iter().flat_map(|s| s.conditions.iter()).any(|c| c.key().starts_with(&prefix))
+    }
+
     /// The statements' ids, in order (`None` where a statement has no `Sid`).
     pub fn sids(&self) -> impl Iterator<Item = Option<&str>> {
         self.statements.iter().map(|s| s.sid.as_deref())

@@ -450,3 +450,18 @@ fn builtin_policies() {
     assert!(can("consoleAdmin", "admin:CreateUser", None) && can("consoleAdmin", "sts:AssumeRole", None));
     assert!(can("consoleAdmin", "s3:PutObject", obj));
 }
+
+#[test]
+fn a_policy_tells_which_condition_keys_it_uses() {
+    let tagged = identity(
+        r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:GetObject","Resource":"*",
+            "Condition":{"StringEquals":{"S3:ExistingObjectTag/Class":"public"}}}]}"#,
+    );
+    assert!(tagged.conditions_on("s3:ExistingObjectTag/"));
+    assert!(tagged.conditions_on("s3:existingobjecttag/Class"));
+    assert!(!tagged.conditions_on("s3:existingobjecttag/class"), "a tag's name keeps its case");
+    assert!(!tagged.conditions_on("s3:RequestObjectTag/"));
+    let plain =
+        identity(r#"{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}"#);
+    assert!(!plain.conditions_on("s3:ExistingObjectTag/"));
+}

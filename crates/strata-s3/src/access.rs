@@ -347,7 +347,8 @@ impl Access {
         if self.is_root() {
             return Ok(Checked { values: ConditionValues::new() });
         }
-        let table = authz::authorization(route, headers, &self.facts).map_err(|_| denied())?;
+        let mut table = authz::authorization(route, headers, &self.facts).map_err(|_| denied())?;
+        self.add_existing_object_tags(node, route, &mut table.values).await;
         if route.operation == Operation::ListBuckets {
             // Shown bucket by bucket (see `may_list`); anonymous callers have no buckets.
             return match self.identity {
@@ -388,6 +389,53 @@ impl Access {
             }
         }
         Ok(Checked { values: table.values })
+    }
+
+    /// `s3:ExistingObjectTag/<key>`: the tags of the object the request acts on, read only for
+    /// the operations S3 gives the key to and only when a policy in play conditions on it (the
+    /// bucket's, or the caller's own). A missing object has no tags: conditions on them then
+    /// fail as on any absent key (and `...IfExists` ones hold).
+    async fn add_existing_object_tags(&self, node: &Node, route: &Route, values: &mut ConditionValues) {
+        const PREFIX: &str = "s3:ExistingObjectTag/";
+        use Operation as O;
+        let takes_it = matches!(
+            route.operation,
+            O::GetObject
+                | O::HeadObject
+                | O::GetObjectAcl
+                | O::PutObjectAcl
+                | O::GetObjectTagging
+                | O::PutObjectTagging
+                | O::DeleteObjectTagging
+                | O::GetObjectAttributes
+                | O::GetObjectRetention
+                | O::PutObjectRetention
+                | O::GetObjectLegalHold
+                | O::PutObjectLegalHold
+        );
+        let (Some(bucket), Some(key)) = (route.bucket.as_deref(), route.key.as_deref()) else { return };
+        if !takes_it {
+            return;
+        }
+        let anonymous = self.identity == Identity::Anonymous;
+        let in_bucket_policy =
+            node.bucket_policy_for(bucket, anonymous).is_some_and(|p| p.conditions_on(PREFIX));
+        let in_own = match &self.identity {
+            Identity::Key { access_key, token } => self
+                .directory
+                .caller(access_key, token.as_deref(), self.now)
+                .is_ok_and(|c| c.conditions_on(PREFIX)),
+            _ => false,
+        };
+        if !in_bucket_policy && !in_own {
+            return;
+        }
+        let which = crate::router::version_ref(route).unwrap_or_default();
+        if let Ok(object) = node.layer.open_object_version(bucket, key, which, false).await {
+            for (k, v) in &object.info.tags {
+                values.insert(&format!("{PREFIX}{k}"), v);
+            }
+        }
     }
 
     /// What the policies say about one check, with the policy of the bucket its resource lies in.

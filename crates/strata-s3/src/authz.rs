@@ -8,8 +8,8 @@
 //! given its actions here. Two operations name their objects in the body and cannot be fully
 //! decided from the route: DeleteObjects ([`delete_objects_entry`] per key) and POST object
 //! uploads ([`post_object`] once the form's fields are read); their [`Authorization::deferred`]
-//! says so. Keys that need the stored object (`s3:ExistingObjectTag/<key>`) are added by the
-//! handler that reads it.
+//! says so. Keys that need the stored object (`s3:ExistingObjectTag/<key>`) are added by
+//! `Access::authorize`, which reads its tags when a policy asks for them.
 
 use std::net::IpAddr;
 
@@ -365,10 +365,18 @@ fn object_write(headers: &HeaderMap, values: &mut ConditionValues) -> Vec<&'stat
 /// The read check on a copy's source (`x-amz-copy-source: /bucket/key[?versionId=v]`).
 fn copy_source(headers: &HeaderMap, values: &mut ConditionValues) -> Result<Check, S3Error> {
     let raw = header(headers, "x-amz-copy-source").unwrap_or_default();
-    values.insert("s3:x-amz-copy-source", raw);
     let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
     let (bucket, key) = crate::router::parse_source(path)?;
-    let versioned = parse_query(query).iter().any(|(k, _)| k == "versionId");
+    let version = parse_query(query).into_iter().find(|(k, _)| k == "versionId");
+    // The source as one spelling, `bucket/key` decoded (and `?versionId=v`): the header may
+    // lead with `/` and percent-encode any character, and a policy's pattern must not be
+    // passed by spelling the same object another way.
+    let canonical = match &version {
+        Some((_, v)) => format!("{bucket}/{key}?versionId={v}"),
+        None => format!("{bucket}/{key}"),
+    };
+    values.insert("s3:x-amz-copy-source", &canonical);
+    let versioned = version.is_some();
     let action = if versioned { "s3:GetObjectVersion" } else { "s3:GetObject" };
     Ok(Check { action, resource: Some(object_arn(&bucket, &key)) })
 }

@@ -402,8 +402,16 @@ fn condition_keys_of_the_request() {
         "",
         &[("x-amz-copy-source", "/src/k"), ("x-amz-metadata-directive", "REPLACE")],
     );
-    assert_eq!(copy.values.get("s3:x-amz-copy-source"), ["/src/k"]);
+    assert_eq!(copy.values.get("s3:x-amz-copy-source"), ["src/k"]);
     assert_eq!(copy.values.get("s3:x-amz-metadata-directive"), ["REPLACE"]);
+    // Every spelling of one source is one value: a policy's pattern cannot be passed by
+    // writing the same object another way.
+    for spelling in ["src/other/k", "/src/other/k", "src/%6Fther/k", "/src%2Fother%2Fk"] {
+        let (_, copy) = authorize(Method::PUT, "/b/k", "", &[("x-amz-copy-source", spelling)]);
+        assert_eq!(copy.values.get("s3:x-amz-copy-source"), ["src/other/k"], "{spelling}");
+    }
+    let (_, copy) = authorize(Method::PUT, "/b/k", "", &[("x-amz-copy-source", "/src/k%20x?versionId=v1")]);
+    assert_eq!(copy.values.get("s3:x-amz-copy-source"), ["src/k x?versionId=v1"]);
 }
 
 #[test]
