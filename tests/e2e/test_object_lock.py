@@ -95,6 +95,16 @@ def test_governance_yields_only_to_an_allowed_bypass(server, s3, locked, tmp_pat
     assert error(mallory.put_object_retention, Bucket=locked, Key="g", VersionId=vid, Retention={},
                  BypassGovernanceRetention=True) == (403, "AccessDenied")
     assert s3.get_object(Bucket=locked, Key="g", VersionId=vid)["Body"].read() == b"g"
+    # Turning GOVERNANCE into COMPLIANCE changes the lock settings: a bypass, and the right to it.
+    stricter = {"Mode": "COMPLIANCE", "RetainUntilDate": later(2)}
+    assert error(s3.put_object_retention, Bucket=locked, Key="g", VersionId=vid,
+                 Retention=stricter) == (403, "AccessDenied")
+    assert error(mallory.put_object_retention, Bucket=locked, Key="g", VersionId=vid, Retention=stricter,
+                 BypassGovernanceRetention=True) == (403, "AccessDenied")
+    # Lengthening it stays GOVERNANCE's own right.
+    s3.put_object_retention(Bucket=locked, Key="g", VersionId=vid, Retention={"Mode": "GOVERNANCE",
+                                                                             "RetainUntilDate": later(2)})
+    assert s3.get_object_retention(Bucket=locked, Key="g", VersionId=vid)["Retention"]["Mode"] == "GOVERNANCE"
     # Root may bypass governance when it asks to.
     s3.delete_object(Bucket=locked, Key="g", VersionId=vid, BypassGovernanceRetention=True)
     assert error(s3.get_object, Bucket=locked, Key="g", VersionId=vid) == (404, "NoSuchVersion")
@@ -150,8 +160,9 @@ def test_aws_cli_object_lock(server, s3, locked):
     assert got["Rule"]["DefaultRetention"] == {"Mode": "GOVERNANCE", "Years": 1}
     vid = s3.put_object(Bucket=locked, Key="cli", Body=b"c")["VersionId"]
     until = later(400).strftime("%Y-%m-%dT%H:%M:%SZ")
+    # The default retention is GOVERNANCE: turning it COMPLIANCE takes the bypass (root may).
     api(server, "put-object-retention", "--bucket", locked, "--key", "cli", "--version-id", vid,
-        "--retention", f'{{"Mode": "COMPLIANCE", "RetainUntilDate": "{until}"}}')
+        "--retention", f'{{"Mode": "COMPLIANCE", "RetainUntilDate": "{until}"}}', "--bypass-governance-retention")
     assert api(server, "get-object-retention", "--bucket", locked, "--key", "cli")["Retention"]["Mode"] == "COMPLIANCE"
     api(server, "put-object-legal-hold", "--bucket", locked, "--key", "cli", "--legal-hold", "Status=ON")
     assert api(server, "get-object-legal-hold", "--bucket", locked, "--key", "cli")["LegalHold"]["Status"] == "ON"

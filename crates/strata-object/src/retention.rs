@@ -33,8 +33,9 @@ pub(crate) fn check_removable(v: &ObjectVersion, bypass: bool) -> Result<(), Obj
 }
 
 /// Whether a version's retention may change from `old` to `new` at `now`: a running COMPLIANCE
-/// retention only lengthens; a running GOVERNANCE one lengthens, turns COMPLIANCE, or (with
-/// `bypass`) anything. A new retention must end in the future.
+/// retention only lengthens; a running GOVERNANCE one lengthens, and anything else (shortened,
+/// removed, or turned COMPLIANCE, which changes its lock settings) needs `bypass`, as S3's
+/// governance mode says. A new retention must end in the future.
 pub(crate) fn check_retention_change(
     old: Option<Retention>,
     new: Option<Retention>,
@@ -53,9 +54,12 @@ pub(crate) fn check_retention_change(
         RetentionMode::Compliance => Err(ObjectError::ObjectLocked(
             "a COMPLIANCE retention cannot be shortened, changed or removed".into(),
         )),
-        RetentionMode::Governance if keeps || bypass => Ok(()),
+        RetentionMode::Governance if bypass => Ok(()),
+        RetentionMode::Governance if keeps && new.is_some_and(|n| n.mode == RetentionMode::Governance) => {
+            Ok(())
+        }
         RetentionMode::Governance => Err(ObjectError::ObjectLocked(
-            "a GOVERNANCE retention can be shortened or removed only with a bypass".into(),
+            "a GOVERNANCE retention can be shortened, removed or turned COMPLIANCE only with a bypass".into(),
         )),
     }
 }
@@ -174,7 +178,12 @@ mod tests {
         use RetentionMode::{Compliance as C, Governance as G};
         let old = r(G, NOW + 10);
         assert!(check_retention_change(old, r(G, NOW + 20), false, NOW).is_ok());
-        assert!(check_retention_change(old, r(C, NOW + 20), false, NOW).is_ok());
+        // Turning COMPLIANCE changes the lock settings: a bypass is needed.
+        assert!(matches!(
+            check_retention_change(old, r(C, NOW + 20), false, NOW),
+            Err(ObjectError::ObjectLocked(_))
+        ));
+        assert!(check_retention_change(old, r(C, NOW + 20), true, NOW).is_ok());
         assert!(matches!(check_retention_change(old, None, false, NOW), Err(ObjectError::ObjectLocked(_))));
         assert!(matches!(
             check_retention_change(old, r(G, NOW + 5), false, NOW),
