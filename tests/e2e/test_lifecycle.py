@@ -179,6 +179,14 @@ def test_bad_configurations_get_aws_errors(server, s3, bucket):
     transition = rule("t", Transitions=[{"Days": 30, "StorageClass": "GLACIER"}])
     assert error(s3.put_bucket_lifecycle_configuration, Bucket=bucket,
                  LifecycleConfiguration={"Rules": [transition]}) == (501, "NotImplemented")
+    # A transition S3 itself would refuse gets S3's refusal, not 501.
+    for t, code in [({"Date": datetime.datetime(2030, 1, 1, 12, tzinfo=datetime.timezone.utc),
+                      "StorageClass": "GLACIER"}, "InvalidArgument"),
+                    ({"Days": 10, "StorageClass": "STANDARD_IA"}, "InvalidArgument"),
+                    ({"Days": 30, "StorageClass": "PAPER"}, "InvalidStorageClass")]:
+        got = error(s3.put_bucket_lifecycle_configuration, Bucket=bucket,
+                    LifecycleConfiguration={"Rules": [rule("t", Transitions=[t])]})
+        assert got == (400, code), (t, got)
     # Documents boto3 would not write.
     for body in [b"<LifecycleConfiguration><Rule>", b"not xml", b"<LifecycleConfiguration/>",
                  b"<LifecycleConfiguration><Rule><ID>a</ID><Status>Enabled</Status><Filter/>"

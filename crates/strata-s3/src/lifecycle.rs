@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use http::StatusCode;
-use serde::de::IgnoredAny;
 use serde::Deserialize;
 use strata_meta::{
     LifecycleConfig, LifecycleExpiration, LifecycleFilter, LifecycleRule, NoncurrentExpiration,
@@ -41,9 +40,81 @@ struct RuleXml {
     noncurrent_version_expiration: Option<NoncurrentXml>,
     abort_incomplete_multipart_upload: Option<AbortXml>,
     #[serde(default)]
-    transition: Vec<IgnoredAny>,
+    transition: Vec<TransitionXml>,
     #[serde(default)]
-    noncurrent_version_transition: Vec<IgnoredAny>,
+    noncurrent_version_transition: Vec<NoncurrentTransitionXml>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct TransitionXml {
+    days: Option<String>,
+    date: Option<String>,
+    storage_class: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "PascalCase", deny_unknown_fields)]
+struct NoncurrentTransitionXml {
+    noncurrent_days: Option<String>,
+    newer_noncurrent_versions: Option<String>,
+    storage_class: Option<String>,
+}
+
+/// The storage classes S3 transitions to.
+const TRANSITION_CLASSES: [&str; 6] =
+    ["STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER", "GLACIER_IR", "DEEP_ARCHIVE"];
+/// The fewest days before a transition to the infrequent-access classes.
+const INFREQUENT_ACCESS_DAYS_MIN: u32 = 30;
+
+/// A transition's storage class, and its days when it names them (checked as S3 checks them).
+fn transition_class(class: Option<&str>, days: Option<u32>, what: &str) -> Result<(), S3Error> {
+    let class = class.map(str::trim).ok_or_else(malformed)?;
+    if !TRANSITION_CLASSES.contains(&class) {
+        return Err(S3Error::new(
+            S3ErrorCode::InvalidStorageClass,
+            "The storage class you specified is not valid",
+        ));
+    }
+    if matches!(class, "STANDARD_IA" | "ONEZONE_IA") && days.is_some_and(|d| d < INFREQUENT_ACCESS_DAYS_MIN) {
+        return Err(invalid(&format!(
+            "'{what}' in Transition action must be greater than or equal to {INFREQUENT_ACCESS_DAYS_MIN} for storageClass '{class}'"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks a rule's transitions as S3 would take them (this server has no tiers to move to).
+fn check_transitions(r: &RuleXml) -> Result<(), S3Error> {
+    for t in &r.transition {
+        let days = match (&t.days, &t.date) {
+            (Some(_), Some(_)) => return Err(invalid("Transition cannot have both Days and Date")),
+            (None, None) => return Err(malformed()),
+            (Some(days), None) => {
+                let n: i64 = days.trim().parse().map_err(|_| malformed())?;
+                Some(
+                    u32::try_from(n)
+                        .map_err(|_| invalid("'Days' in Transition action must be nonnegative"))?,
+                )
+            }
+            (None, Some(date)) => {
+                if strata_types::time::parse_iso8601(date.trim()).is_none() {
+                    return Err(invalid("'Date' in Transition action must be a date in ISO 8601 format"));
+                }
+                date_at_midnight(date.trim())?;
+                None
+            }
+        };
+        transition_class(t.storage_class.as_deref(), days, "Days")?;
+    }
+    for t in &r.noncurrent_version_transition {
+        let days = positive(t.noncurrent_days.as_deref().ok_or_else(malformed)?, "NoncurrentDays")?;
+        if let Some(n) = &t.newer_noncurrent_versions {
+            positive(n, "NewerNoncurrentVersions")?;
+        }
+        transition_class(t.storage_class.as_deref(), Some(days), "NoncurrentDays")?;
+    }
+    Ok(())
 }
 
 #[derive(Deserialize, Default)]
@@ -131,14 +202,20 @@ pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
             "A lifecycle configuration may hold at most {LIFECYCLE_RULES_MAX} rules"
         )));
     }
-    // Transitions first: whatever else is wrong, they are what this server cannot do.
-    if config.rules.iter().any(|r| !r.transition.is_empty() || !r.noncurrent_version_transition.is_empty()) {
+    // A document S3 would refuse is refused as S3 refuses it; one it would take with
+    // transitions is refused as what this server cannot do.
+    let transitions =
+        config.rules.iter().any(|r| !r.transition.is_empty() || !r.noncurrent_version_transition.is_empty());
+    for r in &config.rules {
+        check_transitions(r)?;
+    }
+    let rules = config.rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
+    if transitions {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
             "Transition and NoncurrentVersionTransition are not implemented: this server has no storage tiers",
         ));
     }
-    let rules = config.rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
     let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
     ids.sort_unstable();
     if ids.windows(2).any(|w| w[0] == w[1]) {
@@ -148,6 +225,7 @@ pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
 }
 
 fn rule(r: RuleXml) -> Result<LifecycleRule, S3Error> {
+    let transitions = !r.transition.is_empty() || !r.noncurrent_version_transition.is_empty();
     let enabled = match r.status.as_deref().map(str::trim) {
         Some("Enabled") => true,
         Some("Disabled") => false,
@@ -174,7 +252,8 @@ fn rule(r: RuleXml) -> Result<LifecycleRule, S3Error> {
         }
         None => None,
     };
-    if expiration.is_none() && noncurrent_expiration.is_none() && abort_upload_days.is_none() {
+    if expiration.is_none() && noncurrent_expiration.is_none() && abort_upload_days.is_none() && !transitions
+    {
         return Err(invalid("At least one action needs to be specified in a rule"));
     }
     if !filter.tags.is_empty() && abort_upload_days.is_some() {

@@ -57,7 +57,7 @@ fn configurations_parse_and_print_back() {
 
 #[test]
 fn bad_configurations_get_aws_codes() {
-    use S3ErrorCode::{InvalidArgument as Inv, MalformedXML as Mal, NotImplemented};
+    use S3ErrorCode::{InvalidArgument as Inv, InvalidStorageClass, MalformedXML as Mal, NotImplemented};
     let days = |d: &str| doc(&rule(&format!("{ALL}<Expiration><Days>{d}</Days></Expiration>")));
     let cases: Vec<(String, S3ErrorCode)> = vec![
         // Not XML, another document, no rules, an unknown element, no status or a bad one.
@@ -105,6 +105,19 @@ fn bad_configurations_get_aws_codes() {
         // Transitions: no storage tiers here.
         (doc(&rule(&format!("{ALL}<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>"))), NotImplemented),
         (doc(&rule(&format!("{ALL}<NoncurrentVersionTransition><NoncurrentDays>1</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>"))), NotImplemented),
+        (doc(&rule("<Filter/><Transition><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>")), NotImplemented),
+        // ... but a transition S3 would refuse is refused as S3 refuses it, first.
+        (doc(&rule(&format!("{ALL}<Transition><Date>not-a-date</Date><StorageClass>GLACIER</StorageClass></Transition>"))), Inv),
+        (doc(&rule(&format!("{ALL}<Transition><Date>2030-01-01T12:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>"))), Inv),
+        (doc(&rule(&format!("{ALL}<Transition><Days>1</Days><Date>2030-01-01T00:00:00Z</Date><StorageClass>GLACIER</StorageClass></Transition>"))), Inv),
+        (doc(&rule(&format!("{ALL}<Transition><Days>-1</Days><StorageClass>GLACIER</StorageClass></Transition>"))), Inv),
+        (doc(&rule(&format!("{ALL}<Transition><Days>10</Days><StorageClass>STANDARD_IA</StorageClass></Transition>"))), Inv),
+        (doc(&rule(&format!("{ALL}<Transition><Days>10</Days><StorageClass>PAPER</StorageClass></Transition>"))), InvalidStorageClass),
+        (doc(&rule(&format!("{ALL}<Transition><Days>soon</Days><StorageClass>GLACIER</StorageClass></Transition>"))), Mal),
+        (doc(&rule(&format!("{ALL}<Transition><StorageClass>GLACIER</StorageClass></Transition>"))), Mal),
+        (doc(&rule(&format!("{ALL}<NoncurrentVersionTransition><NoncurrentDays>0</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>"))), Inv),
+        // A transition beside another rule's mistake: the mistake is told.
+        (doc(&format!("{}{}", rule(&format!("{ALL}<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>")), rule(ALL).replace("<ID>r</ID>", "<ID>s</ID>"))), Inv),
     ];
     for (d, want) in cases {
         assert_eq!(code(&d), Some(want), "{d}");
