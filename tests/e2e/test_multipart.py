@@ -271,6 +271,47 @@ def test_object_tagging(s3, bucket):
     assert s3.get_object_tagging(Bucket=bucket, Key="mpt")["TagSet"] == [{"Key": "m", "Value": "1"}]
 
 
+def test_conditional_deletes(s3, bucket):
+    """DeleteObject with `If-Match`: only the version with that ETag goes (412 otherwise, 404
+    for a key that is not there); in a versioned bucket the marker is added only on a match."""
+    s3.put_object(Bucket=bucket, Key="cd", Body=b"one")
+    etag = s3.head_object(Bucket=bucket, Key="cd")["ETag"]
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cd", IfMatch='"00000000000000000000000000000000"')
+    assert (e.value.response["ResponseMetadata"]["HTTPStatusCode"], code(e)) == (412, "PreconditionFailed")
+    assert s3.get_object(Bucket=bucket, Key="cd")["Body"].read() == b"one"
+    s3.delete_object(Bucket=bucket, Key="cd", IfMatch=etag)
+    with pytest.raises(ClientError) as e:
+        s3.head_object(Bucket=bucket, Key="cd")
+    assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cd", IfMatch=etag)
+    assert (e.value.response["ResponseMetadata"]["HTTPStatusCode"], code(e)) == (404, "NoSuchKey")
+
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    first = s3.put_object(Bucket=bucket, Key="cv", Body=b"v1")
+    second = s3.put_object(Bucket=bucket, Key="cv", Body=b"v2")
+    # The current version is v2: v1's ETag does not delete it.
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cv", IfMatch=first["ETag"])
+    assert code(e) == "PreconditionFailed"
+    assert s3.list_object_versions(Bucket=bucket, Prefix="cv").get("DeleteMarkers", []) == []
+    # A version named by id is matched against its own ETag.
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"], IfMatch=second["ETag"])
+    assert code(e) == "PreconditionFailed"
+    s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"], IfMatch=first["ETag"])
+    marker = s3.delete_object(Bucket=bucket, Key="cv", IfMatch=second["ETag"])
+    assert marker["DeleteMarker"] is True
+    # With a delete marker on top there is no object to match.
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cv", IfMatch=second["ETag"])
+    assert code(e) == "NoSuchKey"
+    versions = s3.list_object_versions(Bucket=bucket, Prefix="cv")
+    assert [v["VersionId"] for v in versions["Versions"]] == [second["VersionId"]]
+    assert len(versions["DeleteMarkers"]) == 1
+
+
 def test_conditional_writes(s3, bucket):
     s3.put_object(Bucket=bucket, Key="cw", Body=b"first", IfNoneMatch="*")
     with pytest.raises(ClientError) as e:

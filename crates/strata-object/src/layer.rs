@@ -649,13 +649,6 @@ impl ObjectLayer {
         self.delete_object_version(bucket, key, VersionRef::Current, false).await.map(drop)
     }
 
-    /// Removes the object's `null` version (an unversioned bucket's DELETE).
-    pub(crate) async fn delete_null_version(&self, bucket: &str, key: &str) -> Result<(), ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
-        self.remove_version_locked(bucket, key, None, guard).await
-    }
-
     pub async fn list_objects(&self, bucket: &str, req: &ListRequest) -> Result<ListPage, ObjectError> {
         self.bucket_info(bucket)?;
         let sets: Vec<&ErasureSet> = self.pools.iter().flatten().collect();

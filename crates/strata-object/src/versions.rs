@@ -176,26 +176,42 @@ impl ObjectLayer {
         which: VersionRef,
         bypass_governance: bool,
     ) -> Result<DeleteOutcome, ObjectError> {
+        self.delete_object_version_if(bucket, key, which, bypass_governance, None).await
+    }
+
+    /// [`Self::delete_object_version`] only if the version it acts on (the current one, or the
+    /// one `which` names) has the ETag `if_match` (S3's `If-Match` on DeleteObject), checked
+    /// under the object's lock: `PreconditionFailed` when it differs, `ObjectNotFound` when
+    /// there is no such object (or the current version is a delete marker).
+    pub async fn delete_object_version_if(
+        &self,
+        bucket: &str,
+        key: &str,
+        which: VersionRef,
+        bypass_governance: bool,
+        if_match: Option<&str>,
+    ) -> Result<DeleteOutcome, ObjectError> {
         let versioning = self.versioning(bucket)?;
         let versioned = versioning != Versioning::Unversioned;
+        let condition = if_match.map(|etag| crate::WriteCondition::Match(etag.to_owned()));
         match which {
-            VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance).await,
+            VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance, if_match).await,
             VersionRef::Current if !versioned => {
-                self.delete_null_version(bucket, key).await?;
+                let (set, hash) = self.locate(bucket, key);
+                let guard = set.locks.exclusive(hash).await?;
+                crate::put::check_condition(set, bucket, key, &condition).await?;
+                self.remove_version_locked(bucket, key, None, guard).await?;
                 Ok(DeleteOutcome::default())
             }
             VersionRef::Current => {
                 let id = versioning.enabled().then(Uuid::now_v7);
-                self.add_delete_marker(bucket, key, id).await?;
+                let (set, hash) = self.locate(bucket, key);
+                let guard = set.locks.exclusive(hash).await?;
+                crate::put::check_condition(set, bucket, key, &condition).await?;
+                self.add_delete_marker_locked(bucket, key, id, guard).await?;
                 Ok(DeleteOutcome { version_id: id, delete_marker: true, versioned })
             }
         }
-    }
-
-    async fn add_delete_marker(&self, bucket: &str, key: &str, id: Option<Uuid>) -> Result<(), ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
-        self.add_delete_marker_locked(bucket, key, id, guard).await
     }
 
     /// Adds a delete marker with id `id` as the current version, under the object's lock `guard`.
@@ -275,6 +291,7 @@ impl ObjectLayer {
         key: &str,
         id: Option<Uuid>,
         bypass: bool,
+        if_match: Option<&str>,
     ) -> Result<DeleteOutcome, ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
@@ -282,8 +299,16 @@ impl ObjectLayer {
         let delete_marker =
             match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await) {
                 Ok(r) => {
+                    match if_match {
+                        Some(_) if r.version.delete_marker => return Err(ObjectError::ObjectNotFound),
+                        Some(etag) if r.version.etag != etag => return Err(ObjectError::PreconditionFailed),
+                        _ => {}
+                    }
                     crate::retention::check_removable(&r.version, bypass)?;
                     r.version.delete_marker
+                }
+                Err(ObjectError::ObjectNotFound) if if_match.is_some() => {
+                    return Err(ObjectError::ObjectNotFound)
                 }
                 Err(ObjectError::ObjectNotFound) => false,
                 Err(e) => return Err(e),

@@ -195,7 +195,8 @@ pub const RULES: &[Rule] = &[
     rule("x-amz-object-lock-legal-hold", &[O::PostObject], NO_LOCK_FORM),
     rule("x-amz-bypass-governance-retention", BYPASS, SUPPORTED),
     rule("x-amz-mfa", DELETES, IGNORED),
-    // Conditional deletes.
+    // Conditional deletes: `If-Match` as general purpose buckets take it; the directory
+    // buckets' size and time conditions are not.
     rule(
         "x-amz-if-match-last-modified-time",
         &[O::DeleteObject],
@@ -206,11 +207,7 @@ pub const RULES: &[Rule] = &[
         &[O::DeleteObject],
         Outcome::Refused(S3ErrorCode::NotImplemented, "Conditional deletes are not implemented."),
     ),
-    rule(
-        "if-match",
-        &[O::DeleteObject],
-        Outcome::Refused(S3ErrorCode::NotImplemented, "Conditional deletes are not implemented."),
-    ),
+    rule("if-match", &[O::DeleteObject], SUPPORTED),
     // ACLs and ownership controls: the handlers decide by the bucket's ownership controls.
     rule("x-amz-acl", TAKE_ACL, SUPPORTED),
     rule("x-amz-object-ownership", &[O::CreateBucket], SUPPORTED),

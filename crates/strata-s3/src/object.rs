@@ -599,7 +599,10 @@ pub async fn get_object_torrent(req: &Request<'_>, target: &ObjectTarget) -> Res
 pub async fn delete_object(req: &Request<'_>, target: &ObjectTarget, bypass: bool) -> Result<Reply, S3Error> {
     let ObjectTarget { bucket, key, .. } = target;
     let which = target.version;
-    let done = req.node.layer.delete_object_version(bucket, key, which, bypass).await?;
+    // `If-Match`: delete only the version with this ETag (412 otherwise, 404 when none).
+    let if_match =
+        header(req.headers, "if-match").map(|v| v.trim().trim_start_matches("W/").trim_matches('"'));
+    let done = req.node.layer.delete_object_version_if(bucket, key, which, bypass, if_match).await?;
     req.notify_removed(bucket, key, &done).await;
     let mut reply = Reply::empty(StatusCode::NO_CONTENT);
     if done.delete_marker {
