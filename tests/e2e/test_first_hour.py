@@ -42,10 +42,10 @@ def test_a_file_given_as_a_drive_says_not_a_directory():
         srv.cleanup()
 
 
-def test_server_help_names_credentials_storage_classes_and_an_example():
+def test_server_help_names_credentials_storage_classes_acls_and_an_example():
     out = subprocess.run([BIN, "server", "--help"], capture_output=True, text=True, timeout=30, check=True).stdout
     for said in ["STRATA_ROOT_USER", "STRATA_ROOT_PASSWORD", "STRATA_STORAGE_CLASS_STANDARD",
-                 "STRATA_STORAGE_CLASS_RRS", "Example:", "{1...4}"]:
+                 "STRATA_STORAGE_CLASS_RRS", "STRATA_DEFAULT_OBJECT_OWNERSHIP", "Example:", "{1...4}"]:
         assert said in out, out
 
 

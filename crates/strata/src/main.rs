@@ -94,6 +94,10 @@ Environment:
   STRATA_STORAGE_CLASS_RRS=EC:N            parity for `x-amz-storage-class: REDUCED_REDUNDANCY`
   STRATA_VOLUMES, STRATA_OPTS              drives and options when the command line has none
                                            (space-separated, as in MinIO's /etc/default/minio)
+  STRATA_DEFAULT_OBJECT_OWNERSHIP          ownership of new buckets: BucketOwnerEnforced (the
+                                           default: ACLs off, as AWS), or ObjectWriter,
+                                           BucketOwnerPreferred or none to turn ACLs on for
+                                           tools that need them
   STRATA_LOG=debug                         log filter (tracing syntax); logs go to stderr
   MINIO_*                                  MinIO's names are read where Strata has the setting
                                            (STRATA_* wins); see docs/minio.md
