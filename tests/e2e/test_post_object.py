@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import os
 import xml.etree.ElementTree as ET
+import zlib
 
 import pytest
 import urllib3
@@ -119,3 +120,31 @@ def test_post_policy_expiry_redirect_and_large_file(server, s3, bucket):
     r = post(v2, b"signed the old way")
     assert r.status == 204, r.data
     assert s3.get_object(Bucket=bucket, Key="v2.txt")["Body"].read() == b"signed the old way"
+
+
+def test_post_checksum_fields_are_checked_against_the_file(server, s3, bucket):
+    """`x-amz-checksum-*` form fields are checked against the file, as a PUT's headers are: a
+    wrong one stores nothing, a right one is kept and shown."""
+    v4 = server.client(signature_version="s3v4")
+    data = b"checked by its checksum"
+    sha256 = base64.b64encode(hashlib.sha256(data).digest()).decode()
+    crc32 = base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
+
+    def presigned(key, fields):
+        return v4.generate_presigned_post(bucket, key, Fields=fields,
+                                          Conditions=[{k: v} for k, v in fields.items()], ExpiresIn=600)
+
+    wrong = base64.b64encode(hashlib.sha256(b"other").digest()).decode()
+    for key, fields in [("bad-sha", {"x-amz-checksum-sha256": wrong}),
+                        ("bad-crc", {"x-amz-checksum-crc32": "AAAAAA=="}),
+                        ("not-b64", {"x-amz-checksum-sha256": "not-base64!!"})]:
+        r = post(presigned(key, fields), data)
+        assert r.status == 400 and error_code(r) in ("BadDigest", "InvalidRequest", "InvalidArgument"), (key, r.data)
+    assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    r = post(presigned("good", {"x-amz-checksum-sha256": sha256, "x-amz-checksum-algorithm": "SHA256"}), data)
+    assert r.status == 204, r.data
+    got = s3.head_object(Bucket=bucket, Key="good", ChecksumMode="ENABLED")
+    assert got["ChecksumSHA256"] == sha256
+    r = post(presigned("good-crc", {"x-amz-checksum-crc32": crc32}), data)
+    assert r.status == 204, r.data
+    assert s3.head_object(Bucket=bucket, Key="good-crc", ChecksumMode="ENABLED")["ChecksumCRC32"] == crc32

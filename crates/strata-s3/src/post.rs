@@ -15,6 +15,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use strata_notify::EventName;
+use strata_object::checksum::{Algorithm, Hasher};
 use strata_object::{BodyError, BodyReader};
 use strata_types::limits::PUT_OBJECT_SIZE_MAX;
 use strata_types::ObjectKey;
@@ -250,11 +251,35 @@ fn check_policy(policy: &Policy, form: &Form, bucket: &str, now: u64) -> Result<
     Ok(range)
 }
 
-/// The file field as a request body, held to the policy's size range.
+/// The file field as a request body, held to the policy's size range, and checked against the
+/// form's `x-amz-checksum-*` field when it has one (as a PUT's body against its header).
 struct FileBody<'r> {
     field: multer::Field<'r>,
     received: u64,
     range: (u64, u64),
+    /// The checksum computed as the file is read, and the value the form gave (`None`: the form
+    /// named only `x-amz-checksum-algorithm`).
+    checksum: Option<(Hasher, Algorithm, Option<String>)>,
+    verified: BTreeMap<String, String>,
+}
+
+/// The checksum the form asks for: an `x-amz-checksum-<algorithm>` field with its value, or
+/// `x-amz-checksum-algorithm` alone (computed and kept).
+fn form_checksum(form: &Form) -> Result<Option<(Hasher, Algorithm, Option<String>)>, S3Error> {
+    for a in Algorithm::ALL {
+        if let Some(v) = form.get(&a.header()) {
+            return Ok(Some((Hasher::new(a), a, Some(v.trim().to_owned()))));
+        }
+    }
+    match form.get("x-amz-checksum-algorithm") {
+        None => Ok(None),
+        Some(name) => {
+            let a = Algorithm::parse(name.trim()).ok_or_else(|| {
+                S3Error::new(S3ErrorCode::InvalidArgument, "unsupported x-amz-checksum-algorithm")
+            })?;
+            Ok(Some((Hasher::new(a), a, None)))
+        }
+    }
 }
 
 #[async_trait]
@@ -266,17 +291,36 @@ impl BodyReader for FileBody<'_> {
                 if self.received > self.range.1 {
                     return Err(BodyError::TooLarge);
                 }
+                if let Some((h, _, _)) = &mut self.checksum {
+                    h.update(&chunk);
+                }
                 Ok(Some(chunk))
             }
             Ok(None) if self.received < self.range.0 => Err(BodyError::TooSmall),
-            Ok(None) => Ok(None),
+            Ok(None) => {
+                if let Some((h, a, want)) = self.checksum.take() {
+                    let got = h.finish();
+                    if want.is_some_and(|w| w != got) {
+                        return Err(BodyError::ChecksumMismatch(a.name().into()));
+                    }
+                    self.verified.insert(a.name().to_owned(), got);
+                }
+                Ok(None)
+            }
             Err(e) if stalled(&e) => Err(BodyError::TimedOut),
             Err(e) => Err(BodyError::Malformed(format!("the form does not parse: {e}"))),
         }
     }
 
     fn checksums(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
+        self.verified.clone()
+    }
+
+    fn checksum_algorithm(&self) -> Option<Algorithm> {
+        self.checksum
+            .as_ref()
+            .map(|(_, a, _)| *a)
+            .or_else(|| self.verified.keys().next().and_then(|n| Algorithm::parse(n)))
     }
 }
 
@@ -467,7 +511,8 @@ pub async fn post_object(
     if let Some(doc) = form.get("tagging") {
         opts.tags = crate::tagging::parse_document(doc.as_bytes())?;
     }
-    let mut file_body = FileBody { field, received: 0, range };
+    let checksum = form_checksum(&form)?;
+    let mut file_body = FileBody { field, received: 0, range, checksum, verified: BTreeMap::new() };
     let info = node.layer.put_object(bucket, &key, &mut file_body, opts).await?;
     req.notify(EventName::ObjectCreatedPost, bucket, &key, Some(&info)).await;
     let host = parts.headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("localhost");
