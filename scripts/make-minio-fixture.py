@@ -11,7 +11,7 @@ MINIO_BIN is a MinIO server built from source (`go install github.com/minio/mini
 What it writes, through MinIO's S3 API (8 drives, MINIO_ERASURE_SET_DRIVE_COUNT=4, so two sets
 of four at EC:2; objects spread over both by MinIO's hash of their names):
 - bucket `spread`: 40 objects of 0 B to 1 MiB (inline and part files), some tagged, with user
-  metadata; a 3-part multipart object; SSE-S3 and SSE-KMS objects, single and multipart (of one
+  metadata; twelve folder objects (keys ending in `/`); a 3-part multipart object; SSE-S3 and SSE-KMS objects, single and multipart (of one
   part); a bucket policy;
 - bucket `history`: versioning on, keys with two versions, some with a delete marker on top;
 - bucket `squeezed`: objects MinIO compressed (MINIO_COMPRESSION_ENABLE) and one it did not;
@@ -161,6 +161,9 @@ def main() -> None:
             resp = s3.complete_multipart_upload(Bucket="spread", Key=key, UploadId=up,
                                                 MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": etag}]})
             record("spread", key, data, resp, sse=args["ServerSideEncryption"], parts=1)
+        # Folder objects (keys ending in `/`), which MinIO stores and places under another name.
+        for key in ["folder/", "deep/folder/", "another folder/"] + [f"folders/{i}/" for i in range(9)]:
+            record("spread", key, b"", client().put_object(Bucket="spread", Key=key, Body=b""))
         policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": ["*"]},
                   "Action": ["s3:GetObject"], "Resource": ["arn:aws:s3:::spread/deep/*"]}]}
         s3.put_bucket_policy(Bucket="spread", Policy=json.dumps(policy))
@@ -196,7 +199,9 @@ def main() -> None:
         server.wait(timeout=60)
     # Which set holds each object: the drives with its folder.
     for v in versions + markers:
-        held = [i for i, d in enumerate(drives) if (d / v["bucket"] / v["key"]).is_dir()]
+        # A folder object `dir/` is MinIO's folder `dir__XLDIR__`.
+        folder = v["key"][:-1] + "__XLDIR__" if v["key"].endswith("/") else v["key"]
+        held = [i for i, d in enumerate(drives) if (d / v["bucket"] / folder).is_dir()]
         v["minio_set"] = sorted({i // 4 for i in held})
     OUT.mkdir(parents=True, exist_ok=True)
     manifest = {"root_user": USER, "root_password": PASSWORD, "kms_key": KMS_KEY, "drives": 8, "set_drive_count": 4,

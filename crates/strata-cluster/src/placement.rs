@@ -37,23 +37,27 @@ impl Placement {
     }
 }
 
-/// MinIO's choice of set for an object named `key` (in any bucket).
+/// What MinIO names a folder object (a key ending in `/`) before it places it: the key without
+/// its `/`, then this.
+const MINIO_DIR_SUFFIX: &str = "__XLDIR__";
+
+/// MinIO's choice of set for an object named `key` (in any bucket). A folder object `dir/` is
+/// placed by the name MinIO gives it, `dir__XLDIR__`.
 pub fn minio_set_index(deployment_id: Uuid, key: &str, set_count: usize) -> usize {
     let id = deployment_id.as_bytes();
     let word = |at: usize| {
-        u64::from_le_bytes([
-            id[at],
-            id[at + 1],
-            id[at + 2],
-            id[at + 3],
-            id[at + 4],
-            id[at + 5],
-            id[at + 6],
-            id[at + 7],
-        ])
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&id[at..at + 8]);
+        u64::from_le_bytes(w)
     };
     let mut h = SipHasher24::new_with_keys(word(0), word(8));
-    h.write(key.as_bytes());
+    match key.strip_suffix('/') {
+        Some(folder) => {
+            h.write(folder.as_bytes());
+            h.write(MINIO_DIR_SUFFIX.as_bytes());
+        }
+        None => h.write(key.as_bytes()),
+    }
     set_index(h.finish(), set_count)
 }
 

@@ -305,12 +305,20 @@ async fn write_again(
                 out.bytes += opened.size;
                 out.done.push(v.clone());
             }
-            Ok(info) => out.left.push(format!(
-                "{}: stored, but its ETag {} is not MinIO's {}: left for MinIO",
-                v.name(),
-                info.etag,
-                opened.etag
-            )),
+            Ok(info) => {
+                // Taken out again, so a later run does not find it there and count it done.
+                let which = strata_object::VersionRef::Id(v.version_id);
+                let removed = match layer.delete_object_version(&v.bucket, &v.key, which, true).await {
+                    Ok(_) => "removed again".to_owned(),
+                    Err(e) => format!("not removed ({e}): remove it before --commit"),
+                };
+                out.left.push(format!(
+                    "{}: stored, but its ETag {} is not MinIO's {} ({removed}): left for MinIO",
+                    v.name(),
+                    info.etag,
+                    opened.etag
+                ))
+            }
             Err(e) => out.left.push(format!("{}: {e}", v.name())),
         }
     }

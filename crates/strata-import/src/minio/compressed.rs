@@ -102,7 +102,9 @@ pub fn open_version(paths: &[PathBuf], v: &EncryptedVersion) -> Result<Decompres
                 Ok(n) => {
                     chunk.truncate(n);
                     let chunk = Bytes::from(chunk);
-                    check.update(&chunk);
+                    if let Err(e) = check.update(&chunk) {
+                        break Err(e);
+                    }
                     if tx.blocking_send(Ok(chunk)).is_err() {
                         return;
                     }
@@ -163,8 +165,13 @@ impl PlainCheck {
         }
     }
 
-    fn update(&mut self, mut bytes: &[u8]) {
+    /// Counts `bytes`; more than the parts hold is refused at once, not at the end.
+    fn update(&mut self, mut bytes: &[u8]) -> Result<(), String> {
         self.size += bytes.len() as u64;
+        let most: u64 = self.part_sizes.iter().sum();
+        if self.size > most {
+            return Err(format!("more plain bytes than the {most} MinIO recorded"));
+        }
         self.whole.update(bytes);
         while !bytes.is_empty() {
             let take = usize::try_from(self.left_in_part).unwrap_or(usize::MAX).min(bytes.len());
@@ -174,11 +181,11 @@ impl PlainCheck {
             if self.left_in_part == 0 {
                 self.end_part();
                 if self.part >= self.part_sizes.len() {
-                    // More bytes than the parts hold: the size check below says so.
                     break;
                 }
             }
         }
+        Ok(())
     }
 
     fn end_part(&mut self) {
@@ -223,20 +230,23 @@ mod tests {
         let multipart = format!("{}-2", hex::encode(Md5::digest([md5(&a), md5(&b)].concat())));
         let mut c = PlainCheck::new(vec![10, 7]);
         // Pieces that straddle the part boundary.
-        c.update(&[a.clone(), b[..3].to_vec()].concat());
-        c.update(&b[3..]);
+        c.update(&[a.clone(), b[..3].to_vec()].concat()).expect("fits");
+        c.update(&b[3..]).expect("fits");
         assert_eq!(c.finish(&multipart), Ok(()));
 
         let whole = hex::encode(Md5::digest([a.clone(), b.clone()].concat()));
         let mut c = PlainCheck::new(vec![17]);
-        c.update(&[a.clone(), b.clone()].concat());
+        c.update(&[a.clone(), b.clone()].concat()).expect("fits");
         assert_eq!(c.finish(&whole), Ok(()));
+        // A byte past the recorded size is refused as it comes.
+        let mut c = PlainCheck::new(vec![17]);
+        assert!(c.update(&[a.clone(), b.clone(), vec![0]].concat()).is_err());
 
         let mut c = PlainCheck::new(vec![17]);
-        c.update(&[a.clone(), b[..6].to_vec(), vec![9]].concat());
+        c.update(&[a.clone(), b[..6].to_vec(), vec![9]].concat()).expect("fits");
         assert!(c.finish(&whole).is_err_and(|e| e.contains("ETag")));
         let mut c = PlainCheck::new(vec![17]);
-        c.update(&a);
+        c.update(&a).expect("fits");
         assert!(c.finish(&whole).is_err_and(|e| e.contains("plain bytes where")));
     }
 }

@@ -153,12 +153,13 @@ pub fn object_key(
 ) -> Result<[u8; 32], SseError> {
     let master = master.ok_or_else(|| SseError::NeedKey(sealed.kms_key_id.clone()))?;
     let path = object_path(bucket, key);
-    // SSE-KMS binds the data key to the client's context as well (the object's entry wins).
-    let mut pairs: Vec<(&str, &str)> = (sealed.kms.iter().flatten())
-        .filter(|(k, _)| k != bucket)
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    pairs.push((bucket, &path));
+    // SSE-KMS binds the data key to the client's context as well, with the object's entry
+    // under the bucket's name added when the client gave none.
+    let mut pairs: Vec<(&str, &str)> =
+        (sealed.kms.iter().flatten()).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    if !pairs.iter().any(|(k, _)| *k == bucket) {
+        pairs.push((bucket, &path));
+    }
     let context = kms::context(&pairs);
     let kek = kms::unseal(master, &sealed.kms_key_id, &sealed.kms_sealed_key, &context)?;
     let mut message = sealed.iv.clone();

@@ -143,6 +143,12 @@ fn drive_error(drive: &Path, e: impl std::fmt::Display) -> MinioError {
 /// an earlier run must agree.
 pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>, MinioError> {
     let pools = vec![deployment.sets.clone()];
+    // One set holds every object whatever the rule: such a deployment keeps Strata's (and a
+    // drive formatted by an import before the rule was recorded still agrees).
+    let placement = match deployment.sets.len() {
+        1 => strata_cluster::placement::Placement::Strata,
+        _ => strata_cluster::placement::Placement::MinioSipmod,
+    };
     let mut drives = Vec::new();
     for d in &deployment.drives {
         let path = d.path.clone();
@@ -156,7 +162,7 @@ pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>
             deployment_id: deployment.id,
             drive_id: d.id,
             pools: pools.clone(),
-            placement: strata_cluster::placement::Placement::MinioSipmod,
+            placement,
         };
         match drive.read_format().await.map_err(|e| drive_error(&d.path, e))? {
             None => drive.write_format(want.to_json()).await.map_err(|e| drive_error(&d.path, e))?,
