@@ -272,8 +272,9 @@ def test_object_tagging(s3, bucket):
 
 
 def test_conditional_deletes(s3, bucket):
-    """DeleteObject with `If-Match`: only the version with that ETag goes (412 otherwise, 404
-    for a key that is not there); in a versioned bucket the marker is added only on a match."""
+    """DeleteObject with `If-Match` (an ETag, or `*`) and DeleteObjects with `<ETag>`: only an
+    object with that ETag goes (412 otherwise, 404 for a key that is not there); in a versioned
+    bucket the marker is added only on a match."""
     s3.put_object(Bucket=bucket, Key="cd", Body=b"one")
     etag = s3.head_object(Bucket=bucket, Key="cd")["ETag"]
     with pytest.raises(ClientError) as e:
@@ -287,6 +288,22 @@ def test_conditional_deletes(s3, bucket):
     with pytest.raises(ClientError) as e:
         s3.delete_object(Bucket=bucket, Key="cd", IfMatch=etag)
     assert (e.value.response["ResponseMetadata"]["HTTPStatusCode"], code(e)) == (404, "NoSuchKey")
+    # `*`: delete if it exists.
+    with pytest.raises(ClientError) as e:
+        s3.delete_object(Bucket=bucket, Key="cd", IfMatch="*")
+    assert code(e) == "NoSuchKey"
+    s3.put_object(Bucket=bucket, Key="cd", Body=b"two")
+    s3.delete_object(Bucket=bucket, Key="cd", IfMatch="*")
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix="cd")
+    # DeleteObjects: each <ETag> is that key's condition.
+    for k in ["m1", "m2"]:
+        s3.put_object(Bucket=bucket, Key=k, Body=k.encode())
+    m1 = s3.head_object(Bucket=bucket, Key="m1")["ETag"]
+    done = s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+        {"Key": "m1", "ETag": m1}, {"Key": "m2", "ETag": '"00000000000000000000000000000000"'}]})
+    assert [d["Key"] for d in done.get("Deleted", [])] == ["m1"]
+    assert [(e["Key"], e["Code"]) for e in done["Errors"]] == [("m2", "PreconditionFailed")]
+    assert s3.get_object(Bucket=bucket, Key="m2")["Body"].read() == b"m2"
 
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     first = s3.put_object(Bucket=bucket, Key="cv", Body=b"v1")
@@ -296,11 +313,12 @@ def test_conditional_deletes(s3, bucket):
         s3.delete_object(Bucket=bucket, Key="cv", IfMatch=first["ETag"])
     assert code(e) == "PreconditionFailed"
     assert s3.list_object_versions(Bucket=bucket, Prefix="cv").get("DeleteMarkers", []) == []
-    # A version named by id is matched against its own ETag.
+    # S3 evaluates a conditional delete on the current version only: with a version id it is
+    # refused, and nothing goes.
     with pytest.raises(ClientError) as e:
-        s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"], IfMatch=second["ETag"])
-    assert code(e) == "PreconditionFailed"
-    s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"], IfMatch=first["ETag"])
+        s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"], IfMatch=first["ETag"])
+    assert (e.value.response["ResponseMetadata"]["HTTPStatusCode"], code(e)) == (501, "NotImplemented")
+    s3.delete_object(Bucket=bucket, Key="cv", VersionId=first["VersionId"])
     marker = s3.delete_object(Bucket=bucket, Key="cv", IfMatch=second["ETag"])
     assert marker["DeleteMarker"] is True
     # With a delete marker on top there is no object to match.

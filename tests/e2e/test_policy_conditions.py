@@ -107,3 +107,24 @@ def test_a_copy_source_pattern_binds_every_spelling_of_the_source(server, s3, bu
     assert copier.copy_object(Bucket=bucket, Key="dst/ok", CopySource=f"{bucket}/allowed/src")
     listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="dst/").get("Contents", [])]
     assert listed == ["dst/ok"]
+
+
+def test_a_conditional_delete_with_an_etag_needs_the_right_to_read(server, s3, bucket, tmp_path):
+    """S3 lets a caller delete `If-Match: <etag>` only if it may also read the object (the
+    match tells what the object is); `If-Match: *` needs only the right to delete. `s3:if-match`
+    is the header's value, so a policy can require conditional deletes."""
+    s3.put_object(Bucket=bucket, Key="a", Body=b"a")
+    s3.put_object(Bucket=bucket, Key="b", Body=b"b")
+    etag = s3.head_object(Bucket=bucket, Key="a")["ETag"]
+    deleter = user(server, tmp_path, "condeleter", [
+        {"Effect": "Allow", "Action": ["s3:DeleteObject"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"Null": {"s3:if-match": "false"}}}])
+    assert status(deleter.delete_object, Bucket=bucket, Key="a") == 403, "unconditional: not allowed"
+    assert status(deleter.delete_object, Bucket=bucket, Key="a", IfMatch=etag) == 403, "cannot read"
+    assert s3.get_object(Bucket=bucket, Key="a")["Body"].read() == b"a"
+    assert status(deleter.delete_object, Bucket=bucket, Key="b", IfMatch="*") == 200
+    assert status(s3.head_object, Bucket=bucket, Key="b") == 404
+    reader = user(server, tmp_path, "condreader", [
+        {"Effect": "Allow", "Action": ["s3:DeleteObject", "s3:GetObject"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"Null": {"s3:if-match": "false"}}}])
+    assert status(reader.delete_object, Bucket=bucket, Key="a", IfMatch=etag) == 200

@@ -140,6 +140,11 @@ def test_post_checksum_fields_are_checked_against_the_file(server, s3, bucket):
                         ("not-b64", {"x-amz-checksum-sha256": "not-base64!!"})]:
         r = post(presigned(key, fields), data)
         assert r.status == 400 and error_code(r) in ("BadDigest", "InvalidRequest", "InvalidArgument"), (key, r.data)
+    # Two checksums, or one of another algorithm than the one named: which is meant is unclear.
+    for key, fields in [("two", {"x-amz-checksum-sha256": sha256, "x-amz-checksum-crc32": crc32}),
+                        ("other", {"x-amz-checksum-crc32": crc32, "x-amz-checksum-algorithm": "SHA256"})]:
+        r = post(presigned(key, fields), data)
+        assert (r.status, error_code(r)) == (400, "InvalidRequest"), (key, r.data)
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
     r = post(presigned("good", {"x-amz-checksum-sha256": sha256, "x-amz-checksum-algorithm": "SHA256"}), data)
     assert r.status == 204, r.data

@@ -358,6 +358,8 @@ const S3_KEYS: &[&str] = &[
     "s3:dataaccesspointaccount",
     "s3:dataaccesspointarn",
     "s3:delimiter",
+    "s3:if-match",
+    "s3:if-none-match",
     "s3:locationconstraint",
     "s3:max-keys",
     "s3:object-lock-legal-hold",

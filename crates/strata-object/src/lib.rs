@@ -78,7 +78,7 @@ pub use strata_meta::{
     Versioning,
 };
 pub use usage::{BucketUsage, DataUsage};
-pub use versions::{DeleteOutcome, VersionEntry, VersionsPage, VersionsRequest};
+pub use versions::{DeleteIf, DeleteOutcome, VersionEntry, VersionsPage, VersionsRequest};
 
 /// Which version of an object a request names.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -138,6 +138,33 @@ async fn list_set_versions(
     Ok(SetVersions { entries, horizon })
 }
 
+/// The condition of a conditional delete (S3's `If-Match` on DeleteObject).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeleteIf<'a> {
+    /// `*`: the object exists.
+    Exists,
+    /// The current version has this ETag (without quotes).
+    ETag(&'a str),
+}
+
+/// Checks a conditional delete's `condition` against the object's current version (the caller
+/// holds the object's lock).
+async fn check_delete_condition(
+    set: &crate::set::ErasureSet,
+    bucket: &str,
+    key: &str,
+    condition: Option<DeleteIf<'_>>,
+) -> Result<(), ObjectError> {
+    match condition {
+        None => Ok(()),
+        Some(DeleteIf::Exists) => set.resolve(set.read_records(bucket, key, false).await).map(drop),
+        Some(DeleteIf::ETag(etag)) => {
+            let wanted = Some(crate::WriteCondition::Match(etag.to_owned()));
+            crate::put::check_condition(set, bucket, key, &wanted).await
+        }
+    }
+}
+
 impl ObjectLayer {
     /// The bucket's versioning state.
     pub fn versioning(&self, bucket: &str) -> Result<Versioning, ObjectError> {
@@ -179,27 +206,30 @@ impl ObjectLayer {
         self.delete_object_version_if(bucket, key, which, bypass_governance, None).await
     }
 
-    /// [`Self::delete_object_version`] only if the version it acts on (the current one, or the
-    /// one `which` names) has the ETag `if_match` (S3's `If-Match` on DeleteObject), checked
-    /// under the object's lock: `PreconditionFailed` when it differs, `ObjectNotFound` when
-    /// there is no such object (or the current version is a delete marker).
+    /// [`Self::delete_object_version`] of the current version only if it passes `condition`
+    /// (S3's `If-Match` on DeleteObject), checked under the object's lock: `PreconditionFailed`
+    /// when its ETag differs, `ObjectNotFound` when there is no object (or a delete marker is
+    /// on top). S3 evaluates the condition on the current version only: with a version id it is
+    /// `InvalidArgument`.
     pub async fn delete_object_version_if(
         &self,
         bucket: &str,
         key: &str,
         which: VersionRef,
         bypass_governance: bool,
-        if_match: Option<&str>,
+        condition: Option<DeleteIf<'_>>,
     ) -> Result<DeleteOutcome, ObjectError> {
         let versioning = self.versioning(bucket)?;
         let versioned = versioning != Versioning::Unversioned;
-        let condition = if_match.map(|etag| crate::WriteCondition::Match(etag.to_owned()));
         match which {
-            VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance, if_match).await,
+            VersionRef::Id(_) if condition.is_some() => {
+                Err(ObjectError::InvalidArgument("a conditional delete acts on the current version".into()))
+            }
+            VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance).await,
             VersionRef::Current if !versioned => {
                 let (set, hash) = self.locate(bucket, key);
                 let guard = set.locks.exclusive(hash).await?;
-                crate::put::check_condition(set, bucket, key, &condition).await?;
+                check_delete_condition(set, bucket, key, condition).await?;
                 self.remove_version_locked(bucket, key, None, guard).await?;
                 Ok(DeleteOutcome::default())
             }
@@ -207,7 +237,7 @@ impl ObjectLayer {
                 let id = versioning.enabled().then(Uuid::now_v7);
                 let (set, hash) = self.locate(bucket, key);
                 let guard = set.locks.exclusive(hash).await?;
-                crate::put::check_condition(set, bucket, key, &condition).await?;
+                check_delete_condition(set, bucket, key, condition).await?;
                 self.add_delete_marker_locked(bucket, key, id, guard).await?;
                 Ok(DeleteOutcome { version_id: id, delete_marker: true, versioned })
             }
@@ -291,7 +321,6 @@ impl ObjectLayer {
         key: &str,
         id: Option<Uuid>,
         bypass: bool,
-        if_match: Option<&str>,
     ) -> Result<DeleteOutcome, ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
@@ -299,16 +328,8 @@ impl ObjectLayer {
         let delete_marker =
             match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await) {
                 Ok(r) => {
-                    match if_match {
-                        Some(_) if r.version.delete_marker => return Err(ObjectError::ObjectNotFound),
-                        Some(etag) if r.version.etag != etag => return Err(ObjectError::PreconditionFailed),
-                        _ => {}
-                    }
                     crate::retention::check_removable(&r.version, bypass)?;
                     r.version.delete_marker
-                }
-                Err(ObjectError::ObjectNotFound) if if_match.is_some() => {
-                    return Err(ObjectError::ObjectNotFound)
                 }
                 Err(ObjectError::ObjectNotFound) => false,
                 Err(e) => return Err(e),

@@ -28,6 +28,7 @@ use crate::grants::{self, AclOf};
 use crate::router::{Operation, Route};
 use crate::sigv2;
 use crate::sigv4::{self, SecretLookup, Verified};
+use strata_object::ObjectError;
 
 /// Verifies a request signed in its `Authorization` header or its query (presigned).
 /// `Ok(None)` means the request carries no signature at all (anonymous).
@@ -348,7 +349,7 @@ impl Access {
             return Ok(Checked { values: ConditionValues::new() });
         }
         let mut table = authz::authorization(route, headers, &self.facts).map_err(|_| denied())?;
-        self.add_existing_object_tags(node, route, &mut table.values).await;
+        self.add_existing_object_tags(node, route, &mut table.values).await?;
         if route.operation == Operation::ListBuckets {
             // Shown bucket by bucket (see `may_list`); anonymous callers have no buckets.
             return match self.identity {
@@ -394,8 +395,14 @@ impl Access {
     /// `s3:ExistingObjectTag/<key>`: the tags of the object the request acts on, read only for
     /// the operations S3 gives the key to and only when a policy in play conditions on it (the
     /// bucket's, or the caller's own). A missing object has no tags: conditions on them then
-    /// fail as on any absent key (and `...IfExists` ones hold).
-    async fn add_existing_object_tags(&self, node: &Node, route: &Route, values: &mut ConditionValues) {
+    /// fail as on any absent key (and `...IfExists` ones hold). An object that cannot be read
+    /// (too few drives) is that error: a policy that asks for its tags is never decided without.
+    async fn add_existing_object_tags(
+        &self,
+        node: &Node,
+        route: &Route,
+        values: &mut ConditionValues,
+    ) -> Result<(), S3Error> {
         const PREFIX: &str = "s3:ExistingObjectTag/";
         use Operation as O;
         let takes_it = matches!(
@@ -413,9 +420,11 @@ impl Access {
                 | O::GetObjectLegalHold
                 | O::PutObjectLegalHold
         );
-        let (Some(bucket), Some(key)) = (route.bucket.as_deref(), route.key.as_deref()) else { return };
+        let (Some(bucket), Some(key)) = (route.bucket.as_deref(), route.key.as_deref()) else {
+            return Ok(());
+        };
         if !takes_it {
-            return;
+            return Ok(());
         }
         let anonymous = self.identity == Identity::Anonymous;
         let in_bucket_policy =
@@ -428,13 +437,23 @@ impl Access {
             _ => false,
         };
         if !in_bucket_policy && !in_own {
-            return;
+            return Ok(());
         }
         let which = crate::router::version_ref(route).unwrap_or_default();
-        if let Ok(object) = node.layer.open_object_version(bucket, key, which, false).await {
-            for (k, v) in &object.info.tags {
-                values.insert(&format!("{PREFIX}{k}"), v);
+        match node.layer.open_object_version(bucket, key, which, false).await {
+            Ok(object) => {
+                for (k, v) in &object.info.tags {
+                    values.insert(&format!("{PREFIX}{k}"), v);
+                }
+                Ok(())
             }
+            Err(
+                ObjectError::ObjectNotFound
+                | ObjectError::NoSuchVersion
+                | ObjectError::DeleteMarker { .. }
+                | ObjectError::BucketNotFound,
+            ) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -501,17 +520,27 @@ impl Access {
     }
 
     /// May the caller delete `key` of `bucket` (one key of DeleteObjects, with the version it
-    /// names)?
+    /// names and its `<ETag>` condition, which needs `s3:GetObject` too unless it is `*`)?
     pub fn may_delete(
         &self,
         node: &Node,
         bucket: &str,
         key: &str,
         version: Option<&str>,
+        etag: Option<&str>,
         checked: &Checked,
     ) -> bool {
-        self.is_root()
-            || self.allows_check(node, &authz::delete_objects_entry(bucket, key, version), &checked.values)
+        if self.is_root() {
+            return true;
+        }
+        let mut values = checked.values.clone();
+        if let Some(etag) = etag {
+            values.insert("s3:if-match", etag);
+        }
+        let reads = etag.is_some_and(|e| e.trim() != "*");
+        let read = Check { action: "s3:GetObject", resource: Some(authz::object_arn(bucket, key)) };
+        self.allows_check(node, &authz::delete_objects_entry(bucket, key, version), &values)
+            && (!reads || self.allows_check(node, &read, &values))
     }
 }
 

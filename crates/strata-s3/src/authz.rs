@@ -117,12 +117,29 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             vec![on_bucket("s3:ListBucketVersions")]
         }
         O::PutObject | O::CreateMultipartUpload => {
+            // Conditional writes: `s3:if-match` and `s3:if-none-match` are the headers' values.
+            for (header_name, key) in [("if-match", "s3:if-match"), ("if-none-match", "s3:if-none-match")] {
+                if let Some(v) = header(headers, header_name) {
+                    values.insert(key, v);
+                }
+            }
             let mut checks = vec![on_object("s3:PutObject")];
             checks.extend(object_write(headers, &mut values).into_iter().map(on_object));
             checks
         }
         O::GetObject | O::HeadObject => vec![versioned("s3:GetObject", "s3:GetObjectVersion")],
-        O::DeleteObject => vec![versioned("s3:DeleteObject", "s3:DeleteObjectVersion")],
+        O::DeleteObject => {
+            let mut checks = vec![versioned("s3:DeleteObject", "s3:DeleteObjectVersion")];
+            // A conditional delete: `s3:if-match` is its value, and one with an ETag reads the
+            // object's, which S3 allows only a caller that may read the object.
+            if let Some(etag) = header(headers, "if-match") {
+                values.insert("s3:if-match", etag);
+                if etag.trim() != "*" {
+                    checks.push(on_object("s3:GetObject"));
+                }
+            }
+            checks
+        }
         O::UploadPart | O::CompleteMultipartUpload => vec![on_object("s3:PutObject")],
         O::AbortMultipartUpload => vec![on_object("s3:AbortMultipartUpload")],
         O::ListParts => vec![on_object("s3:ListMultipartUploadParts")],

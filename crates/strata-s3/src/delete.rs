@@ -12,8 +12,9 @@ use crate::xml;
 use strata_object::{DeleteOutcome, VersionRef};
 use strata_types::BucketName;
 
-/// One `<Object>` of a `<Delete>` document: its key and the version named, if any.
-pub(crate) type DeleteEntry = (String, Option<String>);
+/// One `<Object>` of a `<Delete>` document: its key, the version named and the `<ETag>` the
+/// object must have (a conditional delete), if any.
+pub(crate) type DeleteEntry = (String, Option<String>, Option<String>);
 
 /// The objects of a `<Delete>` document and its `<Quiet>` flag.
 pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Error> {
@@ -23,7 +24,7 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Err
     let (mut entries, mut quiet, mut saw_root) = (Vec::new(), false, false);
     let mut field: Option<&'static str> = None;
     let mut text = String::new();
-    let mut object: Option<(Option<String>, Option<String>)> = None;
+    let mut object: Option<(Option<String>, Option<String>, Option<String>)> = None;
     loop {
         match reader.read_event_into(&mut buf).map_err(|_| malformed())? {
             Event::Start(e) => {
@@ -34,10 +35,11 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Err
                         None
                     }
                     b"Object" => {
-                        object = Some((None, None));
+                        object = Some((None, None, None));
                         None
                     }
                     b"Key" => Some("key"),
+                    b"ETag" => Some("etag"),
                     b"VersionId" => Some("version"),
                     b"Quiet" => Some("quiet"),
                     _ => None,
@@ -50,12 +52,13 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Err
                 match (field.take(), object.as_mut()) {
                     (Some("key"), Some(o)) => o.0 = Some(std::mem::take(&mut text)),
                     (Some("version"), Some(o)) => o.1 = Some(std::mem::take(&mut text)),
+                    (Some("etag"), Some(o)) => o.2 = Some(std::mem::take(&mut text)),
                     (Some("quiet"), _) => quiet = text.trim().eq_ignore_ascii_case("true"),
                     _ => {}
                 }
                 if e.local_name().as_ref() == b"Object" {
                     match object.take() {
-                        Some((Some(key), version)) => entries.push((key, version)),
+                        Some((Some(key), version, etag)) => entries.push((key, version, etag)),
                         _ => return Err(malformed()),
                     }
                 }
@@ -72,11 +75,14 @@ pub(crate) fn parse_delete(doc: &[u8]) -> Result<(Vec<DeleteEntry>, bool), S3Err
     Ok((entries, quiet))
 }
 
+/// May the caller delete a key (its name, the version named, the `<ETag>` condition)?
+pub type MayDelete<'a> = dyn Fn(&str, Option<&str>, Option<&str>) -> bool + Sync + 'a;
+
 /// What the caller may do to each key of a DeleteObjects.
 pub struct Rights<'a> {
-    /// May the caller delete this key (and version)? A refused key is that key's
-    /// `AccessDenied`, the others are deleted.
-    pub allowed: &'a (dyn Fn(&str, Option<&str>) -> bool + Sync),
+    /// May the caller delete this key (and version, with this `<ETag>` condition)? A refused
+    /// key is that key's `AccessDenied`, the others are deleted.
+    pub allowed: &'a MayDelete<'a>,
     /// Did the caller ask to lift GOVERNANCE retention on this key, and may it?
     pub bypass: &'a (dyn Fn(&str) -> bool + Sync),
 }
@@ -92,18 +98,22 @@ pub async fn delete_objects(
     crate::body::check_content_md5(req.headers, &doc)?;
     let (entries, quiet) = parse_delete(&doc)?;
     let layer = &req.node.layer;
-    let results: Vec<(DeleteEntry, Result<DeleteOutcome, S3Error>)> = stream::iter(entries)
-        .map(|(key, version)| async move {
+    type Done = ((String, Option<String>), Result<DeleteOutcome, S3Error>);
+    let results: Vec<Done> = stream::iter(entries)
+        .map(|(key, version, etag)| async move {
             let outcome: Result<DeleteOutcome, S3Error> = async {
                 ObjectKey::parse(&key)?;
                 let which = match version.as_deref() {
                     None => VersionRef::Current,
                     Some(v) => VersionRef::Id(crate::router::parse_version_id(v)?),
                 };
-                if !(rights.allowed)(&key, version.as_deref()) {
+                if !(rights.allowed)(&key, version.as_deref(), etag.as_deref()) {
                     return Err(crate::access::denied());
                 }
-                let done = layer.delete_object_version(bucket, &key, which, (rights.bypass)(&key)).await?;
+                // `<ETag>`: deleted only if the current object has it (DeleteObject's If-Match).
+                let if_match = crate::object::delete_condition(etag.as_deref(), &which)?;
+                let bypass = (rights.bypass)(&key);
+                let done = layer.delete_object_version_if(bucket, &key, which, bypass, if_match).await?;
                 req.notify_removed(bucket, &key, &done).await;
                 Ok(done)
             }
@@ -157,7 +167,7 @@ mod tests {
         let doc = br#"<Delete xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Quiet>true</Quiet><Object><Key>a&amp;b</Key></Object><Object><Key>c/d</Key><VersionId>null</VersionId></Object></Delete>"#;
         assert_eq!(
             parse_delete(doc).expect("parses"),
-            (vec![("a&b".to_owned(), None), ("c/d".to_owned(), Some("null".to_owned()))], true)
+            (vec![("a&b".to_owned(), None, None), ("c/d".to_owned(), Some("null".to_owned()), None)], true)
         );
         assert!(parse_delete(b"<Delete><Object><VersionId>null</VersionId></Object></Delete>").is_err());
         assert!(parse_delete(b"<Delete></Delete>").is_err());

@@ -262,8 +262,9 @@ impl Call<'_> {
             O::ListenBucketNotification => listen::listen_notification(req, Some(bucket), route).await,
             O::DeleteObjects => {
                 let node = req.node;
-                let allowed =
-                    |k: &str, v: Option<&str>| self.access.may_delete(node, bucket, k, v, self.checked);
+                let allowed = |k: &str, v: Option<&str>, etag: Option<&str>| {
+                    self.access.may_delete(node, bucket, k, v, etag, self.checked)
+                };
                 let bypass = |k: &str| self.bypass(bucket, k);
                 let rights = delete::Rights { allowed: &allowed, bypass: &bypass };
                 delete::delete_objects(req, bucket, request_body!(req, body), &rights).await

@@ -210,16 +210,16 @@ pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
         check_transitions(r)?;
     }
     let rules = config.rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
+    let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    if ids.windows(2).any(|w| w[0] == w[1]) {
+        return Err(invalid("Rule ID must be unique. Found same ID for more than one rule"));
+    }
     if transitions {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
             "Transition and NoncurrentVersionTransition are not implemented: this server has no storage tiers",
         ));
-    }
-    let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
-    ids.sort_unstable();
-    if ids.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid("Rule ID must be unique. Found same ID for more than one rule"));
     }
     Ok(LifecycleConfig { rules })
 }

@@ -116,6 +116,8 @@ fn bad_configurations_get_aws_codes() {
         (doc(&rule(&format!("{ALL}<Transition><Days>soon</Days><StorageClass>GLACIER</StorageClass></Transition>"))), Mal),
         (doc(&rule(&format!("{ALL}<Transition><StorageClass>GLACIER</StorageClass></Transition>"))), Mal),
         (doc(&rule(&format!("{ALL}<NoncurrentVersionTransition><NoncurrentDays>0</NoncurrentDays><StorageClass>GLACIER</StorageClass></NoncurrentVersionTransition>"))), Inv),
+        // Repeated ids in a document with transitions: the repetition is told, not 501.
+        (doc(&format!("{0}{0}", rule(&format!("{ALL}<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>")))), Inv),
         // A transition beside another rule's mistake: the mistake is told.
         (doc(&format!("{}{}", rule(&format!("{ALL}<Transition><Days>1</Days><StorageClass>GLACIER</StorageClass></Transition>")), rule(ALL).replace("<ID>r</ID>", "<ID>s</ID>"))), Inv),
     ];

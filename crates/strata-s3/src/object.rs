@@ -596,12 +596,28 @@ pub async fn get_object_torrent(req: &Request<'_>, target: &ObjectTarget) -> Res
 
 /// DeleteObject: the `null` version, a new delete marker, or (`versionId`) one version.
 /// `bypass`: the caller asked to lift GOVERNANCE retention and may.
+/// A conditional delete's ETag (DeleteObject's `If-Match`, a DeleteObjects entry's `<ETag>`):
+/// the current object must have it (`*`: must exist). S3 evaluates the condition on the current
+/// version only, so with a `versionId` it is refused rather than read some other way.
+pub(crate) fn delete_condition<'a>(
+    etag: Option<&'a str>,
+    which: &VersionRef,
+) -> Result<Option<strata_object::DeleteIf<'a>>, S3Error> {
+    let Some(etag) = etag else { return Ok(None) };
+    if !matches!(which, VersionRef::Current) {
+        return Err(invalid(S3ErrorCode::NotImplemented, "If-Match with a versionId is not implemented"));
+    }
+    let etag = etag.trim();
+    Ok(Some(match etag {
+        "*" => strata_object::DeleteIf::Exists,
+        _ => strata_object::DeleteIf::ETag(etag.trim_start_matches("W/").trim_matches('"')),
+    }))
+}
+
 pub async fn delete_object(req: &Request<'_>, target: &ObjectTarget, bypass: bool) -> Result<Reply, S3Error> {
     let ObjectTarget { bucket, key, .. } = target;
     let which = target.version;
-    // `If-Match`: delete only the version with this ETag (412 otherwise, 404 when none).
-    let if_match =
-        header(req.headers, "if-match").map(|v| v.trim().trim_start_matches("W/").trim_matches('"'));
+    let if_match = delete_condition(header(req.headers, "if-match"), &which)?;
     let done = req.node.layer.delete_object_version_if(bucket, key, which, bypass, if_match).await?;
     req.notify_removed(bucket, key, &done).await;
     let mut reply = Reply::empty(StatusCode::NO_CONTENT);

@@ -266,19 +266,27 @@ struct FileBody<'r> {
 /// The checksum the form asks for: an `x-amz-checksum-<algorithm>` field with its value, or
 /// `x-amz-checksum-algorithm` alone (computed and kept).
 fn form_checksum(form: &Form) -> Result<Option<(Hasher, Algorithm, Option<String>)>, S3Error> {
-    for a in Algorithm::ALL {
-        if let Some(v) = form.get(&a.header()) {
-            return Ok(Some((Hasher::new(a), a, Some(v.trim().to_owned()))));
+    let given: Vec<(Algorithm, &str)> =
+        Algorithm::ALL.into_iter().filter_map(|a| form.get(&a.header()).map(|v| (a, v))).collect();
+    let named = match form.get("x-amz-checksum-algorithm") {
+        None => None,
+        Some(name) => Some(Algorithm::parse(name.trim()).ok_or_else(|| {
+            S3Error::new(S3ErrorCode::InvalidArgument, "unsupported x-amz-checksum-algorithm")
+        })?),
+    };
+    let conflict = || {
+        S3Error::new(
+            S3ErrorCode::InvalidRequest,
+            "Expecting a single x-amz-checksum- field, of the algorithm named",
+        )
+    };
+    match (given.as_slice(), named) {
+        ([], None) => Ok(None),
+        ([], Some(a)) => Ok(Some((Hasher::new(a), a, None))),
+        ([(a, v)], named) if named.is_none_or(|n| n == *a) => {
+            Ok(Some((Hasher::new(*a), *a, Some(v.trim().to_owned()))))
         }
-    }
-    match form.get("x-amz-checksum-algorithm") {
-        None => Ok(None),
-        Some(name) => {
-            let a = Algorithm::parse(name.trim()).ok_or_else(|| {
-                S3Error::new(S3ErrorCode::InvalidArgument, "unsupported x-amz-checksum-algorithm")
-            })?;
-            Ok(Some((Hasher::new(a), a, None)))
-        }
+        _ => Err(conflict()),
     }
 }
 
