@@ -400,6 +400,31 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
     })
 }
 
+impl Deployment {
+    /// The object layer over the deployment's drives (taken out of it), placing objects by the
+    /// rule its format records name.
+    pub async fn take_layer(
+        &mut self,
+        cluster: Option<strata_object::Cluster>,
+    ) -> Result<strata_object::ObjectLayer> {
+        let options = strata_object::LayerOptions { placement: self.placement, ..Default::default() };
+        let pools = std::mem::take(&mut self.pools);
+        Ok(strata_object::ObjectLayer::new_with(self.id, pools, self.parity_count, cluster, options).await?)
+    }
+}
+
+/// Opens `drives` as a Strata deployment in this process alone (formatting blank ones, as a
+/// first start does), its system bucket ready: what the imports write through. `root` only
+/// keys node RPC, which one local process does not use.
+pub async fn open_alone(drives: &[String], root: (&str, &str)) -> Result<Arc<strata_object::ObjectLayer>> {
+    let address = SocketAddr::from(([127, 0, 0, 1], 0));
+    let mut prepared = prepare(drives, address, root, None, None).await?;
+    let mut deployment = open_deployment(&mut prepared, None).await?;
+    let layer = deployment.take_layer(None).await.context("opening the drives")?;
+    strata_system::prepare(&layer).await.context("the system bucket")?;
+    Ok(Arc::new(layer))
+}
+
 /// The pools' layouts: as planned from the drive list, unless the drives' format records are
 /// those of a MinIO deployment taken over, whose sets stay MinIO's (consecutive runs of the
 /// list). A record whose shape does not fit the drive list keeps the plan, which then refuses

@@ -201,23 +201,8 @@ async fn with_layer(
     steps: LayerSteps<'_>,
 ) -> Result<LayerDone> {
     let args: Vec<String> = sets.all().iter().map(|d| d.display().to_string()).collect();
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    // The root credentials only key node RPC, which one local process does not use.
     let root = root.cloned().unwrap_or_default();
-    let mut prepared = crate::drives::prepare(&args, address, (&root.0, &root.1), None, None).await?;
-    let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
-    let layer = Arc::new(
-        strata_object::ObjectLayer::new_with(
-            deployment.id,
-            deployment.pools,
-            deployment.parity_count,
-            None,
-            strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
-        )
-        .await
-        .context("opening the imported drives")?,
-    );
-    strata_system::prepare(&layer).await.context("the system bucket")?;
+    let layer = crate::drives::open_alone(&args, (&root.0, &root.1)).await.context("the imported drives")?;
     let mut done = LayerDone::default();
     if let Some((iam, root)) = steps.iam {
         done.applied = Some(import_iam(&layer, iam, root).await.context("importing MinIO's IAM")?);
@@ -378,51 +363,39 @@ async fn reopen(
     }
 }
 
-fn render_decompressed(written: Option<&WrittenAgain>) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let Some(w) = written else { return out };
-    let _ = writeln!(
-        out,
-        "Compressed by MinIO: {} versions written again as plain bytes ({})",
-        w.done.len(),
-        strata_types::size::format_size(w.bytes)
-    );
-    for l in &w.left {
-        let _ = writeln!(out, "  left for MinIO: {l}");
+impl WrittenAgain {
+    /// A headline made of the versions written and their size, then each version left and why.
+    fn render(&self, headline: impl Fn(usize, String) -> String) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let _ = writeln!(out, "{}", headline(self.done.len(), strata_types::size::format_size(self.bytes)));
+        for l in &self.left {
+            let _ = writeln!(out, "  left for MinIO: {l}");
+        }
+        out.push('\n');
+        out
     }
-    out.push('\n');
-    out
+}
+
+fn render_decompressed(written: Option<&WrittenAgain>) -> String {
+    written.map_or_else(String::new, |w| {
+        w.render(|n, bytes| {
+            format!("Compressed by MinIO: {n} versions written again as plain bytes ({bytes})")
+        })
+    })
 }
 
 fn render_sealed(encrypted: &[EncryptedVersion], sealed: Option<&WrittenAgain>) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    if encrypted.is_empty() {
-        return out;
+    match (encrypted.is_empty(), sealed) {
+        (true, _) => String::new(),
+        (false, Some(s)) => s.render(|n, bytes| {
+            format!("Encrypted by MinIO: {n} versions sealed again under Strata's KMS ({bytes} decrypted with MinIO's KMS key)")
+        }),
+        (false, None) => format!(
+            "Encrypted by MinIO: {} versions wait for MinIO's KMS key (MINIO_KMS_SECRET_KEY) and stay readable by MinIO\n\n",
+            encrypted.len()
+        ),
     }
-    match sealed {
-        Some(s) => {
-            let _ = writeln!(
-                out,
-                "Encrypted by MinIO: {} versions sealed again under Strata's KMS ({} decrypted with MinIO's KMS key)",
-                s.done.len(),
-                strata_types::size::format_size(s.bytes)
-            );
-            for l in &s.left {
-                let _ = writeln!(out, "  left for MinIO: {l}");
-            }
-        }
-        None => {
-            let _ = writeln!(
-                out,
-                "Encrypted by MinIO: {} versions wait for MinIO's KMS key (MINIO_KMS_SECRET_KEY) and stay readable by MinIO",
-                encrypted.len()
-            );
-        }
-    }
-    out.push('\n');
-    out
 }
 
 /// `report` as a JSON object, with `fields` added.

@@ -98,21 +98,7 @@ pub fn main(args: S3Args) -> Result<()> {
 /// Opens the drives as a Strata deployment in this process alone (formatting blank ones, as a
 /// first start does).
 async fn open_layer(drives: &[String]) -> Result<Arc<strata_object::ObjectLayer>> {
-    let address = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    // The root credentials only key node RPC, which one local process does not use.
     let user = std::env::var("STRATA_ROOT_USER").unwrap_or_default();
     let password = std::env::var("STRATA_ROOT_PASSWORD").unwrap_or_default();
-    let mut prepared = crate::drives::prepare(drives, address, (&user, &password), None, None).await?;
-    let deployment = crate::drives::open_deployment(&mut prepared, None).await?;
-    let layer = strata_object::ObjectLayer::new_with(
-        deployment.id,
-        deployment.pools,
-        deployment.parity_count,
-        None,
-        strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
-    )
-    .await
-    .context("opening Strata's drives")?;
-    strata_system::prepare(&layer).await.context("the system bucket")?;
-    Ok(Arc::new(layer))
+    crate::drives::open_alone(drives, (&user, &password)).await.context("Strata's drives")
 }

@@ -380,17 +380,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             node: d.me.clone(),
         }
     });
-    let layer = Arc::new(
-        strata_object::ObjectLayer::new_with(
-            deployment.id,
-            deployment.pools,
-            deployment.parity_count,
-            cluster,
-            strata_object::LayerOptions { placement: deployment.placement, ..Default::default() },
-        )
-        .await
-        .context("loading the object layer")?,
-    );
+    let layer = Arc::new(deployment.take_layer(cluster).await.context("loading the object layer")?);
     if let Some(d) = &prepared.distributed {
         d.rpc.set_layer(layer.clone());
         spawn_bucket_refresh(layer.clone());

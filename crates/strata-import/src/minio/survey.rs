@@ -105,11 +105,12 @@ pub(crate) fn plan(version: &XlVersion) -> Plan {
     if let Err(why) = super::compressed::readable(v, sealed) {
         return Plan::Skip(why);
     }
-    let rewritten = sealed || super::compressed::algorithm(v).is_some();
-    if let Some(why) = rewritten.then(|| too_large_to_write_again(plain_size(version))).flatten() {
+    let compressed = super::compressed::algorithm(v).is_some();
+    if let Some(why) = (sealed || compressed).then(|| too_large_to_write_again(plain_size(version))).flatten()
+    {
         return Plan::Skip(why);
     }
-    if super::compressed::algorithm(v).is_some() {
+    if compressed {
         Plan::Decompress
     } else if sealed {
         Plan::Reencrypt
