@@ -3,6 +3,8 @@
 //! and every version's bytes read back through MinIO's framing and erasure code match the
 //! manifest's MD5, with all drives and with two of the four gone or rotten.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
@@ -22,23 +24,7 @@ fn fixture() -> PathBuf {
 
 /// The four drives, unpacked into a temp folder (the fixture itself is never written).
 fn unpack() -> (tempfile::TempDir, Vec<PathBuf>) {
-    let archive = fixture().join("drives.tar.gz");
-    assert!(
-        archive.is_file(),
-        "{} is missing: the MinIO fixture is needed (set STRATA_MINIO_FIXTURE to its folder)",
-        archive.display()
-    );
-    let dir = tempfile::tempdir().expect("temp dir");
-    let status = std::process::Command::new("tar")
-        .arg("-xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("tar runs");
-    assert!(status.success(), "tar could not unpack {}", archive.display());
-    let drives = (1..=4).map(|i| dir.path().join(format!("d{i}"))).collect();
-    (dir, drives)
+    common::unpack(&fixture(), 4)
 }
 
 fn manifest() -> Value {

@@ -4,6 +4,8 @@
 //! there, takes it over in that set, and names an object found in a set it does not belong to.
 //! The objects MinIO compressed decompress to the bytes the manifest lists.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use md5::{Digest, Md5};
@@ -21,18 +23,7 @@ fn fixture() -> PathBuf {
 
 /// The eight drives, unpacked into a temp folder.
 fn unpack() -> (tempfile::TempDir, Vec<PathBuf>) {
-    let archive = fixture().join("drives.tar.gz");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let status = std::process::Command::new("tar")
-        .arg("-xzf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("tar runs");
-    assert!(status.success(), "tar could not unpack {}", archive.display());
-    let drives = (1..=8).map(|i| dir.path().join(format!("d{i}"))).collect();
-    (dir, drives)
+    common::unpack(&fixture(), 8)
 }
 
 fn manifest() -> Value {

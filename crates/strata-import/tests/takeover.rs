@@ -3,6 +3,8 @@
 //! (the unreadable copies reported), one that is not is left to MinIO and named, and `--commit`
 //! is refused while it is there.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use strata_drive::LocalDrive;
@@ -13,13 +15,7 @@ fn unpack() -> (tempfile::TempDir, Vec<PathBuf>) {
     let fixture = std::env::var_os("STRATA_MINIO_FIXTURE")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures/minio-ec4"));
-    let archive = fixture.join("drives.tar.gz");
-    assert!(archive.is_file(), "{} is missing: the MinIO fixture is needed", archive.display());
-    let dir = tempfile::tempdir().expect("temp dir");
-    let ok = std::process::Command::new("tar").arg("-xzf").arg(&archive).arg("-C").arg(dir.path()).status();
-    assert!(ok.expect("tar runs").success());
-    let drives = (1..=4).map(|i| dir.path().join(format!("d{i}"))).collect();
-    (dir, drives)
+    common::unpack(&fixture, 4)
 }
 
 /// Spoils the checksummed part of an `xl.meta`.
