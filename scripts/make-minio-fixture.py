@@ -14,7 +14,8 @@ of four at EC:2; objects spread over both by MinIO's hash of their names):
   metadata; twelve folder objects (keys ending in `/`); a 3-part multipart object; SSE-S3 and SSE-KMS objects, single and multipart (of one
   part); a bucket policy;
 - bucket `history`: versioning on, keys with two versions, some with a delete marker on top;
-- bucket `squeezed`: objects MinIO compressed (MINIO_COMPRESSION_ENABLE) and one it did not;
+- bucket `squeezed`: objects MinIO compressed (MINIO_COMPRESSION_ENABLE), one of them a 3-part
+  multipart object, and one it did not;
 - IAM: user `bob` (secret `bob-secret-key`) with the built-in `readonly` policy.
 Object bytes repeat a 4 KiB block derived from the object's name, so the archive stays small.
 """
@@ -186,6 +187,16 @@ def main() -> None:
             data = text(f"squeezed/{key}", size)
             resp = s3.put_object(Bucket="squeezed", Key=key, Body=data, ContentType="text/plain")
             record("squeezed", key, data, resp, compressed=True)
+        # A compressed multipart object: each part its own S2 stream, written again part by part.
+        key = "multi.txt"
+        parts = [text(f"squeezed/{key}/1", 5 * MIB), text(f"squeezed/{key}/2", 5 * MIB),
+                 text(f"squeezed/{key}/3", 77 * KIB)]
+        up = s3.create_multipart_upload(Bucket="squeezed", Key=key, ContentType="text/plain")["UploadId"]
+        done = [{"PartNumber": n, "ETag": s3.upload_part(Bucket="squeezed", Key=key, UploadId=up, PartNumber=n,
+                                                           Body=p)["ETag"]} for n, p in enumerate(parts, 1)]
+        resp = s3.complete_multipart_upload(Bucket="squeezed", Key=key, UploadId=up,
+                                            MultipartUpload={"Parts": done})
+        record("squeezed", key, b"".join(parts), resp, compressed=True, parts=len(parts))
         data = body("squeezed/raw.bin", 50 * KIB)
         record("squeezed", "raw.bin", data, s3.put_object(Bucket="squeezed", Key="raw.bin", Body=data))
 

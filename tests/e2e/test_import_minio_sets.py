@@ -68,6 +68,10 @@ def check_versions_served(s3, m):
         if v.get("sse") == "aws:kms":
             assert got["SSEKMSKeyId"].endswith(m["kms_key"].split(":")[0]), where
         assert got["Metadata"] == v.get("metadata", {}), where
+        if v.get("parts"):
+            # In the parts it was uploaded in (written again part by part when it was sealed).
+            head = s3.head_object(**args, PartNumber=1)
+            assert head.get("PartsCount") == v["parts"], where
         if v.get("tags"):
             tags = s3.get_object_tagging(**args)["TagSet"]
             assert {t["Key"]: t["Value"] for t in tags} == v["tags"], where

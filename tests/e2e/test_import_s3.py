@@ -114,6 +114,12 @@ def same_object(a, b, bucket, key, version):
         assert ga.get(field) == gb.get(field), (bucket, key, version, field)
     if ga.get("ObjectLockRetainUntilDate"):
         assert ga["ObjectLockRetainUntilDate"] == gb["ObjectLockRetainUntilDate"]
+    # A multipart version keeps its parts: the same count, and each part the same bytes.
+    parts = a.head_object(Bucket=bucket, Key=key, VersionId=version, PartNumber=1).get("PartsCount")
+    assert b.head_object(Bucket=bucket, Key=key, VersionId=version, PartNumber=1).get("PartsCount") == parts
+    for n in range(1, (parts or 0) + 1):
+        pa = a.get_object(Bucket=bucket, Key=key, VersionId=version, PartNumber=n)["Body"].read()
+        assert b.get_object(Bucket=bucket, Key=key, VersionId=version, PartNumber=n)["Body"].read() == pa, n
     ta = a.get_object_tagging(Bucket=bucket, Key=key, VersionId=version)["TagSet"]
     tb = b.get_object_tagging(Bucket=bucket, Key=key, VersionId=version)["TagSet"]
     assert sorted(map(str, ta)) == sorted(map(str, tb)), (bucket, key, version)
@@ -243,6 +249,21 @@ class LyingEndpoint(BaseHTTPRequestHandler):
             self.reply(200, body, [("x-amz-mp-parts-count", "2")])
         else:
             self.reply(404, b"<Error><Code>NoSuchKey</Code></Error>")
+
+    def do_HEAD(self):
+        # The size of a part of `two` (asked before its parts are read).
+        url = urlsplit(self.path)
+        query = parse_qs(url.query, keep_blank_values=True)
+        LyingEndpoint.conditions.append((url.path, self.headers.get("If-Match")))
+        if url.path == "/liar/two" and "partNumber" in query:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(self.parts[int(query["partNumber"][0]) - 1])))
+            self.send_header("x-amz-mp-parts-count", "2")
+            self.end_headers()
+        else:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
 
 
 def test_bytes_that_do_not_match_their_etag_are_not_imported(target):

@@ -585,40 +585,6 @@ impl ObjectLayer {
         }
     }
 
-    /// Writes a version another store kept (an import): `body` stored as [`Self::put_object`]
-    /// stores it, but with the version's own id and time (nanoseconds), committed in its place
-    /// among the object's versions rather than as the newest. A version with that id and time
-    /// already there is replaced by the same. Nothing is stamped, so this is for an import into
-    /// a deployment no client writes to yet.
-    pub async fn import_version(
-        &self,
-        bucket: &str,
-        key: &str,
-        version_id: Option<Uuid>,
-        mod_time: u64,
-        body: &mut dyn BodyReader,
-        opts: PutOptions,
-    ) -> Result<ObjectInfo, ObjectError> {
-        self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
-        let target = PutTarget {
-            set,
-            bucket,
-            key,
-            hash,
-            healer: &self.healer,
-            version_id,
-            imported_at: Some(mod_time),
-        };
-        match opts.sse.clone() {
-            Some(sse) => {
-                let mut sealing = crate::sse::SealingBody::new(body, &sse, 0);
-                put_object(target, &mut sealing, opts).await
-            }
-            None => put_object(target, body, opts).await,
-        }
-    }
-
     /// Resolves an object's current version; with `for_read`, also opens its data for
     /// [`OpenObject::stream`]. A current delete marker is [`ObjectError::DeleteMarker`].
     pub async fn open_object(

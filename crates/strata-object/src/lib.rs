@@ -36,6 +36,7 @@ mod error;
 mod get;
 mod heal;
 mod healer;
+mod import;
 mod layer;
 pub mod lifecycle;
 mod lifecycle_pass;
@@ -60,6 +61,7 @@ pub use healer::{
     DriveHealed, HealPriority, HealScope, HealStatus, Healer, QueuedScan, ScanConfig, ScanProgress,
     ScanStart, SetProgress, UnavailableDrive,
 };
+pub use import::Imported;
 pub use layer::{Cluster, DriveSlot, LayerOptions, ObjectLayer, Peers, SetView, SharedState};
 pub use lifecycle_pass::{
     Lifecycle, LifecycleEvent, LifecycleEvents, LifecycleSettings, LifecycleState, LifecycleTotals,

@@ -41,6 +41,9 @@ pub struct CompleteOptions {
     /// An SSE-C upload: the cipher of the request's customer key, which opens the parts' sealed
     /// checksums (needed when they have any).
     pub customer_cipher: Option<strata_crypto::package::ObjectCipher>,
+    /// An import's version: its own id, time and ETag instead of new ones (see
+    /// [`ObjectLayer::import_parts`]).
+    pub imported: Option<crate::import::Imported>,
 }
 
 /// An upload's checksum algorithm and type.
@@ -130,6 +133,20 @@ impl ObjectLayer {
         opts: PutOptions,
     ) -> Result<Uuid, ObjectError> {
         let opts = self.with_lock_defaults(bucket, opts)?;
+        // Time-ordered ids: a key's uploads list in the order they were started, as S3 lists them.
+        let upload_id = Uuid::now_v7();
+        self.create_upload(bucket, key, opts, upload_id).await?;
+        Ok(upload_id)
+    }
+
+    /// Starts the upload `upload_id` of `key` with `opts` as given (no bucket defaults added).
+    pub(crate) async fn create_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        opts: PutOptions,
+        upload_id: Uuid,
+    ) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let n = set.drives.len();
         let parity = opts.parity_count.unwrap_or(set.parity_count);
@@ -137,8 +154,6 @@ impl ObjectLayer {
             return Err(ObjectError::InvalidParity(parity));
         }
         let distribution = strata_cluster::placement::distribution(hash, n);
-        // Time-ordered ids: a key's uploads list in the order they were started, as S3 lists them.
-        let upload_id = Uuid::now_v7();
         let record = UploadRecord {
             upload_id,
             key: key.to_owned(),
@@ -167,8 +182,7 @@ impl ObjectLayer {
             async move { d.put_upload(bucket, r).await }
         })
         .await;
-        reduce_writes(&results, write_quorum(n - parity, parity))?;
-        Ok(upload_id)
+        reduce_writes(&results, write_quorum(n - parity, parity))
     }
 
     /// The upload's record as a read quorum holds it.
@@ -430,14 +444,24 @@ impl ObjectLayer {
             );
         }
         // A conditional Complete carries the newest stamp its condition saw (see `check_locked`).
-        let (stamp, newest) = checked_stamp(set, bucket, key, &opts.condition).await?;
-        let checked = opts.condition.as_ref().map(|_| newest);
+        // An imported version keeps its own id and time, and takes its place among the others.
+        let (version_id, stamp, checked) = match &opts.imported {
+            Some(i) => (i.version_id, i.mod_time, None),
+            None => {
+                let (stamp, newest) = checked_stamp(set, bucket, key, &opts.condition).await?;
+                (self.new_version_id(bucket)?, stamp, opts.condition.as_ref().map(|_| newest))
+            }
+        };
+        let etag = match opts.imported.as_ref().and_then(|i| i.etag.clone()) {
+            Some(etag) => etag,
+            None => format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
+        };
         let version = ObjectVersion {
-            version_id: self.new_version_id(bucket)?,
+            version_id,
             mod_time: stamp,
             delete_marker: false,
             size: chosen.iter().map(|p| p.size).sum(),
-            etag: format!("{}-{}", hex::encode(md5.finalize()), chosen.len()),
+            etag,
             headers: upload.headers.clone(),
             user_metadata: upload.user_metadata.clone(),
             checksums: stored_checksums,

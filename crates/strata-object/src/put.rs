@@ -140,7 +140,8 @@ pub struct PutOptions {
     pub acl: Option<strata_meta::Acl>,
     /// An imported version's ETag as the store it came from gave it (a multipart object's
     /// `<md5 of the parts' md5s>-<parts>`, which the importer checked against the parts it read);
-    /// used only by [`crate::ObjectLayer::import_version`]. `None`: the body's MD5.
+    /// set by [`crate::ObjectLayer::import_version`] from its [`crate::Imported`]. `None`: the
+    /// body's MD5.
     pub imported_etag: Option<String>,
 }
 

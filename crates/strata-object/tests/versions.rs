@@ -8,7 +8,8 @@ use bytes::Bytes;
 use common::{body, pattern, Rig};
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_object::{
-    ObjectError, ObjectLayer, PutOptions, Retention, RetentionMode, VersionRef, Versioning, VersionsRequest,
+    Imported, ObjectError, ObjectLayer, PutOptions, Retention, RetentionMode, VersionRef, Versioning,
+    VersionsRequest,
 };
 use uuid::Uuid;
 
@@ -25,6 +26,10 @@ async fn read(l: &ObjectLayer, bucket: &str, key: &str, which: VersionRef) -> Re
         out.extend_from_slice(&chunk?);
     }
     Ok(out)
+}
+
+fn imported(version_id: Option<Uuid>, mod_time: u64) -> Imported {
+    Imported { version_id, mod_time, etag: None }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,7 +315,7 @@ async fn an_imported_version_takes_its_own_place_among_the_versions() {
         let id = Uuid::new_v4();
         let at = now - 1_000_000_000 * (i as u64 + 1);
         let info = l
-            .import_version("b", "k", Some(id), at, &mut body(&data), PutOptions::default())
+            .import_version("b", "k", imported(Some(id), at), &mut body(&data), PutOptions::default())
             .await
             .expect("imported");
         assert_eq!((info.version_id, info.mod_time), (Some(id), at));
@@ -343,9 +348,15 @@ async fn an_imported_delete_marker_takes_its_own_place_among_the_versions() {
     let current = put(l, "b", "k", &newer, PutOptions::default()).await.expect("an id");
     let now = l.open_object("b", "k", false).await.expect("open").info.mod_time;
     let (older, marker) = (Uuid::new_v4(), Uuid::new_v4());
-    l.import_version("b", "k", Some(older), now - 2_000, &mut body(&pattern(10, 2)), PutOptions::default())
-        .await
-        .expect("an older version");
+    l.import_version(
+        "b",
+        "k",
+        imported(Some(older), now - 2_000),
+        &mut body(&pattern(10, 2)),
+        PutOptions::default(),
+    )
+    .await
+    .expect("an older version");
     for _ in 0..2 {
         l.import_delete_marker("b", "k", Some(marker), now - 1_000).await.expect("the marker");
     }
@@ -364,4 +375,43 @@ async fn an_imported_delete_marker_takes_its_own_place_among_the_versions() {
     let newest = Uuid::new_v4();
     l.import_delete_marker("b", "k", Some(newest), now + 1_000).await.expect("the newest marker");
     assert!(matches!(l.open_object("b", "k", false).await, Err(ObjectError::DeleteMarker { .. })));
+}
+
+/// A version imported part by part keeps its parts, id, time and ETag, and takes its place among
+/// the versions; a body that does not fill its parts fails and leaves no upload behind, and the
+/// next run of the same version succeeds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_imported_in_parts_keeps_its_parts() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.put_bucket_versioning("b", Versioning::Enabled).await.expect("enable");
+    let newer = pattern(100, 1);
+    put(l, "b", "k", &newer, PutOptions::default()).await.expect("an id");
+    let now = l.open_object("b", "k", false).await.expect("open").info.mod_time;
+    let min = strata_types::limits::PART_SIZE_MIN;
+    let sizes = [min, min, 12_345];
+    let data = pattern(sizes.iter().sum::<u64>() as usize, 4);
+    let id = Uuid::new_v4();
+    let version =
+        Imported { version_id: Some(id), mod_time: now - 1_000, etag: Some("ab".repeat(16) + "-3") };
+    let short = data.slice(..data.len() - 1);
+    let failed =
+        l.import_parts("b", "k", version.clone(), &sizes, &mut body(&short), PutOptions::default()).await;
+    assert!(failed.is_err(), "a body a byte short of its parts: {:?}", failed.map(|i| i.etag));
+    let uploads = l.list_multipart_uploads("b", "", &[], 10).await.expect("uploads");
+    assert!(uploads.uploads.is_empty(), "the failed import left no upload");
+    let info = l
+        .import_parts("b", "k", version.clone(), &sizes, &mut body(&data), PutOptions::default())
+        .await
+        .expect("imported in parts");
+    assert_eq!((info.version_id, info.mod_time), (Some(id), now - 1_000));
+    assert_eq!(info.etag, "ab".repeat(16) + "-3", "the other store's ETag kept");
+    let open = l.open_object_version("b", "k", VersionRef::Id(Some(id)), false).await.expect("open");
+    let part_sizes: Vec<u64> = open.info.parts.iter().map(|p| p.size).collect();
+    assert_eq!(part_sizes, sizes.to_vec(), "its own part boundaries");
+    assert_eq!(read(l, "b", "k", VersionRef::Id(Some(id))).await.expect("read"), data.to_vec());
+    assert_eq!(read(l, "b", "k", VersionRef::Current).await.expect("current"), newer.to_vec());
+    let uploads = l.list_multipart_uploads("b", "", &[], 10).await.expect("uploads");
+    assert!(uploads.uploads.is_empty(), "no upload left once completed");
+    assert_eq!(rig.temp_files(), 0, "no data left in temp");
 }

@@ -203,6 +203,7 @@ pub async fn complete(
         condition: crate::object::write_condition(req.headers)?,
         checksum,
         customer_cipher: customer.as_ref().map(|(c, _)| c.clone()),
+        imported: None,
     };
     let mut info = req.node.layer.complete_multipart_upload(bucket, key, id, &parts, opts).await?;
     let customer = match customer {

@@ -244,6 +244,8 @@ struct Reopened<B> {
     sse: Option<strata_object::SsePut>,
     /// The ETag to keep (a multipart object's `<md5>-N`, checked by `body` as it is read).
     keep_etag: Option<String>,
+    /// A multipart object's plain part sizes: it is written again in the same parts.
+    parts: Option<Vec<u64>>,
 }
 
 /// Stores each of `versions` again: an encrypted one decrypted with MinIO's KMS key and sealed
@@ -281,11 +283,16 @@ async fn write_again(
             retention: m.retention,
             legal_hold: m.legal_hold,
             sse: opened.sse,
-            imported_etag: opened.keep_etag,
             ..Default::default()
         };
+        let imported = strata_object::Imported { version_id: v.version_id, mod_time, etag: opened.keep_etag };
         let mut body = opened.body;
-        match layer.import_version(&v.bucket, &v.key, v.version_id, mod_time, &mut body, opts).await {
+        let (bucket, key) = (&v.bucket, &v.key);
+        let written = match &opened.parts {
+            Some(sizes) => layer.import_parts(bucket, key, imported, sizes, &mut body, opts).await,
+            None => layer.import_version(bucket, key, imported, &mut body, opts).await,
+        };
+        match written {
             Ok(info) if info.etag == opened.etag => {
                 out.bytes += opened.size;
                 out.done.push(v.clone());
@@ -337,7 +344,8 @@ async fn reopen(
             // MinIO's ETag is kept where it is not the MD5 of the bytes (a multipart object's
             // `<md5>-N`; an SSE-KMS object's, opaque as on AWS): the bytes were authenticated
             // package by package as they were decrypted. An SSE-S3 PUT's must be their MD5.
-            let keep_etag = (opened.etag.contains('-') || opened.kms.is_some()).then(|| opened.etag.clone());
+            let multipart = opened.etag.contains('-');
+            let keep_etag = (multipart || opened.kms.is_some()).then(|| opened.etag.clone());
             Ok(Reopened {
                 metadata: opened.metadata,
                 etag: opened.etag,
@@ -345,19 +353,21 @@ async fn reopen(
                 body: opened.body,
                 sse: Some(put),
                 keep_etag,
+                parts: multipart.then_some(opened.part_sizes),
             })
         }
         Again::Decompress => {
             let opened = tokio::task::block_in_place(|| compressed::open_version(drives, v))
                 .map_err(|e| e.to_string())?;
-            let keep_etag = opened.etag.contains('-').then(|| opened.etag.clone());
+            let multipart = opened.etag.contains('-');
             Ok(Reopened {
                 metadata: opened.metadata,
+                keep_etag: multipart.then(|| opened.etag.clone()),
                 etag: opened.etag,
                 size: opened.size,
                 body: opened.body,
                 sse: None,
-                keep_etag,
+                parts: multipart.then_some(opened.part_sizes),
             })
         }
     }

@@ -52,6 +52,8 @@ pub struct Decompressed {
     pub etag: String,
     /// Bytes of the plain object.
     pub size: u64,
+    /// Bytes of each part of the plain object, in order (a single PUT: one).
+    pub part_sizes: Vec<u64>,
     /// The plain bytes, as they are decompressed; an error at the end if they do not match.
     pub body: PlainBody,
 }
@@ -91,9 +93,9 @@ pub fn open_version(paths: &[PathBuf], v: &EncryptedVersion) -> Result<Decompres
         }
     });
     let (tx, rx) = tokio::sync::mpsc::channel(2);
-    let want = etag.clone();
+    let (want, sizes) = (etag.clone(), part_sizes.clone());
     tokio::task::spawn_blocking(move || {
-        let mut check = PlainCheck::new(part_sizes);
+        let mut check = PlainCheck::new(sizes);
         let mut reader = minlz::Reader::new(Stored { rx: stored_rx, current: Bytes::new() });
         let outcome = loop {
             let mut chunk = vec![0; CHUNK];
@@ -116,7 +118,7 @@ pub fn open_version(paths: &[PathBuf], v: &EncryptedVersion) -> Result<Decompres
             let _ = tx.blocking_send(Err(e));
         }
     });
-    Ok(Decompressed { metadata: meta, etag, size, body: PlainBody::new(rx, checksums) })
+    Ok(Decompressed { metadata: meta, etag, size, part_sizes, body: PlainBody::new(rx, checksums) })
 }
 
 /// The stored bytes as a reader for the S2 decoder.

@@ -201,6 +201,8 @@ pub struct Opened {
     pub checksums: BTreeMap<String, String>,
     /// Bytes of the plaintext.
     pub size: u64,
+    /// Bytes of the plaintext of each part, in order (a single PUT: one).
+    pub part_sizes: Vec<u64>,
     /// SSE-KMS: MinIO's KMS key and the client's encryption context (`None`: SSE-S3).
     pub kms: Option<(String, Vec<(String, String)>)>,
     pub body: PlainBody,
@@ -257,7 +259,9 @@ pub fn open_version(
         opened_meta.meta_sys.insert(name.clone(), checksum_blob(&key, blob)?);
     }
     let checksums = opened_meta.checksums();
-    let size = version.parts.iter().map(|p| u64::try_from(p.actual_size).unwrap_or(0)).sum();
+    let part_sizes: Vec<u64> =
+        version.parts.iter().map(|p| u64::try_from(p.actual_size).unwrap_or(0)).collect();
+    let size = part_sizes.iter().sum();
     let (tx, rx) = tokio::sync::mpsc::channel(2);
     let meta = metadata(&version);
     let kms = sealed.kms.clone().map(|context| (sealed.kms_key_id.clone(), context));
@@ -280,6 +284,7 @@ pub fn open_version(
         etag,
         checksums,
         size,
+        part_sizes,
         kms,
         body: PlainBody { rx, checksums: opened_meta.checksums() },
     })

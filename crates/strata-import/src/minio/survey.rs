@@ -106,8 +106,7 @@ pub(crate) fn plan(version: &XlVersion) -> Plan {
         return Plan::Skip(why);
     }
     let compressed = super::compressed::algorithm(v).is_some();
-    if let Some(why) = (sealed || compressed).then(|| too_large_to_write_again(plain_size(version))).flatten()
-    {
+    if let Some(why) = (sealed || compressed).then(|| too_large_to_write_again(largest_part(v))).flatten() {
         return Plan::Skip(why);
     }
     if compressed {
@@ -121,17 +120,24 @@ pub(crate) fn plan(version: &XlVersion) -> Plan {
     }
 }
 
-/// Why a version of `plain` bytes that must be written again (encrypted or compressed by MinIO)
-/// cannot be yet: it is written as one piece, which the single-PUT limit bounds. Named in the
-/// dry run rather than found failing at the end of a run.
+/// Why a version that must be written again (encrypted or compressed by MinIO) cannot be: it
+/// is written in its own parts (a single PUT as one), each bounded by the single-PUT limit, and
+/// `plain` bytes of its largest part are over it (MinIO's own limit makes this a damaged record).
+/// Named in the dry run rather than found failing at the end of a run.
 fn too_large_to_write_again(plain: u64) -> Option<String> {
     (plain > strata_types::limits::PUT_OBJECT_SIZE_MAX).then(|| {
         format!(
-            "{} to decrypt or decompress and write again, over the {} a version is written again in: not imported yet",
+            "a part of {} to decrypt or decompress and write again, over the {} a part can hold: not imported",
             strata_types::size::format_size(plain),
             strata_types::size::format_size(strata_types::limits::PUT_OBJECT_SIZE_MAX)
         )
     })
+}
+
+/// The plain bytes of the largest of a version's parts (a single PUT has one).
+fn largest_part(v: &super::xlmeta::ObjectVersion) -> u64 {
+    let largest = v.parts.iter().map(|p| p.actual_size).max().unwrap_or(0);
+    u64::try_from(largest).unwrap_or(0)
 }
 
 /// The bytes of a version as S3 shows them (MinIO keeps the stored size, and the plain size of
@@ -293,6 +299,6 @@ mod tests {
     fn versions_too_large_to_write_again_are_named() {
         let most = strata_types::limits::PUT_OBJECT_SIZE_MAX;
         assert_eq!(too_large_to_write_again(most), None);
-        assert!(too_large_to_write_again(most + 1).is_some_and(|why| why.contains("not imported yet")));
+        assert!(too_large_to_write_again(most + 1).is_some_and(|why| why.contains("not imported")));
     }
 }

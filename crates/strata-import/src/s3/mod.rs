@@ -306,6 +306,20 @@ async fn copy_version(
     let parts = multipart_parts(&v.etag);
     let first = source.open(bucket, &v.key, &v.version_id, parts.map(|_| 1), &v.etag).await?;
     let headers = first.headers().clone();
+    // A multipart version is written in the parts it was uploaded in (each within the
+    // single-PUT limit, which the whole may pass): their sizes first.
+    let part_sizes = match parts {
+        None => None,
+        Some(n) => {
+            let first_size = source::content_length(&headers)
+                .ok_or_else(|| anyhow!("GET {bucket}/{} part 1: no Content-Length", v.key))?;
+            let mut sizes = vec![first_size];
+            for number in 2..=n {
+                sizes.push(source.part_size(bucket, &v.key, &v.version_id, number, &v.etag).await?);
+            }
+            Some(sizes)
+        }
+    };
     let header = |name: &str| headers.get(name).and_then(|h| h.to_str().ok()).map(str::to_owned);
     let encryption = header("x-amz-server-side-encryption");
     let sse = match (&encryption, encrypted_by_default, kms) {
@@ -355,9 +369,6 @@ async fn copy_version(
     opts.legal_hold = header("x-amz-object-lock-legal-hold").is_some_and(|h| h.eq_ignore_ascii_case("ON"));
     // An ETag that is an MD5 (or a multipart one) is checked; SSE-KMS and SSE-C ETags are not.
     let checked = encryption.as_deref().is_none_or(|k| k == "AES256");
-    if parts.is_some() {
-        opts.imported_etag = Some(v.etag.clone());
-    }
     let mut body = SourceBody {
         source,
         bucket,
@@ -374,7 +385,15 @@ async fn copy_version(
         expected: checked.then(|| v.etag.clone()),
         size: 0,
     };
-    let info = layer.import_version(bucket, &v.key, id, time, &mut body, opts).await?;
+    let imported = strata_object::Imported {
+        version_id: id,
+        mod_time: time,
+        etag: parts.is_some().then(|| v.etag.clone()),
+    };
+    let info = match &part_sizes {
+        Some(sizes) => layer.import_parts(bucket, &v.key, imported, sizes, &mut body, opts).await?,
+        None => layer.import_version(bucket, &v.key, imported, &mut body, opts).await?,
+    };
     Ok(Outcome::Copied(info.size))
 }
 

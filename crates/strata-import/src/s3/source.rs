@@ -220,6 +220,29 @@ impl Source {
         strata_s3::documents::tagging(&body).map_err(|e| anyhow!("the tags of {bucket}/{key}: {e}"))
     }
 
+    /// The bytes of part `n` of a multipart version (HEAD with `partNumber`), `If-Match` its
+    /// listed ETag.
+    pub async fn part_size(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: &str,
+        n: u32,
+        etag: &str,
+    ) -> Result<u64> {
+        let mut query = format!("partNumber={n}&versionId={}", encode(version_id));
+        if version_id.is_empty() {
+            query = format!("partNumber={n}");
+        }
+        let condition = (!etag.is_empty()).then(|| ("if-match".to_owned(), format!("\"{etag}\"")));
+        let resp = self.client.open(Method::HEAD, bucket, key, &query, condition.as_slice()).await?;
+        if !resp.status().is_success() {
+            bail!("HEAD {bucket}/{key} part {n} (version {version_id}): {}", resp.status().as_u16());
+        }
+        content_length(resp.headers())
+            .with_context(|| format!("HEAD {bucket}/{key} part {n}: no Content-Length"))
+    }
+
     /// Opens a version (`part`: one part of a multipart object, numbered from 1) for reading,
     /// `If-Match` the ETag it was listed with (empty: none).
     pub async fn open(
@@ -247,6 +270,11 @@ impl Source {
         }
         Ok(resp)
     }
+}
+
+/// A response's `Content-Length`.
+pub fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers.get(http::header::CONTENT_LENGTH)?.to_str().ok()?.parse().ok()
 }
 
 #[cfg(test)]
