@@ -427,14 +427,13 @@ pub async fn open_alone(drives: &[String], root: (&str, &str)) -> Result<Arc<str
 
 /// The pools' layouts: as planned from the drive list, unless the drives' format records are
 /// those of a MinIO deployment taken over, whose sets stay MinIO's (consecutive runs of the
-/// list). A record whose shape does not fit the drive list keeps the plan, which then refuses
-/// the drives as a changed layout.
+/// list). The deployment is the one most drives' records name (a stray drive of another does not
+/// decide it). A record whose shape does not fit the drive list keeps the plan, which then
+/// refuses the drives as a changed layout.
 fn layouts_for(planned: &[Layout], states: &[DriveState], parity: Option<usize>) -> Vec<Layout> {
-    let taken_over = states.iter().find_map(|s| match s {
-        DriveState::Formatted(bytes) => Format::from_json(bytes).ok().filter(|f| !f.placement.is_strata()),
-        _ => None,
-    });
-    let Some(format) = taken_over else { return planned.to_vec() };
+    let Some(format) = majority_format(states).filter(|f| !f.placement.is_strata()) else {
+        return planned.to_vec();
+    };
     if format.pools.len() != planned.len() {
         return planned.to_vec();
     }
@@ -448,6 +447,24 @@ fn layouts_for(planned: &[Layout], states: &[DriveState], parity: Option<usize>)
             }
         })
         .collect()
+}
+
+/// The format record of the deployment most drives belong to (by deployment id, sets and
+/// placement; on a tie, the first in the drive list), if any drive has one.
+fn majority_format(states: &[DriveState]) -> Option<Format> {
+    let formats: Vec<Format> = states
+        .iter()
+        .filter_map(|s| match s {
+            DriveState::Formatted(bytes) => Format::from_json(bytes).ok(),
+            _ => None,
+        })
+        .collect();
+    let same = |a: &Format, b: &Format| {
+        (a.deployment_id, &a.pools, &a.placement) == (b.deployment_id, &b.pools, &b.placement)
+    };
+    let count = |f: &Format| formats.iter().filter(|g| same(f, g)).count();
+    let most = formats.iter().map(count).max()?;
+    formats.iter().find(|f| count(f) == most).cloned()
 }
 
 /// Opens the local drives whose metadata index did not open, setting each index aside to be
@@ -679,7 +696,39 @@ pub fn spawn_drive_monitor(
 
 #[cfg(test)]
 mod tests {
-    use super::is_this_node;
+    use super::{is_this_node, layouts_for};
+    use strata_cluster::format::{DriveState, Format, FORMAT_VERSION};
+    use strata_cluster::layout::consecutive;
+    use strata_cluster::placement::Placement;
+    use uuid::Uuid;
+
+    /// The record of drive `i` of a MinIO deployment taken over: `sets` sets of `size` drives.
+    fn taken_over(deployment: u128, sets: usize, size: usize, i: usize) -> DriveState {
+        let ids: Vec<Vec<Uuid>> = (0..sets)
+            .map(|s| (0..size).map(|d| Uuid::from_u128(deployment << 16 | (s * size + d) as u128)).collect())
+            .collect();
+        let drive_id = ids[i / size][i % size];
+        let format = Format {
+            version: FORMAT_VERSION,
+            deployment_id: Uuid::from_u128(deployment),
+            drive_id,
+            pools: vec![ids],
+            placement: Placement::MinioSipmod,
+        };
+        DriveState::Formatted(format.to_json())
+    }
+
+    #[test]
+    fn a_stray_drive_does_not_decide_a_taken_over_layout() {
+        let planned = vec![consecutive(1, 8, None).expect("plan")];
+        // The first drive in the list is a stray of another deployment (four sets of two).
+        let mut states = vec![taken_over(2, 4, 2, 0)];
+        states.extend((1..8).map(|i| taken_over(1, 2, 4, i)));
+        let layouts = layouts_for(&planned, &states, None);
+        assert_eq!(layouts, vec![consecutive(2, 4, None).expect("two sets of four")]);
+        // Strata's own records keep the plan.
+        assert_eq!(layouts_for(&planned, &[DriveState::Blank], None), planned);
+    }
 
     #[test]
     fn a_node_knows_its_endpoints_by_address_or_interface() {
