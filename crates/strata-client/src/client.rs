@@ -173,40 +173,26 @@ impl Client {
     ) {
         let now = strata_types::time::now_nanos() / 1_000_000_000;
         let amz_date = strata_types::time::amz_date(now);
-        let date = &amz_date[..8];
-        let mut names = "host;x-amz-content-sha256;x-amz-date".to_owned();
-        let mut canonical_headers =
-            format!("host:{host}\nx-amz-content-sha256:{payload}\nx-amz-date:{amz_date}\n");
-        let mut sorted: Vec<&(String, String)> = extra.iter().collect();
-        sorted.sort();
-        for (k, v) in sorted {
-            names.push(';');
-            names.push_str(k);
-            canonical_headers.push_str(&format!("{k}:{v}\n"));
+        let mut signed = vec![
+            ("host".to_owned(), host.to_owned()),
+            ("x-amz-content-sha256".to_owned(), payload.to_owned()),
+            ("x-amz-date".to_owned(), amz_date.clone()),
+        ];
+        for (k, v) in extra {
+            signed.push((k.clone(), v.clone()));
             if let (Ok(name), Ok(value)) = (http::HeaderName::try_from(k.as_str()), HeaderValue::from_str(v))
             {
                 headers.insert(name, value);
             }
         }
-        let canonical = format!(
-            "{}\n{}\n{}\n{canonical_headers}\n{names}\n{payload}",
-            method.as_str(),
-            sigv4::canonical_uri(path),
-            sigv4::canonical_query(query),
-        );
-        let scope = format!("{date}/{}/s3/aws4_request", self.ep.region);
-        let sts = format!(
-            "{}\n{amz_date}\n{scope}\n{}",
-            sigv4::ALGORITHM,
-            strata_sign::sha256_hex(canonical.as_bytes())
-        );
-        let key = sigv4::signing_key(&self.ep.secret_key, date, &self.ep.region, "s3");
-        let signature = hex::encode(strata_sign::hmac_sha256(&key, sts.as_bytes()));
-        let auth = format!(
-            "{} Credential={}/{scope}, SignedHeaders={names}, Signature={signature}",
-            sigv4::ALGORITHM,
-            self.ep.access_key
-        );
+        let signer = sigv4::Signer {
+            access_key: &self.ep.access_key,
+            secret: &self.ep.secret_key,
+            region: &self.ep.region,
+            service: "s3",
+            amz_date: &amz_date,
+        };
+        let auth = signer.authorization(method.as_str(), path, query, &signed, payload);
         let put = |h: &mut HeaderMap, k: &'static str, v: &str| {
             if let Ok(v) = HeaderValue::from_str(v) {
                 h.insert(k, v);
