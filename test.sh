@@ -10,11 +10,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/e2e/requirements.txt
 # Real servers the tests start (Debian's packages): NATS for notifications, Prometheus for
-# MinIO's dashboard queries. The container image test needs podman, which
+# MinIO's dashboard queries, Chromium for the console's browser tests. The container image test needs podman, which
 # scripts/build-image.sh installs; Helm is built by scripts/install-helm.sh.
 missing=()
 command -v nats-server >/dev/null || [ -x /usr/sbin/nats-server ] || missing+=(nats-server)
 command -v prometheus >/dev/null || missing+=(prometheus)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi

@@ -479,6 +479,12 @@ impl IamState {
             .ok_or_else(|| IamError::NoSuchServiceAccount(access_key.to_owned()))
     }
 
+    /// Ends the temporary credentials `access_key` before their expiry (a console sign-out);
+    /// whether they were there.
+    pub fn remove_session(&mut self, access_key: &str) -> bool {
+        self.sessions.remove(access_key).is_some()
+    }
+
     /// Records temporary credentials of user `parent`, valid until `session.expiry`.
     pub fn add_session(&mut self, access_key: &str, session: Session, now: u64) -> Result<(), IamError> {
         self.fresh_access_key(access_key)?;

@@ -37,6 +37,8 @@ use strata_s3::{cors, Reply};
 
 pub use crate::conn::ConnectionLimits;
 use crate::conn::{Activity, Tracked};
+/// Where the web console is served.
+pub use strata_console::PREFIX as CONSOLE_PREFIX;
 
 /// Answers requests under a private path prefix (inter-node RPC) before S3 sees them.
 pub type InternalHandler = Arc<
@@ -278,7 +280,15 @@ fn too_many_headers() -> Response<ResponseBody> {
 const HEALTH_PATHS: [&str; 4] =
     ["/health/live", "/health/ready", "/minio/health/live", "/minio/health/ready"];
 
-async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+/// Answers one request (boxed: the console's calls come back through it).
+fn handle(
+    admin: Arc<Admin>,
+    req: http::Request<Incoming>,
+) -> futures_util::future::BoxFuture<'static, Response<ResponseBody>> {
+    Box::pin(answer(admin, req))
+}
+
+async fn answer(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<ResponseBody> {
     let node = admin.node.clone();
     let started = std::time::Instant::now();
     let request_id = node.next_request_id();
@@ -290,6 +300,21 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
     }
     if is_get && observe::CLUSTER_HEALTH_PATHS.contains(&path.as_str()) {
         return finish(observe::cluster_health(&node).await, &request_id);
+    }
+    if strata_console::is_console(&path) {
+        let tls = req.extensions().get::<ConnInfo>().is_some_and(|c| c.tls);
+        let again = admin.clone();
+        let forward: strata_console::Forward = Box::new(move |r| handle(again, r));
+        let mut resp = strata_console::serve(&node, req, tls, forward).await;
+        if let Ok(v) = HeaderValue::from_str(&request_id) {
+            resp.headers_mut().entry("x-amz-request-id").or_insert(v);
+        }
+        return resp;
+    }
+    if is_get && path == "/" && opens_console(&req) {
+        let reply =
+            Reply::empty(StatusCode::SEE_OTHER).header("location", &format!("{}/", strata_console::PREFIX));
+        return finish(reply, &request_id);
     }
     let origin_bucket = || {
         let host = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok());
@@ -378,6 +403,15 @@ async fn handle(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
+}
+
+/// Whether a request for `/` is a browser's visit rather than an S3 client's ListBuckets: not
+/// signed, no query, and asking for a page. It is sent to the console.
+fn opens_console(req: &http::Request<Incoming>) -> bool {
+    let h = req.headers();
+    let wants_page =
+        h.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    wants_page && req.uri().query().is_none() && !h.contains_key(http::header::AUTHORIZATION)
 }
 
 /// What a live trace shows of an answered S3 request.

@@ -708,3 +708,14 @@ pub const TRACE_KEEPALIVE: std::time::Duration = std::time::Duration::from_secs(
 /// Warnings and errors a node keeps for `mc admin logs --last N` (MinIO keeps 10,000 console
 /// lines; these are only warnings and errors, each a few hundred bytes).
 pub const LOG_RECENT_ENTRIES: usize = 1000;
+
+/// The web console's sessions: signed out after this long without a request (seconds)...
+pub const CONSOLE_IDLE_SECS: u64 = 30 * 60;
+/// ...and after this long in any case: the lifetime of the STS credentials a sign-in gets.
+pub const CONSOLE_SESSION_SECS: u64 = 12 * 3600;
+/// A session's last-seen time is written back into its cookie at most this often (seconds).
+pub const CONSOLE_SEEN_REFRESH_SECS: u64 = 60;
+/// The largest sign-in request the console reads.
+pub const CONSOLE_SIGNIN_BODY_MAX: usize = 16 * 1024;
+/// The longest a console share link (a presigned GET) may last: S3's own limit, 7 days.
+pub const CONSOLE_SHARE_SECS_MAX: u64 = 7 * 24 * 3600;

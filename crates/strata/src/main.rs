@@ -521,6 +521,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
+    println!(
+        "   Console: {scheme}://{local}{}/ (sign in with these keys or an IAM user's)",
+        strata_server::CONSOLE_PREFIX
+    );
     println!("   Metrics: {scheme}://{local}/metrics (Authorization: Bearer {token})");
     println!("   Memory ceiling: {} MiB (STRATA_MEMORY_MAX)", memory_max >> 20);
     println!(

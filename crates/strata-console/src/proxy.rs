@@ -1,0 +1,125 @@
+//! The console's calls, made as the signed-in identity: a request under `…/api/s3/` is an S3
+//! request and one under `…/api/admin/` an admin API request, signed here with the session's
+//! credentials (SigV4, the body unsigned and streamed as it comes) and answered by the server's
+//! own front door. So the console can do exactly what its identity may, checked by the same
+//! code as any client's request, and an upload streams through without being held.
+
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Request};
+use hyper::body::Incoming;
+use strata_s3::context::Node;
+use strata_sign::sigv4::{Signer, UNSIGNED_PAYLOAD};
+
+use crate::session::Session;
+
+/// Headers of the browser's request that are not passed on: the session's cookie and CSRF
+/// token, any credentials of its own, and what only the page's origin means.
+const DROPPED: [&str; 8] = [
+    "cookie",
+    crate::session::CSRF_HEADER,
+    crate::CONSOLE_HEADER,
+    "authorization",
+    "x-amz-security-token",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "origin",
+];
+
+/// `req` (already stripped of the console's prefix: `path` is the S3 or admin path) made into
+/// a request signed with `session`'s credentials.
+pub fn signed(
+    node: &Node,
+    session: &Session,
+    mut req: Request<Incoming>,
+    path: &str,
+) -> Result<Request<Incoming>, String> {
+    let query = req.uri().query().map(str::to_owned);
+    let uri = match &query {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    let host = host_of(&req).ok_or("the request names no host")?;
+    *req.uri_mut() = uri.parse().map_err(|_| "the path is not a valid URI".to_owned())?;
+    let headers = req.headers_mut();
+    for name in DROPPED {
+        headers.remove(name);
+    }
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let amz_date = strata_types::time::amz_date(now);
+    set(headers, "host", &host)?;
+    set(headers, "x-amz-date", &amz_date)?;
+    set(headers, "x-amz-content-sha256", UNSIGNED_PAYLOAD)?;
+    set(headers, "x-amz-security-token", &session.token)?;
+    let to_sign = signed_headers(headers);
+    let signer = Signer {
+        access_key: &session.access_key,
+        secret: &session.secret,
+        region: &node.config.region,
+        service: "s3",
+        amz_date: &amz_date,
+    };
+    let method = req.method().as_str().to_owned();
+    let auth =
+        signer.authorization(&method, path, query.as_deref().unwrap_or(""), &to_sign, UNSIGNED_PAYLOAD);
+    set(req.headers_mut(), "authorization", &auth)?;
+    Ok(req)
+}
+
+/// The headers signed: `host`, every `x-amz-*`, and the content headers S3 reads.
+fn signed_headers(headers: &HeaderMap) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for name in headers.keys() {
+        let n = name.as_str();
+        let wanted = n == "host" || n.starts_with("x-amz-") || matches!(n, "content-type" | "content-md5");
+        if !wanted {
+            continue;
+        }
+        let values: Vec<&str> = headers.get_all(name).iter().filter_map(|v| v.to_str().ok()).collect();
+        out.push((n.to_owned(), values.join(",")));
+    }
+    out
+}
+
+fn set(headers: &mut HeaderMap, name: &'static str, value: &str) -> Result<(), String> {
+    let value = HeaderValue::from_str(value).map_err(|_| format!("{name} is not a header value"))?;
+    headers.insert(HeaderName::from_static(name), value);
+    Ok(())
+}
+
+/// The host the browser reached the server by (`Host`, or HTTP/2's authority).
+pub fn host_of<B>(req: &Request<B>) -> Option<String> {
+    req.headers()
+        .get(http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.to_string()))
+}
+
+/// A share link: a presigned GET of `path` (already encoded) with `query` (a version), valid for
+/// `expires` seconds, for the host and scheme the browser used.
+pub fn share_url(
+    node: &Node,
+    session: &Session,
+    host: &str,
+    tls: bool,
+    path: &str,
+    query: &str,
+    expires: u64,
+) -> String {
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let amz_date = strata_types::time::amz_date(now);
+    let signer = Signer {
+        access_key: &session.access_key,
+        secret: &session.secret,
+        region: &node.config.region,
+        service: "s3",
+        amz_date: &amz_date,
+    };
+    let q = signer.presigned_query(path, query, host, expires, Some(&session.token));
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}{path}?{q}")
+}
+
+/// Whether the method changes nothing (and so needs no CSRF token).
+pub fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD)
+}

@@ -1,0 +1,227 @@
+"""The web console in a real browser: Debian's Chromium, headless, driven by Playwright, against a
+real `strata`. Sign in (a browser's visit to `/` lands there), create a bucket, upload files (one
+in parts) and a folder, browse, download and compare bytes, share a link and fetch it with curl,
+preview, delete an object and a folder, sign out; a user who may not see another's bucket; CSRF
+and the cookie's flags. Screenshots of every page go to target/test-artifacts/console/."""
+
+import hashlib
+import re
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect, sync_playwright
+
+from conftest import ACCESS_KEY, ROOT, SECRET_KEY, Server, make_person
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = ROOT / "target" / "test-artifacts" / "console"
+CONSOLE = "/_strata/console/"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        pytest.fail("Chromium is missing: ./test.sh installs it (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--headless=new"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def console():
+    s = Server().start()
+    yield s
+    s.cleanup()
+
+
+def shot(page, name):
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def sign_in(page, server, user, secret):
+    page.goto(f"{server.endpoint}{CONSOLE}")
+    page.get_by_label("Access key").fill(user)
+    page.get_by_label("Secret key").fill(secret)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def pattern(n, seed):
+    block = hashlib.sha256(f"{seed}".encode()).digest() * 128
+    return (block * (n // len(block) + 1))[:n]
+
+
+def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp_path):
+    server = console
+    s3 = server.client()
+    page = browser.new_page()
+    dialogs = []
+
+    def answer(dialog):
+        dialogs.append(dialog.message)
+        dialog.accept(dialog.default_value or "")
+    page.on("dialog", answer)
+
+    # A browser's visit to the endpoint lands on the console's sign-in.
+    page.goto(server.endpoint + "/")
+    expect(page).to_have_url(re.compile(re.escape(CONSOLE) + "#/signin$"))
+    expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+    shot(page, "01-sign-in")
+    sign_in(page, server, ACCESS_KEY, "not-the-secret")
+    expect(page.get_by_role("alert")).to_contain_text("wrong")
+    sign_in(page, server, ACCESS_KEY, SECRET_KEY)
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    expect(page.locator(".who")).to_contain_text(ACCESS_KEY)
+
+    # The session cookie is HttpOnly and SameSite=Strict, and holds no secret in the clear.
+    cookie = next(c for c in page.context.cookies() if c["name"] == "strata_console")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+    assert SECRET_KEY not in cookie["value"]
+    assert page.evaluate("document.cookie") == "", "the page's scripts cannot read the session"
+
+    # Create a versioned bucket.
+    page.get_by_label("New bucket").fill("photos")
+    page.get_by_label("Versioning", exact=True).check()
+    page.get_by_role("button", name="Create bucket").click()
+    expect(page.get_by_role("link", name="photos", exact=True)).to_be_visible()
+    assert s3.get_bucket_versioning(Bucket="photos")["Status"] == "Enabled"
+    shot(page, "02-buckets")
+
+    # Upload two files (one large enough to go in parts) and a folder.
+    small = tmp_path / "notes odd %#ü.txt"
+    small.write_text("hello from the console\n" * 10)
+    large = tmp_path / "large.bin"
+    large.write_bytes(pattern(20 * 1024 * 1024 + 7, "large"))
+    folder = tmp_path / "album"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "one.txt").write_text("one")
+    (folder / "inner" / "two.txt").write_text("two")
+    page.get_by_role("link", name="photos", exact=True).click()
+    expect(page.get_by_text("This folder is empty.")).to_be_visible()
+    page.locator("#upload-files").set_input_files([str(small), str(large)])
+    expect(page.get_by_role("alert")).to_contain_text("2 uploaded.", timeout=60_000)
+    page.locator("#upload-folder").set_input_files(str(folder))
+    for key in ["album/one.txt", "album/inner/two.txt"]:
+        expect(page.locator(".progress", has_text=key)).to_contain_text("done", timeout=60_000)
+    got = {o["Key"]: o for o in s3.list_objects_v2(Bucket="photos")["Contents"]}
+    assert set(got) == {small.name, "large.bin", "album/one.txt", "album/inner/two.txt"}, got
+    big = s3.get_object(Bucket="photos", Key="large.bin")
+    assert big["Body"].read() == large.read_bytes()
+    assert big["ETag"].endswith('-2"'), "a large file goes in parts"
+    assert s3.get_object(Bucket="photos", Key=small.name)["Body"].read() == small.read_bytes()
+    shot(page, "03-objects")
+
+    # Browse into the folder and back by the breadcrumbs.
+    page.get_by_role("link", name="album/", exact=True).click()
+    expect(page.get_by_role("link", name="one.txt", exact=True)).to_be_visible()
+    page.get_by_role("link", name="inner/", exact=True).click()
+    expect(page.get_by_role("link", name="two.txt", exact=True)).to_be_visible()
+    page.locator(".crumbs").get_by_role("link", name="album", exact=True).click()
+    expect(page.get_by_role("link", name="one.txt", exact=True)).to_be_visible()
+    page.locator(".crumbs").get_by_role("link", name="photos", exact=True).click()
+
+    # Download compares byte for byte.
+    with page.expect_download() as downloaded:
+        page.get_by_role("link", name="Download large.bin", exact=True).click()
+    assert Path(downloaded.value.path()).read_bytes() == large.read_bytes()
+
+    # A share link works without the session, through curl.
+    page.get_by_role("button", name=f"Share {small.name}").click()
+    link = page.get_by_label("Share link").input_value()
+    fetched = subprocess.run(["curl", "-sf", link], capture_output=True, timeout=30)
+    assert fetched.returncode == 0 and fetched.stdout == small.read_bytes(), fetched
+
+    # One object: its details and a preview of its text.
+    page.get_by_role("link", name=small.name, exact=True).click()
+    expect(page.get_by_role("heading", name=small.name)).to_be_visible()
+    expect(page.locator(".meta")).to_contain_text("text/plain")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".preview pre")).to_contain_text("hello from the console")
+    shot(page, "04-object")
+    page.get_by_role("button", name="Delete").click()
+    expect(page.get_by_role("alert")).to_contain_text("deleted")
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="photos")["Contents"]]
+    assert small.name not in keys
+
+    # Delete a whole folder, after a confirmation.
+    page.get_by_role("button", name="Delete folder album/").click()
+    expect(page.get_by_role("alert")).to_contain_text("2 objects under album/ deleted")
+    assert any("Delete everything under album/" in d for d in dialogs), dialogs
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket="photos").get("Contents", [])]
+    assert keys == ["large.bin"], keys
+
+    # Sign out: the session's credentials end, and calls with the old cookie are refused.
+    old = page.context.cookies()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+    again = browser.new_context()
+    again.add_cookies(old)
+    r = again.request.get(f"{server.endpoint}{CONSOLE}api/s3/")
+    assert r.status == 401, r.status
+    again.close()
+    page.close()
+
+
+def test_csrf_and_sign_in_guards(console, browser):
+    server = console
+    page = browser.new_page()
+    sign_in(page, server, ACCESS_KEY, SECRET_KEY)
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    api = f"{server.endpoint}{CONSOLE}api"
+    # The page's cookie, but no CSRF token or a wrong one: refused, nothing made.
+    for headers in [{}, {"x-strata-csrf": "forged"}]:
+        r = page.request.put(f"{api}/s3/forged-bucket", headers=headers)
+        assert r.status == 403 and r.json()["code"] == "InvalidCsrfToken", (r.status, r.text())
+    csrf = page.request.get(f"{api}/session").json()["csrf"]
+    assert page.request.put(f"{api}/s3/real-bucket", headers={"x-strata-csrf": csrf}).status == 200
+    names = [b["Name"] for b in server.client().list_buckets()["Buckets"]]
+    assert names == ["real-bucket"], names
+    # A sign-in without the console's header (a form on another site) is refused.
+    r = page.request.post(f"{api}/signin", data={"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY})
+    assert r.status == 403, r.status
+    # No cookie: 401 with a reason, for every call.
+    fresh = browser.new_context()
+    for path in ["/session", "/s3/", "/admin/info"]:
+        r = fresh.request.get(api + path)
+        assert r.status == 401 and r.json()["code"] == "NotSignedIn", (path, r.status)
+    fresh.close()
+    # An uploaded page is never run as part of the console.
+    s3 = server.client()
+    s3.put_object(Bucket="real-bucket", Key="page.html", Body=b"<script>1</script>", ContentType="text/html")
+    r = page.request.get(f"{api}/s3/real-bucket/page.html")
+    assert r.status == 200 and r.headers["content-security-policy"].startswith("sandbox"), r.headers
+    page.close()
+
+
+def test_a_user_sees_only_what_the_policy_allows(console, browser):
+    server = console
+    s3 = server.client()
+    s3.create_bucket(Bucket="root-private")
+    s3.put_object(Bucket="root-private", Key="secret.txt", Body=b"root only")
+    alice = make_person(server, "alice", [
+        {"Effect": "Allow", "Action": "s3:ListAllMyBuckets", "Resource": "*"},
+        {"Effect": "Allow", "Action": "s3:*", "Resource": ["arn:aws:s3:::alice-*", "arn:aws:s3:::alice-*/*"]},
+    ])
+    alice.s3.create_bucket(Bucket="alice-files")
+    page = browser.new_page()
+    page.on("dialog", lambda d: d.accept())
+    sign_in(page, server, "alice", alice.secret)
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    expect(page.locator(".who")).to_have_text("alice")
+    # She may open her own bucket, not the root user's.
+    page.goto(f"{server.endpoint}{CONSOLE}#/b/alice-files/")
+    expect(page.get_by_text("This folder is empty.")).to_be_visible()
+    page.goto(f"{server.endpoint}{CONSOLE}#/b/root-private/")
+    expect(page.get_by_role("heading", name="Something went wrong")).to_be_visible()
+    expect(page.locator("main")).to_contain_text("AccessDenied")
+    page.goto(f"{server.endpoint}{CONSOLE}#/buckets")
+    page.get_by_label("New bucket").fill("not-hers")
+    page.get_by_role("button", name="Create bucket").click()
+    expect(page.get_by_role("alert")).to_contain_text("AccessDenied")
+    assert "not-hers" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    shot(page, "05-user-refused")
+    page.close()
