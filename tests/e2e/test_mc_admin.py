@@ -466,3 +466,30 @@ def test_mc_admin_logs_shows_the_last_warnings_then_new_ones(mc):
         assert status == 400 and b"not a number" in body, (status, body)
     finally:
         server.cleanup()
+
+
+def test_mc_support_perf_runs_stratas_speedtest(mc, server):
+    """`mc support perf object` (and `client`) against Strata, with `--airgap --dev`: no SUBNET
+    registration here, as on any deployment without MinIO's subscription."""
+    m = Mc(mc, server)
+    out = m.run("support", "perf", "object", "s", "--airgap", "--dev", "--json", "--size", "1MiB",
+                "--duration", "2s", "--concurrent", "2", timeout=180)
+    obj = json.loads(out.stdout.strip().splitlines()[-1])["object"]
+    assert (obj["objectSize"], obj["threads"]) == (1024 * 1024, 2), obj
+    for phase in ("PUT", "GET"):
+        perf = obj[phase]["perf"]
+        assert perf["throughput"] > 0 and perf["objectsPerSec"] > 0, (phase, obj)
+        assert perf["responseTime"]["p50"] > 0 and perf["responseTime"]["max"] >= perf["responseTime"]["p50"]
+        (node,) = obj[phase]["servers"]
+        assert node["perf"]["throughput"] > 0 and not node.get("error"), node
+    # Nothing of the test is left in any bucket clients see.
+    names = [b["Name"] for b in client(server, ACCESS_KEY, SECRET_KEY).list_buckets()["Buckets"]]
+    assert not any("speedtest" in n or "perf" in n for n in names), names
+    # The client test: mc's upload to the server, read and dropped there.
+    out = m.run("support", "perf", "client", "s", "--airgap", "--dev", "--json", "--duration", "5s", timeout=120)
+    measured = json.loads(out.stdout.strip().splitlines()[-1])["client"]
+    assert measured["bytesSent"] > 0 and not measured.get("error"), measured
+    # The network and drive tests are refused with the reason, at once (mc does not retry 501).
+    for path in ["/minio/admin/v3/speedtest/net?duration=1s", "/minio/admin/v3/speedtest/drive?blocksize=4194304"]:
+        status, body = signed(server, "POST", path)
+        assert status == 501 and b"object test" in body, (path, status, body)

@@ -22,6 +22,7 @@
 //! | `GET iam/svcaccts?parent=`, `GET iam/svcacct?accessKey=` | | `admin:ListServiceAccounts` |
 //! | `DELETE iam/svcacct?accessKey=` | | `admin:RemoveServiceAccount` |
 //! | `POST iam/svcacct/status?accessKey=&status=enabled\|disabled` | | `admin:UpdateServiceAccount` |
+//! | `GET iam/simulate?accessKey=&action=&resource=` | whether the identity may do the action (its policies and the bucket's) | `admin:GetPolicy` |
 
 use bytes::Bytes;
 use http::{Method, StatusCode};
@@ -82,6 +83,7 @@ pub fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> 
         (&Method::GET, "iam/svcaccts" | "iam/svcacct") => "admin:ListServiceAccounts",
         (&Method::DELETE, "iam/svcacct") => "admin:RemoveServiceAccount",
         (&Method::POST, "iam/svcacct/status") => "admin:UpdateServiceAccount",
+        (&Method::GET, "iam/simulate") => "admin:GetPolicy",
         _ => return None,
     })
 }
@@ -177,6 +179,7 @@ pub async fn serve(
             change(node, |s| s.set_service_account_status(key, status)).await?;
             ok()
         }
+        (&Method::GET, "iam/simulate") => simulate(node, query),
         _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, &format!("unknown admin operation {op:?}"))),
     }
 }
@@ -305,6 +308,46 @@ async fn attach(node: &Node, op: &str, query: &Query) -> Result<Reply, S3Error> 
         change(node, |s| s.detach(target, &names)).await?;
     }
     Ok(json_reply(StatusCode::OK, &json!({ "generation": node.iam.generation() })))
+}
+
+/// What an identity may do: `action` on `resource` (`arn:aws:s3:::bucket[/key]`, or none for
+/// an action on no resource) for `accessKey` (a user, a service account or the root user),
+/// decided by the same policy engine as its requests, with the bucket's policy. Request
+/// conditions (address, time, tags) are taken as absent.
+fn simulate(node: &Node, query: &Query) -> Result<Reply, S3Error> {
+    let key = required(query, "accessKey")?;
+    let action = required(query, "action")?;
+    let resource = param(query, "resource").filter(|r| !r.is_empty());
+    if let Some(r) = resource.filter(|r| !r.starts_with("arn:aws:s3:::")) {
+        return Err(invalid(&format!("the resource {r:?} is not an S3 ARN (arn:aws:s3:::bucket/key)")));
+    }
+    let answer = |decision: &str, why: &str| {
+        Ok(json_reply(
+            StatusCode::OK,
+            &json!({ "accessKey": key, "action": action, "resource": resource, "decision": decision, "why": why }),
+        ))
+    };
+    if key == node.config.root_user {
+        return answer("allow", "the root user may do everything");
+    }
+    let now = strata_types::time::now_nanos() / 1_000_000_000;
+    let directory = node.iam.directory();
+    let caller = directory
+        .caller(key, None, now)
+        .map_err(|e| invalid(&format!("{key} is not a user or service account that can act now ({e:?})")))?;
+    let bucket = resource
+        .and_then(|r| r.strip_prefix("arn:aws:s3:::"))
+        .and_then(|r| r.split('/').next())
+        .filter(|b| !b.is_empty());
+    let bucket_policy = bucket.and_then(|b| node.bucket_policy_for(b, false));
+    let values = strata_iam::ConditionValues::new();
+    match caller.authorize(action, resource, &values, bucket_policy.as_deref()) {
+        strata_iam::Decision::Allow => {
+            answer("allow", "a statement of its policies or the bucket's allows it")
+        }
+        strata_iam::Decision::ExplicitDeny => answer("deny", "a Deny statement applies"),
+        strata_iam::Decision::ImplicitDeny => answer("deny", "no statement allows it"),
+    }
 }
 
 fn service_account_json(key: &str, svc: &strata_iam::state::ServiceAccount) -> Value {

@@ -12,6 +12,11 @@
 //!
 //! - `GET heal/status`, `POST heal/start?bucket=&prefix=&deep=true`, `POST heal/priority?value=low`:
 //!   the healer's progress (per set and drive), a heal scan, and how much I/O healing may take.
+//! - `GET metrics/summary`: this node's request totals (answered, errors, bytes in and out, in
+//!   flight) with the time, for rates (`admin:ServerInfo`).
+//! - `GET logs/recent`: the warnings and errors this node logged last (`admin:ConsoleLog`);
+//!   `GET notify/targets`: the notification targets and their undelivered records
+//!   (`admin:ServerInfo`).
 //! - `POST /_strata/admin/v1/speedtest?size=64MiB&concurrent=32&duration=10s&autotune=false`:
 //!   see [`speedtest`].
 
@@ -113,6 +118,9 @@ pub async fn serve(
             Ok(p) => speedtest::speedtest(admin, p).await,
             Err(e) => Err(e),
         },
+        (&http::Method::GET, "metrics/summary") => Ok(json_reply(StatusCode::OK, &metrics_summary(node))),
+        (&http::Method::GET, "logs/recent") => Ok(json_reply(StatusCode::OK, &recent_logs(node))),
+        (&http::Method::GET, "notify/targets") => Ok(json_reply(StatusCode::OK, &notify_targets(node))),
         (&http::Method::GET, "heal/status") => {
             Ok(json_reply(StatusCode::OK, &node.layer.heal_status().await))
         }
@@ -146,11 +154,53 @@ pub async fn serve(
     (name, result)
 }
 
+/// This node's request totals now (the console's overview turns two of them into rates).
+fn metrics_summary(node: &Node) -> serde_json::Value {
+    let m = &node.metrics;
+    serde_json::json!({
+        "time": strata_types::time::now_nanos() / 1_000_000,
+        "requests": m.answered.get(),
+        "errors": m.answered_errors.get(),
+        "receivedBytes": m.received_bytes.get(),
+        "sentBytes": m.sent_bytes.get(),
+        "inFlight": m.requests_in_flight.get(),
+    })
+}
+
+/// The warnings and errors this node logged last (newest last).
+fn recent_logs(node: &Node) -> serde_json::Value {
+    let entries: Vec<serde_json::Value> = node
+        .logs
+        .recent(strata_types::limits::CONSOLE_RECENT_LOGS)
+        .iter()
+        .map(|e| serde_json::json!({ "time": e.time / 1_000_000, "level": e.level.name(), "source": e.target, "message": e.message }))
+        .collect();
+    serde_json::json!({ "entries": entries })
+}
+
+/// The notification targets and the records each still has to deliver.
+fn notify_targets(node: &Node) -> serde_json::Value {
+    let targets: Vec<serde_json::Value> = match &node.notify {
+        None => Vec::new(),
+        Some(n) => n
+            .arns()
+            .into_iter()
+            .map(|arn| {
+                let depth = n.queue(&arn).map_or(0, |q| q.depth());
+                serde_json::json!({ "arn": arn, "queued": depth })
+            })
+            .collect(),
+    };
+    serde_json::json!({ "targets": targets })
+}
+
 /// The admin action of a non-IAM operation.
 fn action(op: &str) -> Option<&'static str> {
     match op {
         "speedtest" => Some("admin:Speedtest"),
         "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
+        "metrics/summary" | "notify/targets" => Some("admin:ServerInfo"),
+        "logs/recent" => Some("admin:ConsoleLog"),
         _ => None,
     }
 }
@@ -187,6 +237,35 @@ pub(crate) async fn authorize_in(
     region: &str,
     body: Incoming,
 ) -> Result<Authorized, S3Error> {
+    let (access_key, secret, payload) = authorize_caller(node, parts, action, region)?;
+    let limited = http_body_util::Limited::new(body, ADMIN_BODY_SIZE_MAX);
+    let collected = tokio::time::timeout(node.config.idle_timeout, limited.collect()).await;
+    let body = match collected {
+        Ok(Ok(c)) => c.to_bytes(),
+        Ok(Err(_)) => {
+            return Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The admin request body is too large."))
+        }
+        Err(_) => return Err(BodyError::TimedOut.into()),
+    };
+    match &payload {
+        Payload::Unsigned => Ok(Authorized { body, access_key, secret }),
+        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => {
+            Ok(Authorized { body, access_key, secret })
+        }
+        Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
+        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
+    }
+}
+
+/// The request's signer, when it may do the admin `action` (the root user, or a policy
+/// allowing it): its access key, secret key, and the payload its signature covers. The body
+/// is not read.
+pub(crate) fn authorize_caller(
+    node: &Node,
+    parts: &http::request::Parts,
+    action: Option<&str>,
+    region: &str,
+) -> Result<(String, String, Payload), S3Error> {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let (access, verified) = Access::authenticate_in(node, parts, now, None, region)?;
     let Some(verified) = verified else { return Err(access::denied()) };
@@ -199,23 +278,7 @@ pub(crate) async fn authorize_in(
             "The admin API needs the root credentials or a policy allowing the operation's admin: action.",
         ));
     }
-    let limited = http_body_util::Limited::new(body, ADMIN_BODY_SIZE_MAX);
-    let collected = tokio::time::timeout(node.config.idle_timeout, limited.collect()).await;
-    let body = match collected {
-        Ok(Ok(c)) => c.to_bytes(),
-        Ok(Err(_)) => {
-            return Err(S3Error::new(S3ErrorCode::EntityTooLarge, "The admin request body is too large."))
-        }
-        Err(_) => return Err(BodyError::TimedOut.into()),
-    };
-    match &verified.payload {
-        Payload::Unsigned => Ok(Authorized { body, access_key: verified.access_key.clone(), secret }),
-        Payload::Sha256(h) if *h == strata_sign::sha256_hex(&body) => {
-            Ok(Authorized { body, access_key: verified.access_key.clone(), secret })
-        }
-        Payload::Sha256(_) => Err(BodyError::ContentSha256Mismatch.into()),
-        _ => Err(S3Error::new(S3ErrorCode::InvalidRequest, "The admin API takes no streaming bodies.")),
-    }
+    Ok((verified.access_key.clone(), secret, verified.payload.clone()))
 }
 
 pub(crate) fn capitalise(s: &str) -> String {

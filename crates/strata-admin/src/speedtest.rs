@@ -101,7 +101,18 @@ fn latency(mut us: Vec<u64>) -> Latency {
     }
     us.sort_unstable();
     let at = |q: f64| us[((us.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
-    Latency { p50: at(0.5), p90: at(0.9), p99: at(0.99), max: at(1.0) }
+    let mean = us.iter().sum::<u64>() as f64 / us.len() as f64 / 1000.0;
+    Latency {
+        p50: at(0.5),
+        p75: at(0.75),
+        p90: at(0.9),
+        p95: at(0.95),
+        p99: at(0.99),
+        p999: at(0.999),
+        max: at(1.0),
+        min: at(0.0),
+        mean,
+    }
 }
 
 /// Runs `concurrent` workers for `duration`; `work(worker, n)` does one operation and returns
@@ -241,12 +252,23 @@ async fn clean_up(node: &Node, prefix: &str) {
 }
 
 pub(crate) async fn speedtest(admin: &Admin, params: SpeedtestParams) -> Result<Reply, S3Error> {
+    let report = report(admin, params, S3ErrorCode::SlowDown).await?;
+    Ok(json_reply(StatusCode::OK, &report))
+}
+
+/// Runs a speedtest on every node; one at a time per node (another asked meanwhile is refused
+/// with `busy`: MinIO's client retries a `SlowDown` for minutes, Strata's reports it).
+pub(crate) async fn report(
+    admin: &Admin,
+    params: SpeedtestParams,
+    busy: S3ErrorCode,
+) -> Result<SpeedtestReport, S3Error> {
     if SPEEDTEST_RUNNING.swap(true, Ordering::SeqCst) {
-        return Err(S3Error::new(S3ErrorCode::SlowDown, "A speedtest is already running on this node."));
+        return Err(S3Error::new(busy, "A speedtest is already running on this node."));
     }
     let result = run_speedtest(admin, params).await;
     SPEEDTEST_RUNNING.store(false, Ordering::SeqCst);
-    result.map(|r| json_reply(StatusCode::OK, &r))
+    result
 }
 
 /// `size` bytes of cheap pseudo-random data (not compressible, not all equal).
@@ -373,6 +395,15 @@ fn aggregate(results: &[Throughput]) -> Throughput {
         l.p90 = l.p90.max(t.latency_ms.p90);
         l.p99 = l.p99.max(t.latency_ms.p99);
         l.max = l.max.max(t.latency_ms.max);
+        l.p75 = l.p75.max(t.latency_ms.p75);
+        l.p95 = l.p95.max(t.latency_ms.p95);
+        l.p999 = l.p999.max(t.latency_ms.p999);
+        // The fastest operation of any node; the mean weighted by each node's operations.
+        l.min = if l.min == 0.0 { t.latency_ms.min } else { l.min.min(t.latency_ms.min) };
+        l.mean += t.latency_ms.mean * t.objects as f64;
+    }
+    if out.objects > 0 {
+        out.latency_ms.mean /= out.objects as f64;
     }
     out
 }

@@ -69,6 +69,10 @@ pub struct Metrics {
     /// Connections closed because the client took responses slower than the minimum rate.
     pub slow_readers_cut: Counter,
     pub sent_bytes: Counter,
+    /// Requests answered, and of them those answered with an error status (4xx, 5xx): totals
+    /// for the console's overview, not exported (`requests` has them by operation and status).
+    pub answered: Counter,
+    pub answered_errors: Counter,
     pub requests_in_flight: Gauge,
     pub drive_online: Family<DriveLabels, Gauge>,
     pub drive_total_bytes: Family<DriveLabels, Gauge>,
@@ -344,6 +348,8 @@ impl Metrics {
             slow_bodies_cut,
             slow_readers_cut,
             sent_bytes,
+            answered: Counter::default(),
+            answered_errors: Counter::default(),
             requests_in_flight,
             drive_online,
             drive_total_bytes,

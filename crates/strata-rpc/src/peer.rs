@@ -37,7 +37,7 @@ pub enum PeerCall {
 #[derive(Debug, Serialize, Deserialize)]
 pub enum PeerReply {
     Done,
-    Speedtest(SpeedtestResult),
+    Speedtest(Box<SpeedtestResult>),
     Listen(Batch),
 }
 
@@ -95,6 +95,17 @@ pub struct Latency {
     pub p90: f64,
     pub p99: f64,
     pub max: f64,
+    /// Also kept for MinIO's speedtest answer (`mc support perf`); absent from older nodes.
+    #[serde(default)]
+    pub min: f64,
+    #[serde(default)]
+    pub mean: f64,
+    #[serde(default)]
+    pub p75: f64,
+    #[serde(default)]
+    pub p95: f64,
+    #[serde(default)]
+    pub p999: f64,
 }
 
 /// Throughput of one phase (PUT or GET).
@@ -157,7 +168,7 @@ impl PeerNodes {
             let call = &call;
             async move {
                 let answer = match p.peer(call, timeout).await {
-                    Ok(PeerReply::Speedtest(r)) => Ok(r),
+                    Ok(PeerReply::Speedtest(r)) => Ok(*r),
                     Ok(_) => Err(PeerError::Unexpected),
                     Err(e) => Err(e),
                 };

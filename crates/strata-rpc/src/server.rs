@@ -333,7 +333,9 @@ impl RpcServer {
         match call {
             PeerCall::Changed(SharedState::Buckets) => Ok(PeerReply::Done),
             PeerCall::Changed(SharedState::Iam) => service.iam_changed().await.map(|()| PeerReply::Done),
-            PeerCall::Speedtest(share) => service.speedtest(share).await.map(PeerReply::Speedtest),
+            PeerCall::Speedtest(share) => {
+                service.speedtest(share).await.map(|r| PeerReply::Speedtest(Box::new(r)))
+            }
             PeerCall::ListenPoll(poll) => {
                 service.listen_poll(poll).await.map(PeerReply::Listen).map_err(PeerError::Listen)
             }

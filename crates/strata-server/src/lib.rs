@@ -476,6 +476,10 @@ fn record(
     let seconds = started.elapsed().as_secs_f64();
     m.request_duration.get_or_create(&ApiLabels { api: api.clone() }).observe(seconds);
     m.requests.get_or_create(&RequestLabels { api, code: reply.status.as_u16().to_string() }).inc();
+    m.answered.inc();
+    if reply.status.is_client_error() || reply.status.is_server_error() {
+        m.answered_errors.inc();
+    }
     if let Some(call) = bucket_call {
         call.finish(reply.status.as_u16(), seconds, received, sent);
     }

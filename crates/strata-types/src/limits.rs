@@ -717,5 +717,7 @@ pub const CONSOLE_SESSION_SECS: u64 = 12 * 3600;
 pub const CONSOLE_SEEN_REFRESH_SECS: u64 = 60;
 /// The largest sign-in request the console reads.
 pub const CONSOLE_SIGNIN_BODY_MAX: usize = 16 * 1024;
+/// The recent warnings and errors the console shows.
+pub const CONSOLE_RECENT_LOGS: usize = 100;
 /// The longest a console share link (a presigned GET) may last: S3's own limit, 7 days.
 pub const CONSOLE_SHARE_SECS_MAX: u64 = 7 * 24 * 3600;

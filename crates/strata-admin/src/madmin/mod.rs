@@ -38,6 +38,7 @@
 //! minutes).
 
 mod logs;
+mod perf;
 
 use std::collections::BTreeMap;
 
@@ -104,6 +105,7 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::POST, "service") => "admin:ServiceRestart",
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
         (&Method::GET, "kms/key/list" | "kms/key/status") => "admin:KMSKeyStatus",
+        (&Method::POST, o) if o == "speedtest" || o.starts_with("speedtest/") => "admin:Speedtest",
         _ => return None,
     })
 }
@@ -138,6 +140,14 @@ pub async fn serve(
         return (name, Err(e));
     };
     let region = signed_region(parts).unwrap_or_else(|| node.config.region.clone());
+    if op == "speedtest/client/devnull" {
+        // An endless stream, signed as empty: authorized, then read and dropped, never held.
+        let answer = match crate::authorize_caller(node, parts, Some(action), &region) {
+            Ok(_) => perf::devnull(body).await,
+            Err(e) => Err(e),
+        };
+        return (name, answer);
+    }
     let authorized = match authorize_in(node, parts, Some(action), &region, body).await {
         Ok(a) => a,
         Err(e) => return (name, Err(e)),
@@ -387,6 +397,10 @@ impl Call<'_> {
             (&Method::POST, "service") => self.service(admin).await,
             (&Method::GET, "trace") => self.trace(),
             (&Method::GET, "log") => logs::logs(node, self.query, here(self.parts)),
+            (&Method::POST, "speedtest" | "speedtest/object") => perf::object(admin, self.query).await,
+            (&Method::POST, "speedtest/client/devnull/extratime") => Ok(perf::extra_time()),
+            (&Method::POST, "speedtest/net") => Err(perf::not_served("network")),
+            (&Method::POST, "speedtest/drive") => Err(perf::not_served("drive")),
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
