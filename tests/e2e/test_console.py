@@ -4,7 +4,9 @@ in parts) and a folder, browse, download and compare bytes, share a link and fet
 preview, delete an object and a folder, sign out; a user who may not see another's bucket; CSRF
 and the cookie's flags. Screenshots of every page go to target/test-artifacts/console/."""
 
+import base64
 import hashlib
+import json
 import re
 import os
 import shutil
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import ACCESS_KEY, ROOT, SECRET_KEY, Server, make_person
+from conftest import ACCESS_KEY, ROOT, SECRET_KEY, Server, make_person, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = ROOT / "target" / "test-artifacts" / "console"
@@ -31,9 +33,13 @@ def browser():
         b.close()
 
 
+# The server's built-in KMS, so SSE settings and the KMS panel have something to show.
+KMS_KEY = "console-key:" + base64.b64encode(bytes(range(32))).decode()
+
+
 @pytest.fixture
 def console():
-    s = Server().start()
+    s = Server(env={"STRATA_KMS_SECRET_KEY": KMS_KEY}).start()
     yield s
     s.cleanup()
 
@@ -59,6 +65,8 @@ def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp
     server = console
     s3 = server.client()
     page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     dialogs = []
 
     def answer(dialog):
@@ -104,9 +112,13 @@ def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp
     expect(page.get_by_text("This folder is empty.")).to_be_visible()
     page.locator("#upload-files").set_input_files([str(small), str(large)])
     expect(page.get_by_role("alert")).to_contain_text("2 uploaded.", timeout=60_000)
+    expect(page.get_by_role("link", name="large.bin", exact=True)).to_be_visible()
     page.locator("#upload-folder").set_input_files(str(folder))
     for key in ["album/one.txt", "album/inner/two.txt"]:
-        expect(page.locator(".progress", has_text=key)).to_contain_text("done", timeout=60_000)
+        try:
+            expect(page.locator(".progress", has_text=key)).to_contain_text("done", timeout=60_000)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\npage errors: {errors}") from None
     got = {o["Key"]: o for o in s3.list_objects_v2(Bucket="photos")["Contents"]}
     assert set(got) == {small.name, "large.bin", "album/one.txt", "album/inner/two.txt"}, got
     big = s3.get_object(Bucket="photos", Key="large.bin")
@@ -142,7 +154,7 @@ def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp
     page.get_by_role("button", name="Preview").click()
     expect(page.locator(".preview pre")).to_contain_text("hello from the console")
     shot(page, "04-object")
-    page.get_by_role("button", name="Delete").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
     expect(page.get_by_role("alert")).to_contain_text("deleted")
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket="photos")["Contents"]]
     assert small.name not in keys
@@ -164,6 +176,7 @@ def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp
     assert r.status == 401, r.status
     again.close()
     page.close()
+    assert not errors, errors
 
 
 def test_csrf_and_sign_in_guards(console, browser):
@@ -225,3 +238,164 @@ def test_a_user_sees_only_what_the_policy_allows(console, browser):
     assert "not-hers" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     shot(page, "05-user-refused")
     page.close()
+
+
+@pytest.fixture
+def root_page(console, browser):
+    """A page signed in as the root user, whose scripts must raise no error."""
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("dialog", lambda d: d.accept(d.default_value or ""))
+    sign_in(page, console, ACCESS_KEY, SECRET_KEY)
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def test_every_bucket_setting_and_live_events(console, root_page):
+    page, s3 = root_page, console.client()
+    s3.create_bucket(Bucket="conf")
+    page.goto(f"{console.endpoint}{CONSOLE}#/s/conf")
+    expect(page.get_by_role("heading", name="conf: settings")).to_be_visible()
+    # A malformed policy: the server's own message, under the policy's editor.
+    page.get_by_label("Bucket policy document (JSON)").fill('{"Version": "2012-10-17", "Statement": [{"Effect": "Maybe"}]}')
+    page.get_by_role("button", name="Save bucket policy").click()
+    expect(page.locator("#setting-policy-error")).to_contain_text("MalformedPolicy")
+    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                                       "Resource": "arn:aws:s3:::conf/public/*"}]}
+    page.get_by_label("Bucket policy document (JSON)").fill(json.dumps(policy))
+    page.get_by_role("button", name="Save bucket policy").click()
+    expect(page.locator("#setting-policy-error")).to_have_text("")
+    assert json.loads(s3.get_bucket_policy(Bucket="conf")["Policy"])["Statement"][0]["Effect"] == "Allow"
+    # Forms that write the documents: versioning, a lifecycle rule, default encryption.
+    page.get_by_label("Status").select_option("Enabled")
+    page.get_by_role("button", name="Save versioning").click()
+    expect(page.get_by_role("alert")).to_contain_text("Versioning saved.")
+    assert s3.get_bucket_versioning(Bucket="conf")["Status"] == "Enabled"
+    page.get_by_label("Expire objects under").fill("tmp/")
+    page.get_by_label("after days").fill("7")
+    page.get_by_role("button", name="Add the rule to the document").click()
+    page.get_by_role("button", name="Save lifecycle").click()
+    expect(page.get_by_role("alert")).to_contain_text("Lifecycle saved.")
+    rule = s3.get_bucket_lifecycle_configuration(Bucket="conf")["Rules"][0]
+    assert rule["Filter"]["Prefix"] == "tmp/" and rule["Expiration"]["Days"] == 7, rule
+    page.get_by_label("Encrypt with").select_option("AES256")
+    page.get_by_role("button", name="Save default encryption").click()
+    expect(page.get_by_role("alert")).to_contain_text("Default encryption saved.")
+    enc = s3.get_bucket_encryption(Bucket="conf")["ServerSideEncryptionConfiguration"]["Rules"][0]
+    assert enc["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    # Tags from the example, then removed.
+    page.locator("#setting-tagging-title").locator("..").get_by_role("button", name="Start from an example").click()
+    page.get_by_role("button", name="Save tags").click()
+    expect(page.get_by_role("alert")).to_contain_text("Tags saved.")
+    assert s3.get_bucket_tagging(Bucket="conf")["TagSet"] == [{"Key": "team", "Value": "data"}]
+    page.get_by_role("button", name="Remove tags").click()
+    expect(page.get_by_role("alert")).to_contain_text("Tags removed.")
+    # Live events: a PUT by another client shows up.
+    page.get_by_role("button", name="Watch events").click()
+    expect(page.get_by_role("button", name="Stop watching")).to_be_visible()
+    wait_for(lambda: s3.put_object(Bucket="conf", Key="seen/by/console.txt", Body=b"x") and
+             page.locator(".events li").count() > 0, timeout=20, what="an event in the live view")
+    expect(page.locator(".events")).to_contain_text("s3:ObjectCreated:Put seen/by/console.txt")
+    shot(page, "06-bucket-settings")
+    page.get_by_role("button", name="Stop watching").click()
+
+
+def test_versions_tags_and_legal_hold_of_an_object(console, root_page):
+    page, s3 = root_page, console.client()
+    s3.create_bucket(Bucket="kept", ObjectLockEnabledForBucket=True)
+    first = s3.put_object(Bucket="kept", Key="doc.txt", Body=b"first")["VersionId"]
+    s3.put_object(Bucket="kept", Key="doc.txt", Body=b"second")
+    page.goto(f"{console.endpoint}{CONSOLE}#/o/kept/doc.txt")
+    expect(page.get_by_role("heading", name="Versions")).to_be_visible()
+    expect(page.locator("#versions-title").locator("..").locator("tbody tr")).to_have_count(2)
+    # Restore the first version as the newest.
+    page.get_by_role("button", name=f"Restore version {first}").click()
+    expect(page.get_by_role("alert")).to_contain_text("restored")
+    assert s3.get_object(Bucket="kept", Key="doc.txt")["Body"].read() == b"first"
+    expect(page.locator("#versions-title").locator("..").locator("tbody tr")).to_have_count(3)
+    # Tags and a legal hold on the current version.
+    page.get_by_label("Tags (key=value, comma-separated)").fill("kind=report, year=2026")
+    page.get_by_role("button", name="Save tags").click()
+    expect(page.get_by_role("alert")).to_contain_text("Tags saved.")
+    tags = s3.get_object_tagging(Bucket="kept", Key="doc.txt")["TagSet"]
+    assert sorted((t["Key"], t["Value"]) for t in tags) == [("kind", "report"), ("year", "2026")]
+    page.get_by_role("button", name="Place legal hold").click()
+    expect(page.get_by_role("alert")).to_contain_text("Legal hold placed.")
+    assert s3.get_object_legal_hold(Bucket="kept", Key="doc.txt")["LegalHold"]["Status"] == "ON"
+    shot(page, "07-object-versions")
+    # A held version cannot be deleted: the server's refusal is shown.
+    current = s3.head_object(Bucket="kept", Key="doc.txt")["VersionId"]
+    page.get_by_role("button", name=f"Delete version {current}").click()
+    expect(page.get_by_role("alert")).to_contain_text("AccessDenied")
+    assert s3.head_object(Bucket="kept", Key="doc.txt", VersionId=current)["ContentLength"] == 5
+
+
+def test_identity_users_policies_and_what_they_may_do(console, browser, root_page):
+    page = root_page
+    page.get_by_role("link", name="Identity", exact=True).click()
+    expect(page.get_by_role("heading", name="Identity", exact=True)).to_be_visible()
+    expect(page.get_by_role("cell", name="built-in (read-only)").first).to_be_visible()
+    page.get_by_label("New user's access key").fill("carol")
+    page.get_by_label("Secret key").fill("carol-secret-key")
+    page.get_by_role("button", name="Add user").click()
+    expect(page.get_by_role("alert")).to_contain_text("User carol added.")
+    page.get_by_label("Policy to attach to carol").select_option("readonly")
+    page.get_by_role("button", name="Attach").click()
+    expect(page.get_by_role("alert")).to_contain_text("Attached to carol.")
+    page.get_by_label("Group", exact=True).fill("analysts")
+    page.get_by_role("button", name="Add to group").click()
+    expect(page.get_by_role("alert")).to_contain_text("carol added to analysts.")
+    page.get_by_role("button", name="Create service account").click()
+    expect(page.locator("#svc-made")).to_contain_text("secret key")
+    # What may carol do? The server's own policy engine answers.
+    page.get_by_label("Identity", exact=True).select_option("carol")
+    page.get_by_label("Action").fill("s3:PutObject")
+    page.get_by_label("Resource").fill("arn:aws:s3:::any/key")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#sim-result")).to_have_text("Denied: no statement allows it.")
+    page.get_by_label("Action").fill("s3:GetObject")
+    page.get_by_role("button", name="Check").click()
+    expect(page.locator("#sim-result")).to_contain_text("Allowed")
+    shot(page, "08-identity")
+    # Carol signs in to the console with her own keys.
+    other = browser.new_page()
+    sign_in(other, console, "carol", "carol-secret-key")
+    expect(other.locator(".who")).to_have_text("carol")
+    other.close()
+
+
+def test_the_overview_and_operations(console, root_page):
+    page, s3 = root_page, console.client()
+    s3.create_bucket(Bucket="busy")
+    page.get_by_role("link", name="Overview", exact=True).click()
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    expect(page.locator(".card", has_text="Drives online")).to_contain_text("4 of 4")
+    expect(page.locator("#sets-title").locator("..")).to_contain_text("writes OK")
+    expect(page.get_by_role("heading", name="Healing")).to_be_visible()
+    for i in range(20):
+        s3.put_object(Bucket="busy", Key=f"k{i}", Body=b"x" * 1000)
+    # A sample every five seconds: the charts show a rate once two are in.
+    expect(page.locator("figcaption").first).not_to_contain_text("no samples yet", timeout=20_000)
+    shot(page, "09-overview")
+    # Operations: healing, the speedtest, drives, KMS, targets and recent errors.
+    page.get_by_role("link", name="Operations", exact=True).click()
+    expect(page.get_by_role("heading", name="Operations")).to_be_visible()
+    expect(page.locator("#sets-title").locator("..")).to_contain_text("d1")
+    kms = page.locator("#kms-title").locator("..")
+    expect(kms).to_contain_text("online")
+    expect(kms).to_contain_text("console-key")
+    page.get_by_label("New key").fill("second-key")
+    page.get_by_role("button", name="Create key").click()
+    expect(page.get_by_role("alert")).to_contain_text("Key second-key created.")
+    expect(kms.get_by_role("cell", name="second-key")).to_be_visible()
+    expect(page.locator("#targets-title").locator("..")).to_contain_text("No notification targets")
+    expect(page.get_by_role("heading", name="Recent warnings and errors")).to_be_visible()
+    page.get_by_role("button", name="Start a heal scan").click()
+    expect(page.get_by_role("alert")).to_contain_text("Heal scan started.")
+    page.get_by_role("button", name="Run the speedtest").click()
+    expect(page.get_by_role("cell", name="PUT all nodes")).to_be_visible(timeout=90_000)
+    expect(page.get_by_role("cell", name="GET all nodes")).to_be_visible()
+    shot(page, "10-operations")

@@ -1,7 +1,8 @@
 //! The web console, served by `strata server` under [`PREFIX`] on the S3 port: its page and
 //! assets (part of the binary, [`assets`]), sign-in into a sealed session cookie ([`session`],
 //! [`signin`]), and its calls, which are S3 and admin API requests signed with the session's
-//! credentials and answered by the server's own front door ([`proxy`]).
+//! credentials and answered by the server's own front door ([`proxy`]): `…/api/s3/PATH` is
+//! `/PATH`, `…/api/admin/OP` Strata's admin API and `…/api/minio/OP` MinIO's (`info`).
 //!
 //! Every call under `…/api/` but the sign-in needs the session cookie; every one that changes
 //! something also needs the session's CSRF token in [`session::CSRF_HEADER`].
@@ -25,8 +26,9 @@ use crate::session::{Keys, Refused, Session};
 pub const PREFIX: &str = "/_strata/console";
 /// The header the page sends with its sign-in (a form on another site cannot).
 pub const CONSOLE_HEADER: &str = "x-strata-console";
-/// Where the console's calls reach the admin API.
+/// Where the console's calls reach the admin API, and MinIO's (for `info`).
 const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
+const MINIO_ADMIN_PREFIX: &str = "/minio/admin/v3/";
 
 /// The front door, to answer a call made as the signed-in identity.
 pub type Forward = Box<dyn FnOnce(Request<Incoming>) -> BoxFuture<'static, Response<ResponseBody>> + Send>;
@@ -138,10 +140,13 @@ async fn with_session(
             return secure(signin::sign_out(node, &session, tls).await.into_response())
         }
         (Method::GET, "/api/share") => share(node, &session, &req, tls).await.into_response(),
-        (_, _) if rest.starts_with("/api/s3/") || rest.starts_with("/api/admin/") => {
-            let target = match rest.strip_prefix("/api/s3") {
-                Some(s3) => s3.to_owned(),
-                None => format!("{ADMIN_PREFIX}{}", rest.trim_start_matches("/api/admin/")),
+        (_, _) if ["/api/s3/", "/api/admin/", "/api/minio/"].iter().any(|p| rest.starts_with(p)) => {
+            let target = if let Some(s3) = rest.strip_prefix("/api/s3") {
+                s3.to_owned()
+            } else if let Some(op) = rest.strip_prefix("/api/admin/") {
+                format!("{ADMIN_PREFIX}{op}")
+            } else {
+                format!("{MINIO_ADMIN_PREFIX}{}", rest.trim_start_matches("/api/minio/"))
             };
             match proxy::signed(node, &session, req, &target) {
                 Ok(signed) => sandboxed(forward(signed).await),
