@@ -229,8 +229,11 @@ def test_a_user_sees_only_what_the_policy_allows(console, browser):
     page.goto(f"{server.endpoint}{CONSOLE}#/b/alice-files/")
     expect(page.get_by_text("This folder is empty.")).to_be_visible()
     page.goto(f"{server.endpoint}{CONSOLE}#/b/root-private/")
-    expect(page.get_by_role("heading", name="Something went wrong")).to_be_visible()
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
     expect(page.locator("main")).to_contain_text("AccessDenied")
+    # The identity pages are the admin API's: refused the same way, with the reason.
+    page.goto(f"{server.endpoint}{CONSOLE}#/identity")
+    expect(page.get_by_role("heading", name="Not allowed")).to_be_visible()
     page.goto(f"{server.endpoint}{CONSOLE}#/buckets")
     page.get_by_label("New bucket").fill("not-hers")
     page.get_by_role("button", name="Create bucket").click()
@@ -399,3 +402,43 @@ def test_the_overview_and_operations(console, root_page):
     expect(page.get_by_role("cell", name="PUT all nodes")).to_be_visible(timeout=90_000)
     expect(page.get_by_role("cell", name="GET all nodes")).to_be_visible()
     shot(page, "10-operations")
+
+
+def test_odd_keys_keyboard_narrow_and_dark(console, browser):
+    """Keys with `..`, `%`, `#`, spaces and unicode are kept exact; sign-in works from the
+    keyboard alone; at phone width in dark mode nothing runs off the side."""
+    s3 = console.client()
+    s3.create_bucket(Bucket="odd")
+    odd = {"dots/../up/%41 #1 ü.txt": b"dots and percents", "dots/./here.txt": b"a single dot"}
+    for key, body in odd.items():
+        s3.put_object(Bucket="odd", Key=key, Body=body, ContentType="text/plain")
+    context = browser.new_context(viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{console.endpoint}{CONSOLE}")
+    expect(page.get_by_label("Access key")).to_be_focused()
+    page.keyboard.type(ACCESS_KEY)
+    page.keyboard.press("Tab")
+    page.keyboard.type(SECRET_KEY)
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    page.get_by_role("link", name="odd", exact=True).click()
+    page.get_by_role("link", name="dots/", exact=True).click()
+    page.get_by_role("link", name="../", exact=True).click()
+    page.get_by_role("link", name="up/", exact=True).click()
+    page.get_by_role("link", name="%41 #1 ü.txt", exact=True).click()
+    expect(page.get_by_role("heading", name="%41 #1 ü.txt")).to_be_visible()
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator(".preview pre")).to_have_text("dots and percents")
+    page.goto(f"{console.endpoint}{CONSOLE}#/b/odd/dots/%2E/")
+    with page.expect_download() as downloaded:
+        page.get_by_role("link", name="Download dots/./here.txt").click()
+    assert Path(downloaded.value.path()).read_bytes() == b"a single dot"
+    shot(page, "11-narrow-dark")
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1] + 1, f"the page runs off the side at phone width: {width}"
+    background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert background != "rgb(255, 255, 255)", "dark mode keeps a light background"
+    context.close()
+    assert not errors, errors

@@ -89,7 +89,11 @@ async function route() {
     else if (path === "/signin") location.hash = "#/buckets";
     else await bucketsView();
   } catch (e) {
-    if (e.status !== 401) show(el("h1", { text: "Something went wrong" }), el("p", { text: e.message }), el("p", {}, el("a", { href: "#/buckets", text: "Back to the buckets" })));
+    if (e.status === 401) return;
+    // A refusal is the identity's permissions at work, not a fault: say so.
+    const title = e.code === "AccessDenied" ? "Not allowed" : "Something went wrong";
+    const why = e.code === "AccessDenied" ? `Your identity (${state.session?.user}) may not see this. The server says: ${e.message}` : e.message;
+    show(el("h1", { text: title }), el("p", { text: why }), el("p", {}, el("a", { href: "#/buckets", text: "Back to the buckets" })));
   }
 }
 

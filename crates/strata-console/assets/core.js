@@ -99,9 +99,19 @@ export async function failure(resp) {
   return err;
 }
 
+// Browsers resolve `.` and `..` path segments away (written `%2E` too), so a key holding one
+// goes in the query instead (`console-key`), and the server puts it back into the S3 path.
+function placed(path, query) {
+  const m = path.match(/^\/s3\/([^/]+)\/(.*)$/);
+  if (!m || !m[2].split("/").some((s) => /^(%2E){1,2}$/i.test(s))) return [path, query];
+  const key = `console-key=${encodeURIComponent(m[2].split("/").map(decodeURIComponent).join("/"))}`;
+  return [`/s3/${m[1]}`, query ? `${query}&${key}` : key];
+}
+
 export async function call(method, path, { query = "", headers = {}, body } = {}) {
   const h = { ...headers };
   if (method !== "GET" && method !== "HEAD") h["x-strata-csrf"] = state.csrf;
+  [path, query] = placed(path, query);
   const url = `${API}${path}${query ? `?${query}` : ""}`;
   const resp = await fetch(url, { method, headers: h, body, credentials: "same-origin" });
   if (!resp.ok) throw await failure(resp);
@@ -117,7 +127,8 @@ export async function s3xml(method, path, options) {
 }
 
 export function objectUrl(bucket, key, query = "") {
-  return `${API}/s3/${encodePath(bucket)}/${encodePath(key)}${query ? `?${query}` : ""}`;
+  const [path, q] = placed(`/s3/${encodePath(bucket)}/${encodePath(key)}`, query);
+  return `${API}${path}${q ? `?${q}` : ""}`;
 }
 
 // The page's router, set by app.js: views call it to show themselves again after a change.

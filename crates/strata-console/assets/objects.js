@@ -12,6 +12,7 @@ const PAGE_SIZE = 100;
 const uploads = el("div", { class: "uploads", "aria-live": "polite" });
 const PART_SIZE = 16 * 1024 * 1024;
 const PART_TRIES = 4;
+const PARTS_IN_FLIGHT = 4;
 const DELETE_BATCH = 1000;
 
 // ---- object browser --------------------------------------------------------------------------
@@ -197,26 +198,36 @@ async function uploadAll(bucket, prefix, picked, box) {
   if (!failed) notice(`${picked.length} uploaded.`, true);
 }
 
-// A large file in parts, each retried on its own after a dropped connection; the upload is
-// aborted if a part still fails.
+// A large file in parts, a few at once, each retried on its own after a dropped connection;
+// the upload is aborted if a part still fails.
 async function multipart(bucket, key, file, onProgress) {
   const partSize = Math.max(PART_SIZE, Math.ceil(file.size / 10000));
   const headers = file.type ? { "content-type": file.type } : {};
   const created = await s3xml("POST", `/${encodePath(bucket)}/${encodePath(key)}`, { query: "uploads=", headers });
   const uploadId = first(created, "UploadId");
-  const parts = [];
-  let before = 0;
-  try {
-    for (let n = 1, at = 0; at < file.size; n++, at += partSize) {
-      const blob = file.slice(at, Math.min(at + partSize, file.size));
-      const q = `partNumber=${n}&uploadId=${encodeURIComponent(uploadId)}`;
-      const etag = await retrying(key, () => put(objectUrl(bucket, key, q), blob, "", (done) => onProgress(before + done)));
-      before += blob.size;
-      parts.push(`<Part><PartNumber>${n}</PartNumber><ETag>${xmlEscape(etag || "")}</ETag></Part>`);
+  const count = Math.ceil(file.size / partSize);
+  const etags = new Array(count);
+  const sent = new Array(count).fill(0);
+  const report = () => onProgress(sent.reduce((a, b) => a + b, 0));
+  let next = 0;
+  // A few parts at once (as S3 clients send them), each taking the next part not yet taken.
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      const blob = file.slice(i * partSize, Math.min((i + 1) * partSize, file.size));
+      const q = `partNumber=${i + 1}&uploadId=${encodeURIComponent(uploadId)}`;
+      etags[i] = await retrying(key, () => put(objectUrl(bucket, key, q), blob, "", (done) => { sent[i] = done; report(); }));
+      sent[i] = blob.size;
+      report();
     }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, count) }, worker));
+    const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${xmlEscape(etag || "")}</ETag></Part>`);
     const body = `<CompleteMultipartUpload>${parts.join("")}</CompleteMultipartUpload>`;
     await s3("POST", `/${encodePath(bucket)}/${encodePath(key)}`, { query: `uploadId=${encodeURIComponent(uploadId)}`, body });
   } catch (e) {
+    next = count; // the other workers stop after their part
     try { await s3("DELETE", `/${encodePath(bucket)}/${encodePath(key)}`, { query: `uploadId=${encodeURIComponent(uploadId)}` }); } catch { /* it expires */ }
     throw e;
   }

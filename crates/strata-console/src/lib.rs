@@ -141,14 +141,16 @@ async fn with_session(
         }
         (Method::GET, "/api/share") => share(node, &session, &req, tls).await.into_response(),
         (_, _) if ["/api/s3/", "/api/admin/", "/api/minio/"].iter().any(|p| rest.starts_with(p)) => {
-            let target = if let Some(s3) = rest.strip_prefix("/api/s3") {
-                s3.to_owned()
+            let query = req.uri().query();
+            let (target, query) = if let Some(s3) = rest.strip_prefix("/api/s3") {
+                proxy::s3_target(s3, query)
             } else if let Some(op) = rest.strip_prefix("/api/admin/") {
-                format!("{ADMIN_PREFIX}{op}")
+                (format!("{ADMIN_PREFIX}{op}"), query.map(str::to_owned))
             } else {
-                format!("{MINIO_ADMIN_PREFIX}{}", rest.trim_start_matches("/api/minio/"))
+                let op = rest.trim_start_matches("/api/minio/");
+                (format!("{MINIO_ADMIN_PREFIX}{op}"), query.map(str::to_owned))
             };
-            match proxy::signed(node, &session, req, &target) {
+            match proxy::signed(node, &session, req, &target, query) {
                 Ok(signed) => sandboxed(forward(signed).await),
                 Err(e) => json_error(StatusCode::BAD_REQUEST, "InvalidRequest", &e).into_response(),
             }

@@ -31,8 +31,8 @@ pub fn signed(
     session: &Session,
     mut req: Request<Incoming>,
     path: &str,
+    query: Option<String>,
 ) -> Result<Request<Incoming>, String> {
-    let query = req.uri().query().map(str::to_owned);
     let uri = match &query {
         Some(q) => format!("{path}?{q}"),
         None => path.to_owned(),
@@ -62,6 +62,35 @@ pub fn signed(
         signer.authorization(&method, path, query.as_deref().unwrap_or(""), &to_sign, UNSIGNED_PAYLOAD);
     set(req.headers_mut(), "authorization", &auth)?;
     Ok(req)
+}
+
+/// The S3 path and query of a console call under `…/api/s3` (`rest`: what follows it): as they
+/// are, or, for a key the page sent as `console-key` (one with `.` or `..` segments, which
+/// browsers resolve away in a path), with that key put back into the path.
+pub fn s3_target(rest: &str, query: Option<&str>) -> (String, Option<String>) {
+    let Some(query) = query else { return (rest.to_owned(), None) };
+    let mut key = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.strip_prefix("console-key=") {
+            Some(v) if key.is_none() => key = Some(percent_decode(v)),
+            _ => kept.push(pair),
+        }
+    }
+    let kept = (!kept.is_empty()).then(|| kept.join("&"));
+    match key {
+        Some(k) => {
+            let bucket = rest.trim_end_matches('/');
+            (format!("{bucket}/{}", strata_sign::sigv4::encode_path(&k)), kept)
+        }
+        None => (rest.to_owned(), Some(query.to_owned())),
+    }
+}
+
+fn percent_decode(v: &str) -> String {
+    let bytes: Vec<u8> = v.bytes().map(|b| if b == b'+' { b' ' } else { b }).collect();
+    let plus_free = String::from_utf8_lossy(&bytes).into_owned();
+    percent_encoding::percent_decode_str(&plus_free).decode_utf8_lossy().into_owned()
 }
 
 /// The headers signed: `host`, every `x-amz-*`, and the content headers S3 reads.
@@ -122,4 +151,19 @@ pub fn share_url(
 /// Whether the method changes nothing (and so needs no CSRF token).
 pub fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::s3_target;
+
+    #[test]
+    fn a_key_sent_in_the_query_goes_back_into_the_path() {
+        assert_eq!(s3_target("/b/k", Some("tagging=")), ("/b/k".to_owned(), Some("tagging=".to_owned())));
+        assert_eq!(s3_target("/b/k", None), ("/b/k".to_owned(), None));
+        let (path, query) = s3_target("/b", Some("versionId=7&console-key=dots%2F..%2Fup%2F%2541%20x.txt"));
+        assert_eq!(path, "/b/dots/../up/%2541%20x.txt");
+        assert_eq!(query.as_deref(), Some("versionId=7"));
+        assert_eq!(s3_target("/b/", Some("console-key=.")), ("/b/.".to_owned(), None));
+    }
 }
