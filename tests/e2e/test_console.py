@@ -204,9 +204,21 @@ def test_csrf_and_sign_in_guards(console, browser):
     fresh.close()
     # An uploaded page is never run as part of the console.
     s3 = server.client()
-    s3.put_object(Bucket="real-bucket", Key="page.html", Body=b"<script>1</script>", ContentType="text/html")
+    s3.put_object(Bucket="real-bucket", Key="page.html", ContentType="text/html",
+                  Body=b"<title>inert</title><script>document.title = 'ran'</script>")
     r = page.request.get(f"{api}/s3/real-bucket/page.html")
     assert r.status == 200 and r.headers["content-security-policy"].startswith("sandbox"), r.headers
+    assert r.headers["cache-control"] == "private, no-store", r.headers
+    # Nor when a browser opens it on the S3 path itself (a share link): it runs no script.
+    link = s3.generate_presigned_url("get_object", Params={"Bucket": "real-bucket", "Key": "page.html"})
+    opened = browser.new_page()
+    answer = opened.goto(link)
+    assert answer.headers["content-security-policy"] == "sandbox", answer.headers
+    assert opened.title() == "inert"
+    opened.close()
+    # A call that says it comes from another site (even a host of the same site) is refused.
+    r = page.request.put(f"{api}/s3/other-bucket", headers={"x-strata-csrf": csrf, "sec-fetch-site": "same-site"})
+    assert r.status == 403 and r.json()["code"] == "CrossSiteRequest", (r.status, r.text())
     page.close()
 
 

@@ -80,7 +80,8 @@ pub async fn serve(
     tls: bool,
     forward: Forward,
 ) -> Response<ResponseBody> {
-    let keys = Keys::new(&node.config.root_user, &node.config.root_password);
+    let salt = node.layer.deployment_id();
+    let keys = Keys::of(&node.config.root_user, &node.config.root_password, salt.as_bytes());
     let path = req.uri().path().to_owned();
     let rest = path.strip_prefix(PREFIX).unwrap_or("");
     let method = req.method().clone();
@@ -109,10 +110,25 @@ async fn with_session(
     forward: Forward,
 ) -> Response<ResponseBody> {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
-    let opened = match session::cookie_of(req.headers()) {
-        Some(c) => keys.open(c, now),
-        None => Err(Refused::Missing),
-    };
+    // Calls come from the console's own page: a browser says where a request comes from, and
+    // one from another site (even a host of the same site) is refused.
+    let from = req.headers().get("sec-fetch-site").and_then(|v| v.to_str().ok());
+    if from.is_some_and(|f| f != "same-origin" && f != "none") {
+        let e = json_error(
+            StatusCode::FORBIDDEN,
+            "CrossSiteRequest",
+            "Console calls come from the console's own page.",
+        );
+        return secure(e.into_response());
+    }
+    // The first cookie that opens (another host of the site may have set one of its own).
+    let mut opened = Err(Refused::Missing);
+    for c in session::cookies_of(req.headers()) {
+        opened = keys.open(c, now);
+        if opened.is_ok() {
+            break;
+        }
+    }
     let mut session = match opened {
         Ok(s) if signin::still_valid(node, &s, now) => s,
         Ok(_) => return signed_out(Refused::Expired, tls),
@@ -147,7 +163,7 @@ async fn with_session(
             } else if let Some(op) = rest.strip_prefix("/api/admin/") {
                 (format!("{ADMIN_PREFIX}{op}"), query.map(str::to_owned))
             } else {
-                let op = rest.trim_start_matches("/api/minio/");
+                let op = rest.strip_prefix("/api/minio/").unwrap_or("");
                 (format!("{MINIO_ADMIN_PREFIX}{op}"), query.map(str::to_owned))
             };
             match proxy::signed(node, &session, req, &target, query) {
@@ -174,15 +190,18 @@ fn signed_out(why: Refused, tls: bool) -> Response<ResponseBody> {
     secure(json_error(StatusCode::UNAUTHORIZED, code, why.message()).with_cookie("", tls).into_response())
 }
 
-/// `GET …/api/share?bucket=&key=[&versionId=]&expires=SECONDS`: a presigned GET, made once the
-/// identity is seen to read the object (a HEAD as it), valid for at most 7 days and never past
-/// the session's own end (its credentials sign it).
+/// `GET …/api/share?bucket=&key=[&versionId=]&expires=SECONDS`: a presigned GET, valid for at
+/// most 7 days and never past the session's own end (its credentials sign it). Whether the
+/// identity may read the object is decided when the link is used.
 async fn share(node: &Node, session: &Session, req: &Request<Incoming>, tls: bool) -> Answer {
     let query = strata_s3::router::parse_query(req.uri().query().unwrap_or(""));
     let field = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let (Some(bucket), Some(key)) = (field("bucket"), field("key")) else {
         return json_error(StatusCode::BAD_REQUEST, "InvalidRequest", "Name the bucket and the key.");
     };
+    if strata_types::names::BucketName::parse(bucket).is_err() {
+        return json_error(StatusCode::BAD_REQUEST, "InvalidBucketName", "The bucket name is not valid.");
+    }
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let asked: u64 = match field("expires").map(str::parse) {
         None => 3600,
@@ -231,11 +250,11 @@ fn secure(mut resp: Response<ResponseBody>) -> Response<ResponseBody> {
 }
 
 /// An object's bytes, answered on the console's origin, never run as a page of it (an HTML
-/// object someone uploaded must not script the console).
+/// object someone uploaded must not script the console), and never kept by a cache (they were
+/// read with the session's rights).
 fn sandboxed(mut resp: Response<ResponseBody>) -> Response<ResponseBody> {
-    resp.headers_mut().insert(
-        http::header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("sandbox; default-src 'none'"),
-    );
+    let h = resp.headers_mut();
+    h.insert(http::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox; default-src 'none'"));
+    h.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     resp
 }

@@ -54,17 +54,47 @@ impl Refused {
 }
 
 /// The key sessions are sealed and CSRF tokens made under, from the root credentials (the same
-/// on every node; changing them signs every session out).
+/// on every node; changing them signs every session out). They are stretched with Argon2id
+/// (64 MiB, salted by the deployment), once per process: a signed-in user holds a CSRF token and
+/// a sealed cookie, and a guess at the root password must cost what an Argon2id pass costs.
 pub struct Keys {
     seal: LessSafeKey,
     mac: [u8; 32],
 }
 
 impl Keys {
-    pub fn new(root_user: &str, root_password: &str) -> Self {
+    /// The keys of `root` in deployment `salt`, made once and kept.
+    pub fn of(root_user: &str, root_password: &str, salt: &[u8]) -> std::sync::Arc<Keys> {
+        use std::sync::{Arc, Mutex, OnceLock};
+        /// Keys made, by a digest of the credentials and salt they were made from.
+        type Made = Mutex<Vec<([u8; 32], Arc<Keys>)>>;
+        static MADE: OnceLock<Made> = OnceLock::new();
+        let id = strata_sign::hmac_sha256(salt, format!("{root_user}\n{root_password}").as_bytes());
+        let made = MADE.get_or_init(|| Mutex::new(Vec::new()));
+        let mut made = match made.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some((_, keys)) = made.iter().find(|(i, _)| *i == id) {
+            return keys.clone();
+        }
+        let keys = Arc::new(Keys::new(root_user, root_password, salt));
+        made.push((id, keys.clone()));
+        keys
+    }
+
+    pub fn new(root_user: &str, root_password: &str, salt: &[u8]) -> Self {
         let material = format!("{root_user}\n{root_password}");
-        let seal_key = strata_sign::hmac_sha256(material.as_bytes(), b"strata console session seal v1");
-        let mac = strata_sign::hmac_sha256(material.as_bytes(), b"strata console csrf v1");
+        let mut stretched = [0u8; 32];
+        // Constant parameters and a 32-byte output: these cannot fail; HMAC alone if they did.
+        let argon = argon2::Params::new(strata_types::limits::CONSOLE_KEY_ARGON2_KIB, 1, 1, Some(32))
+            .map(|p| argon2::Argon2::new(argon2::Algorithm::Argon2id, argon2::Version::V0x13, p));
+        let salted = [b"strata console v1 ".as_slice(), salt].concat();
+        if argon.and_then(|a| a.hash_password_into(material.as_bytes(), &salted, &mut stretched)).is_err() {
+            stretched = strata_sign::hmac_sha256(&salted, material.as_bytes());
+        }
+        let seal_key = strata_sign::hmac_sha256(&stretched, b"strata console session seal v1");
+        let mac = strata_sign::hmac_sha256(&stretched, b"strata console csrf v1");
         // A 32-byte key always makes an AES-256 key.
         let unbound = UnboundKey::new(&AES_256_GCM, &seal_key).unwrap_or_else(|_| unreachable!());
         Self { seal: LessSafeKey::new(unbound), mac }
@@ -133,16 +163,18 @@ pub fn set_cookie(value: &str, tls: bool) -> String {
     format!("{COOKIE}={value}; Path={path}; HttpOnly; SameSite=Strict{secure}")
 }
 
-/// The session cookie's value in a request's `Cookie` headers.
-pub fn cookie_of(headers: &http::HeaderMap) -> Option<&str> {
+/// Every session cookie value in a request's `Cookie` headers (a host of the same site may have
+/// set one of its own for a longer path, which the browser sends first).
+pub fn cookies_of(headers: &http::HeaderMap) -> Vec<&str> {
     headers
         .get_all(http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
+        .filter(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value)
+        .collect()
 }
 
 #[cfg(test)]
@@ -164,13 +196,13 @@ mod tests {
 
     #[test]
     fn a_sealed_session_opens_only_under_its_key_and_while_live() {
-        let keys = Keys::new("root", "secret");
+        let keys = Keys::new("root", "secret", b"d");
         let s = session(1000);
         let cookie = keys.seal(&s).expect("sealed");
         assert!(!cookie.contains("SK"), "the secret is not readable in the cookie");
         assert_eq!(keys.open(&cookie, 1001), Ok(s.clone()));
         // Another deployment's key, an altered byte, garbage: not a session.
-        assert_eq!(Keys::new("root", "other").open(&cookie, 1001), Err(Refused::Missing));
+        assert_eq!(Keys::new("root", "other", b"d").open(&cookie, 1001), Err(Refused::Missing));
         let mut bytes = URL_SAFE_NO_PAD.decode(&cookie).expect("b64");
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -183,14 +215,26 @@ mod tests {
     }
 
     #[test]
+    fn keys_differ_by_deployment_and_are_made_once() {
+        let cookie = Keys::new("root", "secret", b"d").seal(&session(1000)).expect("sealed");
+        assert_eq!(
+            Keys::new("root", "secret", b"other deployment").open(&cookie, 1001),
+            Err(Refused::Missing)
+        );
+        let a = Keys::of("root", "secret", b"d");
+        assert!(std::sync::Arc::ptr_eq(&a, &Keys::of("root", "secret", b"d")));
+        assert!(a.open(&cookie, 1001).is_ok());
+    }
+
+    #[test]
     fn the_csrf_token_belongs_to_its_session() {
-        let keys = Keys::new("root", "secret");
+        let keys = Keys::new("root", "secret", b"d");
         let token = keys.csrf("AK");
         assert!(keys.csrf_ok("AK", Some(&token)));
         assert!(!keys.csrf_ok("AK2", Some(&token)));
         assert!(!keys.csrf_ok("AK", None));
         assert!(!keys.csrf_ok("AK", Some("")));
-        assert_ne!(Keys::new("root", "other").csrf("AK"), token);
+        assert_ne!(Keys::new("root", "other", b"d").csrf("AK"), token);
     }
 
     #[test]
@@ -201,6 +245,8 @@ mod tests {
         assert!(set_cookie("", false).contains("Max-Age=0"));
         let mut h = http::HeaderMap::new();
         h.insert(http::header::COOKIE, "a=1; strata_console=xyz; b=2".parse().expect("header"));
-        assert_eq!(cookie_of(&h), Some("xyz"));
+        assert_eq!(cookies_of(&h), vec!["xyz"]);
+        h.append(http::header::COOKIE, "strata_console=second".parse().expect("header"));
+        assert_eq!(cookies_of(&h), vec!["xyz", "second"]);
     }
 }

@@ -387,10 +387,16 @@ async fn answer(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         Ok(r) => r,
         Err(e) => error_reply(&e, &request_id, is_head),
     };
-    let reply = match &cors_bucket {
+    let mut reply = match &cors_bucket {
         Some(b) => cors::decorate(&node, Some(b), &parts.method, &parts.headers, reply),
         None => reply,
     };
+    if s3 && is_get && opened_as_page(&parts.headers) {
+        // The web console shares this origin: an object a browser opens as a page (an HTML or
+        // SVG someone uploaded) runs no script, or it could call the console as its viewer.
+        reply.headers.insert(http::header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
+        reply.headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    }
     if s3 && node.trace.wanted() {
         node.trace.publish(trace_entry(&api, &parts, &reply, started, declared));
     }
@@ -403,6 +409,13 @@ async fn answer(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
         resp.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     }
     resp
+}
+
+/// Whether a browser is opening the answer as a page or a frame (`Sec-Fetch-Dest`, which every
+/// current browser sends and no script can set).
+fn opened_as_page(headers: &HeaderMap) -> bool {
+    let dest = headers.get("sec-fetch-dest").and_then(|v| v.to_str().ok()).unwrap_or("");
+    matches!(dest, "document" | "iframe" | "frame" | "embed" | "object")
 }
 
 /// Whether a request for `/` is a browser's visit rather than an S3 client's ListBuckets: not

@@ -717,6 +717,9 @@ pub const CONSOLE_SESSION_SECS: u64 = 12 * 3600;
 pub const CONSOLE_SEEN_REFRESH_SECS: u64 = 60;
 /// The largest sign-in request the console reads.
 pub const CONSOLE_SIGNIN_BODY_MAX: usize = 16 * 1024;
+/// The memory (KiB) of the Argon2id pass that stretches the root credentials into the console's
+/// session keys, once per process.
+pub const CONSOLE_KEY_ARGON2_KIB: u32 = 64 * 1024;
 /// The recent warnings and errors the console shows.
 pub const CONSOLE_RECENT_LOGS: usize = 100;
 /// The longest a console share link (a presigned GET) may last: S3's own limit, 7 days.

@@ -317,7 +317,10 @@ async fn server(args: ServerArgs) -> Result<()> {
     let drive_args = drives(&args)?;
     warn_if_ephemeral(&drive_args);
     if let Some(console) = args.console_address {
-        tracing::warn!("this build has no web console: --console-address {console} is not served");
+        tracing::warn!(
+            "--console-address {console} is not served: the console is on the S3 address, under {}/",
+            strata_server::CONSOLE_PREFIX
+        );
     }
     let mut prepared =
         drives::prepare(&drive_args, args.address, root, args.certs_dir.as_deref(), parity).await?;
