@@ -262,7 +262,8 @@ def test_a_minio_environment_file_runs_the_unit_unchanged():
         for used in ["MINIO_VOLUMES", "MINIO_OPTS", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "MINIO_REGION"]:
             assert f"using MinIO's {used} as STRATA_" in log, log
         assert "MINIO_COMPRESSION_ENABLE has no Strata equivalent" in log, log
-        assert "no web console" in log, log
+        # MinIO's console address is not Strata's: its console is on the S3 address.
+        assert "is not served: the console is on the S3 address" in log, log
         # The built-in default credentials are not in use, and the log does not say they are.
         assert "built-in root credentials" not in log, log
     finally:

@@ -110,7 +110,7 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("MINIO_KMS_KES_ENCLAVE", "KES enclaves are KES Enterprise's; Strata uses the server's one key space"),
     ("MINIO_KMS_KES_", "Strata reads ENDPOINT, KEY_NAME, CERT_FILE, KEY_FILE, API_KEY and CAPATH"),
     ("MINIO_KMS_VAULT_", "Strata authenticates to Vault with a token: STRATA_KMS_VAULT_TOKEN or _TOKEN_FILE"),
-    ("MINIO_BROWSER", "this build has no web console"),
+    ("MINIO_BROWSER", "Strata's web console is always served, on the S3 address under /_strata/console/"),
     ("MINIO_COMPRESSION_", "Strata does not compress objects"),
     ("MINIO_SCANNER_", "see STRATA_SCANNER_INTERVAL and STRATA_HEAL_PRIORITY in docs/operations.md"),
     ("MINIO_API_", "see STRATA_CONNECTIONS_MAX and the time-outs in docs/operations.md"),
