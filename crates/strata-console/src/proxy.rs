@@ -50,13 +50,7 @@ pub fn signed(
     set(headers, "x-amz-content-sha256", UNSIGNED_PAYLOAD)?;
     set(headers, "x-amz-security-token", &session.token)?;
     let to_sign = signed_headers(headers);
-    let signer = Signer {
-        access_key: &session.access_key,
-        secret: &session.secret,
-        region: &node.config.region,
-        service: "s3",
-        amz_date: &amz_date,
-    };
+    let signer = signer_of(node, session, &amz_date);
     let method = req.method().as_str().to_owned();
     let auth =
         signer.authorization(&method, path, query.as_deref().unwrap_or(""), &to_sign, UNSIGNED_PAYLOAD);
@@ -136,16 +130,21 @@ pub fn share_url(
 ) -> String {
     let now = strata_types::time::now_nanos() / 1_000_000_000;
     let amz_date = strata_types::time::amz_date(now);
-    let signer = Signer {
+    let signer = signer_of(node, session, &amz_date);
+    let q = signer.presigned_query(path, query, host, expires, Some(&session.token));
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}{path}?{q}")
+}
+
+/// The session's credentials signing for this node's region at `amz_date`.
+fn signer_of<'a>(node: &'a Node, session: &'a Session, amz_date: &'a str) -> Signer<'a> {
+    Signer {
         access_key: &session.access_key,
         secret: &session.secret,
         region: &node.config.region,
         service: "s3",
-        amz_date: &amz_date,
-    };
-    let q = signer.presigned_query(path, query, host, expires, Some(&session.token));
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{host}{path}?{q}")
+        amz_date,
+    }
 }
 
 /// Whether the method changes nothing (and so needs no CSRF token).

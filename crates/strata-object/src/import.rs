@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::error::{BodyError, ObjectError};
 use crate::layer::ObjectLayer;
 use crate::multipart::{CompleteOptions, CompletePart};
-use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
+use crate::put::{put_object_sealing, BodyReader, PutOptions, PutTarget};
 use crate::ObjectInfo;
 
 /// An imported version's own identity, kept instead of a new one.
@@ -70,13 +70,7 @@ impl ObjectLayer {
             imported_at: Some(imported.mod_time),
         };
         opts.imported_etag = imported.etag;
-        match opts.sse.clone() {
-            Some(sse) => {
-                let mut sealing = crate::sse::SealingBody::new(body, &sse, 0);
-                put_object(target, &mut sealing, opts).await
-            }
-            None => put_object(target, body, opts).await,
-        }
+        put_object_sealing(target, body, opts).await
     }
 
     /// [`Self::import_version`] of a version uploaded in parts: `body` is cut into parts of

@@ -14,7 +14,7 @@ use crate::error::ObjectError;
 use crate::get::{open_object, OpenObject};
 use crate::list::{list_objects, ListPage, ListRequest};
 use crate::lock::{Locker, Locks};
-use crate::put::{put_object, BodyReader, PutOptions, PutTarget};
+use crate::put::{put_object_sealing, BodyReader, PutOptions, PutTarget};
 use crate::quorum::write_quorum;
 use crate::set::ErasureSet;
 use crate::{BucketInfo, ObjectInfo, VersionRef};
@@ -576,13 +576,7 @@ impl ObjectLayer {
         let (set, hash) = self.locate(bucket, key);
         let target =
             PutTarget { set, bucket, key, hash, healer: &self.healer, version_id, imported_at: None };
-        match opts.sse.clone() {
-            Some(sse) => {
-                let mut sealing = crate::sse::SealingBody::new(body, &sse, 0);
-                put_object(target, &mut sealing, opts).await
-            }
-            None => put_object(target, body, opts).await,
-        }
+        put_object_sealing(target, body, opts).await
     }
 
     /// Resolves an object's current version; with `for_read`, also opens its data for

@@ -363,6 +363,22 @@ pub(crate) struct PutTarget<'a> {
     pub imported_at: Option<u64>,
 }
 
+/// [`put_object`] of `body` sealed first when `opts.sse` asks for it (a single PUT is one
+/// segment, numbered 0).
+pub(crate) async fn put_object_sealing(
+    t: PutTarget<'_>,
+    body: &mut dyn BodyReader,
+    opts: PutOptions,
+) -> Result<ObjectInfo, ObjectError> {
+    match opts.sse.clone() {
+        Some(sse) => {
+            let mut sealing = crate::sse::SealingBody::new(body, &sse, 0);
+            put_object(t, &mut sealing, opts).await
+        }
+        None => put_object(t, body, opts).await,
+    }
+}
+
 pub(crate) async fn put_object(
     t: PutTarget<'_>,
     body: &mut dyn BodyReader,
