@@ -445,7 +445,8 @@ impl ObjectLayer {
     }
 
     /// The current delete marker `version_id` made at `mod_time`, if it still is the key's only
-    /// version on every drive that answers (a read quorum must): removed.
+    /// version (a read quorum of drives answers, and too few list any other to make it
+    /// readable): removed.
     async fn expire_delete_marker(
         &self,
         bucket: &str,
@@ -464,11 +465,20 @@ impl ObjectLayer {
         )
         .await;
         let answered: Vec<Vec<ListEntry>> = lists.into_iter().filter_map(Result::ok).collect();
-        let others = |l: &Vec<ListEntry>| {
-            l.iter().filter(|e| matches!(e, ListEntry::Object { key: k, .. } if k == key)).count() > 1
+        let other = |e: &ListEntry| {
+            matches!(e, ListEntry::Object { key: k, record }
+                if k == key && record.versions.iter().any(|v| v.version_id != version_id))
         };
-        if answered.len() < crate::quorum::read_quorum(set.data_count()) || answered.iter().any(others) {
+        // Another version is real only if a read quorum could hold it: one that fewer drives
+        // list (a removal that failed on a drive or two) is a dangling record the healer clears,
+        // and must not keep the marker forever.
+        let holding = answered.iter().filter(|l| l.iter().any(other)).count();
+        let read_quorum = crate::quorum::read_quorum(set.data_count());
+        if answered.len() < read_quorum || holding + (set.drives.len() - answered.len()) >= read_quorum {
             return Ok(None);
+        }
+        if holding > 0 {
+            self.healer.notify(bucket, key);
         }
         self.remove_version_locked(bucket, key, version_id, guard).await?;
         let (bucket, key) = (bucket.to_owned(), key.to_owned());

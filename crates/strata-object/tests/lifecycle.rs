@@ -1,14 +1,16 @@
 //! The lifecycle pass over four real drives: it resumes from a saved position, saves its state,
-//! announces what it removed, and two passes running at once (two nodes) do the work once.
+//! announces what it removed, and two passes running at once (two nodes) do the work once; a
+//! lone delete marker goes even when a drive kept a dangling record of a removed version.
 
 mod common;
 
 use std::sync::{Arc, Mutex};
 
 use common::{body, pattern, Rig};
+use strata_drive::faulty::{Fault, Op, Rule};
 use strata_object::{
     LifecycleConfig, LifecycleEvent, LifecycleEvents, LifecycleExpiration, LifecycleRule, LifecycleState,
-    ObjectLayer, PassPosition, PutOptions, Versioning, VersionsRequest,
+    ObjectLayer, PassPosition, PutOptions, VersionRef, Versioning, VersionsRequest,
 };
 
 /// Events a pass announced, in order.
@@ -111,4 +113,67 @@ async fn two_passes_at_once_expire_each_object_once() {
     let announced = events.keys();
     assert_eq!(announced.len(), 20, "each expiry announced once: {announced:?}");
     assert!(announced.iter().all(|(_, marker)| *marker));
+}
+
+/// Key `k` in a versioned `b`: one version, then a delete marker on top of it, then that version
+/// removed by its id while `failing` drives refuse the removal (they keep a dangling record of
+/// it). A rule that removes lone delete markers is in place.
+async fn marker_over_a_dangling_version(failing: &[usize]) -> Rig {
+    let rig = Rig::new(8).await;
+    rig.layer.put_bucket_versioning("b", Versioning::Enabled).await.expect("versioning");
+    let put = rig.layer.put_object("b", "k", &mut body(&pattern(10, 3)), PutOptions::default()).await;
+    let version = put.expect("put").version_id;
+    rig.layer.delete_object("b", "k").await.expect("delete marker");
+    for &i in failing {
+        rig.faulty[i].add_rule(Rule::new(Op::DeleteVersion, Fault::Fail));
+    }
+    rig.layer
+        .delete_object_version("b", "k", VersionRef::Id(version), false)
+        .await
+        .expect("a write quorum removes the version");
+    rig.clear_faults();
+    let rule = LifecycleRule {
+        id: "markers".into(),
+        enabled: true,
+        expiration: Some(LifecycleExpiration::ExpiredObjectDeleteMarker),
+        ..Default::default()
+    };
+    let config = LifecycleConfig { rules: vec![rule] };
+    rig.layer.update_bucket("b", |r| r.lifecycle = Some(config)).await.expect("config");
+    rig
+}
+
+/// Every version and delete marker of `b`, as (is a marker) in listing order.
+async fn versions(layer: &ObjectLayer) -> Vec<bool> {
+    let page = layer
+        .list_object_versions("b", &VersionsRequest { max_keys: 1000, ..Default::default() })
+        .await
+        .expect("versions");
+    page.entries.iter().map(|e| e.info.delete_marker).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_left_on_one_drive_does_not_keep_a_lone_delete_marker() {
+    let rig = marker_over_a_dangling_version(&[0]).await;
+    assert_eq!(versions(&rig.layer).await, vec![true], "only the marker is readable");
+    let events = Recorded::default();
+    rig.layer.lifecycle_pass(running_from("", ""), Some(&events)).await;
+    assert_eq!(versions(&rig.layer).await, Vec::<bool>::new(), "the lone marker is removed");
+    assert_eq!(events.keys(), vec![("k".into(), false)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_that_drives_not_answering_could_hold_keeps_the_marker() {
+    // Two drives keep the version and two others do not answer the listing: with a read quorum
+    // of four, the version may be readable, so the marker stays.
+    let rig = marker_over_a_dangling_version(&[0, 1]).await;
+    for i in [2, 3] {
+        rig.faulty[i].add_rule(Rule::new(Op::List, Fault::Fail));
+    }
+    rig.layer.lifecycle_pass(running_from("", ""), None).await;
+    assert_eq!(versions(&rig.layer).await, vec![true], "the marker is kept");
+    // With every drive answering, two records of the version are not enough to read it.
+    rig.clear_faults();
+    rig.layer.lifecycle_pass(running_from("", ""), None).await;
+    assert_eq!(versions(&rig.layer).await, Vec::<bool>::new());
 }
