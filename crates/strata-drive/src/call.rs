@@ -95,10 +95,14 @@ pub enum DriveCall {
         version: ObjectVersion,
     },
     /// Removes one version (`None` = the null version); its data is kept until `FinishOp`.
+    /// With `checked` (a conditional delete: the newest stamp its condition was checked
+    /// against), refused as [`DriveCall::CommitVersion`] is.
     DeleteVersion {
         bucket: String,
         key: String,
         version_id: Option<Uuid>,
+        #[serde(default)]
+        checked: Option<u64>,
     },
     /// Ends the context's operation: `keep` frees the data it displaced, otherwise the change is
     /// undone (the quorum was missed).
@@ -334,6 +338,17 @@ pub trait DriveOps {
         version_id: Option<Uuid>,
         op: Uuid,
     ) -> DriveResult<()>;
+    /// [`Self::delete_version`] of a conditional delete, whose condition was checked against
+    /// versions stamped `checked` at the newest: refused ([`DriveError::ConditionChanged`],
+    /// nothing changed) by a drive holding a version stamped after that.
+    async fn delete_checked_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+        checked: u64,
+    ) -> DriveResult<()>;
     async fn finish_op(&self, op: Uuid, keep: bool);
     async fn put_upload(&self, bucket: &str, upload: UploadRecord) -> DriveResult<()>;
     async fn read_upload(&self, bucket: &str, key: &str, upload_id: Uuid) -> DriveResult<UploadRecord>;
@@ -530,7 +545,21 @@ impl<D: Drive + ?Sized> DriveOps for D {
         op: Uuid,
     ) -> DriveResult<()> {
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
-        done(self, CallContext::op(op), DriveCall::DeleteVersion { bucket, key, version_id }).await
+        let call = DriveCall::DeleteVersion { bucket, key, version_id, checked: None };
+        done(self, CallContext::op(op), call).await
+    }
+
+    async fn delete_checked_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+        checked: u64,
+    ) -> DriveResult<()> {
+        let (bucket, key) = (bucket.to_owned(), key.to_owned());
+        let call = DriveCall::DeleteVersion { bucket, key, version_id, checked: Some(checked) };
+        done(self, CallContext::op(op), call).await
     }
 
     async fn finish_op(&self, op: Uuid, keep: bool) {

@@ -92,11 +92,13 @@ pub(crate) enum Change {
         /// object holds a version stamped after this.
         checked: Option<u64>,
     },
-    /// Removes a version; answers it, its data kept until `FreeData`.
+    /// Removes a version; answers it, its data kept until `FreeData`. With `checked`, refused
+    /// as `PutVersion` is.
     DeleteVersion {
         bucket: String,
         key: String,
         version_id: Option<Uuid>,
+        checked: Option<u64>,
     },
     /// Frees the data of versions no record references any more.
     FreeData {
@@ -698,8 +700,13 @@ fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> D
             }
             return Ok(displaced);
         }
-        Change::DeleteVersion { bucket, key, version_id } => {
+        Change::DeleteVersion { bucket, key, version_id, checked } => {
             let k = object_key(bucket, key);
+            if let Some(checked) = *checked {
+                if let Some(newest) = versions::newest_stamp(t, &k)?.filter(|s| *s > checked) {
+                    return Err(DriveError::ConditionChanged { newest });
+                }
+            }
             return versions::remove(t, &k, *version_id);
         }
         Change::FreeData { versions } => free_versions(t, versions, freed)?,

@@ -804,9 +804,23 @@ impl LocalDrive {
         version_id: Option<Uuid>,
         op: Uuid,
     ) -> DriveResult<()> {
+        self.delete_version_checked(bucket, key, version_id, op, None).await
+    }
+
+    /// [`Self::delete_version`], refused ([`DriveError::ConditionChanged`]) with `checked` when
+    /// the object holds a version stamped after it.
+    async fn delete_version_checked(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        op: Uuid,
+        checked: Option<u64>,
+    ) -> DriveResult<()> {
         self.refuse_ended(op)?;
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
-        let change = Change::DeleteVersion { bucket: bucket.to_owned(), key: key.to_owned(), version_id };
+        let (b, k) = (bucket.to_owned(), key.to_owned());
+        let change = Change::DeleteVersion { bucket: b, key: k, version_id, checked };
         let displaced = self.index().apply(change).await?;
         self.remember(op, bucket, key, None, displaced).await
     }
@@ -1109,9 +1123,9 @@ impl Drive for LocalDrive {
                 Box::pin(self.update_version(&bucket, &key, version, op)).await?;
                 R::Done
             }
-            C::DeleteVersion { bucket, key, version_id } => {
+            C::DeleteVersion { bucket, key, version_id, checked } => {
                 let op = op()?;
-                Box::pin(self.delete_version(&bucket, &key, version_id, op)).await?;
+                Box::pin(self.delete_version_checked(&bucket, &key, version_id, op, checked)).await?;
                 R::Done
             }
             C::FinishOp { keep } => {

@@ -369,7 +369,7 @@ impl ObjectLayer {
         mod_time: u64,
         config: &LifecycleConfig,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (guard, current) = self.lock_current(bucket, key).await?;
+        let (locked, current) = self.lock_current(bucket, key).await?;
         let Some(current) = current.filter(|c| !c.delete_marker && is(c, version_id, mod_time)) else {
             return Ok(None);
         };
@@ -388,29 +388,33 @@ impl ObjectLayer {
         };
         match self.versioning(bucket)? {
             Versioning::Unversioned => {
-                self.remove_version_locked(bucket, key, version_id, guard).await?;
+                self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
                 Ok(Some(event(false, version_id, false)))
             }
             state => {
                 let id = state.enabled().then(Uuid::now_v7);
-                self.add_delete_marker_locked(bucket, key, id, guard).await?;
+                self.add_delete_marker_locked(bucket, key, id, locked.guard, locked.checked).await?;
                 Ok(Some(event(true, id, true)))
             }
         }
     }
 
     /// Takes `key`'s exclusive lock and reads its current version (`None`: no such object), for
-    /// an action to check what is stored before it acts.
+    /// an action to check what is stored before it acts. The action's change carries the newest
+    /// stamp read ([`Locked::checked`]), so that a pass whose lock ran out while it was paused
+    /// cannot remove what another node wrote after the check.
     async fn lock_current(
         &self,
         bucket: &str,
         key: &str,
-    ) -> Result<(crate::LockGuard, Option<ObjectVersion>), ObjectError> {
+    ) -> Result<(Locked, Option<ObjectVersion>), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
-        match set.resolve_any(set.read_records(bucket, key, false).await) {
-            Ok(r) => Ok((guard, Some(r.version))),
-            Err(ObjectError::ObjectNotFound) => Ok((guard, None)),
+        let reads = set.read_records(bucket, key, false).await;
+        let locked = Locked { guard, checked: Some(crate::put::newest_stamp(&reads)) };
+        match set.resolve_any(reads) {
+            Ok(r) => Ok((locked, Some(r.version))),
+            Err(ObjectError::ObjectNotFound) => Ok((locked, None)),
             Err(e) => Err(e),
         }
     }
@@ -424,7 +428,7 @@ impl ObjectLayer {
         version_id: Option<Uuid>,
         mod_time: u64,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (guard, current) = self.lock_current(bucket, key).await?;
+        let (locked, current) = self.lock_current(bucket, key).await?;
         if current.is_none_or(|c| c.version_id == version_id) {
             return Ok(None);
         }
@@ -439,7 +443,7 @@ impl ObjectLayer {
         {
             return Ok(None);
         }
-        self.remove_version_locked(bucket, key, version_id, guard).await?;
+        self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         Ok(Some(LifecycleEvent { bucket, key, delete_marker_created: false, version_id, versioned: true }))
     }
@@ -454,7 +458,7 @@ impl ObjectLayer {
         version_id: Option<Uuid>,
         mod_time: u64,
     ) -> Result<Option<LifecycleEvent>, ObjectError> {
-        let (guard, current) = self.lock_current(bucket, key).await?;
+        let (locked, current) = self.lock_current(bucket, key).await?;
         if !current.is_some_and(|c| c.delete_marker && is(&c, version_id, mod_time)) {
             return Ok(None);
         }
@@ -480,7 +484,7 @@ impl ObjectLayer {
         if holding > 0 {
             self.healer.notify(bucket, key);
         }
-        self.remove_version_locked(bucket, key, version_id, guard).await?;
+        self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         Ok(Some(LifecycleEvent { bucket, key, delete_marker_created: false, version_id, versioned: true }))
     }
@@ -544,4 +548,11 @@ impl ObjectLayer {
         }
         newest
     }
+}
+
+/// An object's lock taken for a lifecycle action, with the newest stamp the drives answered
+/// under it: the action's change carries it ([`ObjectLayer::remove_version_locked`]).
+struct Locked {
+    guard: crate::LockGuard,
+    checked: Option<u64>,
 }

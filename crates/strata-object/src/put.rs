@@ -152,6 +152,8 @@ pub enum WriteCondition {
     NoneMatchAny,
     /// `If-Match`: the current object's ETag (without quotes) must be this.
     Match(String),
+    /// `If-Match: *` (DeleteObject's): the key must exist.
+    MatchAny,
 }
 
 /// Checks a write condition against the object's current version (caller holds the lock).
@@ -179,9 +181,14 @@ pub(crate) async fn checked_stamp(
 ) -> Result<(u64, u64), ObjectError> {
     let reads = set.read_records(bucket, key, false).await;
     let stamp = set.stamp_after(&reads)?;
-    let newest = reads.iter().flatten().filter_map(|(r, _)| r.latest().map(|v| v.mod_time)).max();
+    let newest = newest_stamp(&reads);
     check_condition_on(set, reads, condition)?;
-    Ok((stamp, newest.unwrap_or(0)))
+    Ok((stamp, newest))
+}
+
+/// The newest stamp of any version the drives answered (0: none).
+pub(crate) fn newest_stamp(reads: &[crate::set::RecordRead]) -> u64 {
+    reads.iter().flatten().filter_map(|(r, _)| r.latest().map(|v| v.mod_time)).max().unwrap_or(0)
 }
 
 /// The write's `condition`, checked under the object's lock against the drives' current
@@ -216,6 +223,7 @@ fn check_condition_on(
         (WriteCondition::NoneMatchAny, Err(ObjectError::ObjectNotFound)) => Ok(()),
         (WriteCondition::Match(etag), Ok(r)) if r.version.etag == *etag => Ok(()),
         (WriteCondition::Match(_), Ok(_)) => Err(ObjectError::PreconditionFailed),
+        (WriteCondition::MatchAny, Ok(_)) => Ok(()),
         (_, Err(e)) => Err(e),
     }
 }

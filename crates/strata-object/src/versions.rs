@@ -148,21 +148,21 @@ pub enum DeleteIf<'a> {
 }
 
 /// Checks a conditional delete's `condition` against the object's current version (the caller
-/// holds the object's lock).
+/// holds the object's lock); answers the newest stamp it was checked against, which the
+/// delete's commit carries so that drives holding anything newer refuse it (as a conditional
+/// write's does: [`crate::put::check_locked`]).
 async fn check_delete_condition(
     set: &crate::set::ErasureSet,
     bucket: &str,
     key: &str,
     condition: Option<DeleteIf<'_>>,
-) -> Result<(), ObjectError> {
-    match condition {
-        None => Ok(()),
-        Some(DeleteIf::Exists) => set.resolve(set.read_records(bucket, key, false).await).map(drop),
-        Some(DeleteIf::ETag(etag)) => {
-            let wanted = Some(crate::WriteCondition::Match(etag.to_owned()));
-            crate::put::check_condition(set, bucket, key, &wanted).await
-        }
-    }
+) -> Result<Option<u64>, ObjectError> {
+    let wanted = match condition {
+        None => return Ok(None),
+        Some(DeleteIf::Exists) => crate::WriteCondition::MatchAny,
+        Some(DeleteIf::ETag(etag)) => crate::WriteCondition::Match(etag.to_owned()),
+    };
+    crate::put::check_locked(set, bucket, key, &Some(wanted)).await
 }
 
 impl ObjectLayer {
@@ -229,28 +229,32 @@ impl ObjectLayer {
             VersionRef::Current if !versioned => {
                 let (set, hash) = self.locate(bucket, key);
                 let guard = set.locks.exclusive(hash).await?;
-                check_delete_condition(set, bucket, key, condition).await?;
-                self.remove_version_locked(bucket, key, None, guard).await?;
+                let checked = check_delete_condition(set, bucket, key, condition).await?;
+                self.remove_version_locked(bucket, key, None, guard, checked).await?;
                 Ok(DeleteOutcome::default())
             }
             VersionRef::Current => {
                 let id = versioning.enabled().then(Uuid::now_v7);
                 let (set, hash) = self.locate(bucket, key);
                 let guard = set.locks.exclusive(hash).await?;
-                check_delete_condition(set, bucket, key, condition).await?;
-                self.add_delete_marker_locked(bucket, key, id, guard).await?;
+                let checked = check_delete_condition(set, bucket, key, condition).await?;
+                self.add_delete_marker_locked(bucket, key, id, guard, checked).await?;
                 Ok(DeleteOutcome { version_id: id, delete_marker: true, versioned })
             }
         }
     }
 
     /// Adds a delete marker with id `id` as the current version, under the object's lock `guard`.
+    /// With `checked` (the newest stamp a condition was checked against under that lock), a
+    /// drive holding a newer version refuses it: the object changed after the check, whatever
+    /// the lock did meanwhile.
     pub(crate) async fn add_delete_marker_locked(
         &self,
         bucket: &str,
         key: &str,
         id: Option<Uuid>,
         guard: crate::LockGuard,
+        checked: Option<u64>,
     ) -> Result<(), ObjectError> {
         let (set, hash) = self.locate(bucket, key);
         let (erasure, distribution) = marker_erasure(set, hash);
@@ -266,9 +270,10 @@ impl ObjectLayer {
             v.mod_time = stamp;
             let (b, k) = (b.clone(), k.clone());
             Box::pin(async move {
-                match again {
-                    true => d.update_version(&b, &k, v, op).await,
-                    false => d.commit_new_version(&b, &k, v, None, op).await,
+                match (again, checked) {
+                    (true, _) => d.update_version(&b, &k, v, op).await,
+                    (false, Some(checked)) => d.commit_checked_version(&b, &k, v, None, op, checked).await,
+                    (false, None) => d.commit_new_version(&b, &k, v, None, op).await,
                 }
             })
         });
@@ -334,18 +339,21 @@ impl ObjectLayer {
                 Err(ObjectError::ObjectNotFound) => false,
                 Err(e) => return Err(e),
             };
-        self.remove_version_locked(bucket, key, id, guard).await?;
+        self.remove_version_locked(bucket, key, id, guard, None).await?;
         Ok(DeleteOutcome { version_id: id, delete_marker, versioned: true })
     }
 
     /// Removes version `id` from every drive of the object's set (a drive without it counts as
-    /// done), under the object's lock `guard`; the caller has checked that it may go.
+    /// done), under the object's lock `guard`; the caller has checked that it may go. With
+    /// `checked`, as [`Self::add_delete_marker_locked`]: refused by drives holding a version
+    /// stamped after it.
     pub(crate) async fn remove_version_locked(
         &self,
         bucket: &str,
         key: &str,
         id: Option<Uuid>,
         guard: crate::LockGuard,
+        checked: Option<u64>,
     ) -> Result<(), ObjectError> {
         let (set, _) = self.locate(bucket, key);
         let op = Uuid::new_v4();
@@ -354,7 +362,11 @@ impl ObjectLayer {
         let commit: CommitFn = Box::new(move |_, d| {
             let (b, k) = (b.clone(), k.clone());
             Box::pin(async move {
-                match d.delete_version(&b, &k, id, op).await {
+                let removed = match checked {
+                    Some(checked) => d.delete_checked_version(&b, &k, id, op, checked).await,
+                    None => d.delete_version(&b, &k, id, op).await,
+                };
+                match removed {
                     Err(DriveError::NotFound) => Ok(()),
                     other => other,
                 }

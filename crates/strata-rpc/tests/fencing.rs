@@ -8,10 +8,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{read_all, TestCluster, VecBody};
+use common::{read_all, read_in, TestCluster, VecBody};
+use std::sync::atomic::Ordering;
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_drive::{Drive, DriveError, DriveOps, FaultyDrive, Fence};
-use strata_object::{CompleteOptions, CompletePart, Locker, ObjectError, PutOptions, WriteCondition};
+
+use strata_meta::{LifecycleConfig, LifecycleExpiration, LifecycleRule, Versioning};
+use strata_object::{
+    CompleteOptions, CompletePart, DeleteIf, LifecycleState, Locker, ObjectError, PutOptions, VersionRef,
+    WriteCondition,
+};
 use strata_rpc::wire::LockCall;
 use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
 use uuid::Uuid;
@@ -289,4 +295,110 @@ async fn an_iam_revocation_is_not_undone_by_a_stale_writer() {
         assert!(!users.contains_key("victim"), "node {node}: the revoked key came back: {:?}", users.keys());
         assert!(users.contains_key("late"), "node {node}: A's change is lost: {:?}", users.keys());
     }
+}
+
+/// Waits up to 5 s for `done`; answers whether it came.
+async fn wait_until(done: impl Fn() -> bool) -> bool {
+    for _ in 0..500 {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    done()
+}
+
+/// A conditional delete (`If-Match` of the current ETag) whose holder stalls past its lease
+/// after its check, while another node replaces the object and lets go of the lock. The
+/// delete's commit carries the newest stamp its condition saw; the drives refuse it (409
+/// `ConditionConflict`) and the other node's object stands. In an unversioned bucket the delete
+/// is the removal of the `null` version; in a versioned one, a new delete marker. A lifecycle
+/// pass expiring the object is held to the same: its check is the object it read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_conditional_delete_loses_to_a_write_made_after_its_check() {
+    let cluster = TestCluster::start(4, 2).await;
+    let timeout = Duration::from_secs(5);
+    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
+    let (a_layer, _a_clients) = cluster
+        .layer_with(0, timeout, true, |d| {
+            let f = Arc::new(FaultyDrive::new(d));
+            faulty.lock().expect("lock").push(f.clone());
+            f as Arc<dyn Drive>
+        })
+        .await;
+    let faulty = faulty.into_inner().expect("lock");
+    let a_layer = Arc::new(a_layer);
+    a_layer.make_bucket("v").await.expect("bucket v");
+    a_layer.put_bucket_versioning("v", Versioning::Enabled).await.expect("versioning");
+    a_layer.make_bucket("e").await.expect("bucket e");
+    let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
+    for (bucket, stalled_op) in [("b", Op::DeleteVersion), ("v", Op::CommitVersion), ("e", Op::DeleteVersion)]
+    {
+        let first = a_layer
+            .put_object(bucket, "k", &mut VecBody(Some(Bytes::from(vec![1u8; 4096]))), Default::default())
+            .await
+            .expect("first put");
+        let before: Vec<u64> = faulty.iter().map(|f| f.faults_injected()).collect();
+        let stalled = || faulty.iter().zip(&before).all(|(f, b)| f.faults_injected() > *b);
+        for f in &faulty {
+            f.add_rule(Rule::new(stalled_op, Fault::Hang).times(1));
+        }
+        let (a_task_layer, etag) = (a_layer.clone(), first.etag.clone());
+        if bucket == "e" {
+            a_layer.update_bucket("e", |r| r.lifecycle = Some(expire_everything())).await.expect("rule");
+        }
+        let a = tokio::spawn(async move {
+            if bucket == "e" {
+                let expired_before = a_task_layer.lifecycle().totals.expired_current.load(Ordering::Relaxed);
+                let from_the_start =
+                    LifecycleState { running: Some(Default::default()), ..Default::default() };
+                a_task_layer.lifecycle_pass(from_the_start, None).await;
+                let expired = a_task_layer.lifecycle().totals.expired_current.load(Ordering::Relaxed);
+                // The pass answers no error: whether it expired the object is its count.
+                return if expired > expired_before {
+                    Ok(Default::default())
+                } else {
+                    Err(ObjectError::ConditionConflict)
+                };
+            }
+            let condition = Some(DeleteIf::ETag(&etag));
+            a_task_layer.delete_object_version_if(bucket, "k", VersionRef::Current, false, condition).await
+        });
+        assert!(wait_until(stalled).await, "{bucket}: A's delete stalls on every drive");
+        let holders: Vec<(u64, Uuid)> = cluster.nodes.iter().flat_map(|n| n.locks.grants()).collect();
+        let (_, a_owner) = *holders.first().expect("A holds the lock");
+        for n in &cluster.nodes {
+            n.locks.serve(LockCall::Release { owner: a_owner });
+        }
+        let b_body = Bytes::from(vec![3u8; 4096]);
+        b_layer
+            .put_object(bucket, "k", &mut VecBody(Some(b_body.clone())), Default::default())
+            .await
+            .expect("B's put");
+        let released = || cluster.nodes.iter().all(|n| n.locks.grants().is_empty());
+        assert!(wait_until(released).await, "{bucket}: B let go of the lock");
+        for f in &faulty {
+            f.clear();
+        }
+        let outcome = a.await.expect("A's task");
+        assert!(
+            matches!(outcome, Err(ObjectError::ConditionConflict)),
+            "{bucket}: A's late delete: {outcome:?}"
+        );
+        for (node, layer) in [("A", &*a_layer), ("B", &b_layer)] {
+            let read = read_in(layer, bucket, "k").await.map_err(|e| e.to_string());
+            assert_eq!(read, Ok(b_body.to_vec()), "{bucket}: node {node} reads B's object");
+        }
+    }
+}
+
+/// A lifecycle rule that expires every object now (its date, 1970-01-02, is long past).
+fn expire_everything() -> LifecycleConfig {
+    let rule = LifecycleRule {
+        id: "past".into(),
+        enabled: true,
+        expiration: Some(LifecycleExpiration::Date(86_400)),
+        ..Default::default()
+    };
+    LifecycleConfig { rules: vec![rule] }
 }

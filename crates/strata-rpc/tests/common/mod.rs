@@ -179,7 +179,16 @@ impl BodyReader for VecBody {
 }
 
 pub async fn read_all(l: &ObjectLayer, key: &str) -> Result<Vec<u8>, strata_object::ObjectError> {
-    let open = l.open_object("b", key, true).await?;
+    read_in(l, "b", key).await
+}
+
+/// The current version of `bucket`/`key`, whole.
+pub async fn read_in(
+    l: &ObjectLayer,
+    bucket: &str,
+    key: &str,
+) -> Result<Vec<u8>, strata_object::ObjectError> {
+    let open = l.open_object(bucket, key, true).await?;
     let size = open.info.size;
     let mut rx = open.stream(0, size);
     let mut out = Vec::new();
