@@ -1,5 +1,6 @@
 """Policy conditions that need more than the request: `s3:ExistingObjectTag/<key>` (the tags of
-the object a request acts on, in the caller's own policy or the bucket's), and
+the object a request acts on, in the caller's own policy or the bucket's), the tags a
+PutObjectTagging body sets (`s3:RequestObjectTag/<key>`, `s3:RequestObjectTagKeys`), and
 `s3:x-amz-copy-source`, which every spelling of one source must match alike."""
 
 import json
@@ -128,3 +129,48 @@ def test_a_conditional_delete_with_an_etag_needs_the_right_to_read(server, s3, b
         {"Effect": "Allow", "Action": ["s3:DeleteObject", "s3:GetObject"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
          "Condition": {"Null": {"s3:if-match": "false"}}}])
     assert status(reader.delete_object, Bucket=bucket, Key="a", IfMatch=etag) == 200
+
+
+def put_tags(client, bucket, key, **tags):
+    return status(client.put_object_tagging, Bucket=bucket, Key=key,
+                  Tagging={"TagSet": [{"Key": k, "Value": v} for k, v in tags.items()]})
+
+
+def test_a_bucket_policy_denies_by_the_tags_a_tagging_body_sets(server, s3, bucket, tmp_path):
+    """The tags of a PutObjectTagging body are the request's tags, as `x-amz-tagging`'s are on
+    PutObject: a Deny on them applies (it was never given a value before)."""
+    tagged(s3, bucket)
+    everything = user(server, tmp_path, "tagwriter", [
+        {"Effect": "Allow", "Action": ["s3:*"], "Resource": ["arn:aws:s3:::*"]}])
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": ["s3:PutObjectTagging", "s3:PutObject"],
+         "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"StringEquals": {"s3:RequestObjectTag/class": "public"}}}]}))
+    assert put_tags(everything, bucket, "sec", **{"class": "public"}) == 403
+    assert s3.get_object_tagging(Bucket=bucket, Key="sec")["TagSet"] == [{"Key": "class", "Value": "secret"}]
+    assert put_tags(everything, bucket, "sec", **{"class": "internal", "team": "a"}) == 200
+    assert status(everything.put_object, Bucket=bucket, Key="n", Body=b"x", Tagging="class=public") == 403
+    # Bad XML is still the caller's mistake, told as such.
+    bad = status(everything.put_object_tagging, Bucket=bucket, Key="sec",
+                 Tagging={"TagSet": [{"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]})
+    assert bad == 400
+
+
+def test_an_identity_policy_limits_the_tag_keys_a_tagging_body_may_set(server, s3, bucket, tmp_path):
+    """`ForAllValues:StringEquals` on `s3:RequestObjectTagKeys` admits a body with only the
+    listed keys, and an `s3:RequestObjectTag/<key>` Allow the body with that value."""
+    tagged(s3, bucket)
+    keys = user(server, tmp_path, "tagkeys", [
+        {"Effect": "Allow", "Action": ["s3:PutObjectTagging"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"ForAllValues:StringEquals": {"s3:RequestObjectTagKeys": ["project", "owner"]},
+                       "Null": {"s3:RequestObjectTagKeys": "false"}}}])
+    assert put_tags(keys, bucket, "bare", project="x", owner="me") == 200
+    assert put_tags(keys, bucket, "bare", project="x", cost="1") == 403
+    assert s3.get_object_tagging(Bucket=bucket, Key="bare")["TagSet"] == [
+        {"Key": "owner", "Value": "me"}, {"Key": "project", "Value": "x"}]
+    valued = user(server, tmp_path, "tagvalue", [
+        {"Effect": "Allow", "Action": ["s3:PutObjectTagging"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"StringEquals": {"s3:RequestObjectTag/class": "public"}}}])
+    assert put_tags(valued, bucket, "pub", **{"class": "public", "more": "1"}) == 200
+    assert put_tags(valued, bucket, "pub", **{"class": "secret"}) == 403
+    assert put_tags(valued, bucket, "pub") == 403

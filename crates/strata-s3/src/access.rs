@@ -318,7 +318,13 @@ impl ObjectAclQuestion {
 /// ListBuckets shows): the request's condition values. Empty for root, who is not evaluated.
 pub struct Checked {
     pub values: ConditionValues,
+    /// PutObjectTagging's check when a policy in play conditions on the request's tags: decided
+    /// once the body is read ([`Access::may_put_tags`]).
+    pub pending: Option<Check>,
 }
+
+/// The condition keys a PutObjectTagging body gives values to (a prefix of both).
+const REQUEST_TAG_KEYS: &str = "s3:RequestObjectTag";
 
 /// The bucket an S3 ARN names (`arn:aws:s3:::bucket/key` → `bucket`).
 fn arn_bucket(arn: &str) -> Option<&str> {
@@ -346,7 +352,7 @@ impl Access {
         headers: &HeaderMap,
     ) -> Result<Checked, S3Error> {
         if self.is_root() {
-            return Ok(Checked { values: ConditionValues::new() });
+            return Ok(Checked { values: ConditionValues::new(), pending: None });
         }
         let mut table = authz::authorization(route, headers, &self.facts).map_err(|_| denied())?;
         self.add_existing_object_tags(node, route, &mut table.values).await?;
@@ -354,13 +360,20 @@ impl Access {
             // Shown bucket by bucket (see `may_list`); anonymous callers have no buckets.
             return match self.identity {
                 Identity::Anonymous => Err(denied()),
-                _ => Ok(Checked { values: table.values }),
+                _ => Ok(Checked { values: table.values, pending: None }),
             };
         }
         let creating = matches!(
             route.operation,
             Operation::PutObject | Operation::CopyObject | Operation::CreateMultipartUpload
         );
+        let mut pending = None;
+        if table.deferred == Deferred::RequestTags {
+            let bucket = route.bucket.as_deref().unwrap_or_default();
+            if self.conditions_on(node, bucket, REQUEST_TAG_KEYS) {
+                pending = table.checks.pop();
+            }
+        }
         for check in &table.checks {
             let allowed = match self.policy_decision(node, check, &table.values) {
                 Decision::Allow => true,
@@ -372,7 +385,7 @@ impl Access {
                         Ok(granted) => granted,
                         // A missing key is told only to a caller that may list the bucket.
                         Err(e) => {
-                            let checked = Checked { values: table.values.clone() };
+                            let checked = Checked { values: table.values.clone(), pending: None };
                             return Err(self.hide_missing(node, &question.bucket, &checked, e));
                         }
                     },
@@ -389,7 +402,39 @@ impl Access {
                 return Err(denied());
             }
         }
-        Ok(Checked { values: table.values })
+        Ok(Checked { values: table.values, pending })
+    }
+
+    /// Does the bucket's policy, or the caller's own, condition on keys starting `prefix`?
+    fn conditions_on(&self, node: &Node, bucket: &str, prefix: &str) -> bool {
+        let anonymous = self.identity == Identity::Anonymous;
+        let in_bucket_policy =
+            node.bucket_policy_for(bucket, anonymous).is_some_and(|p| p.conditions_on(prefix));
+        in_bucket_policy
+            || match &self.identity {
+                Identity::Key { access_key, token } => self
+                    .directory
+                    .caller(access_key, token.as_deref(), self.now)
+                    .is_ok_and(|c| c.conditions_on(prefix)),
+                _ => false,
+            }
+    }
+
+    /// PutObjectTagging's check, if [`Access::authorize`] left it for the body: decided with
+    /// the body's `tags` as `s3:RequestObjectTag/<key>` and `s3:RequestObjectTagKeys`.
+    pub fn may_put_tags(
+        &self,
+        node: &Node,
+        checked: &Checked,
+        tags: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
+        let Some(check) = &checked.pending else { return true };
+        let mut values = checked.values.clone();
+        for (k, v) in tags {
+            values.insert(&format!("{REQUEST_TAG_KEYS}/{k}"), v);
+            values.insert("s3:RequestObjectTagKeys", k);
+        }
+        self.allows_check(node, check, &values)
     }
 
     /// `s3:ExistingObjectTag/<key>`: the tags of the object the request acts on, read only for
@@ -426,17 +471,7 @@ impl Access {
         if !takes_it {
             return Ok(());
         }
-        let anonymous = self.identity == Identity::Anonymous;
-        let in_bucket_policy =
-            node.bucket_policy_for(bucket, anonymous).is_some_and(|p| p.conditions_on(PREFIX));
-        let in_own = match &self.identity {
-            Identity::Key { access_key, token } => self
-                .directory
-                .caller(access_key, token.as_deref(), self.now)
-                .is_ok_and(|c| c.conditions_on(PREFIX)),
-            _ => false,
-        };
-        if !in_bucket_policy && !in_own {
+        if !self.conditions_on(node, bucket, PREFIX) {
             return Ok(());
         }
         let which = crate::router::version_ref(route).unwrap_or_default();

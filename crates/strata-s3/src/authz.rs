@@ -35,6 +35,9 @@ pub enum Deferred {
     EachDeletedKey,
     /// POST object: the form names the key and its headers; see [`post_object`].
     PostForm,
+    /// PutObjectTagging: the body's tags are `s3:RequestObjectTag/<key>` and
+    /// `s3:RequestObjectTagKeys`; a check a policy conditions on them waits for the body.
+    RequestTags,
 }
 
 /// The table's answer for one request.
@@ -172,7 +175,10 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
             vec![on_bucket("s3:PutBucketPublicAccessBlock")]
         }
         O::GetObjectTagging => vec![versioned("s3:GetObjectTagging", "s3:GetObjectVersionTagging")],
-        O::PutObjectTagging => vec![versioned("s3:PutObjectTagging", "s3:PutObjectVersionTagging")],
+        O::PutObjectTagging => {
+            deferred = Deferred::RequestTags;
+            vec![versioned("s3:PutObjectTagging", "s3:PutObjectVersionTagging")]
+        }
         O::DeleteObjectTagging => vec![versioned("s3:DeleteObjectTagging", "s3:DeleteObjectVersionTagging")],
         O::GetObjectAttributes => vec![
             versioned("s3:GetObject", "s3:GetObjectVersion"),

@@ -298,7 +298,10 @@ impl Call<'_> {
             O::CopyObject => copy::copy_object(req, target).await,
             O::UploadPartCopy => copy::upload_part_copy(req, target, route).await,
             O::GetObjectTagging => tagging::get_object_tagging(req, target).await,
-            O::PutObjectTagging => tagging::put_object_tagging(req, target, request_body!(req, body)).await,
+            O::PutObjectTagging => {
+                let allowed = |tags: &_| self.access.may_put_tags(req.node, self.checked, tags);
+                tagging::put_object_tagging(req, target, request_body!(req, body), &allowed).await
+            }
             O::DeleteObjectTagging => tagging::delete_object_tagging(req, target).await,
             O::GetObjectAttributes => object::get_object_attributes(req, target).await,
             O::GetObjectTorrent => object::get_object_torrent(req, target).await,

@@ -156,15 +156,21 @@ pub async fn delete_bucket_tagging(req: &Request<'_>, bucket: &BucketName) -> Re
     Ok(Reply::empty(StatusCode::NO_CONTENT))
 }
 
+/// PutObjectTagging. `allowed` decides what a policy conditioned on the request's tags says
+/// of these ones (the check waits for the body; see [`crate::access::Access::may_put_tags`]).
 pub async fn put_object_tagging(
     req: &Request<'_>,
     target: &ObjectTarget,
     body: RequestBody,
+    allowed: &(dyn Fn(&BTreeMap<String, String>) -> bool + Sync),
 ) -> Result<Reply, S3Error> {
     let ObjectTarget { bucket, key, .. } = target;
     let which = target.version;
     let doc = body.collect_small(XML_BODY_SIZE_MAX).await?;
     let tags = validate(parse_tagging(&doc)?)?;
+    if !allowed(&tags) {
+        return Err(S3Error::new(S3ErrorCode::AccessDenied, "Access Denied."));
+    }
     let id = req.node.layer.put_object_tags_version(bucket, key, which, tags).await?;
     let shown = which != VersionRef::Current || req.shows_versions(bucket)?;
     let version = id.filter(|_| shown);
