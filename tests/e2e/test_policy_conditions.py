@@ -174,3 +174,34 @@ def test_an_identity_policy_limits_the_tag_keys_a_tagging_body_may_set(server, s
     assert put_tags(valued, bucket, "pub", **{"class": "public", "more": "1"}) == 200
     assert put_tags(valued, bucket, "pub", **{"class": "secret"}) == 403
     assert put_tags(valued, bucket, "pub") == 403
+
+
+def test_a_copy_is_judged_by_its_source_s_own_tags(server, s3, bucket, tmp_path):
+    """A copy reads its source with `s3:GetObject`, judged by the source's tags as a GET of it
+    would be: a Deny on tagged objects is not passed by copying one somewhere readable, by
+    CopyObject or UploadPartCopy, and an Allow by tag admits the copies it names."""
+    tagged(s3, bucket)
+    everything = user(server, tmp_path, "copyall", [
+        {"Effect": "Allow", "Action": ["s3:*"], "Resource": ["arn:aws:s3:::*"]}])
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+         "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"StringEquals": {"s3:ExistingObjectTag/class": "secret"}}}]}))
+    assert status(everything.get_object, Bucket=bucket, Key="sec") == 403
+    assert status(everything.copy_object, Bucket=bucket, Key="leak", CopySource=f"{bucket}/sec") == 403
+    upload = everything.create_multipart_upload(Bucket=bucket, Key="leak")["UploadId"]
+    assert status(everything.upload_part_copy, Bucket=bucket, Key="leak", UploadId=upload, PartNumber=1,
+                  CopySource=f"{bucket}/sec") == 403
+    everything.abort_multipart_upload(Bucket=bucket, Key="leak", UploadId=upload)
+    assert status(everything.copy_object, Bucket=bucket, Key="fine", CopySource=f"{bucket}/pub") == 200
+    assert status(everything.copy_object, Bucket=bucket, Key="fine2", CopySource=f"{bucket}/bare") == 200
+    assert "leak" not in [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    # An Allow by the source's tags, in the caller's own policy.
+    s3.delete_bucket_policy(Bucket=bucket)
+    by_tag = user(server, tmp_path, "copytag", [
+        {"Effect": "Allow", "Action": ["s3:PutObject"], "Resource": [f"arn:aws:s3:::{bucket}/*"]},
+        {"Effect": "Allow", "Action": ["s3:GetObject"], "Resource": [f"arn:aws:s3:::{bucket}/*"],
+         "Condition": {"StringEquals": {"s3:ExistingObjectTag/class": "public"}}}])
+    assert status(by_tag.copy_object, Bucket=bucket, Key="c1", CopySource=f"{bucket}/pub") == 200
+    assert status(by_tag.copy_object, Bucket=bucket, Key="c2", CopySource=f"{bucket}/sec") == 403
+    assert status(by_tag.copy_object, Bucket=bucket, Key="c3", CopySource=f"{bucket}/bare") == 403

@@ -326,6 +326,37 @@ pub struct Checked {
 /// The condition keys a PutObjectTagging body gives values to (a prefix of both).
 const REQUEST_TAG_KEYS: &str = "s3:RequestObjectTag";
 
+/// The condition keys of an existing object's tags: `s3:ExistingObjectTag/<key>`.
+const EXISTING_TAG: &str = "s3:ExistingObjectTag/";
+
+/// Adds the tags of `bucket`/`key` (version `which`) to `values` as
+/// `s3:ExistingObjectTag/<key>`. A missing object has no tags: conditions on them then fail as
+/// on any absent key (and `...IfExists` ones hold). An object that cannot be read (too few
+/// drives) is that error: a policy that asks for its tags is never decided without them.
+async fn add_tags_of(
+    node: &Node,
+    bucket: &str,
+    key: &str,
+    which: VersionRef,
+    values: &mut ConditionValues,
+) -> Result<(), S3Error> {
+    match node.layer.open_object_version(bucket, key, which, false).await {
+        Ok(object) => {
+            for (k, v) in &object.info.tags {
+                values.insert(&format!("{EXISTING_TAG}{k}"), v);
+            }
+            Ok(())
+        }
+        Err(
+            ObjectError::ObjectNotFound
+            | ObjectError::NoSuchVersion
+            | ObjectError::DeleteMarker { .. }
+            | ObjectError::BucketNotFound,
+        ) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The bucket an S3 ARN names (`arn:aws:s3:::bucket/key` → `bucket`).
 fn arn_bucket(arn: &str) -> Option<&str> {
     arn_parts(arn).map(|(b, _)| b)
@@ -374,8 +405,13 @@ impl Access {
                 pending = table.checks.pop();
             }
         }
+        let source = self.copy_source_values(node, &table).await?;
         for check in &table.checks {
-            let allowed = match self.policy_decision(node, check, &table.values) {
+            let values = match &source {
+                Some((arn, values)) if check.resource.as_deref() == Some(arn.as_str()) => values,
+                _ => &table.values,
+            };
+            let allowed = match self.policy_decision(node, check, values) {
                 Decision::Allow => true,
                 Decision::ExplicitDeny => false,
                 Decision::ImplicitDeny => match self.acl_verdict(node, Some(route), check, creating) {
@@ -439,16 +475,13 @@ impl Access {
 
     /// `s3:ExistingObjectTag/<key>`: the tags of the object the request acts on, read only for
     /// the operations S3 gives the key to and only when a policy in play conditions on it (the
-    /// bucket's, or the caller's own). A missing object has no tags: conditions on them then
-    /// fail as on any absent key (and `...IfExists` ones hold). An object that cannot be read
-    /// (too few drives) is that error: a policy that asks for its tags is never decided without.
+    /// bucket's, or the caller's own); see [`add_tags_of`].
     async fn add_existing_object_tags(
         &self,
         node: &Node,
         route: &Route,
         values: &mut ConditionValues,
     ) -> Result<(), S3Error> {
-        const PREFIX: &str = "s3:ExistingObjectTag/";
         use Operation as O;
         let takes_it = matches!(
             route.operation,
@@ -471,25 +504,35 @@ impl Access {
         if !takes_it {
             return Ok(());
         }
-        if !self.conditions_on(node, bucket, PREFIX) {
+        if !self.conditions_on(node, bucket, EXISTING_TAG) {
             return Ok(());
         }
         let which = crate::router::version_ref(route).unwrap_or_default();
-        match node.layer.open_object_version(bucket, key, which, false).await {
-            Ok(object) => {
-                for (k, v) in &object.info.tags {
-                    values.insert(&format!("{PREFIX}{k}"), v);
-                }
-                Ok(())
-            }
-            Err(
-                ObjectError::ObjectNotFound
-                | ObjectError::NoSuchVersion
-                | ObjectError::DeleteMarker { .. }
-                | ObjectError::BucketNotFound,
-            ) => Ok(()),
-            Err(e) => Err(e.into()),
+        add_tags_of(node, bucket, key, which, values).await
+    }
+
+    /// A copy's source is read with `s3:GetObject`, judged (as a GET of it would be) with the
+    /// source's own tags as `s3:ExistingObjectTag/<key>`: the request's values and those, with
+    /// the source's ARN, when a policy in play conditions on them. So a Deny on tagged objects
+    /// cannot be passed by copying one somewhere readable.
+    async fn copy_source_values(
+        &self,
+        node: &Node,
+        table: &authz::Authorization,
+    ) -> Result<Option<(String, ConditionValues)>, S3Error> {
+        let Some(source) = &table.source else { return Ok(None) };
+        if !self.conditions_on(node, &source.bucket, EXISTING_TAG) {
+            return Ok(None);
         }
+        let which = match source.version.as_deref().map(crate::router::parse_version_id) {
+            None => VersionRef::Current,
+            Some(Ok(id)) => VersionRef::Id(id),
+            // The copy itself refuses a malformed version id.
+            Some(Err(_)) => return Ok(None),
+        };
+        let mut values = table.values.clone();
+        add_tags_of(node, &source.bucket, &source.key, which, &mut values).await?;
+        Ok(Some((source.arn(), values)))
     }
 
     /// What the policies say about one check, with the policy of the bucket its resource lies in.

@@ -47,6 +47,33 @@ pub struct Authorization {
     /// The request's condition keys (global ones from [`Facts`], and the operation's own).
     pub values: ConditionValues,
     pub deferred: Deferred,
+    /// CopyObject's and UploadPartCopy's source, whose read check is judged with the source's
+    /// own tags (`s3:ExistingObjectTag/<key>`).
+    pub source: Option<CopySource>,
+}
+
+/// The object a copy reads (`x-amz-copy-source`), decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopySource {
+    pub bucket: String,
+    pub key: String,
+    /// `versionId` as given (`null` or an id).
+    pub version: Option<String>,
+}
+
+impl CopySource {
+    /// The source from the header as sent: `[/]bucket/key[?versionId=v]`, percent-encoded.
+    pub fn parse(headers: &HeaderMap) -> Result<Self, S3Error> {
+        let raw = header(headers, "x-amz-copy-source").unwrap_or_default();
+        let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
+        let (bucket, key) = crate::router::parse_source(path)?;
+        let version = parse_query(query).into_iter().find(|(k, _)| k == "versionId").map(|(_, v)| v);
+        Ok(Self { bucket, key, version })
+    }
+
+    pub fn arn(&self) -> String {
+        object_arn(&self.bucket, &self.key)
+    }
 }
 
 /// How a request was authenticated (`s3:authType`, `s3:signatureversion`).
@@ -218,7 +245,11 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::ListenBucketNotification => vec![on_bucket("s3:ListenBucketNotification")],
         O::ListenNotification => vec![Check { action: "s3:ListenNotification", resource: None }],
     };
-    Ok(Authorization { checks, values, deferred })
+    let source = match route.operation {
+        O::CopyObject | O::UploadPartCopy => Some(CopySource::parse(headers)?),
+        _ => None,
+    };
+    Ok(Authorization { checks, values, deferred, source })
 }
 
 /// The check for one key of a DeleteObjects request.
@@ -387,21 +418,18 @@ fn object_write(headers: &HeaderMap, values: &mut ConditionValues) -> Vec<&'stat
 
 /// The read check on a copy's source (`x-amz-copy-source: /bucket/key[?versionId=v]`).
 fn copy_source(headers: &HeaderMap, values: &mut ConditionValues) -> Result<Check, S3Error> {
-    let raw = header(headers, "x-amz-copy-source").unwrap_or_default();
-    let (path, query) = raw.split_once('?').unwrap_or((raw, ""));
-    let (bucket, key) = crate::router::parse_source(path)?;
-    let version = parse_query(query).into_iter().find(|(k, _)| k == "versionId");
+    let source = CopySource::parse(headers)?;
+    let CopySource { bucket, key, version } = &source;
     // The source as one spelling, `bucket/key` decoded (and `?versionId=v`): the header may
     // lead with `/` and percent-encode any character, and a policy's pattern must not be
     // passed by spelling the same object another way.
-    let canonical = match &version {
-        Some((_, v)) => format!("{bucket}/{key}?versionId={v}"),
+    let canonical = match version {
+        Some(v) => format!("{bucket}/{key}?versionId={v}"),
         None => format!("{bucket}/{key}"),
     };
     values.insert("s3:x-amz-copy-source", &canonical);
-    let versioned = version.is_some();
-    let action = if versioned { "s3:GetObjectVersion" } else { "s3:GetObject" };
-    Ok(Check { action, resource: Some(object_arn(&bucket, &key)) })
+    let action = if version.is_some() { "s3:GetObjectVersion" } else { "s3:GetObject" };
+    Ok(Check { action, resource: Some(source.arn()) })
 }
 
 #[cfg(test)]
