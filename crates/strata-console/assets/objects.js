@@ -184,7 +184,8 @@ async function uploadAll(bucket, prefix, picked, box) {
   for (const { file, key, bar, pct, row } of rows) {
     const onProgress = (done) => { bar.value = done; pct.textContent = `${Math.floor((100 * done) / (file.size || 1))} %`; };
     try {
-      if (file.size > PART_SIZE) await multipart(bucket, key, file, onProgress);
+      const onResume = (have, of) => row.append(el("span", { class: "resumed", text: `resumed: ${have} of ${of} parts were already sent` }));
+      if (file.size > PART_SIZE) await multipart(bucket, key, file, onProgress, onResume);
       else await retrying(key, () => put(objectUrl(bucket, key), file, file.type, onProgress));
       onProgress(file.size);
       pct.textContent = "done";
@@ -198,22 +199,79 @@ async function uploadAll(bucket, prefix, picked, box) {
   if (!failed) notice(`${picked.length} uploaded.`, true);
 }
 
-// A large file in parts, a few at once, each retried on its own after a dropped connection;
-// the upload is aborted if a part still fails.
-async function multipart(bucket, key, file, onProgress) {
+// Uploads in parts this browser began, so that one cut short (a reload, a lost connection)
+// goes on where it stopped when the same file is uploaded to the same key again: by the
+// signed-in user, bucket and key, the upload's id and the file it was of.
+const resumable = {
+  name: (bucket, key) => `strata-upload:${state.session?.user}:${bucket}/${key}`,
+  get(bucket, key, file, partSize) {
+    try {
+      const r = JSON.parse(localStorage.getItem(this.name(bucket, key)) || "null");
+      const same = r && r.file === file.name && r.size === file.size && r.modified === file.lastModified && r.partSize === partSize;
+      return same ? r.uploadId : null;
+    } catch { return null; }
+  },
+  set(bucket, key, file, partSize, uploadId) {
+    const r = { uploadId, file: file.name, size: file.size, modified: file.lastModified, partSize };
+    try { localStorage.setItem(this.name(bucket, key), JSON.stringify(r)); } catch { /* not kept: not resumable */ }
+  },
+  forget(bucket, key) {
+    try { localStorage.removeItem(this.name(bucket, key)); } catch { /* nothing kept */ }
+  },
+};
+
+// The parts an upload already has, by number: their ETags and sizes (none if it is gone).
+async function partsOf(bucket, key, uploadId) {
+  const have = new Map();
+  let marker = "";
+  for (;;) {
+    let q = `uploadId=${encodeURIComponent(uploadId)}&max-parts=1000`;
+    if (marker) q += `&part-number-marker=${marker}`;
+    const doc = await s3xml("GET", `/${encodePath(bucket)}/${encodePath(key)}`, { query: q });
+    for (const p of doc.getElementsByTagName("Part")) {
+      have.set(Number(first(p, "PartNumber")), { etag: first(p, "ETag"), size: Number(first(p, "Size")) });
+    }
+    if (first(doc, "IsTruncated") !== "true") return have;
+    marker = first(doc, "NextPartNumberMarker");
+  }
+}
+
+// A large file in parts, a few at once, each retried on its own after a dropped connection. An
+// upload of the same file to the same key that was cut short (by a reload, or a connection that
+// stayed down) is taken up where it stopped: only the parts it lacks are sent. One the server
+// refuses is aborted.
+async function multipart(bucket, key, file, onProgress, onResume) {
   const partSize = Math.max(PART_SIZE, Math.ceil(file.size / 10000));
-  const headers = file.type ? { "content-type": file.type } : {};
-  const created = await s3xml("POST", `/${encodePath(bucket)}/${encodePath(key)}`, { query: "uploads=", headers });
-  const uploadId = first(created, "UploadId");
   const count = Math.ceil(file.size / partSize);
-  const etags = new Array(count);
+  const etags = new Array(count).fill(null);
   const sent = new Array(count).fill(0);
+  const path = `/${encodePath(bucket)}/${encodePath(key)}`;
+  let uploadId = resumable.get(bucket, key, file, partSize);
+  if (uploadId) {
+    try {
+      for (const [n, part] of await partsOf(bucket, key, uploadId)) {
+        const want = Math.min(partSize, file.size - (n - 1) * partSize);
+        if (n >= 1 && n <= count && part.size === want) { etags[n - 1] = part.etag; sent[n - 1] = want; }
+      }
+      onResume(etags.filter(Boolean).length, count);
+    } catch (e) {
+      if (e.status !== 404) throw e;
+      uploadId = null; // it was completed, aborted or expired: start again
+    }
+  }
+  if (!uploadId) {
+    const headers = file.type ? { "content-type": file.type } : {};
+    uploadId = first(await s3xml("POST", path, { query: "uploads=", headers }), "UploadId");
+    resumable.set(bucket, key, file, partSize, uploadId);
+  }
   const report = () => onProgress(sent.reduce((a, b) => a + b, 0));
+  report();
+  const todo = etags.map((etag, i) => (etag ? -1 : i)).filter((i) => i >= 0);
   let next = 0;
   // A few parts at once (as S3 clients send them), each taking the next part not yet taken.
   const worker = async () => {
-    while (next < count) {
-      const i = next++;
+    while (next < todo.length) {
+      const i = todo[next++];
       const blob = file.slice(i * partSize, Math.min((i + 1) * partSize, file.size));
       const q = `partNumber=${i + 1}&uploadId=${encodeURIComponent(uploadId)}`;
       etags[i] = await retrying(key, () => put(objectUrl(bucket, key, q), blob, "", (done) => { sent[i] = done; report(); }));
@@ -222,14 +280,20 @@ async function multipart(bucket, key, file, onProgress) {
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, count) }, worker));
+    await Promise.all(Array.from({ length: Math.min(PARTS_IN_FLIGHT, todo.length) }, worker));
     const parts = etags.map((etag, i) => `<Part><PartNumber>${i + 1}</PartNumber><ETag>${xmlEscape(etag || "")}</ETag></Part>`);
     const body = `<CompleteMultipartUpload>${parts.join("")}</CompleteMultipartUpload>`;
-    await s3("POST", `/${encodePath(bucket)}/${encodePath(key)}`, { query: `uploadId=${encodeURIComponent(uploadId)}`, body });
+    await s3("POST", path, { query: `uploadId=${encodeURIComponent(uploadId)}`, body });
+    resumable.forget(bucket, key);
   } catch (e) {
-    next = count; // the other workers stop after their part
-    try { await s3("DELETE", `/${encodePath(bucket)}/${encodePath(key)}`, { query: `uploadId=${encodeURIComponent(uploadId)}` }); } catch { /* it expires */ }
-    throw e;
+    next = todo.length; // the other workers stop after their part
+    if (e.status >= 400 && e.status < 500) {
+      resumable.forget(bucket, key);
+      try { await s3("DELETE", path, { query: `uploadId=${encodeURIComponent(uploadId)}` }); } catch { /* it expires */ }
+      throw e;
+    }
+    // The connection, not a refusal: the parts sent stay for the next try.
+    throw new CallError(e.status, e.code, `${e.message} Upload the same file again to go on from where it stopped.`);
   }
 }
 
