@@ -13,10 +13,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import boto3
+import botocore.exceptions
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from conftest import ACCESS_KEY, ROOT, SECRET_KEY, Server, make_person, wait_for
+from conftest import ACCESS_KEY, ROOT, SECRET_KEY, Server, free_port, make_person, wait_for
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SHOTS = ROOT / "target" / "test-artifacts" / "console"
@@ -49,8 +51,8 @@ def shot(page, name):
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
-def sign_in(page, server, user, secret):
-    page.goto(f"{server.endpoint}{CONSOLE}")
+def sign_in(page, server, user, secret, base=None):
+    page.goto(f"{base or server.endpoint}{CONSOLE}")
     page.get_by_label("Access key").fill(user)
     page.get_by_label("Secret key").fill(secret)
     page.get_by_role("button", name="Sign in").click()
@@ -219,6 +221,12 @@ def test_csrf_and_sign_in_guards(console, browser):
     # A call that says it comes from another site (even a host of the same site) is refused.
     r = page.request.put(f"{api}/s3/other-bucket", headers={"x-strata-csrf": csrf, "sec-fetch-site": "same-site"})
     assert r.status == 403 and r.json()["code"] == "CrossSiteRequest", (r.status, r.text())
+    # Guessing a secret: after five wrong ones this address waits, even with the right one.
+    guess = lambda secret: page.request.post(f"{api}/signin", headers={"x-strata-console": "1"},
+                                             data=json.dumps({"accessKey": ACCESS_KEY, "secretKey": secret}))
+    assert [guess(f"guess-{i}").status for i in range(5)] == [403] * 5
+    r = guess(SECRET_KEY)
+    assert r.status == 429 and r.json()["code"] == "TooManySignIns", (r.status, r.text())
     page.close()
 
 
@@ -454,3 +462,178 @@ def test_odd_keys_keyboard_narrow_and_dark(console, browser):
     assert background != "rgb(255, 255, 255)", "dark mode keeps a light background"
     context.close()
     assert not errors, errors
+
+
+def test_the_console_on_its_own_address(browser, tmp_path):
+    """`--console-address` (as MinIO's deployment files pass it): the console on an origin of
+    its own. The S3 address no longer serves it, the console's address serves nothing but the
+    console, uploads go through it, and a share link points at the S3 address."""
+    port = free_port()
+    server = Server().start(extra_args=["--console-address", f"127.0.0.1:{port}"])
+    try:
+        own = f"http://127.0.0.1:{port}"
+        assert f"Console: {own}{CONSOLE}" in server.log.read_text()
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("dialog", lambda dialog: dialog.accept(dialog.default_value or ""))
+        page.goto(own + "/")
+        expect(page).to_have_url(re.compile(re.escape(own + CONSOLE) + "#/signin$"))
+        sign_in(page, server, ACCESS_KEY, SECRET_KEY, base=own)
+        expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+        page.get_by_label("New bucket").fill("apart")
+        page.get_by_role("button", name="Create bucket").click()
+        page.get_by_role("link", name="apart", exact=True).click()
+        note = tmp_path / "note.txt"
+        note.write_bytes(b"served apart\n")
+        page.locator("#upload-files").set_input_files([str(note)])
+        expect(page.get_by_role("alert")).to_contain_text("1 uploaded.", timeout=60_000)
+        s3 = server.client()
+        assert s3.get_object(Bucket="apart", Key="note.txt")["Body"].read() == note.read_bytes()
+        page.get_by_role("button", name="Share note.txt").click()
+        link = page.get_by_label("Share link").input_value()
+        assert link.startswith(server.endpoint + "/apart/note.txt?"), link
+        fetched = subprocess.run(["curl", "-sf", link], capture_output=True, timeout=30)
+        assert fetched.returncode == 0 and fetched.stdout == note.read_bytes(), fetched
+        # The S3 address serves no console, and sends no browser to one.
+        for url in [f"{server.endpoint}{CONSOLE}", f"{server.endpoint}{CONSOLE}api/session"]:
+            r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url], capture_output=True,
+                               text=True, timeout=30)
+            assert r.stdout == "404", (url, r.stdout)
+        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Accept: text/html",
+                            server.endpoint + "/"], capture_output=True, text=True, timeout=30)
+        assert r.stdout == "403", r.stdout
+        # The console's address serves no objects, signed or presigned.
+        moved = link.replace(server.endpoint, own)
+        r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", moved], capture_output=True,
+                           text=True, timeout=30)
+        assert r.stdout == "404", r.stdout
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            boto3.client("s3", endpoint_url=own, aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+                         region_name="us-east-1").list_objects_v2(Bucket="apart")
+        assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+        assert not errors, errors
+        page.close()
+    finally:
+        server.cleanup()
+
+
+def test_sign_in_through_the_identity_provider(browser, tmp_path):
+    """The OpenID Connect button: the authorization-code flow with PKCE through a provider of
+    our own on 127.0.0.1. The session holds the policies the token names; a token for another
+    sign-in (its nonce), one naming no known policy, and a callback nobody started are refused
+    with their reason on the sign-in page."""
+    from test_iam import Provider, admin, policy_file
+    idp = Provider(tmp_path)
+    server = Server(env={"STRATA_IDENTITY_OPENID_CONFIG_URL": idp.config_url,
+                         "STRATA_IDENTITY_OPENID_CLIENT_ID": "strata-console",
+                         "STRATA_IDENTITY_OPENID_DISPLAY_NAME": "Test provider"})
+    try:
+        server.start()
+        s3 = server.client()
+        s3.create_bucket(Bucket="shared")
+        # The policy the provider's token names: list and read, nothing more.
+        admin(server, "policy", "create", "lister", policy_file(tmp_path, "lister", [
+            {"Effect": "Allow", "Action": ["s3:ListAllMyBuckets", "s3:ListBucket", "s3:GetObject"],
+             "Resource": ["arn:aws:s3:::*"]}]))
+        page = browser.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        def through_the_provider():
+            page.goto(f"{server.endpoint}{CONSOLE}")
+            page.get_by_role("link", name="Sign in with Test provider").click()
+            expect(page).to_have_title("Test provider")
+            page.get_by_role("button", name="Approve").click()
+
+        idp.sign_in_claims = {"sub": "alice-7", "preferred_username": "alice", "policy": "lister"}
+        through_the_provider()
+        expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+        expect(page.locator(".who")).to_contain_text("alice")
+        expect(page.get_by_role("link", name="shared", exact=True)).to_be_visible()
+        shot(page, "12-signed-in-through-the-provider")
+        # The code was redeemed with the PKCE verifier, and the cookie is the console's.
+        assert len(idp.redeemed) == 1 and idp.redeemed[0]["code_verifier"], idp.redeemed
+        cookie = next(c for c in page.context.cookies() if c["name"] == "strata_console")
+        assert cookie["httpOnly"] and cookie["sameSite"] == "Strict", cookie
+        # The token's policy holds: no new bucket.
+        page.get_by_label("New bucket").fill("not-allowed")
+        page.get_by_role("button", name="Create bucket").click()
+        expect(page.get_by_role("alert")).to_contain_text("Access Denied")
+        assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["shared"]
+        page.get_by_role("button", name="Sign out").click()
+        expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+
+        # Refusals come back to the sign-in page with their reason.
+        idp.sign_in_claims = {"sub": "alice-7", "policy": "no-such-policy"}
+        through_the_provider()
+        expect(page.get_by_role("alert")).to_contain_text("names a policy this deployment does not have")
+        original = idp.token
+        idp.token = lambda claims, **kw: original({**claims, "nonce": "another-sign-in"}, **kw)
+        idp.sign_in_claims = {"sub": "alice-7", "policy": "lister"}
+        through_the_provider()
+        expect(page.get_by_role("alert")).to_contain_text("not for this sign-in (nonce)")
+        idp.token = original
+        page.goto(f"{server.endpoint}{CONSOLE}api/oidc/callback?code=forged&state=forged")
+        expect(page.get_by_role("alert")).to_contain_text("not started here")
+        expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+        assert page.request.get(f"{server.endpoint}{CONSOLE}api/session").status == 401
+        assert not errors, errors
+        page.close()
+    finally:
+        server.cleanup()
+        idp.close()
+
+
+def test_an_upload_cut_short_by_a_reload_goes_on_where_it_stopped(console, browser, tmp_path):
+    """A file in parts whose upload a reload cuts short: uploaded again, it sends only the parts
+    the server lacks (listed with ListParts), and the object is whole."""
+    server = console
+    s3 = server.client()
+    s3.create_bucket(Bucket="resume")
+    big = tmp_path / "big.bin"
+    big.write_bytes(pattern(3 * 16 * 1024 * 1024 + 5, "resume"))
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    sign_in(page, server, ACCESS_KEY, SECRET_KEY)
+    expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
+    page.goto(f"{server.endpoint}{CONSOLE}#/b/resume/")
+    expect(page.get_by_text("This folder is empty.")).to_be_visible()
+    parts_sent = []
+    held = []
+
+    def part(route):
+        number = int(re.search(r"partNumber=(\d+)", route.request.url).group(1))
+        parts_sent.append(number)
+        if number >= 3:
+            held.append(route)  # never answered: the reload cuts it off
+        else:
+            route.continue_()
+    page.route(re.compile(r".*partNumber=\d+.*"), part)
+    page.locator("#upload-files").set_input_files([str(big)])
+    def sent_two_held_two():
+        page.wait_for_timeout(200)  # the route handlers run while Playwright is called
+        uploads = s3.list_multipart_uploads(Bucket="resume").get("Uploads", [])
+        if len(held) < 2 or not uploads:
+            return False
+        listed = s3.list_parts(Bucket="resume", Key="big.bin", UploadId=uploads[0]["UploadId"])
+        return len(listed.get("Parts", [])) == 2
+    wait_for(sent_two_held_two, timeout=60, what="two parts sent and the others held")
+    page.reload()
+    page.unroute(re.compile(r".*partNumber=\d+.*"))
+    page.route(re.compile(r".*partNumber=\d+.*"),
+               lambda route: (parts_sent.append(int(re.search(r"partNumber=(\d+)", route.request.url).group(1))),
+                              route.continue_()))
+    parts_sent.clear()
+    expect(page.get_by_text("This folder is empty.")).to_be_visible()
+    page.locator("#upload-files").set_input_files([str(big)])
+    expect(page.get_by_role("alert")).to_contain_text("1 uploaded.", timeout=60_000)
+    expect(page.locator(".resumed")).to_contain_text("resumed: 2 of 4 parts were already sent")
+    assert sorted(parts_sent) == [3, 4], parts_sent
+    whole = s3.get_object(Bucket="resume", Key="big.bin")
+    assert whole["Body"].read() == big.read_bytes()
+    assert whole["ETag"].endswith('-4"'), whole["ETag"]
+    assert s3.list_multipart_uploads(Bucket="resume").get("Uploads", []) == []
+    assert not errors, errors
+    page.close()

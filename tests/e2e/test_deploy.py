@@ -166,7 +166,7 @@ def slow_put(endpoint, user, password, bucket, key, body):
 
 def test_systemd_unit_serves_as_a_non_root_user_and_stops_cleanly():
     unit_env = ENV_FILE.read_text()
-    port = free_port()
+    port, console_port = free_port(), free_port()
     unit = Unit()
     try:
         pattern = drives_for_nobody(unit.dir)
@@ -238,14 +238,14 @@ def ready(endpoint):
 def test_a_minio_environment_file_runs_the_unit_unchanged():
     """/etc/default/minio as MinIO's documentation writes it: MINIO_VOLUMES, MINIO_OPTS with
     `:PORT` and `--console-address`, MINIO_ROOT_USER/PASSWORD; plus settings Strata lacks."""
-    port = free_port()
+    port, console_port = free_port(), free_port()
     unit = Unit()
     try:
         pattern = drives_for_nobody(unit.dir)
         minio_env = (
             "# Volume to be used for MinIO server.\n"
             f'MINIO_VOLUMES="{pattern}"\n'
-            f'MINIO_OPTS="--address :{port} --console-address :{free_port()}"\n'
+            f'MINIO_OPTS="--address :{port} --console-address :{console_port}"\n'
             "MINIO_ROOT_USER=minio-admin\n"
             "MINIO_ROOT_PASSWORD=minio-secret-password\n"
             "MINIO_REGION=eu-central-1\n"
@@ -262,8 +262,10 @@ def test_a_minio_environment_file_runs_the_unit_unchanged():
         for used in ["MINIO_VOLUMES", "MINIO_OPTS", "MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD", "MINIO_REGION"]:
             assert f"using MinIO's {used} as STRATA_" in log, log
         assert "MINIO_COMPRESSION_ENABLE has no Strata equivalent" in log, log
-        # MinIO's console address is not Strata's: its console is on the S3 address.
-        assert "is not served: the console is on the S3 address" in log, log
+        # MinIO's console address is the console's, as it was MinIO's.
+        assert f"Console: http://0.0.0.0:{console_port}/_strata/console/" in log, log
+        with urllib.request.urlopen(f"http://127.0.0.1:{console_port}/_strata/console/", timeout=10) as page:
+            assert b"<title>" in page.read()
         # The built-in default credentials are not in use, and the log does not say they are.
         assert "built-in root credentials" not in log, log
     finally:

@@ -535,14 +535,20 @@ def test_anonymous_post_form_where_a_bucket_policy_allows_it(server, s3, bucket)
 
 class Provider:
     """An OpenID Connect provider of our own: an RSA key made with openssl, its JWKS served on
-    127.0.0.1, and ID tokens signed with it."""
+    127.0.0.1, and ID tokens signed with it. It also signs browsers in by the authorization-code
+    flow: `/authorize` shows a page with one button, which sends the browser back to the client
+    with a code; `/token` redeems the code (once, for the same client, redirect URI and PKCE
+    verifier) for an ID token carrying the request's nonce and `sign_in_claims`."""
 
-    def __init__(self, folder, tls_dir=None, issuer="http://idp.test"):
+    def __init__(self, folder, tls_dir=None, issuer="http://idp.test", client_id="strata-console"):
         """With `tls_dir` (a folder from `make_certs`) the provider serves https; it also serves
-        its discovery document at `config_url`, naming `issuer` and the JWKS."""
+        its discovery document at `config_url`, naming `issuer`, the JWKS and its endpoints."""
         import base64
+        import hashlib
+        import html
         import http.server
         import ssl
+        import urllib.parse
 
         self.key = folder / "idp.pem"
         subprocess.run(["openssl", "genrsa", "-out", str(self.key), "2048"], check=True, capture_output=True)
@@ -555,22 +561,73 @@ class Provider:
                                      "n": b64(modulus), "e": b64((65537).to_bytes(3, "big"))}]}).encode()
 
         provider = self
+        self.issuer = issuer
+        self.sign_in_claims = {}
+        self.codes = {}
+        self.redeemed = []
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                if self.path == "/.well-known/openid-configuration":
-                    body = json.dumps({"issuer": issuer, "jwks_uri": provider.url,
-                                       "id_token_signing_alg_values_supported": ["RS256"]}).encode()
-                elif self.path == "/jwks.json":
-                    body = jwks
-                else:
-                    self.send_error(404)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+            def answer(self, body, content_type="application/json", status=200):
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_GET(self):
+                path, _, query = self.path.partition("?")
+                args = dict(urllib.parse.parse_qsl(query))
+                if path == "/.well-known/openid-configuration":
+                    base = provider.config_url.rsplit("/.well-known", 1)[0]
+                    self.answer(json.dumps({"issuer": issuer, "jwks_uri": provider.url,
+                                            "authorization_endpoint": f"{base}/authorize",
+                                            "token_endpoint": f"{base}/token",
+                                            "id_token_signing_alg_values_supported": ["RS256"]}).encode())
+                elif path == "/jwks.json":
+                    self.answer(jwks)
+                elif path == "/authorize":
+                    if args.get("client_id") != client_id or args.get("response_type") != "code" \
+                            or args.get("code_challenge_method") != "S256":
+                        self.answer(b"bad authorization request", "text/plain", 400)
+                        return
+                    # The user approves: a form that sends the request's fields to /approve.
+                    fields = "".join(f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+                                     for k, v in args.items())
+                    page = (f"<!doctype html><title>Test provider</title><form method=get action=/approve>"
+                            f"{fields}<button>Approve</button></form>")
+                    self.answer(page.encode(), "text/html")
+                elif path == "/approve":
+                    code = provider.b64(os.urandom(16))
+                    provider.codes[code] = args
+                    back = {"code": code, "state": args.get("state", "")}
+                    self.send_response(302)
+                    self.send_header("Location", f"{args['redirect_uri']}?{urllib.parse.urlencode(back)}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                else:
+                    self.send_error(404)
+
+            def do_POST(self):
+                if self.path != "/token":
+                    self.send_error(404)
+                    return
+                length = int(self.headers.get("Content-Length", "0"))
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
+                asked = provider.codes.pop(form.get("code", ""), None)
+                verifier = form.get("code_verifier", "").encode()
+                challenge = provider.b64(hashlib.sha256(verifier).digest())
+                if (asked is None or form.get("grant_type") != "authorization_code"
+                        or form.get("client_id") != client_id
+                        or form.get("redirect_uri") != asked["redirect_uri"]
+                        or challenge != asked["code_challenge"]):
+                    self.answer(json.dumps({"error": "invalid_grant"}).encode(), status=400)
+                    return
+                now = int(time.time())
+                claims = {"iss": issuer, "aud": client_id, "exp": now + 600, "iat": now,
+                          "nonce": asked.get("nonce"), **provider.sign_in_claims}
+                provider.redeemed.append(form)
+                self.answer(json.dumps({"id_token": provider.token(claims), "access_token": "unused",
+                                        "token_type": "Bearer"}).encode())
 
             def log_message(self, *args):
                 pass

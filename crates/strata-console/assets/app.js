@@ -24,7 +24,17 @@ function signedOut(message) {
   if (message) notice(message);
 }
 
-function signInView() {
+// The identity provider's button, when the server has one configured.
+async function providerButton(form) {
+  const resp = await fetch(`${API}/signin/options`, { credentials: "same-origin" });
+  if (!resp.ok) return;
+  const { openid } = await resp.json();
+  if (!openid) return;
+  form.append(el("p", { class: "or", text: "or" }),
+    el("a", { class: "button", href: `${API}/oidc/start`, text: `Sign in with ${openid.name}` }));
+}
+
+function signInView(params) {
   const access = el("input", { type: "text", id: "access", name: "access", autocomplete: "username", required: true });
   const secret = el("input", { type: "password", id: "secret", name: "secret", autocomplete: "current-password", required: true });
   const form = el("form", { class: "signin", "aria-labelledby": "signin-title" },
@@ -52,6 +62,9 @@ function signInView() {
   });
   show(form);
   access.focus();
+  providerButton(form);
+  // Back from the identity provider without a session: its reason.
+  if (params.get("error")) notice(params.get("error"));
 }
 
 async function signOut() {
@@ -71,7 +84,7 @@ async function route() {
   const params = new URLSearchParams(query || "");
   if (!state.session) {
     if (path !== "/signin") { location.hash = "#/signin"; return; }
-    signInView();
+    signInView(params);
     return;
   }
   for (const a of document.querySelectorAll(".top nav a")) {

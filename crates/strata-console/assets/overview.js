@@ -56,7 +56,9 @@ function rates() {
 
 async function sample() {
   try {
-    samples.push(await json("GET", "/admin/metrics/summary"));
+    // Polling, not the user: it does not keep the session from going idle.
+    const resp = await call("GET", "/admin/metrics/summary", { headers: { "x-strata-background": "1" } });
+    samples.push(await resp.json());
     while (samples.length > SAMPLES_KEPT + 1) samples.shift();
   } catch { /* shown on the next full load */ }
 }

@@ -4,10 +4,12 @@
 //! credentials and answered by the server's own front door ([`proxy`]): `…/api/s3/PATH` is
 //! `/PATH`, `…/api/admin/OP` Strata's admin API and `…/api/minio/OP` MinIO's (`info`).
 //!
-//! Every call under `…/api/` but the sign-in needs the session cookie; every one that changes
-//! something also needs the session's CSRF token in [`session::CSRF_HEADER`].
+//! Every call under `…/api/` but the sign-in (with keys, or through the OpenID Connect
+//! provider: [`oidc`]) needs the session cookie; every one that changes something also needs the
+//! session's CSRF token in [`session::CSRF_HEADER`].
 
 pub mod assets;
+pub mod oidc;
 pub mod proxy;
 pub mod session;
 pub mod signin;
@@ -17,7 +19,7 @@ use futures_util::future::BoxFuture;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use strata_s3::body::ResponseBody;
-use strata_s3::context::Node;
+use strata_s3::context::{ConnInfo, Node};
 use strata_types::limits::CONSOLE_SHARE_SECS_MAX;
 
 use crate::session::{Keys, Refused, Session};
@@ -26,6 +28,8 @@ use crate::session::{Keys, Refused, Session};
 pub const PREFIX: &str = "/_strata/console";
 /// The header the page sends with its sign-in (a form on another site cannot).
 pub const CONSOLE_HEADER: &str = "x-strata-console";
+/// The header of the page's own polling, which does not keep a session from going idle.
+pub const BACKGROUND_HEADER: &str = "x-strata-background";
 /// Where the console's calls reach the admin API, and MinIO's (for `info`).
 const ADMIN_PREFIX: &str = "/_strata/admin/v1/";
 const MINIO_ADMIN_PREFIX: &str = "/minio/admin/v3/";
@@ -90,8 +94,12 @@ pub async fn serve(
         (&Method::GET | &Method::HEAD, _) if !rest.starts_with("/api/") => assets::serve(rest, req.headers()),
         (&Method::POST, "/api/signin") => {
             let (parts, body) = req.into_parts();
-            signin::sign_in(node, &keys, &parts.headers, body, tls).await
+            let from = parts.extensions.get::<ConnInfo>().and_then(|c| c.peer).map(|p| p.ip());
+            signin::sign_in(node, &keys, &parts.headers, body, tls, from).await
         }
+        (&Method::GET, "/api/signin/options") => oidc::options(node),
+        (&Method::GET, "/api/oidc/start") => oidc::start(node, &keys, &req, tls).await,
+        (&Method::GET, "/api/oidc/callback") => oidc::callback(node, &keys, &req, tls).await,
         _ if rest.starts_with("/api/") => {
             return with_session(node, &keys, req, rest, tls, forward).await;
         }
@@ -143,8 +151,10 @@ async fn with_session(
         );
         return secure(e.into_response());
     }
-    // The idle clock restarts with each call, written back into the cookie now and then.
-    let refreshed = session.needs_refresh(now).then(|| {
+    // The idle clock restarts with each call the user makes, written back into the cookie now
+    // and then; the page's own polling (the overview's samples) says so and does not count.
+    let background = req.headers().contains_key(BACKGROUND_HEADER);
+    let refreshed = (!background && session.needs_refresh(now)).then(|| {
         session.seen = now;
         keys.seal(&session)
     });
@@ -220,6 +230,7 @@ async fn share(node: &Node, session: &Session, req: &Request<Incoming>, tls: boo
     let Some(host) = proxy::host_of(req) else {
         return json_error(StatusCode::BAD_REQUEST, "InvalidRequest", "The request names no host.");
     };
+    let host = proxy::s3_host(node, &host);
     let url = proxy::share_url(node, session, &host, tls, &path, version.as_deref().unwrap_or(""), expires);
     json_reply(
         StatusCode::OK,

@@ -117,6 +117,28 @@ pub fn host_of<B>(req: &Request<B>) -> Option<String> {
         .or_else(|| req.uri().authority().map(|a| a.to_string()))
 }
 
+/// Where a share link points: the host the browser used, and with the console on its own
+/// address (`--console-address`), that host's name with the S3 address's port (objects are
+/// never served on the console's origin).
+pub fn s3_host(node: &Node, host: &str) -> String {
+    if node.config.console_address.is_none() {
+        return host.to_owned();
+    }
+    match node.config.endpoint.rsplit_once(':') {
+        Some((_, port)) => with_port(host, port),
+        None => host.to_owned(),
+    }
+}
+
+/// `host` (`name:port`, `[v6]:port` or a bare name) with its port replaced by `port`.
+fn with_port(host: &str, port: &str) -> String {
+    let name = match host.rsplit_once(':') {
+        Some((name, p)) if !p.contains(']') => name,
+        _ => host,
+    };
+    format!("{name}:{port}")
+}
+
 /// A share link: a presigned GET of `path` (already encoded) with `query` (a version), valid for
 /// `expires` seconds, for the host and scheme the browser used.
 pub fn share_url(
@@ -154,7 +176,15 @@ pub fn is_safe(method: &Method) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::s3_target;
+    use super::{s3_target, with_port};
+
+    #[test]
+    fn a_share_link_keeps_the_host_name_and_takes_the_s3_port() {
+        assert_eq!(with_port("console.example:9001", "9000"), "console.example:9000");
+        assert_eq!(with_port("console.example", "9000"), "console.example:9000");
+        assert_eq!(with_port("[::1]:9001", "9000"), "[::1]:9000");
+        assert_eq!(with_port("[::1]", "9000"), "[::1]:9000");
+    }
 
     #[test]
     fn a_key_sent_in_the_query_goes_back_into_the_path() {

@@ -102,29 +102,39 @@ impl Keys {
 
     /// The cookie value of `session`: nonce and sealed JSON, base64url.
     pub fn seal(&self, session: &Session) -> Option<String> {
+        self.seal_value(COOKIE, session)
+    }
+
+    /// `value` as JSON sealed for the cookie named `name` (which it is bound to): nonce and
+    /// sealed bytes, base64url.
+    pub fn seal_value<T: Serialize>(&self, name: &str, value: &T) -> Option<String> {
         let mut nonce = [0u8; NONCE_LEN];
         aws_lc_rs::rand::fill(&mut nonce).ok()?;
-        let mut data = serde_json::to_vec(session).ok()?;
+        let mut data = serde_json::to_vec(value).ok()?;
         self.seal
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(COOKIE), &mut data)
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(name), &mut data)
             .ok()?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&data);
         Some(URL_SAFE_NO_PAD.encode(out))
     }
 
-    /// The session `cookie` holds, if this deployment sealed it and it is still live at `now`.
-    pub fn open(&self, cookie: &str, now: u64) -> Result<Session, Refused> {
-        let bytes = URL_SAFE_NO_PAD.decode(cookie).map_err(|_| Refused::Missing)?;
+    /// What [`Self::seal_value`] sealed for the cookie `name`, if this deployment sealed it.
+    pub fn open_value<T: serde::de::DeserializeOwned>(&self, name: &str, cookie: &str) -> Option<T> {
+        let bytes = URL_SAFE_NO_PAD.decode(cookie).ok()?;
         if bytes.len() < NONCE_LEN {
-            return Err(Refused::Missing);
+            return None;
         }
         let (nonce, sealed) = bytes.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Refused::Missing)?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
         let mut sealed = sealed.to_vec();
-        let plain =
-            self.seal.open_in_place(nonce, Aad::from(COOKIE), &mut sealed).map_err(|_| Refused::Missing)?;
-        let session: Session = serde_json::from_slice(plain).map_err(|_| Refused::Missing)?;
+        let plain = self.seal.open_in_place(nonce, Aad::from(name), &mut sealed).ok()?;
+        serde_json::from_slice(plain).ok()
+    }
+
+    /// The session `cookie` holds, if this deployment sealed it and it is still live at `now`.
+    pub fn open(&self, cookie: &str, now: u64) -> Result<Session, Refused> {
+        let session: Session = self.open_value(COOKIE, cookie).ok_or(Refused::Missing)?;
         if now >= session.expiry {
             return Err(Refused::Expired);
         }
@@ -166,13 +176,18 @@ pub fn set_cookie(value: &str, tls: bool) -> String {
 /// Every session cookie value in a request's `Cookie` headers (a host of the same site may have
 /// set one of its own for a longer path, which the browser sends first).
 pub fn cookies_of(headers: &http::HeaderMap) -> Vec<&str> {
+    cookies_named(headers, COOKIE)
+}
+
+/// Every value of the cookie `name` in a request's `Cookie` headers.
+pub fn cookies_named<'h>(headers: &'h http::HeaderMap, name: &str) -> Vec<&'h str> {
     headers
         .get_all(http::header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == COOKIE)
+        .filter(|(n, _)| *n == name)
         .map(|(_, value)| value)
         .collect()
 }

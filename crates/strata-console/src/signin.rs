@@ -4,7 +4,9 @@
 //! once and kept nowhere. The root user's session holds the built-in `consoleAdmin` policy
 //! (everything), as a federated session: AssumeRole is for IAM users.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::net::IpAddr;
+use std::sync::Mutex;
 
 use http::{HeaderMap, StatusCode};
 use http_body_util::BodyExt;
@@ -12,7 +14,10 @@ use hyper::body::Incoming;
 use serde::Deserialize;
 use strata_s3::context::Node;
 use strata_system::sts::SessionRequest;
-use strata_types::limits::{CONSOLE_IDLE_SECS, CONSOLE_SESSION_SECS, CONSOLE_SIGNIN_BODY_MAX};
+use strata_types::limits::{
+    CONSOLE_IDLE_SECS, CONSOLE_SESSION_SECS, CONSOLE_SIGNIN_BODY_MAX, CONSOLE_SIGNIN_FAILURES_MAX,
+    CONSOLE_SIGNIN_TRACKED_MAX, CONSOLE_SIGNIN_WINDOW_SECS,
+};
 
 use crate::session::{Keys, Session};
 use crate::{json_error, json_reply, Answer};
@@ -39,9 +44,61 @@ pub fn describe(keys: &Keys, s: &Session) -> serde_json::Value {
     })
 }
 
+/// Who tried to sign in: the access key, and the client's address.
+type Attempt = (String, Option<IpAddr>);
+
+/// Failed sign-ins by [`Attempt`]: how many, since when (Unix seconds).
+#[derive(Default)]
+pub struct Failures(Mutex<HashMap<Attempt, (u32, u64)>>);
+
+impl Failures {
+    /// Whether `key` from `from` has failed too often within the window to try again at `now`.
+    pub fn held_up(&self, key: &str, from: Option<IpAddr>, now: u64) -> bool {
+        let failures = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        failures.get(&(key.to_owned(), from)).is_some_and(|(count, since)| {
+            *count >= CONSOLE_SIGNIN_FAILURES_MAX && now.saturating_sub(*since) < CONSOLE_SIGNIN_WINDOW_SECS
+        })
+    }
+
+    /// Counts a failed sign-in (a new window once the last has passed).
+    pub fn failed(&self, key: &str, from: Option<IpAddr>, now: u64) {
+        let mut failures = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if failures.len() >= CONSOLE_SIGNIN_TRACKED_MAX {
+            failures.retain(|_, (_, since)| now.saturating_sub(*since) < CONSOLE_SIGNIN_WINDOW_SECS);
+            if failures.len() >= CONSOLE_SIGNIN_TRACKED_MAX {
+                failures.clear();
+            }
+        }
+        let entry = failures.entry((key.to_owned(), from)).or_insert((0, now));
+        if now.saturating_sub(entry.1) >= CONSOLE_SIGNIN_WINDOW_SECS {
+            *entry = (0, now);
+        }
+        entry.0 += 1;
+    }
+
+    /// A sign-in that succeeded starts its pair afresh.
+    pub fn succeeded(&self, key: &str, from: Option<IpAddr>) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&(key.to_owned(), from));
+    }
+}
+
+/// This process's failed sign-ins.
+fn failures() -> &'static Failures {
+    static FAILURES: std::sync::OnceLock<Failures> = std::sync::OnceLock::new();
+    FAILURES.get_or_init(Failures::default)
+}
+
 /// `POST …/api/signin` with `{"accessKey", "secretKey"}` (JSON, and the console's own header,
-/// which a form on another site cannot send).
-pub async fn sign_in(node: &Node, keys: &Keys, headers: &HeaderMap, body: Incoming, tls: bool) -> Answer {
+/// which a form on another site cannot send), from client address `from`. Too many wrong
+/// secrets for one key from one address hold that address up for a while (`429`).
+pub async fn sign_in(
+    node: &Node,
+    keys: &Keys,
+    headers: &HeaderMap,
+    body: Incoming,
+    tls: bool,
+    from: Option<IpAddr>,
+) -> Answer {
     if !headers.contains_key(crate::CONSOLE_HEADER) {
         return json_error(StatusCode::FORBIDDEN, "AccessDenied", "Sign in from the console's page.");
     }
@@ -64,13 +121,21 @@ pub async fn sign_in(node: &Node, keys: &Keys, headers: &HeaderMap, body: Incomi
         );
     };
     let now = strata_types::time::now_nanos() / 1_000_000_000;
+    if failures().held_up(&form.access_key, from, now) {
+        return json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "TooManySignIns",
+            "Too many wrong sign-ins for this key from this address: wait a minute.",
+        );
+    }
     let (root, federated) = match check(node, &form, now) {
         Some(Identity::Root) => (true, Some(BTreeSet::from(["consoleAdmin".to_owned()]))),
         Some(Identity::User) => (false, None),
         None => {
             // Only the start of what was typed: a secret in the wrong field stays out of the log.
             let shown: String = form.access_key.chars().take(SHOWN_KEY_CHARS).collect();
-            tracing::info!(access_key = %shown, "console sign-in refused");
+            tracing::info!(access_key = %shown, ?from, "console sign-in refused");
+            failures().failed(&form.access_key, from, now);
             return json_error(
                 StatusCode::FORBIDDEN,
                 "InvalidCredentials",
@@ -78,43 +143,56 @@ pub async fn sign_in(node: &Node, keys: &Keys, headers: &HeaderMap, body: Incomi
             );
         }
     };
+    failures().succeeded(&form.access_key, from);
+    let who = Who { parent: form.access_key.clone(), user: form.access_key, root };
+    match open_session(node, keys, who, federated, now).await {
+        Ok((session, cookie)) => {
+            json_reply(StatusCode::OK, &describe(keys, &session)).with_cookie(&cookie, tls)
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// Whose session a sign-in opens: the STS parent of its credentials, the name shown, and
+/// whether it is the root user.
+pub struct Who {
+    pub parent: String,
+    pub user: String,
+    pub root: bool,
+}
+
+/// Issues the session's STS credentials (holding `federated` policies, or the parent's own)
+/// and seals them: the session and its cookie value, or the answer that refuses.
+pub async fn open_session(
+    node: &Node,
+    keys: &Keys,
+    who: Who,
+    federated: Option<BTreeSet<String>>,
+    now: u64,
+) -> Result<(Session, String), Answer> {
     let request =
         SessionRequest { duration_secs: CONSOLE_SESSION_SECS, name: "console".into(), policy: None };
-    let issued = match strata_system::sts::issue(
-        &node.iam,
-        &node.layer,
-        form.access_key.clone(),
-        request,
-        federated,
-        now,
-    )
-    .await
-    {
-        Ok(i) => i,
-        Err(e) => {
+    let issued = strata_system::sts::issue(&node.iam, &node.layer, who.parent, request, federated, now)
+        .await
+        .map_err(|e| {
             let e = strata_s3::error::S3Error::from(e);
-            return json_error(e.code.status(), e.code.as_str(), &e.message);
-        }
-    };
+            json_error(e.code.status(), e.code.as_str(), &e.message)
+        })?;
     node.layer.tell_peers(strata_object::SharedState::Iam).await;
     let session = Session {
         access_key: issued.access_key,
         secret: issued.secret,
         token: issued.token,
-        user: form.access_key,
-        root,
+        user: who.user,
+        root: who.root,
         began: now,
         seen: now,
         expiry: issued.expiry,
     };
-    let Some(cookie) = keys.seal(&session) else {
-        return json_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalError",
-            "No randomness for the session.",
-        );
-    };
-    json_reply(StatusCode::OK, &describe(keys, &session)).with_cookie(&cookie, tls)
+    let cookie = keys.seal(&session).ok_or_else(|| {
+        json_error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "No randomness for the session.")
+    })?;
+    Ok((session, cookie))
 }
 
 enum Identity {
@@ -153,4 +231,27 @@ pub async fn sign_out(node: &Node, session: &Session, tls: bool) -> Answer {
 /// or disabled).
 pub fn still_valid(node: &Node, session: &Session, now: u64) -> bool {
     node.iam.directory().caller(&session.access_key, Some(&session.token), now).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrong_sign_ins_hold_up_only_their_key_and_address_for_a_while() {
+        let f = Failures::default();
+        let (a, b) = (Some(IpAddr::from([10, 0, 0, 1])), Some(IpAddr::from([10, 0, 0, 2])));
+        for _ in 0..CONSOLE_SIGNIN_FAILURES_MAX {
+            assert!(!f.held_up("root", a, 100));
+            f.failed("root", a, 100);
+        }
+        assert!(f.held_up("root", a, 100));
+        assert!(!f.held_up("root", b, 100), "another address is not held up");
+        assert!(!f.held_up("alice", a, 100), "nor another key");
+        assert!(!f.held_up("root", a, 100 + CONSOLE_SIGNIN_WINDOW_SECS), "the window passes");
+        f.failed("root", a, 100 + CONSOLE_SIGNIN_WINDOW_SECS);
+        assert!(!f.held_up("root", a, 100 + CONSOLE_SIGNIN_WINDOW_SECS), "a new window counts from one");
+        f.succeeded("root", a);
+        assert!(f.0.lock().expect("lock").is_empty());
+    }
 }

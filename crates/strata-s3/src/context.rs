@@ -47,6 +47,9 @@ pub struct S3Config {
     /// (`STRATA_DEFAULT_OBJECT_OWNERSHIP`): AWS's `BucketOwnerEnforced`, or `NotSet` for ACLs
     /// on as Ceph RGW keeps them.
     pub default_object_ownership: strata_object::ObjectOwnership,
+    /// The web console's own address (`--console-address`): the console is served there, on an
+    /// origin of its own, and not on the S3 address.
+    pub console_address: Option<SocketAddr>,
 }
 
 /// What an operator asked of the process through the admin API (MinIO's

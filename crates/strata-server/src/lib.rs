@@ -53,11 +53,21 @@ pub struct Service {
     /// The node's surfaces once it serves: the admin API, and through it the S3 context.
     node: std::sync::OnceLock<Arc<Admin>>,
     internal: Option<(&'static str, InternalHandler)>,
+    /// The console's own listener (`--console-address`): the console and nothing else.
+    console_only: bool,
 }
 
 impl Service {
     pub fn new(internal: Option<(&'static str, InternalHandler)>) -> Arc<Self> {
-        Arc::new(Self { node: std::sync::OnceLock::new(), internal })
+        Arc::new(Self { node: std::sync::OnceLock::new(), internal, console_only: false })
+    }
+
+    /// The console's own listener: its page and calls (which it makes through the node's
+    /// front door), a visit to `/` sent to it, and nothing else.
+    pub fn console(admin: Arc<Admin>) -> Arc<Self> {
+        let node = std::sync::OnceLock::new();
+        let _ = node.set(admin);
+        Arc::new(Self { node, internal: None, console_only: true })
     }
 
     /// Whether S3 is being served.
@@ -78,6 +88,7 @@ impl Service {
             }
         }
         match self.node.get() {
+            Some(admin) if self.console_only => console_only(admin.clone(), req).await,
             Some(admin) => handle(admin.clone(), req).await,
             None => {
                 let path = req.uri().path();
@@ -301,17 +312,18 @@ async fn answer(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
     if is_get && observe::CLUSTER_HEALTH_PATHS.contains(&path.as_str()) {
         return finish(observe::cluster_health(&node).await, &request_id);
     }
+    let console_here = node.config.console_address.is_none();
     if strata_console::is_console(&path) {
-        let tls = req.extensions().get::<ConnInfo>().is_some_and(|c| c.tls);
-        let again = admin.clone();
-        let forward: strata_console::Forward = Box::new(move |r| handle(again, r));
-        let mut resp = strata_console::serve(&node, req, tls, forward).await;
-        if let Ok(v) = HeaderValue::from_str(&request_id) {
-            resp.headers_mut().entry("x-amz-request-id").or_insert(v);
+        if !console_here {
+            let e = S3Error::new(
+                S3ErrorCode::NoSuchKey,
+                "The web console is served on its own address (--console-address), not here.",
+            );
+            return finish(error_reply(&e, &request_id, is_head), &request_id);
         }
-        return resp;
+        return console(admin, req, &request_id).await;
     }
-    if is_get && path == "/" && opens_console(&req) {
+    if console_here && is_get && path == "/" && opens_console(&req) {
         let reply =
             Reply::empty(StatusCode::SEE_OTHER).header("location", &format!("{}/", strata_console::PREFIX));
         return finish(reply, &request_id);
@@ -416,6 +428,43 @@ async fn answer(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<Res
 fn opened_as_page(headers: &HeaderMap) -> bool {
     let dest = headers.get("sec-fetch-dest").and_then(|v| v.to_str().ok()).unwrap_or("");
     matches!(dest, "document" | "iframe" | "frame" | "embed" | "object")
+}
+
+/// A console request, its calls answered by the front door.
+async fn console(
+    admin: Arc<Admin>,
+    req: http::Request<Incoming>,
+    request_id: &str,
+) -> Response<ResponseBody> {
+    let tls = req.extensions().get::<ConnInfo>().is_some_and(|c| c.tls);
+    let node = admin.node.clone();
+    let forward: strata_console::Forward = Box::new(move |r| handle(admin, r));
+    let mut resp = strata_console::serve(&node, req, tls, forward).await;
+    if let Ok(v) = HeaderValue::from_str(request_id) {
+        resp.headers_mut().entry("x-amz-request-id").or_insert(v);
+    }
+    resp
+}
+
+/// What the console's own listener answers: the console, `/` sent to it, the liveness check,
+/// and `404` for anything else (S3 is on its own address, so an object never opens on the
+/// console's origin).
+async fn console_only(admin: Arc<Admin>, req: http::Request<Incoming>) -> Response<ResponseBody> {
+    let request_id = admin.node.next_request_id();
+    let path = req.uri().path();
+    let is_get = matches!(*req.method(), Method::GET | Method::HEAD);
+    if strata_console::is_console(path) {
+        return console(admin, req, &request_id).await;
+    }
+    if is_get && HEALTH_PATHS.contains(&path) {
+        return finish(Reply::empty(StatusCode::OK), &request_id);
+    }
+    if is_get && path == "/" {
+        let to = format!("{}/", strata_console::PREFIX);
+        return finish(Reply::empty(StatusCode::SEE_OTHER).header("location", &to), &request_id);
+    }
+    let e = S3Error::new(S3ErrorCode::NoSuchKey, "This address serves the web console only.");
+    finish(error_reply(&e, &request_id, req.method() == Method::HEAD), &request_id)
 }
 
 /// Whether a request for `/` is a browser's visit rather than an S3 client's ListBuckets: not

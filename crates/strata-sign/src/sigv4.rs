@@ -41,6 +41,11 @@ fn decode(s: &str) -> String {
     percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
+/// A query or form value, every byte but the unreserved ones percent-encoded (`/` too).
+pub fn encode_value(decoded: &str) -> String {
+    uri_encode(decoded, false)
+}
+
 /// A decoded path (`/bucket/key`) encoded as SigV4 and S3 URLs want it (`/` kept).
 pub fn encode_path(decoded: &str) -> String {
     uri_encode(decoded, true)

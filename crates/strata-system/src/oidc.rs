@@ -12,6 +12,11 @@
 //! and the server's `certs/CAs/`) or `http://` when a token names a key not known yet (at most
 //! once per [`JWKS_REFETCH_MIN`]) and kept for [`JWKS_MAX_AGE`], so a provider's key rotation is
 //! followed.
+//!
+//! The web console signs users in through the same provider by OpenID Connect's
+//! authorization-code flow (with PKCE): the discovery document's `authorization_endpoint` and
+//! `token_endpoint` ([`OpenId::sign_in_endpoints`]), the code redeemed for an ID token
+//! ([`OpenId::redeem`]), which is then verified as any other.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -41,6 +46,14 @@ pub struct OpenIdConfig {
     pub client_id: Option<String>,
     /// The claim naming the session's policies.
     pub claim: String,
+    /// The console's sign-in: the client's secret at the token endpoint (none for a public
+    /// client, which PKCE protects), the scopes asked for, where the provider sends the browser
+    /// back (by default the console's own callback on the address the browser used), and the
+    /// button's name.
+    pub client_secret: Option<String>,
+    pub scopes: String,
+    pub redirect_uri: Option<String>,
+    pub display_name: Option<String>,
     /// Whom an `https://` provider URL is trusted as.
     pub tls: Arc<rustls::ClientConfig>,
 }
@@ -51,6 +64,8 @@ impl std::fmt::Debug for OpenIdConfig {
             .field("provider", &self.provider)
             .field("client_id", &self.client_id)
             .field("claim", &self.claim)
+            .field("scopes", &self.scopes)
+            .field("redirect_uri", &self.redirect_uri)
             .finish_non_exhaustive()
     }
 }
@@ -75,6 +90,17 @@ pub struct WebIdentity {
     pub subject: String,
     pub audience: String,
     pub policies: BTreeSet<String>,
+    /// The `nonce` claim, which a sign-in compares with the one it sent.
+    pub nonce: Option<String>,
+    /// A name to show: `preferred_username`, else `email`, else the subject.
+    pub name: String,
+}
+
+/// Where the console's sign-in goes at the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInEndpoints {
+    pub authorization: String,
+    pub token: String,
 }
 
 /// An RSA public key: modulus and exponent, big-endian.
@@ -84,6 +110,8 @@ struct Keys {
     fetched: Instant,
     /// The issuer tokens must name (from the discovery document, or as configured).
     issuer: String,
+    /// From the discovery document, when it names both.
+    endpoints: Option<SignInEndpoints>,
     /// By `kid`.
     rsa: HashMap<String, RsaKey>,
 }
@@ -167,7 +195,58 @@ impl OpenId {
             _ => BTreeSet::new(),
         };
         let audience = audiences.first().copied().unwrap_or_default().to_owned();
-        Ok(WebIdentity { subject, audience, policies })
+        let nonce = claims["nonce"].as_str().map(str::to_owned);
+        let name = ["preferred_username", "email"]
+            .iter()
+            .find_map(|c| claims[*c].as_str().filter(|n| !n.is_empty()))
+            .unwrap_or(&subject)
+            .to_owned();
+        Ok(WebIdentity { subject, audience, policies, nonce, name })
+    }
+
+    /// The provider's authorization and token endpoints, for the console's sign-in: `None` when
+    /// the provider was configured without a discovery document, or its document names none.
+    pub async fn sign_in_endpoints(&self) -> Result<Option<SignInEndpoints>, OidcError> {
+        if !matches!(self.config.provider, Provider::Discovery { .. }) {
+            return Ok(None);
+        }
+        let mut keys = self.keys.lock().await;
+        if keys.as_ref().is_none_or(|k| k.fetched.elapsed() >= JWKS_MAX_AGE) {
+            let fetched = tokio::time::timeout(JWKS_TIMEOUT, self.fetch()).await;
+            *keys = Some(fetched.map_err(|_| unreachable_provider("provider", "timed out"))??);
+        }
+        Ok(keys.as_ref().and_then(|k| k.endpoints.clone()))
+    }
+
+    /// Redeems an authorization `code` at the token endpoint (with the PKCE `verifier`, and the
+    /// client's id and secret), answering the ID token it gives; not yet verified.
+    pub async fn redeem(&self, code: &str, redirect_uri: &str, verifier: &str) -> Result<String, OidcError> {
+        let endpoints = self.sign_in_endpoints().await?;
+        let token_url = endpoints.map(|e| e.token).ok_or(invalid("The provider has no token endpoint."))?;
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+        ];
+        if let Some(id) = &self.config.client_id {
+            form.push(("client_id", id));
+        }
+        if let Some(secret) = &self.config.client_secret {
+            form.push(("client_secret", secret));
+        }
+        let body: Vec<String> =
+            form.iter().map(|(k, v)| format!("{k}={}", strata_sign::sigv4::encode_value(v))).collect();
+        let post = Some(("application/x-www-form-urlencoded", Bytes::from(body.join("&"))));
+        let answer = tokio::time::timeout(JWKS_TIMEOUT, self.request(&token_url, post))
+            .await
+            .map_err(|_| unreachable_provider(&token_url, "timed out"))??;
+        let doc: Value = serde_json::from_slice(&answer)
+            .map_err(|_| unreachable_provider(&token_url, "the answer is not JSON"))?;
+        doc["id_token"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| unreachable_provider(&token_url, "the answer has no id_token"))
     }
 
     /// The issuer and the key named `kid` (or the only key, for a token naming none), fetching
@@ -196,31 +275,46 @@ impl OpenId {
 
     /// The issuer and keys: from the discovery document first when configured so.
     async fn fetch(&self) -> Result<Keys, OidcError> {
-        let (issuer, jwks_url) = match &self.config.provider {
-            Provider::Direct { issuer, jwks_url } => (issuer.clone(), jwks_url.clone()),
+        let (discovered, jwks_url) = match &self.config.provider {
+            Provider::Direct { issuer, jwks_url } => {
+                (Discovered { issuer: issuer.clone(), endpoints: None }, jwks_url.clone())
+            }
             Provider::Discovery { config_url } => {
-                let body = self.get(config_url).await?;
+                let body = self.request(config_url, None).await?;
                 parse_discovery(&body)
                     .ok_or_else(|| unreachable_provider(config_url, "not a discovery document"))?
             }
         };
-        let body = self.get(&jwks_url).await?;
+        let body = self.request(&jwks_url, None).await?;
         let rsa = parse_jwks(&body).ok_or_else(|| unreachable_provider(&jwks_url, "not a JWKS"))?;
-        Ok(Keys { fetched: Instant::now(), issuer, rsa })
+        Ok(Keys { fetched: Instant::now(), issuer: discovered.issuer, endpoints: discovered.endpoints, rsa })
     }
 
-    /// GET `url` (`http://` or `https://`), its body up to [`JWKS_SIZE_MAX`].
-    async fn get(&self, url: &str) -> Result<Bytes, OidcError> {
+    /// GET `url` (`http://` or `https://`), or POST `body` (content type, bytes) to it: its
+    /// body up to [`JWKS_SIZE_MAX`].
+    async fn request(&self, url: &str, body: Option<(&str, Bytes)>) -> Result<Bytes, OidcError> {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config((*self.config.tls).clone())
             .https_or_http()
             .enable_http1()
             .build();
         let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build::<_, http_body_util::Empty<Bytes>>(connector);
+            .build::<_, http_body_util::Full<Bytes>>(connector);
         let uri: http::Uri = url.parse().map_err(|_| unreachable_provider(url, "bad URL"))?;
-        let resp =
-            client.get(uri).await.map_err(|e| unreachable_provider(url, &format!("request failed: {e}")))?;
+        let mut req = http::Request::builder().uri(uri).header(http::header::ACCEPT, "application/json");
+        req = match &body {
+            Some((content_type, _)) => {
+                req.method(http::Method::POST).header(http::header::CONTENT_TYPE, *content_type)
+            }
+            None => req.method(http::Method::GET),
+        };
+        let req = req
+            .body(http_body_util::Full::new(body.map(|(_, b)| b).unwrap_or_default()))
+            .map_err(|_| unreachable_provider(url, "bad request"))?;
+        let resp = client
+            .request(req)
+            .await
+            .map_err(|e| unreachable_provider(url, &format!("request failed: {e}")))?;
         if !resp.status().is_success() {
             return Err(unreachable_provider(url, &format!("answered {}", resp.status())));
         }
@@ -234,16 +328,28 @@ impl OpenId {
 
 /// The provider could not be asked (logged with the reason; the client sees the STS code only).
 fn unreachable_provider(url: &str, what: &str) -> OidcError {
-    tracing::warn!(url, what, "cannot fetch the OpenID provider's keys");
+    tracing::warn!(url, what, "cannot reach the OpenID provider");
     OidcError::Unreachable
 }
 
-/// `issuer` and `jwks_uri` of an OpenID discovery document.
-fn parse_discovery(body: &[u8]) -> Option<(String, String)> {
+/// What a discovery document says of the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Discovered {
+    issuer: String,
+    endpoints: Option<SignInEndpoints>,
+}
+
+/// The issuer, the sign-in endpoints and `jwks_uri` of an OpenID discovery document.
+fn parse_discovery(body: &[u8]) -> Option<(Discovered, String)> {
     let doc: Value = serde_json::from_slice(body).ok()?;
-    let issuer = doc["issuer"].as_str().filter(|s| !s.is_empty())?;
-    let jwks = doc["jwks_uri"].as_str().filter(|s| !s.is_empty())?;
-    Some((issuer.to_owned(), jwks.to_owned()))
+    let text = |name: &str| doc[name].as_str().filter(|s| !s.is_empty()).map(str::to_owned);
+    let issuer = text("issuer")?;
+    let jwks = text("jwks_uri")?;
+    let endpoints = match (text("authorization_endpoint"), text("token_endpoint")) {
+        (Some(authorization), Some(token)) => Some(SignInEndpoints { authorization, token }),
+        _ => None,
+    };
+    Some((Discovered { issuer, endpoints }, jwks))
 }
 
 /// The RSA keys of a JWKS document, by `kid` (keys of other types are skipped).
@@ -280,6 +386,10 @@ mod tests {
             },
             client_id: Some("strata".into()),
             claim: "policy".into(),
+            client_secret: None,
+            scopes: "openid".into(),
+            redirect_uri: None,
+            display_name: None,
             tls: Arc::new(tls),
         })
     }
@@ -328,7 +438,13 @@ mod tests {
                 .expect("jwks");
         assert_eq!(keys.keys().collect::<Vec<_>>(), ["r"]);
         let doc = br#"{"issuer":"https://idp","jwks_uri":"https://idp/keys","id_token_signing_alg_values_supported":["RS256"]}"#;
-        assert_eq!(parse_discovery(doc), Some(("https://idp".into(), "https://idp/keys".into())));
+        let issuer_only = Discovered { issuer: "https://idp".into(), endpoints: None };
+        assert_eq!(parse_discovery(doc), Some((issuer_only, "https://idp/keys".into())));
+        let full = br#"{"issuer":"https://idp","jwks_uri":"https://idp/keys",
+            "authorization_endpoint":"https://idp/auth","token_endpoint":"https://idp/token"}"#;
+        let endpoints =
+            SignInEndpoints { authorization: "https://idp/auth".into(), token: "https://idp/token".into() };
+        assert_eq!(parse_discovery(full).and_then(|(d, _)| d.endpoints), Some(endpoints));
         assert_eq!(parse_discovery(br#"{"issuer":"https://idp"}"#), None);
         assert_eq!(parse_discovery(br#"{"issuer":"","jwks_uri":"x"}"#), None);
     }

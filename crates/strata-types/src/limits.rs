@@ -715,6 +715,17 @@ pub const CONSOLE_IDLE_SECS: u64 = 30 * 60;
 pub const CONSOLE_SESSION_SECS: u64 = 12 * 3600;
 /// A session's last-seen time is written back into its cookie at most this often (seconds).
 pub const CONSOLE_SEEN_REFRESH_SECS: u64 = 60;
+/// The longest a sign-in through the identity provider may take, from the console sending the
+/// browser there to its coming back (seconds).
+pub const CONSOLE_OIDC_FLOW_SECS: u64 = 600;
+/// Failed console sign-ins allowed per access key and client address within
+/// [`CONSOLE_SIGNIN_WINDOW_SECS`]; past them the next are refused until the window has passed
+/// (a guess costs a minute per few tries, and only the guesser's address is held up).
+pub const CONSOLE_SIGNIN_FAILURES_MAX: u32 = 5;
+pub const CONSOLE_SIGNIN_WINDOW_SECS: u64 = 60;
+/// The (access key, address) pairs a node tracks failed sign-ins for; past it the stale ones
+/// go first, then all.
+pub const CONSOLE_SIGNIN_TRACKED_MAX: usize = 10_000;
 /// The largest sign-in request the console reads.
 pub const CONSOLE_SIGNIN_BODY_MAX: usize = 16 * 1024;
 /// The memory (KiB) of the Argon2id pass that stretches the root credentials into the console's

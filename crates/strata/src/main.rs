@@ -70,8 +70,9 @@ struct ServerArgs {
     /// Serve HTTPS with the certificate chain `public.crt` and key `private.key` (PEM) in this folder.
     #[arg(long, short = 'S', env = "STRATA_CERTS_DIR")]
     certs_dir: Option<std::path::PathBuf>,
-    /// Address for a web console. This build has none: the option is accepted, as MinIO's
-    /// deployment files pass it, and a warning says so.
+    /// Address for the web console, on an origin of its own (HOST:PORT, or :PORT for every
+    /// interface; over TLS when the server has certificates). Unset: the console is on the S3
+    /// address, under /_strata/console/.
     #[arg(long, env = "STRATA_CONSOLE_ADDRESS", value_parser = parse_address)]
     console_address: Option<SocketAddr>,
     /// Drives: folders or ellipsis patterns. Each ellipsis argument is one pool. None given:
@@ -316,12 +317,14 @@ async fn server(args: ServerArgs) -> Result<()> {
     let root = (root_user.as_str(), root_password.as_str());
     let drive_args = drives(&args)?;
     warn_if_ephemeral(&drive_args);
-    if let Some(console) = args.console_address {
-        tracing::warn!(
-            "--console-address {console} is not served: the console is on the S3 address, under {}/",
-            strata_server::CONSOLE_PREFIX
-        );
-    }
+    let console_listener = match args.console_address {
+        Some(at) => Some(listen(at).with_context(|| format!("cannot listen on {at} (--console-address)"))?),
+        None => None,
+    };
+    let console_local = match &console_listener {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
     let mut prepared =
         drives::prepare(&drive_args, args.address, root, args.certs_dir.as_deref(), parity).await?;
     // Over several nodes the listener serves RPC from the start (the deployment forms over it)
@@ -435,6 +438,7 @@ async fn server(args: ServerArgs) -> Result<()> {
             Ok("on" | "1" | "true")
         ),
         default_object_ownership: default_object_ownership()?,
+        console_address: console_local,
     };
     let token = strata_admin::observe::prometheus_token(&config.root_user, &config.root_password);
     spawn_upload_expiry(layer.clone())?;
@@ -524,10 +528,23 @@ async fn server(args: ServerArgs) -> Result<()> {
     println!("Strata is serving S3 at {scheme}://{local}");
     println!("   Access key: {root_user}");
     println!("   Secret key: {root_password}");
+    let console_at = console_local.unwrap_or(local);
     println!(
-        "   Console: {scheme}://{local}{}/ (sign in with these keys or an IAM user's)",
+        "   Console: {scheme}://{console_at}{}/ (sign in with these keys or an IAM user's)",
         strata_server::CONSOLE_PREFIX
     );
+    if let Some(listener) = console_listener {
+        let stopping = control.clone();
+        tokio::spawn(strata_server::serve_service(
+            strata_server::Service::console(admin.clone()),
+            listener,
+            tls.clone(),
+            limits.clone(),
+            async move {
+                stop_asked(&stopping).await;
+            },
+        ));
+    }
     println!("   Metrics: {scheme}://{local}/metrics (Authorization: Bearer {token})");
     println!("   Memory ceiling: {} MiB (STRATA_MEMORY_MAX)", memory_max >> 20);
     println!(
@@ -677,7 +694,9 @@ fn previous_credentials(current_user: &str) -> Result<Option<(String, String)>> 
 /// The OpenID Connect provider for `AssumeRoleWithWebIdentity`, by MinIO's names or ours
 /// (`STRATA_IDENTITY_OPENID_*` first, then `MINIO_IDENTITY_OPENID_*`): `..._CONFIG_URL` (the
 /// provider's discovery document), or `..._JWKS_URL` with `..._ISSUER`; `..._CLIENT_ID` (checked
-/// against the token's audience when set), `..._CLAIM_NAME` (the policy claim, `policy`).
+/// against the token's audience when set), `..._CLAIM_NAME` (the policy claim, `policy`); for the
+/// console's sign-in button, `..._CLIENT_SECRET`, `..._SCOPES` (`openid`), `..._REDIRECT_URI`
+/// and `..._DISPLAY_NAME`.
 /// `https://` providers are trusted by the system's roots and the certificate folder's `CAs/`.
 /// The notification targets the environment configures (`MINIO_NOTIFY_*`, `STRATA_NOTIFY_*`),
 /// with their queues in the system folder of this node's first local drive.
@@ -740,6 +759,10 @@ fn openid_from_env(certs_dir: Option<&std::path::Path>) -> Result<Option<strata_
         provider,
         client_id: var("CLIENT_ID"),
         claim: var("CLAIM_NAME").unwrap_or_else(|| "policy".to_owned()),
+        client_secret: var("CLIENT_SECRET"),
+        scopes: var("SCOPES").map(|s| s.replace(',', " ")).unwrap_or_else(|| "openid".to_owned()),
+        redirect_uri: var("REDIRECT_URI"),
+        display_name: var("DISPLAY_NAME"),
         tls: Arc::new(outbound_tls(certs_dir)?),
     }))
 }

@@ -101,7 +101,18 @@ fn notify_suffix(rest: &str) -> bool {
 }
 
 fn openid_suffix(rest: &str) -> bool {
-    matches!(rest, "CONFIG_URL" | "JWKS_URL" | "ISSUER" | "CLIENT_ID" | "CLAIM_NAME")
+    matches!(
+        rest,
+        "CONFIG_URL"
+            | "JWKS_URL"
+            | "ISSUER"
+            | "CLIENT_ID"
+            | "CLAIM_NAME"
+            | "CLIENT_SECRET"
+            | "SCOPES"
+            | "REDIRECT_URI"
+            | "DISPLAY_NAME"
+    )
 }
 
 /// Hints for MinIO settings Strata does not have, by prefix: the operator learns why rather
@@ -110,7 +121,7 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("MINIO_KMS_KES_ENCLAVE", "KES enclaves are KES Enterprise's; Strata uses the server's one key space"),
     ("MINIO_KMS_KES_", "Strata reads ENDPOINT, KEY_NAME, CERT_FILE, KEY_FILE, API_KEY and CAPATH"),
     ("MINIO_KMS_VAULT_", "Strata authenticates to Vault with a token: STRATA_KMS_VAULT_TOKEN or _TOKEN_FILE"),
-    ("MINIO_BROWSER", "Strata's web console is always served, on the S3 address under /_strata/console/"),
+    ("MINIO_BROWSER", "Strata's web console is always served: on --console-address, else on the S3 address under /_strata/console/"),
     ("MINIO_COMPRESSION_", "Strata does not compress objects"),
     ("MINIO_SCANNER_", "see STRATA_SCANNER_INTERVAL and STRATA_HEAL_PRIORITY in docs/operations.md"),
     ("MINIO_API_", "see STRATA_CONNECTIONS_MAX and the time-outs in docs/operations.md"),
@@ -259,7 +270,7 @@ mod tests {
             ("MINIO_COMPRESSION_ENABLE", "on"),
             ("MINIO_NOTIFY_KAFKA_ENABLE_1", "on"),
             ("MINIO_KMS_KES_ENCLAVE", "tenant-1"),
-            ("MINIO_IDENTITY_OPENID_SCOPES", "openid"),
+            ("MINIO_IDENTITY_OPENID_ROLE_POLICY", "readonly"),
             ("MINIO_SOMETHING_NEW", "1"),
         ]));
         assert!(a.set.is_empty(), "{:?}", a.set);
