@@ -80,6 +80,9 @@ def test_a_user_manages_buckets_and_objects_in_the_browser(console, browser, tmp
     page.goto(server.endpoint + "/")
     expect(page).to_have_url(re.compile(re.escape(CONSOLE) + "#/signin$"))
     expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+    # Signed out, the page offers no sections and no sign-out.
+    expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+    expect(page.get_by_role("navigation", name="Sections")).to_be_hidden()
     shot(page, "01-sign-in")
     sign_in(page, server, ACCESS_KEY, "not-the-secret")
     expect(page.get_by_role("alert")).to_contain_text("wrong")
@@ -540,18 +543,22 @@ def test_sign_in_through_the_identity_provider(browser, tmp_path):
         errors = []
         page.on("pageerror", lambda e: errors.append(str(e)))
 
-        def through_the_provider():
+        def through_the_provider(picture=None):
             page.goto(f"{server.endpoint}{CONSOLE}")
-            page.get_by_role("link", name="Sign in with Test provider").click()
+            button = page.get_by_role("link", name="Sign in with Test provider")
+            if picture:
+                expect(button).to_be_visible()
+                shot(page, picture)
+            button.click()
             expect(page).to_have_title("Test provider")
             page.get_by_role("button", name="Approve").click()
 
         idp.sign_in_claims = {"sub": "alice-7", "preferred_username": "alice", "policy": "lister"}
-        through_the_provider()
+        through_the_provider("12-sign-in-with-a-provider")
         expect(page.get_by_role("heading", name="Buckets")).to_be_visible()
         expect(page.locator(".who")).to_contain_text("alice")
         expect(page.get_by_role("link", name="shared", exact=True)).to_be_visible()
-        shot(page, "12-signed-in-through-the-provider")
+        shot(page, "13-signed-in-through-the-provider")
         # The code was redeemed with the PKCE verifier, and the cookie is the console's.
         assert len(idp.redeemed) == 1 and idp.redeemed[0]["code_verifier"], idp.redeemed
         cookie = next(c for c in page.context.cookies() if c["name"] == "strata_console")
