@@ -3,6 +3,7 @@
 import json
 import os
 import random
+import select
 import re
 import shutil
 import signal
@@ -280,3 +281,22 @@ def alice(server):
 def bob(server):
     """A third user with no policy at all: what he may do, ACLs and bucket policies grant."""
     return make_person(server, "bob")
+
+
+def kill_once_part_done(cmd, env):
+    """Runs an import (`cmd`) and kills it (-9) as soon as its progress line shows part of the
+    versions in (`a/b versions` with 0 < a < b)."""
+    run = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = b""
+    try:
+        while True:
+            ready, _, _ = select.select([run.stderr], [], [], 60)
+            assert ready, f"no progress from the import in 60 s: {seen[-300:]!r}"
+            chunk = os.read(run.stderr.fileno(), 4096)
+            assert chunk, f"the import ended before it showed progress: {seen[-300:]!r}"
+            seen += chunk
+            if any(0 < int(a) < int(b) for a, b in re.findall(rb"(\d+)/(\d+) versions", seen)):
+                return
+    finally:
+        run.kill()
+        run.wait()

@@ -9,9 +9,6 @@ objects MinIO compressed (S2) are written again as their plain bytes."""
 
 import hashlib
 import json
-import os
-import re
-import select
 import subprocess
 import tarfile
 
@@ -20,7 +17,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from conftest import BIN, ROOT, Server
+from conftest import BIN, ROOT, Server, kill_once_part_done
 from test_heal import data_files
 
 FIXTURE = ROOT / "tests" / "fixtures" / "minio-sets"
@@ -156,22 +153,7 @@ def test_an_import_killed_mid_way_finishes_on_a_rerun(server):
     serves every version."""
     m = manifest()
     cmd = [BIN, "import", "minio", "--parallel", "1", *map(str, server.drives)]
-    first = subprocess.Popen(cmd, env=server.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen = b""
-    try:
-        while True:
-            ready, _, _ = select.select([first.stderr], [], [], 60)
-            assert ready, f"no progress from the import in 60 s: {seen[-300:]!r}"
-            chunk = os.read(first.stderr.fileno(), 4096)
-            assert chunk, f"the import ended before it showed progress: {seen[-300:]!r}"
-            seen += chunk
-            done = [(int(a), int(b)) for a, b in re.findall(rb"(\d+)/(\d+) versions", seen)]
-            if any(0 < a < b for a, b in done):
-                first.kill()
-                break
-    finally:
-        first.kill()
-        first.wait()
+    kill_once_part_done(cmd, server.env)
     out = run("--json", *server.drives, env=server.env)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

@@ -10,9 +10,6 @@ rerun. An endpoint whose bytes do not match its ETags gets nothing in."""
 import base64
 import hashlib
 import json
-import os
-import re
-import select
 import subprocess
 import threading
 from datetime import datetime, timedelta, timezone
@@ -22,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, Server, kill_once_part_done
 
 MASTER = "strata-test-key:" + base64.b64encode(bytes(range(32))).decode()
 POLICY = {
@@ -300,20 +297,7 @@ def test_an_import_killed_mid_way_finishes_on_a_rerun(source, target):
     total = 120
     run_env = dict(target.env, STRATA_IMPORT_ACCESS_KEY=ACCESS_KEY, STRATA_IMPORT_SECRET_KEY=SECRET_KEY)
     cmd = [BIN, "import", "s3", "--from", source.endpoint, "--parallel", "1", *target.drive_args()]
-    run = subprocess.Popen(cmd, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen = b""
-    try:
-        while True:
-            ready, _, _ = select.select([run.stderr], [], [], 60)
-            assert ready, f"no progress from the import in 60 s: {seen[-300:]!r}"
-            chunk = os.read(run.stderr.fileno(), 4096)
-            assert chunk, f"the import ended before it showed progress: {seen[-300:]!r}"
-            seen += chunk
-            if any(0 < int(a) < int(b) for a, b in re.findall(rb"(\d+)/(\d+) versions", seen)):
-                break
-    finally:
-        run.kill()
-        run.wait()
+    kill_once_part_done(cmd, run_env)
     out = import_s3(source, target, "--json")
     report = json.loads(out.stdout)["buckets"][0]
     assert 0 < report["already_there"] < total, report
