@@ -584,6 +584,10 @@ def test_sign_in_through_the_identity_provider(browser, tmp_path):
         page.goto(f"{server.endpoint}{CONSOLE}api/oidc/callback?code=forged&state=forged")
         expect(page.get_by_role("alert")).to_contain_text("not started here")
         expect(page.get_by_role("heading", name="Sign in to Strata")).to_be_visible()
+        # A link cannot put words of its own on the sign-in page: only the server's messages.
+        page.goto(f"{server.endpoint}{CONSOLE}#/signin?error=Your+key+expired:+enter+it+at+evil.example")
+        expect(page.get_by_role("link", name="Sign in with Test provider")).to_be_visible()
+        expect(page.get_by_text("evil.example")).to_have_count(0)
         assert page.request.get(f"{server.endpoint}{CONSOLE}api/session").status == 401
         assert not errors, errors
         page.close()

@@ -24,14 +24,17 @@ function signedOut(message) {
   if (message) notice(message);
 }
 
-// The identity provider's button, when the server has one configured.
-async function providerButton(form) {
-  const resp = await fetch(`${API}/signin/options`, { credentials: "same-origin" });
+// The identity provider's button, when the server has one configured; and, back from the
+// provider without a session, the server's message for why (only its own messages are shown).
+async function signInOptions(form, error) {
+  const query = error ? `?error=${encodeURIComponent(error)}` : "";
+  const resp = await fetch(`${API}/signin/options${query}`, { credentials: "same-origin" });
   if (!resp.ok) return;
-  const { openid } = await resp.json();
-  if (!openid) return;
+  const options = await resp.json();
+  if (options.error) notice(options.error);
+  if (!options.openid) return;
   form.append(el("p", { class: "or", text: "or" }),
-    el("a", { class: "button", href: `${API}/oidc/start`, text: `Sign in with ${openid.name}` }));
+    el("a", { class: "button", href: `${API}/oidc/start`, text: `Sign in with ${options.openid.name}` }));
 }
 
 function signInView(params) {
@@ -62,9 +65,7 @@ function signInView(params) {
   });
   show(form);
   access.focus();
-  providerButton(form);
-  // Back from the identity provider without a session: its reason.
-  if (params.get("error")) notice(params.get("error"));
+  signInOptions(form, params.get("error"));
 }
 
 async function signOut() {

@@ -203,7 +203,7 @@ async function uploadAll(bucket, prefix, picked, box) {
 // goes on where it stopped when the same file is uploaded to the same key again: by the
 // signed-in user, bucket and key, the upload's id and the file it was of.
 const resumable = {
-  name: (bucket, key) => `strata-upload:${state.session?.user}:${bucket}/${key}`,
+  name: (bucket, key) => `strata-upload:${state.session?.id}:${bucket}/${key}`,
   get(bucket, key, file, partSize) {
     try {
       const r = JSON.parse(localStorage.getItem(this.name(bucket, key)) || "null");
@@ -253,10 +253,13 @@ async function multipart(bucket, key, file, onProgress, onResume) {
         const want = Math.min(partSize, file.size - (n - 1) * partSize);
         if (n >= 1 && n <= count && part.size === want) { etags[n - 1] = part.etag; sent[n - 1] = want; }
       }
-      onResume(etags.filter(Boolean).length, count);
+      const have = etags.filter(Boolean).length;
+      if (have) onResume(have, count);
     } catch (e) {
-      if (e.status !== 404) throw e;
-      uploadId = null; // it was completed, aborted or expired: start again
+      if (!(e.status >= 400 && e.status < 500)) throw e;
+      // Completed, aborted or expired, or the identity may not list parts: start again.
+      resumable.forget(bucket, key);
+      uploadId = null;
     }
   }
   if (!uploadId) {
@@ -287,7 +290,9 @@ async function multipart(bucket, key, file, onProgress, onResume) {
     resumable.forget(bucket, key);
   } catch (e) {
     next = todo.length; // the other workers stop after their part
-    if (e.status >= 400 && e.status < 500) {
+    // A refusal ends the upload; a dropped connection, an ended session (sign in again) or
+    // a server that asks to slow down does not.
+    if (e.status >= 400 && e.status < 500 && ![401, 408, 429].includes(e.status)) {
       resumable.forget(bucket, key);
       try { await s3("DELETE", path, { query: `uploadId=${encodeURIComponent(uploadId)}` }); } catch { /* it expires */ }
       throw e;

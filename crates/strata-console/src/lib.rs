@@ -97,7 +97,7 @@ pub async fn serve(
             let from = parts.extensions.get::<ConnInfo>().and_then(|c| c.peer).map(|p| p.ip());
             signin::sign_in(node, &keys, &parts.headers, body, tls, from).await
         }
-        (&Method::GET, "/api/signin/options") => oidc::options(node),
+        (&Method::GET, "/api/signin/options") => oidc::options(node, &req),
         (&Method::GET, "/api/oidc/start") => oidc::start(node, &keys, &req, tls).await,
         (&Method::GET, "/api/oidc/callback") => oidc::callback(node, &keys, &req, tls).await,
         _ if rest.starts_with("/api/") => {

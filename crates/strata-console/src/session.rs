@@ -23,8 +23,12 @@ pub struct Session {
     pub access_key: String,
     pub secret: String,
     pub token: String,
-    /// Who signed in (an IAM user's name, or the root user's).
+    /// Who signed in, as shown (an IAM user's name, the root user's, or a provider's user name).
     pub user: String,
+    /// Who signed in, as a stable id: the credentials' parent (the user's access key, or the
+    /// provider's subject), which the user cannot choose as they may a display name.
+    #[serde(default)]
+    pub subject: String,
     pub root: bool,
     /// Unix seconds: signed in, last used, and the credentials' end.
     pub began: u64,
@@ -202,6 +206,7 @@ mod tests {
             secret: "SK".into(),
             token: "T".into(),
             user: "alice".into(),
+            subject: "alice".into(),
             root: false,
             began: now,
             seen: now,

@@ -37,6 +37,7 @@ struct SignIn {
 pub fn describe(keys: &Keys, s: &Session) -> serde_json::Value {
     serde_json::json!({
         "user": s.user,
+        "id": if s.subject.is_empty() { &s.user } else { &s.subject },
         "root": s.root,
         "csrf": keys.csrf(&s.access_key),
         "expiry": s.expiry,
@@ -44,8 +45,21 @@ pub fn describe(keys: &Keys, s: &Session) -> serde_json::Value {
     })
 }
 
-/// Who tried to sign in: the access key, and the client's address.
-type Attempt = (String, Option<IpAddr>);
+/// Who tried to sign in: a digest of the access key (any length is tracked in 32 bytes), and
+/// the client's address (IPv6 by its /64, which one client commonly holds whole).
+type Attempt = ([u8; 32], Option<IpAddr>);
+
+fn attempt(key: &str, from: Option<IpAddr>) -> Attempt {
+    let from = from.map(|ip| match ip {
+        IpAddr::V6(v6) => {
+            let mut octets = v6.octets();
+            octets[8..].fill(0);
+            IpAddr::from(octets)
+        }
+        v4 => v4,
+    });
+    (strata_sign::hmac_sha256(b"console sign-in", key.as_bytes()), from)
+}
 
 /// Failed sign-ins by [`Attempt`]: how many, since when (Unix seconds).
 #[derive(Default)]
@@ -55,21 +69,27 @@ impl Failures {
     /// Whether `key` from `from` has failed too often within the window to try again at `now`.
     pub fn held_up(&self, key: &str, from: Option<IpAddr>, now: u64) -> bool {
         let failures = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        failures.get(&(key.to_owned(), from)).is_some_and(|(count, since)| {
+        failures.get(&attempt(key, from)).is_some_and(|(count, since)| {
             *count >= CONSOLE_SIGNIN_FAILURES_MAX && now.saturating_sub(*since) < CONSOLE_SIGNIN_WINDOW_SECS
         })
     }
 
-    /// Counts a failed sign-in (a new window once the last has passed).
+    /// Counts a failed sign-in (a new window once the last has passed). A full table drops
+    /// its stale entries, then its oldest one: flooding it with other keys frees a held-up pair
+    /// only after as many failures as the table holds.
     pub fn failed(&self, key: &str, from: Option<IpAddr>, now: u64) {
         let mut failures = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if failures.len() >= CONSOLE_SIGNIN_TRACKED_MAX {
+        let tried = attempt(key, from);
+        if failures.len() >= CONSOLE_SIGNIN_TRACKED_MAX && !failures.contains_key(&tried) {
             failures.retain(|_, (_, since)| now.saturating_sub(*since) < CONSOLE_SIGNIN_WINDOW_SECS);
             if failures.len() >= CONSOLE_SIGNIN_TRACKED_MAX {
-                failures.clear();
+                let oldest = failures.iter().min_by_key(|(_, (_, since))| *since).map(|(k, _)| *k);
+                if let Some(oldest) = oldest {
+                    failures.remove(&oldest);
+                }
             }
         }
-        let entry = failures.entry((key.to_owned(), from)).or_insert((0, now));
+        let entry = failures.entry(tried).or_insert((0, now));
         if now.saturating_sub(entry.1) >= CONSOLE_SIGNIN_WINDOW_SECS {
             *entry = (0, now);
         }
@@ -78,7 +98,7 @@ impl Failures {
 
     /// A sign-in that succeeded starts its pair afresh.
     pub fn succeeded(&self, key: &str, from: Option<IpAddr>) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&(key.to_owned(), from));
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).remove(&attempt(key, from));
     }
 }
 
@@ -172,18 +192,20 @@ pub async fn open_session(
 ) -> Result<(Session, String), Answer> {
     let request =
         SessionRequest { duration_secs: CONSOLE_SESSION_SECS, name: "console".into(), policy: None };
-    let issued = strata_system::sts::issue(&node.iam, &node.layer, who.parent, request, federated, now)
-        .await
-        .map_err(|e| {
-            let e = strata_s3::error::S3Error::from(e);
-            json_error(e.code.status(), e.code.as_str(), &e.message)
-        })?;
+    let issued =
+        strata_system::sts::issue(&node.iam, &node.layer, who.parent.clone(), request, federated, now)
+            .await
+            .map_err(|e| {
+                let e = strata_s3::error::S3Error::from(e);
+                json_error(e.code.status(), e.code.as_str(), &e.message)
+            })?;
     node.layer.tell_peers(strata_object::SharedState::Iam).await;
     let session = Session {
         access_key: issued.access_key,
         secret: issued.secret,
         token: issued.token,
         user: who.user,
+        subject: who.parent,
         root: who.root,
         began: now,
         seen: now,
@@ -253,5 +275,28 @@ mod tests {
         assert!(!f.held_up("root", a, 100 + CONSOLE_SIGNIN_WINDOW_SECS), "a new window counts from one");
         f.succeeded("root", a);
         assert!(f.0.lock().expect("lock").is_empty());
+        // One IPv6 client's /64 counts as one address.
+        let (v6a, v6b) =
+            (Some("2001:db8::1".parse().expect("ip")), Some("2001:db8::ffff:2".parse().expect("ip")));
+        for _ in 0..CONSOLE_SIGNIN_FAILURES_MAX {
+            f.failed("root", v6a, 100);
+        }
+        assert!(f.held_up("root", v6b, 100));
+    }
+
+    #[test]
+    fn a_full_table_drops_its_oldest_entry_not_every_count() {
+        let f = Failures::default();
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        for _ in 0..CONSOLE_SIGNIN_FAILURES_MAX {
+            f.failed("root", a, 100);
+        }
+        for i in 0..CONSOLE_SIGNIN_TRACKED_MAX - 1 {
+            f.failed(&format!("junk-{i}"), a, 101);
+        }
+        assert!(f.held_up("root", a, 101), "the table is full, nothing dropped yet");
+        f.failed("one-more", a, 102);
+        assert!(!f.held_up("root", a, 102), "the oldest entry went");
+        assert_eq!(f.0.lock().expect("lock").len(), CONSOLE_SIGNIN_TRACKED_MAX, "bounded");
     }
 }

@@ -84,7 +84,7 @@ const FAMILIES: &[Family] = &[
         minio: "MINIO_IDENTITY_OPENID_",
         strata: "STRATA_IDENTITY_OPENID_",
         reads: openid_suffix,
-        hint: "Strata reads CONFIG_URL (or JWKS_URL and ISSUER), CLIENT_ID and CLAIM_NAME",
+        hint: "Strata reads CONFIG_URL (or JWKS_URL and ISSUER), CLIENT_ID, CLAIM_NAME, CLIENT_SECRET, SCOPES, REDIRECT_URI and DISPLAY_NAME",
     },
 ];
 
