@@ -517,6 +517,9 @@ def test_the_console_on_its_own_address(browser, tmp_path):
         assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
         assert not errors, errors
         page.close()
+        # Both listeners drain and the server stops cleanly.
+        server.stop()
+        assert server.proc.returncode == 0, server.log.read_text()[-2000:]
     finally:
         server.cleanup()
 

@@ -184,6 +184,11 @@ impl OpenId {
             if !audiences.contains(&client.as_str()) {
                 return Err(invalid("The token's audience (aud) is not this deployment's client id."));
             }
+            // A token for several audiences names the one it was issued to (OpenID Connect
+            // Core, the `azp` claim): it must be this deployment.
+            if claims["azp"].as_str().is_some_and(|azp| azp != client) {
+                return Err(invalid("The token was issued to another party (azp)."));
+            }
         }
         let subject = claims["sub"].as_str().filter(|s| !s.is_empty());
         let subject = subject.ok_or_else(|| invalid("The token has no subject (sub)."))?.to_owned();
@@ -409,6 +414,8 @@ mod tests {
         };
         let invalid = Err(true);
         assert_eq!(with("iss", "http://other".into()), invalid);
+        assert_eq!(with("azp", "someone-else".into()), invalid);
+        assert!(with("azp", "strata".into()).is_ok());
         assert_eq!(
             o.check_claims(
                 &serde_json::json!({"iss": "http://idp", "aud": "strata", "exp": 100, "sub": "u"}),

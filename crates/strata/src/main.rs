@@ -533,7 +533,7 @@ async fn server(args: ServerArgs) -> Result<()> {
         "   Console: {scheme}://{console_at}{}/ (sign in with these keys or an IAM user's)",
         strata_server::CONSOLE_PREFIX
     );
-    if let Some(listener) = console_listener {
+    let console_served = console_listener.map(|listener| {
         let stopping = control.clone();
         tokio::spawn(strata_server::serve_service(
             strata_server::Service::console(admin.clone()),
@@ -543,8 +543,8 @@ async fn server(args: ServerArgs) -> Result<()> {
             async move {
                 stop_asked(&stopping).await;
             },
-        ));
-    }
+        ))
+    });
     println!("   Metrics: {scheme}://{local}/metrics (Authorization: Bearer {token})");
     println!("   Memory ceiling: {} MiB (STRATA_MEMORY_MAX)", memory_max >> 20);
     println!(
@@ -576,6 +576,10 @@ async fn server(args: ServerArgs) -> Result<()> {
             strata_server::serve(serving, listener, tls, limits, shutdown_signal(control.clone())).await
         }
         (None, None) => bail!("no listener"),
+    }
+    // The console's requests in flight finish too (its listener drains as the S3 one does).
+    if let Some(console) = console_served {
+        let _ = console.await;
     }
     // Listen streams end with their last chunk rather than a cut connection.
     node.listen.shutdown().await;
