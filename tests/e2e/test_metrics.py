@@ -113,3 +113,38 @@ def test_public_metrics():
         assert ("strata_s3_requests_in_flight", ()) in samples
     finally:
         srv.cleanup()
+
+
+def test_each_node_counts_its_round_trips_to_every_peer():
+    """Distributed mode: `strata_node_rpc_requests_total{peer}` counts the requests a node sends
+    to each other node, so round trips per S3 operation can be read from the metrics."""
+    from test_cluster import Cluster
+    cluster = Cluster().start()
+    try:
+        first = cluster.nodes[0]
+        s3 = first.client()
+        s3.create_bucket(Bucket="trips")
+        peers = {f"127.0.0.1:{n.port}" for n in cluster.nodes[1:]}
+
+        def trips():
+            samples = scrape(first)
+            return {dict(labels)["peer"]: v for (name, labels), v in samples.items()
+                    if name == "strata_node_rpc_requests_total"}
+
+        before = trips()
+        assert set(before) == peers, before
+        rounds = 20
+        for i in range(rounds):
+            s3.put_object(Bucket="trips", Key=f"k{i}", Body=b"x" * 4096)
+        for i in range(rounds):
+            assert s3.get_object(Bucket="trips", Key=f"k{i}")["Body"].read() == b"x" * 4096
+        after = trips()
+        sent = {p: after[p] - before[p] for p in peers}
+        # Every peer holds drives of the one set: each operation reaches each of them.
+        assert all(n >= rounds for n in sent.values()), sent
+        per_operation = sum(sent.values()) / (2 * rounds)
+        assert 1 <= per_operation <= 20, per_operation
+        bytes_sent = sum(v for (name, _), v in scrape(first).items() if name == "strata_node_rpc_request_bytes_total")
+        assert bytes_sent > rounds * 4096, bytes_sent
+    finally:
+        cluster.cleanup()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use futures_util::future::join_all;
 use http::StatusCode;
-use strata_metrics::{advance, DriveLabels, LifecycleLabels, SetLabels};
+use strata_metrics::{advance, DriveLabels, LifecycleLabels, PeerLabels, SetLabels};
 
 use strata_s3::body::ResponseBody;
 use strata_s3::error::{S3Error, S3ErrorCode};
@@ -165,6 +165,13 @@ pub async fn refresh(
     m.lifecycle_last_pass_seconds.set(load(&lc.last_pass_millis) as f64 / 1000.0);
     m.lifecycle_last_pass_timestamp_seconds
         .set(i64::try_from(load(&lc.last_pass_finished)).unwrap_or(i64::MAX));
+    if let Some(traffic) = &node.peer_traffic {
+        for (peer, requests, bytes) in traffic() {
+            let labels = PeerLabels { peer };
+            advance(&m.node_rpc_requests.get_or_create(&labels), requests);
+            advance(&m.node_rpc_request_bytes.get_or_create(&labels), bytes);
+        }
+    }
     let subscriptions = node.listen.hub().subscriber_count();
     m.listen_subscriptions.set(i64::try_from(subscriptions).unwrap_or(i64::MAX));
     m.refresh_process();

@@ -42,6 +42,12 @@ pub struct DriveOpLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PeerLabels {
+    /// The other node's `host:port`.
+    pub peer: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SetLabels {
     pub pool: String,
     pub set: String,
@@ -84,6 +90,8 @@ pub struct Metrics {
     pub drive_late_changes_refused: Family<DriveLabels, Counter>,
     pub drive_operation_duration: Family<DriveOpLabels, Histogram>,
     pub drive_operation_errors: Family<DriveOpLabels, Counter>,
+    pub node_rpc_requests: Family<PeerLabels, Counter>,
+    pub node_rpc_request_bytes: Family<PeerLabels, Counter>,
     pub heal_objects_scanned: Counter,
     pub heal_objects_healed: Counter,
     pub heal_objects_failed: Counter,
@@ -188,6 +196,18 @@ impl Metrics {
             "strata_drive_late_changes_refused",
             "Changes refused because their operation had ended (failed or kept without this drive) before they arrived",
             drive_late_changes_refused.clone(),
+        );
+        let node_rpc_requests = Family::<PeerLabels, Counter>::default();
+        r.register(
+            "strata_node_rpc_requests",
+            "Requests this node sent to another node of the deployment (node round trips)",
+            node_rpc_requests.clone(),
+        );
+        let node_rpc_request_bytes = Family::<PeerLabels, Counter>::default();
+        r.register(
+            "strata_node_rpc_request_bytes",
+            "Header and body bytes of those requests",
+            node_rpc_request_bytes.clone(),
         );
         let set = |r: &mut Registry, name: &str, help: &str| {
             let f = Family::<SetLabels, Gauge>::default();
@@ -361,6 +381,8 @@ impl Metrics {
             drive_late_changes_refused,
             drive_operation_duration,
             drive_operation_errors,
+            node_rpc_requests,
+            node_rpc_request_bytes,
             heal_objects_scanned,
             heal_objects_healed,
             heal_objects_failed,

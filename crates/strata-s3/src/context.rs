@@ -16,6 +16,9 @@ use crate::body::ResponseBody;
 use crate::budget::{Admission, Budget};
 use crate::sigv4::{SecretLookup, Verified};
 
+/// Each other node's `host:port`, with the requests sent to it and their bytes, so far.
+pub type PeerTraffic = Arc<dyn Fn() -> Vec<(String, u64, u64)> + Send + Sync>;
+
 /// Settings of the S3 surface.
 #[derive(Debug, Clone)]
 pub struct S3Config {
@@ -128,6 +131,8 @@ pub struct Node {
     pub trace: crate::trace::TraceHub,
     /// This node's warnings and errors (`mc admin logs`).
     pub logs: Arc<crate::logs::LogHub>,
+    /// Distributed mode: the requests (and their bytes) sent to each other node so far.
+    pub peer_traffic: Option<PeerTraffic>,
     bucket_policies: strata_system::bucket_policy::Cache,
     budget: Budget,
     requests: AtomicU64,
@@ -153,6 +158,7 @@ impl Node {
             service: ServiceControl::default(),
             trace: Default::default(),
             logs: Default::default(),
+            peer_traffic: None,
             bucket_policies: Default::default(),
             budget: Budget::new(config.memory_max),
             config,

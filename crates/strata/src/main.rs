@@ -507,6 +507,18 @@ async fn server(args: ServerArgs) -> Result<()> {
         node.iam.set_previous_root(&user, &password);
     }
     node.openid = openid_from_env(args.certs_dir.as_deref())?.map(strata_system::oidc::OpenId::new);
+    node.peer_traffic = prepared.distributed.as_ref().map(|d| {
+        let peers = d.peers.clone();
+        Arc::new(move || {
+            peers
+                .iter()
+                .map(|p| {
+                    let (requests, bytes) = p.sent();
+                    (p.name.clone(), requests, bytes)
+                })
+                .collect()
+        }) as strata_s3::context::PeerTraffic
+    });
     node.iam.load(&node.layer).await.context("loading the IAM state")?;
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
