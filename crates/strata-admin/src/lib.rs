@@ -76,7 +76,7 @@ impl PeerService for Admin {
     async fn service(&self, restart: bool) -> Result<(), PeerError> {
         let action = if restart { ServiceAction::Restart } else { ServiceAction::Stop };
         tracing::info!(?action, "asked by another node of the deployment");
-        self.node.service.request(action);
+        self.node.service.request_after_answer(action);
         Ok(())
     }
 }

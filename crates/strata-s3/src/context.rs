@@ -88,6 +88,17 @@ impl ServiceControl {
         });
     }
 
+    /// [`Self::request`], a moment after the answer that asks for it has gone out: a stop that
+    /// began while the asking request was still being answered could cut that answer off (a
+    /// client then retries, or falls back to an older call, against a node already stopping).
+    pub fn request_after_answer(&self, action: ServiceAction) {
+        let control = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(strata_types::limits::SERVICE_ANSWER_GRACE).await;
+            control.request(action);
+        });
+    }
+
     /// What was asked, if anything.
     pub fn requested(&self) -> Option<ServiceAction> {
         *self.asked.borrow()

@@ -241,6 +241,9 @@ pub const SPEEDTEST_PEER_SLACK: std::time::Duration = std::time::Duration::from_
 /// Longest wait for a peer to take a notice that state it caches changed (bucket records, the
 /// IAM state). A peer that does not answer in time reloads on its own periodic read.
 pub const PEER_NOTICE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long after answering a stop or restart asked through the admin API the node begins it:
+/// time for the answer to reach the client before the listener drains.
+pub const SERVICE_ANSWER_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Allowed difference between a node RPC request's signing time and the receiving node's clock.
 /// Short, because it bounds how long a captured request stays worth replaying to a node that

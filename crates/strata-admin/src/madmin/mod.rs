@@ -646,7 +646,7 @@ impl Call<'_> {
         }
         if !dry_run {
             tracing::info!(?action, signer = %self.signer, "asked through the admin API");
-            self.node.service.request(action);
+            self.node.service.request_after_answer(action);
         }
         Ok(json_reply(StatusCode::OK, &json!({ "action": name, "dryRun": dry_run, "results": results })))
     }
