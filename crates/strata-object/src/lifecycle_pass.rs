@@ -388,12 +388,13 @@ impl ObjectLayer {
         };
         match self.versioning(bucket)? {
             Versioning::Unversioned => {
-                self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
+                self.remove_version_locked(bucket, key, version_id, locked.guard, Some(locked.checked))
+                    .await?;
                 Ok(Some(event(false, version_id, false)))
             }
             state => {
                 let id = state.enabled().then(Uuid::now_v7);
-                self.add_delete_marker_locked(bucket, key, id, locked.guard, locked.checked).await?;
+                self.add_delete_marker_locked(bucket, key, id, locked.guard, Some(locked.checked)).await?;
                 Ok(Some(event(true, id, true)))
             }
         }
@@ -411,7 +412,7 @@ impl ObjectLayer {
         let (set, hash) = self.locate(bucket, key);
         let guard = set.locks.exclusive(hash).await?;
         let reads = set.read_records(bucket, key, false).await;
-        let locked = Locked { guard, checked: Some(crate::put::newest_stamp(&reads)) };
+        let locked = Locked { guard, checked: crate::put::newest_stamp(&reads) };
         match set.resolve_any(reads) {
             Ok(r) => Ok((locked, Some(r.version))),
             Err(ObjectError::ObjectNotFound) => Ok((locked, None)),
@@ -443,7 +444,7 @@ impl ObjectLayer {
         {
             return Ok(None);
         }
-        self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
+        self.remove_version_locked(bucket, key, version_id, locked.guard, Some(locked.checked)).await?;
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         Ok(Some(LifecycleEvent { bucket, key, delete_marker_created: false, version_id, versioned: true }))
     }
@@ -484,7 +485,7 @@ impl ObjectLayer {
         if holding > 0 {
             self.healer.notify(bucket, key);
         }
-        self.remove_version_locked(bucket, key, version_id, locked.guard, locked.checked).await?;
+        self.remove_version_locked(bucket, key, version_id, locked.guard, Some(locked.checked)).await?;
         let (bucket, key) = (bucket.to_owned(), key.to_owned());
         Ok(Some(LifecycleEvent { bucket, key, delete_marker_created: false, version_id, versioned: true }))
     }
@@ -554,5 +555,5 @@ impl ObjectLayer {
 /// under it: the action's change carries it ([`ObjectLayer::remove_version_locked`]).
 struct Locked {
     guard: crate::LockGuard,
-    checked: Option<u64>,
+    checked: u64,
 }

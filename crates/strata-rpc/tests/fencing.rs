@@ -19,7 +19,7 @@ use strata_object::{
     WriteCondition,
 };
 use strata_rpc::wire::LockCall;
-use strata_rpc::{LockNode, LockTimings, QuorumLocker, RemoteDrive};
+use strata_rpc::{LockNode, LockTimings, NodeClient, QuorumLocker, RemoteDrive};
 use uuid::Uuid;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -27,15 +27,7 @@ async fn a_stalled_holders_late_commit_is_refused_once_its_lock_passed_on() {
     let cluster = TestCluster::start(4, 2).await;
     let timeout = Duration::from_secs(5);
     // Node 0's writer: every drive (its own and its peers') behind a fault switch.
-    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
-    let (a_layer, _a_clients) = cluster
-        .layer_with(0, timeout, true, |d| {
-            let f = Arc::new(FaultyDrive::new(d));
-            faulty.lock().expect("lock").push(f.clone());
-            f as Arc<dyn Drive>
-        })
-        .await;
-    let faulty = faulty.into_inner().expect("lock");
+    let (a_layer, _a_clients, faulty) = behind_faults(&cluster, timeout).await;
     assert_eq!(faulty.len(), 8);
     let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
     let old = Bytes::from(vec![1u8; 4096]);
@@ -124,15 +116,7 @@ async fn a_stalled_holders_late_commit_is_refused_once_its_lock_passed_on() {
 async fn a_stalled_conditional_write_loses_to_a_write_made_after_its_check() {
     let cluster = TestCluster::start(4, 2).await;
     let timeout = Duration::from_secs(5);
-    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
-    let (a_layer, _a_clients) = cluster
-        .layer_with(0, timeout, true, |d| {
-            let f = Arc::new(FaultyDrive::new(d));
-            faulty.lock().expect("lock").push(f.clone());
-            f as Arc<dyn Drive>
-        })
-        .await;
-    let faulty = faulty.into_inner().expect("lock");
+    let (a_layer, _a_clients, faulty) = behind_faults(&cluster, timeout).await;
     let a_layer = Arc::new(a_layer);
     let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
     // Over two keys, one again (its lock table and stamps have history); a PUT, then a
@@ -230,15 +214,7 @@ async fn an_iam_revocation_is_not_undone_by_a_stale_writer() {
     const ROOT: (&str, &str) = ("rootuser", "root-secret-123");
     let cluster = TestCluster::start(4, 2).await;
     let timeout = Duration::from_secs(5);
-    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
-    let (a_layer, _a_clients) = cluster
-        .layer_with(0, timeout, true, |d| {
-            let f = Arc::new(FaultyDrive::new(d));
-            faulty.lock().expect("lock").push(f.clone());
-            f as Arc<dyn Drive>
-        })
-        .await;
-    let faulty = faulty.into_inner().expect("lock");
+    let (a_layer, _a_clients, faulty) = behind_faults(&cluster, timeout).await;
     let a_layer = Arc::new(a_layer);
     strata_system::prepare(&a_layer).await.expect("system bucket");
     let (b_layer, _b_clients) = cluster.layer(1, timeout, false).await;
@@ -318,15 +294,7 @@ async fn wait_until(done: impl Fn() -> bool) -> bool {
 async fn a_stalled_conditional_delete_loses_to_a_write_made_after_its_check() {
     let cluster = TestCluster::start(4, 2).await;
     let timeout = Duration::from_secs(5);
-    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
-    let (a_layer, _a_clients) = cluster
-        .layer_with(0, timeout, true, |d| {
-            let f = Arc::new(FaultyDrive::new(d));
-            faulty.lock().expect("lock").push(f.clone());
-            f as Arc<dyn Drive>
-        })
-        .await;
-    let faulty = faulty.into_inner().expect("lock");
+    let (a_layer, _a_clients, faulty) = behind_faults(&cluster, timeout).await;
     let a_layer = Arc::new(a_layer);
     a_layer.make_bucket("v").await.expect("bucket v");
     a_layer.put_bucket_versioning("v", Versioning::Enabled).await.expect("versioning");
@@ -401,4 +369,21 @@ fn expire_everything() -> LifecycleConfig {
         ..Default::default()
     };
     LifecycleConfig { rules: vec![rule] }
+}
+
+/// Node 0's object layer with every drive (its own and its peers') behind a fault switch: the
+/// layer, its clients of the other nodes, and the switches.
+async fn behind_faults(
+    cluster: &TestCluster,
+    timeout: Duration,
+) -> (strata_object::ObjectLayer, Vec<Option<Arc<NodeClient>>>, Vec<Arc<FaultyDrive>>) {
+    let faulty: std::sync::Mutex<Vec<Arc<FaultyDrive>>> = Default::default();
+    let (layer, clients) = cluster
+        .layer_with(0, timeout, true, |d| {
+            let f = Arc::new(FaultyDrive::new(d));
+            faulty.lock().expect("lock").push(f.clone());
+            f as Arc<dyn Drive>
+        })
+        .await;
+    (layer, clients, faulty.into_inner().expect("lock"))
 }
