@@ -59,6 +59,14 @@ pub enum DriveCall {
         key: String,
         inline: bool,
     },
+    /// [`DriveCall::ReadRecord`] for a read without the object's lock: the record (none when the
+    /// drive has none) and whether it is settled, read at one moment: no change of the object is
+    /// on its way or waiting for its operation to end (kept or undone) on this drive.
+    ReadSettled {
+        bucket: String,
+        key: String,
+        inline: bool,
+    },
     /// One version of the object (`None` = the `null` version), current or older, as a record of
     /// that version alone; `NotFound` when the object has no such version.
     ReadVersion {
@@ -171,6 +179,7 @@ pub enum DriveReply {
     Bytes(Option<Bytes>),
     Buckets(Vec<(String, Bytes)>),
     Record(ObjectRecord, Option<Bytes>),
+    Settled(Settled),
     Upload(Box<UploadRecord>),
     Parts(Vec<PartInfo>),
     Uploads(Vec<UploadRecord>),
@@ -195,6 +204,7 @@ impl DriveCall {
             C::ListBuckets => "list_buckets",
             C::StatBucket(_) => "stat_bucket",
             C::ReadRecord { .. } => "read_record",
+            C::ReadSettled { .. } => "read_settled",
             C::ReadVersion { .. } => "read_version",
             C::ReadInline(_) => "read_inline",
             C::AbortShard(_) => "abort_shard_file",
@@ -241,6 +251,7 @@ impl DriveCall {
                 | C::ListBuckets
                 | C::StatBucket(_)
                 | C::ReadRecord { .. }
+                | C::ReadSettled { .. }
                 | C::ReadVersion { .. }
                 | C::ReadInline(_)
                 | C::AbortShard(_)
@@ -256,6 +267,15 @@ impl DriveCall {
     pub fn answers_nothing(&self) -> bool {
         matches!(self, DriveCall::FinishOp { .. } | DriveCall::AbortShard(_))
     }
+}
+
+/// An object's record on one drive, as [`DriveCall::ReadSettled`] answers it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Settled {
+    /// The record and, when asked for, the current version's inline shard; `None`: no record.
+    pub record: Option<(ObjectRecord, Option<Bytes>)>,
+    /// No change of the object was applied but not yet kept or undone when the record was read.
+    pub settled: bool,
 }
 
 /// A reply of another kind than the call's: the drive (or the node serving it) broke the
@@ -284,6 +304,8 @@ pub trait DriveOps {
         key: &str,
         inline: bool,
     ) -> DriveResult<(ObjectRecord, Option<Bytes>)>;
+    /// See [`DriveCall::ReadSettled`].
+    async fn read_settled(&self, bucket: &str, key: &str, inline: bool) -> DriveResult<Settled>;
     async fn read_version(
         &self,
         bucket: &str,
@@ -462,6 +484,14 @@ impl<D: Drive + ?Sized> DriveOps for D {
         inline: bool,
     ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
         record(self, DriveCall::ReadRecord { bucket: bucket.to_owned(), key: key.to_owned(), inline }).await
+    }
+
+    async fn read_settled(&self, bucket: &str, key: &str, inline: bool) -> DriveResult<Settled> {
+        let call = DriveCall::ReadSettled { bucket: bucket.to_owned(), key: key.to_owned(), inline };
+        match self.call(CallContext::default(), call).await? {
+            DriveReply::Settled(s) => Ok(s),
+            r => Err(unexpected("read_settled", r)),
+        }
     }
 
     async fn read_version(

@@ -86,7 +86,7 @@ impl Op {
             C::UpdateBucket(..) => Op::UpdateBucket,
             C::ListBuckets => Op::ListBuckets,
             C::StatBucket(_) => Op::StatBucket,
-            C::ReadRecord { .. } | C::ReadVersion { .. } => Op::ReadRecord,
+            C::ReadRecord { .. } | C::ReadSettled { .. } | C::ReadVersion { .. } => Op::ReadRecord,
             C::ReadInline(_) => Op::ReadInline,
             C::AbortShard(_) => Op::AbortShardFile,
             C::CommitVersion { .. } => Op::CommitVersion,
@@ -499,6 +499,10 @@ impl ShardReader for FaultyReader {
 impl Drive for FaultyDrive {
     fn endpoint(&self) -> &str {
         self.inner.endpoint()
+    }
+
+    fn node(&self) -> Option<&str> {
+        self.inner.node()
     }
 
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {

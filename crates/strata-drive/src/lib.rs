@@ -41,7 +41,7 @@ use strata_erasure::bitrot;
 use strata_meta::{DecodeError, ObjectRecord};
 use uuid::Uuid;
 
-pub use call::{CallContext, DriveCall, DriveOps, DriveReply};
+pub use call::{CallContext, DriveCall, DriveOps, DriveReply, Settled};
 pub use faulty::FaultyDrive;
 pub use index::CommitStats;
 pub use local::{LocalDrive, OpenError, OpenOptions};
@@ -319,6 +319,12 @@ pub trait Drive: Send + Sync + Debug {
     /// Where the drive is, for logs and errors.
     fn endpoint(&self) -> &str;
 
+    /// The node that serves the drive; `None` for a drive of this process. Reads that need
+    /// only some drives pick this process's own first, then whole nodes.
+    fn node(&self) -> Option<&str> {
+        None
+    }
+
     /// One operation, in its context (see [`call`]).
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply>;
 
@@ -350,6 +356,10 @@ struct Fenced {
 impl Drive for Fenced {
     fn endpoint(&self) -> &str {
         self.inner.endpoint()
+    }
+
+    fn node(&self) -> Option<&str> {
+        self.inner.node()
     }
 
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {

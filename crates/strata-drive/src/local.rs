@@ -257,8 +257,7 @@ impl LocalDrive {
             Index::open(self.fs.clone(), &self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
         write_file_durably(self.fs.as_ref(), &self.sys.join(FORMAT_FILE), format)?;
         if let Ok(mut ops) = self.ops.lock() {
-            ops.versions.clear();
-            ops.parts.clear();
+            ops.clear();
         }
         match self.index.write() {
             Ok(mut i) => *i = Arc::new(index),
@@ -705,6 +704,7 @@ impl LocalDrive {
         (newest, checked): (bool, Option<u64>),
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
+        let _changing = self.begin_change(bucket, key);
         let moved: Vec<(PathBuf, PathBuf)> = match version.data {
             DataLocation::File(id) => {
                 let from = self.tmp.join(id.simple().to_string());
@@ -784,6 +784,7 @@ impl LocalDrive {
         op: Uuid,
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
+        let _changing = self.begin_change(bucket, key);
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::PutVersion {
             bucket: bucket.to_owned(),
@@ -818,6 +819,7 @@ impl LocalDrive {
         checked: Option<u64>,
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
+        let _changing = self.begin_change(bucket, key);
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let (b, k) = (bucket.to_owned(), key.to_owned());
         let change = Change::DeleteVersion { bucket: b, key: k, version_id, checked };
@@ -909,6 +911,7 @@ impl LocalDrive {
         checked: Option<u64>,
     ) -> DriveResult<()> {
         self.refuse_ended(op)?;
+        let _changing = self.begin_change(bucket, key);
         Self::ensure_online(self.fs.as_ref(), &self.sys)?;
         let change = Change::CompleteUpload {
             bucket: bucket.to_owned(),
@@ -1103,6 +1106,10 @@ impl Drive for LocalDrive {
             C::ReadRecord { bucket, key, inline } => {
                 let (r, b) = Box::pin(self.read_record(&bucket, &key, inline)).await?;
                 R::Record(r, b)
+            }
+            C::ReadSettled { bucket, key, inline } => {
+                self.ensure_online_for_read()?;
+                R::Settled(self.read_settled_now(&bucket, &key, inline)?)
             }
             C::ReadVersion { bucket, key, version_id, inline } => {
                 let (r, b) = Box::pin(self.read_version(&bucket, &key, version_id, inline)).await?;

@@ -95,6 +95,10 @@ impl Drive for Metered {
         self.inner.endpoint()
     }
 
+    fn node(&self) -> Option<&str> {
+        self.inner.node()
+    }
+
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
         if call.answers_nothing() {
             return self.inner.call(ctx, call).await;

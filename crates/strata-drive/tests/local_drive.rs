@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use strata_drive::{Drive, DriveError, ListEntry, ListQuery, LocalDrive};
+use strata_drive::{Drive, DriveError, DriveOps, ListEntry, ListQuery, LocalDrive};
 use strata_meta::{BucketRecord, DataLocation, ErasureInfo, ObjectVersion};
 use uuid::Uuid;
 
@@ -495,4 +495,61 @@ async fn shard_file(d: &LocalDrive, id: Uuid) {
     let mut w = d.create_shard_file(id).await.expect("create");
     w.write_frame([1; 32], Bytes::from(vec![7u8; 100])).await.expect("write");
     w.finish().await.expect("finish");
+}
+
+#[tokio::test]
+async fn a_record_is_settled_only_once_its_change_is_kept_or_undone() {
+    let (_dir, d) = drive().await;
+    let settled = |s: &strata_drive::Settled| (s.settled, s.record.as_ref().map(|(r, _)| r.versions[0].data));
+    // No record: settled, none.
+    assert_eq!(settled(&d.read_settled("b", "k", false).await.expect("read")), (true, None));
+    let first = Uuid::new_v4();
+    let op = Uuid::new_v4();
+    d.commit_version("b", "k", version(DataLocation::Inline(first), 1), Some(Bytes::from_static(b"o")), op)
+        .await
+        .expect("first");
+    // Applied, its operation not ended: the record shows it, unsettled.
+    let read = d.read_settled("b", "k", true).await.expect("read");
+    assert_eq!(settled(&read), (false, Some(DataLocation::Inline(first))));
+    assert_eq!(read.record.and_then(|(_, inline)| inline).as_deref(), Some(&b"o"[..]));
+    d.finish_op(op, true).await;
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (true, Some(DataLocation::Inline(first)))
+    );
+    // A second write undone: unsettled until the undo, then the first version, settled.
+    let second = Uuid::new_v4();
+    let mut v = version(DataLocation::Inline(second), 1);
+    v.mod_time = 2;
+    let op = Uuid::new_v4();
+    d.commit_version("b", "k", v, Some(Bytes::from_static(b"n")), op).await.expect("second");
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (false, Some(DataLocation::Inline(second)))
+    );
+    // Another object's pending change does not unsettle this one.
+    let other = Uuid::new_v4();
+    d.commit_version("b", "other", version(DataLocation::Inline(Uuid::new_v4()), 1), None, other)
+        .await
+        .expect("other");
+    d.finish_op(op, false).await;
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (true, Some(DataLocation::Inline(first)))
+    );
+    assert!(!d.read_settled("b", "other", false).await.expect("read").settled);
+    // A delete waiting for its end unsettles the object though its record is gone.
+    d.finish_op(other, true).await;
+    let op = Uuid::new_v4();
+    d.delete_version("b", "other", None, op).await.expect("delete");
+    assert_eq!(settled(&d.read_settled("b", "other", false).await.expect("read")), (false, None));
+    d.finish_op(op, true).await;
+    assert_eq!(settled(&d.read_settled("b", "other", false).await.expect("read")), (true, None));
+    // A change refused by the index leaves nothing unsettled behind.
+    let mut stale = version(DataLocation::Inline(Uuid::new_v4()), 1);
+    stale.mod_time = 0;
+    stale.version_id = Some(Uuid::new_v4());
+    let refused = d.commit_new_version("b", "k", stale, None, Uuid::new_v4()).await;
+    assert!(matches!(refused, Err(DriveError::NotNewest { .. })), "{refused:?}");
+    assert!(d.read_settled("b", "k", false).await.expect("read").settled);
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::future::join_all;
-use strata_drive::{Drive, ShardReader};
+use strata_drive::{Drive, DriveOps, ShardReader};
 use strata_erasure::{bitrot, Erasure, ShardLayout};
 use strata_meta::{DataLocation, ObjectVersion};
 use tokio::sync::mpsc;
@@ -37,13 +37,7 @@ async fn open_files(
     data_count: usize,
     heal: Option<&HealNotice>,
 ) -> Result<Vec<Option<Arc<dyn ShardReader>>>, ObjectError> {
-    let opened = join_all(drives.iter().map(|d| async move {
-        match d {
-            Some(d) => d.open_shard_file(id).await.map(Arc::from),
-            None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
-        }
-    }))
-    .await;
+    let opened = open_each(drives, id).await;
     if opened.iter().filter(|f| f.is_ok()).count() < data_count {
         if let Some(e) = crate::set::exhausted(&opened) {
             return Err(e);
@@ -51,18 +45,35 @@ async fn open_files(
     }
     // Missing or unreadable, that is; a drive that timed out (offline) or a process out of open
     // files has nothing a heal could fix now.
-    let lost = |r: &Result<_, strata_drive::DriveError>| {
-        matches!(
-            r,
-            Err(strata_drive::DriveError::NotFound
-                | strata_drive::DriveError::Corrupt(_)
-                | strata_drive::DriveError::Io(_))
-        )
-    };
     if let (true, Some(h)) = (opened.iter().any(lost), heal) {
         h.send();
     }
     Ok(opened.into_iter().map(Result::ok).collect())
+}
+
+/// Opens shard file `id` on each drive (by shard index).
+async fn open_each(
+    drives: &[Option<Arc<dyn Drive>>],
+    id: uuid::Uuid,
+) -> Vec<Result<Arc<dyn ShardReader>, strata_drive::DriveError>> {
+    join_all(drives.iter().map(|d| async move {
+        match d {
+            Some(d) => d.open_shard_file(id).await.map(Arc::from),
+            None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
+        }
+    }))
+    .await
+}
+
+/// Whether a failed open or read found the data missing or bad (a heal could fix it), rather
+/// than its drive not answering or the process out of a resource.
+fn lost<T>(r: &Result<T, strata_drive::DriveError>) -> bool {
+    matches!(
+        r,
+        Err(strata_drive::DriveError::NotFound
+            | strata_drive::DriveError::Corrupt(_)
+            | strata_drive::DriveError::Io(_))
+    )
 }
 
 /// An object version resolved and opened for reading: its shard files stay readable even if a
@@ -120,7 +131,14 @@ pub(crate) async fn open_object(
     for_read: bool,
     healer: Option<&Arc<Healer>>,
 ) -> Result<OpenObject, ObjectError> {
-    let open = open_version(set, bucket, key, hash, which, for_read, healer).await;
+    let unlocked = match which {
+        VersionRef::Current => open_unlocked(set, bucket, key, hash, for_read, healer).await,
+        _ => None,
+    };
+    let open = match unlocked {
+        Some(open) => open,
+        None => open_version(set, bucket, key, hash, which, for_read, healer).await,
+    };
     match open {
         Ok(o) if o.version.delete_marker => Err(ObjectError::DeleteMarker {
             version_id: o.version.version_id,
@@ -206,6 +224,141 @@ pub(crate) async fn open_version(
     };
     let given_up = (0..shard_count).map(|_| AtomicBool::new(false)).collect();
     Ok(OpenObject { info, version, erasure, source, heal, given_up })
+}
+
+/// The drives (by set position) a read without the lock asks first: enough that every
+/// acknowledged write is on at least one of them and that they can rebuild a version of the set's
+/// default split: `need` drives. This process's own drives come first (all of them), then whole
+/// nodes, starting at one picked by the object's hash so that the nodes share the reads.
+fn quorum_drives(set: &ErasureSet, hash: u64, need: usize) -> Vec<usize> {
+    let mut chosen = Vec::with_capacity(set.drives.len());
+    let mut nodes: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (pos, d) in set.drives.iter().enumerate() {
+        let Some(d) = d else { continue };
+        match d.node() {
+            None => chosen.push(pos),
+            Some(name) => match nodes.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, drives)) => drives.push(pos),
+                None => nodes.push((name, vec![pos])),
+            },
+        }
+    }
+    let start = if nodes.is_empty() { 0 } else { (hash % nodes.len() as u64) as usize };
+    for i in 0..nodes.len() {
+        if chosen.len() >= need {
+            break;
+        }
+        chosen.extend_from_slice(&nodes[(start + i) % nodes.len()].1);
+    }
+    chosen
+}
+
+/// [`open_version`] of the current version without the object's lock: the common case of a
+/// read, at one round of record reads to the fewest nodes. `None` when this cannot answer and
+/// the locked read must (the drives asked disagree or did not all answer, a change of the object
+/// is in flight on one of them, the object is missing, or a shard it needs is missing or bad).
+///
+/// Why no lock is needed when it answers: the drives asked are at least half the set, so every
+/// write acknowledged before this read began (on a write quorum, more than half the set) is on
+/// at least one of them; they all hold the same version as their newest; and every one of them
+/// says no change of the object was applied there and not yet kept or undone
+/// ([`strata_drive::DriveCall::ReadSettled`]), so the version is kept for good (a write undone
+/// after a read returned it cannot happen). A write still in flight is ordered after this read.
+/// The data of a version that a newer write replaces while the body streams stays readable
+/// through the shard files opened here, as under the lock.
+async fn open_unlocked(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    hash: u64,
+    for_read: bool,
+    healer: Option<&Arc<Healer>>,
+) -> Option<Result<OpenObject, ObjectError>> {
+    let n = set.drives.len();
+    let chosen = quorum_drives(set, hash, set.data_count().max(n.div_ceil(2)));
+    let reads = join_all(chosen.iter().map(|&pos| async move {
+        let d = set.drives.get(pos)?.as_ref()?;
+        d.read_settled(bucket, key, for_read).await.ok()
+    }))
+    .await;
+    // Every drive asked answered, settled, with a record.
+    let mut records = Vec::with_capacity(reads.len());
+    for read in reads {
+        let read = read.filter(|r| r.settled)?;
+        records.push(read.record?);
+    }
+    let normalized = |v: &ObjectVersion| {
+        let mut v = v.clone();
+        v.erasure.shard_index = 0;
+        v
+    };
+    let first = normalized(records.first()?.0.latest()?);
+    for (record, _) in &records[1..] {
+        if normalized(record.latest()?) != first {
+            return None;
+        }
+    }
+    let version = first;
+    let data_count = usize::from(version.erasure.data_count);
+    if for_read && records.len() < data_count {
+        return None;
+    }
+    let info = ObjectInfo::from_version(bucket, key, &version);
+    let erasure = match set.erasure_of(&version.erasure) {
+        Ok(e) => e,
+        Err(e) => return Some(Err(e)),
+    };
+    let shard_count = data_count + usize::from(version.erasure.parity_count);
+    let dist = &version.erasure.distribution;
+    let heal = healer.map(|h| HealNotice {
+        healer: h.clone(),
+        bucket: bucket.to_owned(),
+        key: key.to_owned(),
+        sent: Default::default(),
+    });
+    // Every online drive by shard index: a drive not asked is read from too, when it has the
+    // version's data (its data id is the version's own).
+    let all_by_shard = || {
+        let mut by_shard: Vec<Option<Arc<dyn Drive>>> = vec![None; shard_count];
+        for (drive, &shard) in set.drives.iter().zip(dist) {
+            if let (Some(d), Some(slot)) = (drive, by_shard.get_mut(usize::from(shard))) {
+                *slot = Some(d.clone());
+            }
+        }
+        by_shard
+    };
+    let source = match version.data {
+        _ if !for_read || version.delete_marker => ShardSource::Inline(vec![None; shard_count]),
+        DataLocation::Inline(_) => {
+            let layout = ShardLayout::new(version.size, version.erasure.block_size as usize, data_count);
+            let shard_size = layout.shard_size(0) as usize;
+            let mut frames = vec![None; shard_count];
+            for (&pos, (_, frame)) in chosen.iter().zip(records) {
+                // A frame that fails its hash is read again, and healed, under the lock.
+                let frame =
+                    frame.filter(|f| bitrot::verify_with(erasure.frame_key(), f, shard_size).is_ok())?;
+                *frames.get_mut(usize::from(*dist.get(pos)?))? = Some(frame);
+            }
+            ShardSource::Inline(frames)
+        }
+        DataLocation::File(id) => {
+            let opened = open_each(&all_by_shard(), id).await;
+            // A drive asked lacks the data: replaced since it answered, or lost (the locked read
+            // sees which, and heals).
+            for &pos in &chosen {
+                if opened.get(usize::from(*dist.get(pos)?))?.is_err() {
+                    return None;
+                }
+            }
+            if let (true, Some(h)) = (opened.iter().any(lost), &heal) {
+                h.send();
+            }
+            ShardSource::Files(opened.into_iter().map(Result::ok).collect())
+        }
+        DataLocation::Multipart(_) => ShardSource::Parts(all_by_shard()),
+    };
+    let given_up = (0..shard_count).map(|_| AtomicBool::new(false)).collect();
+    Some(Ok(OpenObject { info, version, erasure, source, heal, given_up }))
 }
 
 impl OpenObject {

@@ -100,6 +100,10 @@ impl Drive for Timed {
         self.inner.endpoint()
     }
 
+    fn node(&self) -> Option<&str> {
+        self.inner.node()
+    }
+
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
         if let DriveCall::SweepOrphans { .. } = call {
             // Walks a whole drive, in the background: no time-out.

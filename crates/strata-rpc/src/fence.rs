@@ -51,6 +51,10 @@ impl Drive for FencedLocal {
         self.inner.endpoint()
     }
 
+    fn node(&self) -> Option<&str> {
+        self.inner.node()
+    }
+
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
         // A change under an object lock: admitted only while no other holder has the lock in
         // this node's table, and no other holder is granted it here until the change is done.

@@ -73,6 +73,10 @@ impl Drive for RemoteDrive {
         &self.endpoint
     }
 
+    fn node(&self) -> Option<&str> {
+        Some(&self.node.name)
+    }
+
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
         match self.remote(RemoteCall::Drive(ctx, Box::new(call))).await? {
             RemoteReply::Drive(r) => Ok(r),

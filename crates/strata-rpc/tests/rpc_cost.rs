@@ -41,11 +41,12 @@ async fn a_small_get_costs_few_round_trips() {
     let (put_requests, put_bytes) = per(before, put);
     let (get_requests, get_bytes) = per(put, get);
     eprintln!("PUT 4 KiB: {put_requests:.1} requests, {put_bytes} bytes; GET 4 KiB: {get_requests:.1} requests, {get_bytes} bytes");
-    // A GET: one shared-lock request (this node's table and one peer make the quorum of 2), one
-    // batch of record reads per peer (3), and the release to the one peer (often batched with
-    // the next). Before batching and quorum-sized shared locks: 12 requests and 4,117 bytes.
-    assert!(get_requests <= 5.0, "{get_requests} requests per GET");
-    assert!(get_bytes <= 1_400, "{get_bytes} bytes per GET");
+    // A GET: no lock; the records of half the set, settled and agreeing, answer it: this node's
+    // two drives and one peer's two, one request (1.7 measured: the odd record read of the
+    // PUTs' background work rides along). With a shared lock from a quorum and the records of
+    // every drive: 3.7 to 5 requests and 1,400 bytes; before batching: 12 and 4,117 bytes.
+    assert!(get_requests <= 2.5, "{get_requests} requests per GET");
+    assert!(get_bytes <= 700, "{get_bytes} bytes per GET");
     // A PUT: the exclusive lock from every peer (3), one commit batch per peer (3), the
     // background finish (3), the release (3): 12. The new version is stamped without a read
     // (drives refuse a stamp that is not after theirs). Before batching: 18; while the stamp

@@ -51,9 +51,39 @@ pub(super) struct Ops {
     pub(super) ended: HashMap<Uuid, bool>,
     /// `ended` oldest first, for forgetting.
     pub(super) ended_order: VecDeque<(Instant, Uuid)>,
+    /// By object: its changes on their way in, applied and waiting for their operation's end,
+    /// or being undone. A record read while this is zero shows only settled changes
+    /// ([`DriveCall::ReadSettled`](crate::DriveCall::ReadSettled)).
+    unsettled: HashMap<(String, String), usize>,
 }
 
 impl Ops {
+    pub(super) fn hold(&mut self, bucket: &str, key: &str) {
+        *self.unsettled.entry((bucket.to_owned(), key.to_owned())).or_default() += 1;
+    }
+
+    /// Ends one [`Self::hold`] (one that a reinitialized drive forgot is ignored).
+    pub(super) fn release(&mut self, bucket: &str, key: &str) {
+        let k = (bucket.to_owned(), key.to_owned());
+        if let Some(n) = self.unsettled.get_mut(&k) {
+            *n -= 1;
+            if *n == 0 {
+                self.unsettled.remove(&k);
+            }
+        }
+    }
+
+    pub(super) fn is_settled(&self, bucket: &str, key: &str) -> bool {
+        // Borrowed lookups of a tuple key need owned parts; the map is small (changes in flight).
+        self.unsettled.is_empty() || !self.unsettled.keys().any(|(b, k)| b == bucket && k == key)
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.versions.clear();
+        self.parts.clear();
+        self.unsettled.clear();
+    }
+
     /// Remembers that `op` ended (`keep`) before its change came, forgetting the oldest ends.
     fn end_early(&mut self, op: Uuid, keep: bool) {
         let now = Instant::now();
@@ -117,13 +147,17 @@ impl LocalDrive {
     ) -> DriveResult<()> {
         let ended = {
             let Ok(mut ops) = self.ops.lock() else { return Ok(()) };
-            if let Some(earlier) = ops.versions.remove(&op).filter(|p| p.bucket == bucket && p.key == key) {
-                if let Some(first) = &earlier.added {
-                    displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
+            if let Some(earlier) = ops.versions.remove(&op) {
+                ops.release(&earlier.bucket, &earlier.key);
+                if earlier.bucket == bucket && earlier.key == key {
+                    if let Some(first) = &earlier.added {
+                        displaced.retain(|v| !(v.version_id == first.version_id && v.data == first.data));
+                    }
+                    displaced.extend(earlier.displaced);
                 }
-                displaced.extend(earlier.displaced);
             }
             let pending = PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced };
+            ops.hold(bucket, key);
             ops.versions.insert(op, pending);
             ops.ended.get(&op).copied()
         };
@@ -157,7 +191,10 @@ impl LocalDrive {
             return;
         }
         let Some(p) = pending else { return };
+        let object = (p.bucket.clone(), p.key.clone());
         let change = if keep {
+            // Kept: the record is final now; freeing what it displaced changes no record.
+            self.release_change(&object);
             let kept_id = p.added.as_ref().map(|v| v.data.data_id());
             let versions: Vec<ObjectVersion> =
                 p.displaced.into_iter().filter(|v| Some(v.data.data_id()) != kept_id).collect();
@@ -175,6 +212,61 @@ impl LocalDrive {
         };
         if let Err(e) = self.index().apply(change).await {
             tracing::warn!(drive = %self.endpoint, error = %e, keep, "finishing a change failed");
+        }
+        if !keep {
+            // Undone: settled once the record is back.
+            self.release_change(&object);
+        }
+    }
+
+    fn release_change(&self, (bucket, key): &(String, String)) {
+        if let Ok(mut ops) = self.ops.lock() {
+            ops.release(bucket, key);
+        }
+    }
+
+    /// Marks a change of the object as on its way until the returned guard drops: the change's
+    /// caller holds it from before the change is applied until after [`Self::remember`], so the
+    /// object never looks settled in between.
+    pub(super) fn begin_change<'a>(&'a self, bucket: &'a str, key: &'a str) -> Changing<'a> {
+        if let Ok(mut ops) = self.ops.lock() {
+            ops.hold(bucket, key);
+        }
+        Changing { drive: self, bucket, key }
+    }
+
+    /// See [`DriveCall::ReadSettled`](crate::DriveCall::ReadSettled): the lookup is made under
+    /// the operations' lock, so no change can start, be remembered or end in between.
+    pub(super) fn read_settled_now(
+        &self,
+        bucket: &str,
+        key: &str,
+        inline: bool,
+    ) -> DriveResult<crate::Settled> {
+        let ops =
+            self.ops.lock().map_err(|_| DriveError::Stopped("the operations' lock is poisoned".into()))?;
+        let settled = ops.is_settled(bucket, key);
+        let record = match self.index().read_record(bucket, key, inline) {
+            Ok(r) => Some(r),
+            Err(DriveError::NotFound) => None,
+            Err(e) => return Err(e),
+        };
+        drop(ops);
+        Ok(crate::Settled { record, settled })
+    }
+}
+
+/// A change of one object on its way (see [`LocalDrive::begin_change`]).
+pub(super) struct Changing<'a> {
+    drive: &'a LocalDrive,
+    bucket: &'a str,
+    key: &'a str,
+}
+
+impl Drop for Changing<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut ops) = self.drive.ops.lock() {
+            ops.release(self.bucket, self.key);
         }
     }
 }
