@@ -9,7 +9,8 @@
 # Round trips: each run's `rpc.txt` line divides the node-to-node requests all nodes sent
 # (`strata_node_rpc_requests_total`, summed) by the S3 operations they served in that run. A GET
 # run also prepares its objects with PUTs first; its GET-only figure subtracts those PUTs at the
-# rate the PUT run of the same size measured just before.
+# rate the PUT run of the same size measured just before (PUT runs leave their objects: their
+# clean-up would be counted as theirs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/bench/$(date +%F)-cluster}
@@ -72,7 +73,7 @@ PY
     fi
 }
 : > "$out/rpc.txt"
-run put-4KiB put --obj.size 4KiB --duration 15s
+run put-4KiB put --obj.size 4KiB --duration 15s --no-clear
 run get-4KiB get --obj.size 4KiB --objects 2000 --duration 15s
-run put-1MiB put --obj.size 1MiB --duration 15s
+run put-1MiB put --obj.size 1MiB --duration 15s --no-clear
 run get-1MiB get --obj.size 1MiB --objects 200 --duration 15s

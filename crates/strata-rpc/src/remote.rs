@@ -78,6 +78,13 @@ impl Drive for RemoteDrive {
     }
 
     async fn call(&self, ctx: CallContext, call: DriveCall) -> DriveResult<DriveReply> {
+        // A kept operation's end rides with the lock releases sent at the same moment (a PUT
+        // ends its operation and releases its lock together): one request per node, not two.
+        if let (DriveCall::FinishOp { keep: true }, Some(op)) = (&call, ctx.op) {
+            let path = self.path.clone();
+            self.node.defer(|b| b.kept.push((path, op)));
+            return Ok(DriveReply::Done);
+        }
         match self.remote(RemoteCall::Drive(ctx, Box::new(call))).await? {
             RemoteReply::Drive(r) => Ok(r),
             r => Err(unexpected(r)),

@@ -306,6 +306,11 @@ impl RpcServer {
                 for owner in batch.releases {
                     self.locks.serve(LockCall::Release { owner });
                 }
+                let kept = batch.kept.into_iter().filter_map(|(name, op)| {
+                    let d = self.drive_named(&name).ok()?;
+                    Some(async move { d.finish_op(op, true).await })
+                });
+                futures_util::future::join_all(kept).await;
                 answer::<()>(Ok(()))
             }
             "peer" => {

@@ -155,11 +155,15 @@ pub enum LockCall {
 }
 
 /// Releases that need no answer, gathered per node and sent together: the shard files a
-/// node's readers are done with, and the locks this node's requests are done with.
+/// node's readers are done with, the locks this node's requests are done with, and the
+/// operations its writes kept (drive path and operation: `FinishOp` kept, which the writer
+/// never waits for; an undo is still sent at once and waited for).
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Batch {
     pub closes: Vec<u64>,
     pub releases: Vec<Uuid>,
+    #[serde(default)]
+    pub kept: Vec<(String, Uuid)>,
 }
 
 pub fn encode<T: Serialize>(value: &T) -> Bytes {

@@ -19,7 +19,11 @@ fn fuzz_wire_messages() {
         encode(&RemoteCall::Drive(CallContext::default(), Box::new(DriveCall::DiskInfo))),
         encode(&RemoteCall::OpenShard(Uuid::from_u128(7))),
         encode(&Ok::<_, WireError>(RemoteReply::Handle(3))),
-        encode(&Batch { closes: vec![1, 2, 3], releases: vec![Uuid::from_u128(9)] }),
+        encode(&Batch {
+            closes: vec![1, 2, 3],
+            releases: vec![Uuid::from_u128(9)],
+            kept: vec![("/d1".into(), Uuid::from_u128(7))],
+        }),
         encode(&PeerCall::Changed(strata_object::SharedState::Iam)),
         encode(&PeerCall::Speedtest(SpeedtestShare {
             size: 1 << 20,

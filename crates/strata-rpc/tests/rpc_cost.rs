@@ -32,6 +32,10 @@ async fn a_small_get_costs_few_round_trips() {
     // none is counted in the next phase).
     tokio::time::sleep(Duration::from_millis(250)).await;
     let put = sent(&clients);
+    // Every kept operation was ended on every drive, remote ones through the deferred batches.
+    let pending: Vec<usize> =
+        cluster.nodes.iter().flat_map(|n| n.drives.iter().map(|d| d.pending_count())).collect();
+    assert!(pending.iter().all(|&p| p == 0), "operations left pending: {pending:?}");
     for i in 0..ROUNDS {
         assert_eq!(read_all(&layer, &format!("k{i}")).await.expect("get"), body);
     }
@@ -47,11 +51,12 @@ async fn a_small_get_costs_few_round_trips() {
     // every drive: 3.7 to 5 requests and 1,400 bytes; before batching: 12 and 4,117 bytes.
     assert!(get_requests <= 2.5, "{get_requests} requests per GET");
     assert!(get_bytes <= 700, "{get_bytes} bytes per GET");
-    // A PUT: the exclusive lock from every peer (3), one commit batch per peer (3), the
-    // background finish (3), the release (3): 12. The new version is stamped without a read
+    // A PUT: the exclusive lock from every peer (3), one commit batch per peer (3), and the
+    // end of the kept operation with the lock's release in one deferred batch per peer (3): 9,
+    // 8.0 measured (concurrent work shares batches). The new version is stamped without a read
     // (drives refuse a stamp that is not after theirs). Before batching: 18; while the stamp
-    // was read under the lock: 15.5. (A release now and then travels alone: room for one.)
-    assert!(put_requests <= 13.0, "{put_requests} requests per PUT");
+    // was read under the lock: 15.5; while the end of the operation went alone: 11.4.
+    assert!(put_requests <= 9.5, "{put_requests} requests per PUT");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
