@@ -217,6 +217,31 @@ pub struct ClientReport {
     pub bench: ProcessUsage,
 }
 
+/// The server's CPU per operation of the run: microseconds per operation, and milliseconds per
+/// MiB moved when the run moved bytes (`--server-pid`; item 4 of the scale-out figures).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServerCost {
+    pub us_per_op: f64,
+    pub ms_per_mib: Option<f64>,
+}
+
+impl Report {
+    /// See [`ServerCost`]; `None` without a server to measure or without operations.
+    pub fn server_cost(&self) -> Option<ServerCost> {
+        let server = self.server.as_ref()?;
+        let ops: u64 = self.ops.iter().map(|o| o.count.saturating_sub(o.errors_total)).sum();
+        if ops == 0 || self.duration_secs <= 0.0 {
+            return None;
+        }
+        let cpu_secs = server.cpu_percent / 100.0 * self.duration_secs;
+        let mib: f64 = self.ops.iter().map(|o| o.mib_per_sec * o.seconds).sum();
+        Some(ServerCost {
+            us_per_op: cpu_secs * 1e6 / ops as f64,
+            ms_per_mib: (mib > 0.0).then(|| cpu_secs * 1e3 / mib),
+        })
+    }
+}
+
 fn fmt_p(p: &Option<Percentiles>) -> String {
     match p {
         Some(p) => format!("p50 {:.2} / p90 {:.2} / p99 {:.2} / max {:.2} ms", p.p50, p.p90, p.p99, p.max),
@@ -268,12 +293,63 @@ pub fn print(report: &Report) {
             s.rss_mib.unwrap_or(0.0),
             s.peak_rss_mib.unwrap_or(0.0)
         );
+        if let Some(cost) = report.server_cost() {
+            match cost.ms_per_mib {
+                Some(ms) => {
+                    println!("  server CPU per op {:.0} µs, per MiB {:.2} ms", cost.us_per_op, ms)
+                }
+                None => println!("  server CPU per op {:.0} µs", cost.us_per_op),
+            }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn server_cost_is_cpu_seconds_over_operations_and_bytes() {
+        let op = |count, errors_total, mib_per_sec| OpReport {
+            op: "get".into(),
+            count,
+            errors_total,
+            errors: Default::default(),
+            seconds: 10.0,
+            mib_per_sec,
+            ops_per_sec: count as f64 / 10.0,
+            items_per_sec: 0.0,
+            latency_ms: None,
+            ttfb_ms: None,
+            latency_histogram: vec![],
+            ttfb_histogram: vec![],
+        };
+        let usage = |cpu_percent| ProcessUsage { cpu_percent, rss_mib: None, peak_rss_mib: None };
+        let mut report = Report {
+            tool: "strata bench".into(),
+            version: "0".into(),
+            operation: "get".into(),
+            hosts: vec![],
+            concurrency: 16,
+            object_size: 1 << 20,
+            object_size_max: 0,
+            duration_secs: 10.0,
+            // 10,000 answered of 10,100 and 1,000 MiB in 10 s, at 150 % of a core: 15 CPU
+            // seconds, so 1,500 µs per operation and 15 ms per MiB.
+            ops: vec![op(10_100, 100, 100.0)],
+            bench: usage(5.0),
+            server: Some(usage(150.0)),
+            timeline: vec![],
+            clients: vec![],
+        };
+        let cost = report.server_cost().expect("cost");
+        assert!((cost.us_per_op - 1500.0).abs() < 1e-6, "{cost:?}");
+        assert!((cost.ms_per_mib.expect("bytes") - 15.0).abs() < 1e-9, "{cost:?}");
+        report.ops = vec![op(100, 0, 0.0)];
+        assert_eq!(report.server_cost().and_then(|c| c.ms_per_mib), None);
+        report.server = None;
+        assert_eq!(report.server_cost(), None);
+    }
 
     #[test]
     fn percentiles_of_known_samples() {
