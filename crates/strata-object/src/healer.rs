@@ -16,7 +16,7 @@ use crate::layer::ObjectLayer;
 use strata_drive::DriveOps;
 use strata_types::limits::{
     DRIVE_STATUS_TIMEOUT, HEAL_PAUSE_LOW_MIN, HEAL_PAUSE_NORMAL_MIN, HEAL_QUEUE_MAX,
-    HEAL_STATE_SAVE_INTERVAL, SCANNER_ORPHAN_AGE, SCAN_PAGE_SIZE, STATE_COPIES,
+    HEAL_STATE_SAVE_INTERVAL, SCANNER_ORPHAN_AGE, SCANNER_SPEED, SCAN_PAGE_SIZE, STATE_COPIES,
 };
 
 /// How much I/O healing may take while foreground requests run.
@@ -118,6 +118,8 @@ pub struct ScanProgress {
     pub position: Option<(String, String)>,
     /// The scan was resumed after a restart (this many times).
     pub resumed: u32,
+    /// A background scan, held to [`ScanConfig::speed`].
+    pub paced: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -221,11 +223,39 @@ pub struct ScanConfig {
     pub deep_fraction: f64,
     /// Orphaned shard files and temp files older than this are removed by full scans.
     pub orphan_age: Duration,
+    /// Objects per second a background scan checks at most (`None`: as fast as the heal
+    /// priority lets it).
+    pub speed: Option<f64>,
 }
 
 impl Default for ScanConfig {
     fn default() -> Self {
-        Self { deep_fraction: 0.01, orphan_age: SCANNER_ORPHAN_AGE }
+        Self { deep_fraction: 0.01, orphan_age: SCANNER_ORPHAN_AGE, speed: Some(SCANNER_SPEED) }
+    }
+}
+
+/// Holds a walk to at most `speed` objects per second on average since it began: each object
+/// done waits until its turn. Shared by the pages of one scan.
+struct Pace {
+    speed: Option<f64>,
+    began: tokio::time::Instant,
+    done: std::sync::atomic::AtomicU64,
+}
+
+impl Pace {
+    fn new(speed: Option<f64>) -> Self {
+        Self {
+            speed: speed.filter(|s| *s > 0.0),
+            began: tokio::time::Instant::now(),
+            done: Default::default(),
+        }
+    }
+
+    async fn step(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(speed) = self.speed {
+            tokio::time::sleep_until(self.began + Duration::from_secs_f64(done as f64 / speed)).await;
+        }
     }
 }
 
@@ -548,6 +578,7 @@ impl ObjectLayer {
                 layer.healer.notify(bucket, key);
             }
             let interrupted = saved.scan.state != "idle" && !saved.scan.state.is_empty();
+            let paced = saved.scan.paced;
             if let Some(usage) = layer.load_usage().await {
                 layer.healer.set_usage(usage);
             }
@@ -560,15 +591,19 @@ impl ObjectLayer {
                     "resuming the heal scan a restart interrupted"
                 );
                 let scope = saved.scan.scope.clone();
-                layer.heal_scan_from(scope, Some(saved.scan)).await;
+                layer.heal_scan_from(scope, Some(saved.scan), paced).await;
             }
             if scan_now {
                 layer.heal_scan(HealScope::default()).await;
             }
             let Some(every) = scan_every else { return };
+            // A continuous walk: a pass held to the configured speed, the next one starting
+            // `every` after the last began, or at once when the pass took longer.
+            tokio::time::sleep(every).await;
             loop {
-                tokio::time::sleep(every).await;
-                layer.heal_scan(HealScope::default()).await;
+                let began = tokio::time::Instant::now();
+                layer.heal_scan_paced().await;
+                tokio::time::sleep_until(began + every).await;
             }
         });
         let layer = self.clone();
@@ -616,7 +651,7 @@ impl ObjectLayer {
                 *s = ScanProgress { state: "queued".into(), id, scope: scope.clone(), ..Default::default() }
             });
             let layer = self.clone();
-            tokio::spawn(async move { layer.heal_scan_locked(scope, None, id, running).await });
+            tokio::spawn(async move { layer.heal_scan_locked(scope, None, id, running, false).await });
             return ScanStart::Started(id);
         }
         let Ok(mut next) = h.next_scan.lock() else { return ScanStart::Queued(0) };
@@ -632,7 +667,7 @@ impl ObjectLayer {
             let running = layer.healer.scanning.clone().lock_owned().await;
             let waiting = layer.healer.next_scan.lock().ok().and_then(|mut n| n.take());
             if let Some(QueuedScan { id, scope }) = waiting {
-                layer.heal_scan_locked(scope, None, id, running).await;
+                layer.heal_scan_locked(scope, None, id, running, false).await;
             }
         });
         ScanStart::Queued(id)
@@ -680,14 +715,19 @@ impl ObjectLayer {
     /// Checks and heals every object in `scope`: counts them first (so progress and ETA are
     /// true), then heals one after another at the current priority.
     pub async fn heal_scan(&self, scope: HealScope) {
-        self.heal_scan_from(scope, None).await
+        self.heal_scan_from(scope, None, false).await
+    }
+
+    /// The background scan: everything, at most [`ScanConfig::speed`] objects per second.
+    pub async fn heal_scan_paced(&self) {
+        self.heal_scan_from(HealScope::default(), None, true).await
     }
 
     /// A scan, or the rest of one interrupted after `resume.position` with its counters.
-    async fn heal_scan_from(&self, scope: HealScope, resume: Option<ScanProgress>) {
+    async fn heal_scan_from(&self, scope: HealScope, resume: Option<ScanProgress>, paced: bool) {
         let running = self.healer.scanning.clone().lock_owned().await;
         let id = self.healer.scan_ids.fetch_add(1, Ordering::Relaxed) + 1;
-        self.heal_scan_locked(scope, resume, id, running).await;
+        self.heal_scan_locked(scope, resume, id, running, paced).await;
     }
 
     /// The scan itself, numbered `id`, run while holding the scan lock (`_running`); a scan
@@ -698,6 +738,7 @@ impl ObjectLayer {
         resume: Option<ScanProgress>,
         id: u64,
         _running: tokio::sync::OwnedMutexGuard<()>,
+        paced: bool,
     ) {
         let h = &self.healer;
         let start = match resume {
@@ -706,6 +747,7 @@ impl ObjectLayer {
                 id,
                 scope: scope.clone(),
                 resumed: r.resumed + 1,
+                paced,
                 ..r
             },
             None => ScanProgress {
@@ -713,11 +755,14 @@ impl ObjectLayer {
                 id,
                 scope: scope.clone(),
                 started: now_secs(),
+                paced,
                 ..Default::default()
             },
         };
         let position = start.position.clone();
         let config = h.config();
+        let pace = Pace::new(if paced { config.speed } else { None });
+        let pace = &pace;
         let salt = strata_types::time::now_nanos();
         h.update(|s| *s = start);
         if scope.bucket.is_none() && scope.prefix.is_empty() {
@@ -810,6 +855,7 @@ impl ObjectLayer {
                     if let Err(e) = r {
                         tracing::warn!(%bucket, %key, error = %e, "heal failed");
                     }
+                    pace.step().await;
                 }
             })
             .await;

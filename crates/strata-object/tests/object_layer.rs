@@ -497,3 +497,33 @@ async fn sealed_reads_trust_the_tags_and_check_the_hashes_only_after_a_failed_pa
     assert!(matches!(end, Err(ObjectError::ReadQuorum { .. })), "{end:?}");
     assert_eq!(sent, &plain[..sent.len()], "only authenticated bytes are sent");
 }
+
+/// The background scan keeps to its speed (objects per second), so its cost per second stays
+/// bounded however many objects there are; a scan asked for is not held to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_background_scan_keeps_to_its_speed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let drives = open_drives(dir.path(), 4).await;
+    let l = layer(&drives, &[]).await;
+    l.make_bucket("b").await.expect("bucket");
+    for i in 0..30 {
+        l.put_object("b", &format!("k{i:02}"), &mut body(&pattern(100, i)), PutOptions::default())
+            .await
+            .expect("put");
+    }
+    l.healer().set_config(strata_object::ScanConfig { speed: Some(20.0), ..Default::default() });
+    let began = std::time::Instant::now();
+    l.heal_scan_paced().await;
+    let paced = began.elapsed();
+    let scan = l.healer().status().scan;
+    assert_eq!(scan.objects_scanned, 30, "{scan:?}");
+    assert!(scan.paced, "{scan:?}");
+    assert_eq!(scan.position, Some(("b".to_owned(), "k29".to_owned())));
+    // 30 objects at 20 a second: the last one's turn comes 1.5 s after the start.
+    assert!(paced >= std::time::Duration::from_millis(1450), "paced scan took {paced:?}");
+    let began = std::time::Instant::now();
+    l.heal_scan(strata_object::HealScope::default()).await;
+    let asked = began.elapsed();
+    assert_eq!(l.healer().status().scan.objects_scanned, 30);
+    assert!(asked < paced, "a scan asked for took {asked:?}, the paced one {paced:?}");
+}

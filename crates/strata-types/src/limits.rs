@@ -586,8 +586,14 @@ pub const SCAN_PAGE_SIZE: usize = 1000;
 pub const HEAL_PAUSE_LOW_MIN: std::time::Duration = std::time::Duration::from_millis(5);
 /// ... and at normal priority (the rest of the pause follows the time the object took).
 pub const HEAL_PAUSE_NORMAL_MIN: std::time::Duration = std::time::Duration::from_millis(1);
-/// How often the scanner runs by default (`STRATA_SCANNER_INTERVAL`).
+/// The least time between the starts of two background scans by default
+/// (`STRATA_SCANNER_INTERVAL`): a scan that takes longer is followed at once by the next.
 pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+/// Objects per second a background scan checks at most on each node by default
+/// (`STRATA_SCANNER_SPEED`): its cost per second stays bounded however many objects there are
+/// (a million objects take about 70 minutes a pass). Scans asked for (`heal start`, a drive's
+/// return or replacement) are not held to it.
+pub const SCANNER_SPEED: f64 = 250.0;
 /// The sizes at which a full scan's data usage splits each bucket's objects by size (current
 /// versions): the bounds of MinIO's object size distribution, which its dashboards show
 /// (`minio_bucket_objects_size_distribution`). Objects are counted in the range their size

@@ -465,6 +465,14 @@ async fn server(args: ServerArgs) -> Result<()> {
         scan_config.orphan_age = strata_types::time::parse_duration(&v)
             .with_context(|| format!("STRATA_SCANNER_ORPHAN_AGE={v}"))?;
     }
+    if let Ok(v) = std::env::var("STRATA_SCANNER_SPEED") {
+        scan_config.speed = match v.as_str() {
+            "off" | "0" => None,
+            _ => Some(v.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0).with_context(|| {
+                format!("STRATA_SCANNER_SPEED={v} is not a number of objects per second above 0 (or off)")
+            })?),
+        };
+    }
     layer.healer().set_config(scan_config);
     if let Ok(p) = std::env::var("STRATA_HEAL_PRIORITY") {
         let priority = strata_object::HealPriority::parse(&p)
