@@ -71,6 +71,23 @@ class _LyingS3(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def test_empty_objects_and_the_servers_cpu_per_operation(server, s3, tmp_path):
+    # 0-byte objects: every PUT says its length (S3 refuses one that does not: 411).
+    out = bench(server, "list", "--objects", "40", "--obj.size", "0B", "--duration", "1s", "--concurrent", "4",
+                "--no-clear", "--bucket", "bench-empty", "--server-pid", str(server.proc.pid),
+                "--json", str(tmp_path / "e.json"))
+    assert out.returncode == 0, out.stderr
+    listed = s3.list_objects_v2(Bucket="bench-empty")
+    assert listed["KeyCount"] == 40 and all(o["Size"] == 0 for o in listed["Contents"])
+    (lst,) = json.loads((tmp_path / "e.json").read_text())["ops"]
+    assert lst["count"] > 0 and lst["errors_total"] == 0
+    assert "server CPU per op" in out.stdout, out.stdout
+    out = bench(server, "put", "--obj.size", "0B", "--duration", "1s", "--concurrent", "4", "--bucket", "bench-empty2",
+                "--server-pid", str(server.proc.pid))
+    assert out.returncode == 0, out.stderr
+    assert " 0 errors)" in out.stdout and "server CPU per op" in out.stdout, out.stdout
+
+
 def test_a_lying_server_scores_errors(tmp_path):
     for short in (False, True):
         handler = type("H", (_LyingS3,), {"short": short})

@@ -311,6 +311,11 @@ impl Client {
             &joined[..]
         };
         self.sign(&method, &host, &path, query, &payload, extra, &mut headers);
+        // An empty body's length is not sent unless asked for, and S3 refuses a PUT or POST
+        // without one (411 MissingContentLength): every write says it, 0 included.
+        if matches!(method, Method::PUT | Method::POST) {
+            headers.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(body.len()));
+        }
         let mut req =
             Request::builder().method(method).uri(uri).body(Full::new(body)).context("building request")?;
         *req.headers_mut() = headers;
