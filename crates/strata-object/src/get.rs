@@ -98,6 +98,15 @@ struct HealNotice {
 }
 
 impl HealNotice {
+    fn new(healer: &Arc<Healer>, bucket: &str, key: &str) -> Self {
+        Self {
+            healer: healer.clone(),
+            bucket: bucket.to_owned(),
+            key: key.to_owned(),
+            sent: Default::default(),
+        }
+    }
+
     fn send(&self) {
         if !self.sent.swap(true, std::sync::atomic::Ordering::Relaxed) {
             self.healer.notify(&self.bucket, &self.key);
@@ -174,12 +183,7 @@ pub(crate) async fn open_version(
         })
         .count();
     let resolved = set.resolve_any(reads)?;
-    let heal = healer.map(|h| HealNotice {
-        healer: h.clone(),
-        bucket: bucket.to_owned(),
-        key: key.to_owned(),
-        sent: Default::default(),
-    });
+    let heal = healer.map(|h| HealNotice::new(h, bucket, key));
     // An answering drive without the current version (missing or stale record) needs healing.
     if resolved.holders.iter().filter(|h| h.is_some()).count() < answered {
         if let Some(h) = &heal {
@@ -207,13 +211,9 @@ pub(crate) async fn open_version(
             ShardSource::Inline(frames)
         }
         DataLocation::File(_) | DataLocation::Multipart(_) => {
-            let mut by_shard: Vec<Option<Arc<dyn Drive>>> = vec![None; shard_count];
-            for ((drive, holder), &shard) in set.drives.iter().zip(&resolved.holders).zip(dist) {
-                if let (Some(d), Some(_), Some(slot)) = (drive, holder, by_shard.get_mut(usize::from(shard)))
-                {
-                    *slot = Some(d.clone());
-                }
-            }
+            let by_shard = by_shard(set, dist, shard_count, |pos| {
+                resolved.holders.get(pos).is_some_and(Option::is_some)
+            });
             match version.data {
                 DataLocation::File(id) => {
                     ShardSource::Files(open_files(&by_shard, id, erasure.data_count(), heal.as_ref()).await?)
@@ -224,6 +224,23 @@ pub(crate) async fn open_version(
     };
     let given_up = (0..shard_count).map(|_| AtomicBool::new(false)).collect();
     Ok(OpenObject { info, version, erasure, source, heal, given_up })
+}
+
+/// The set's online drives by the shard index `dist` gives each position, those whose position
+/// `uses` says.
+fn by_shard(
+    set: &ErasureSet,
+    dist: &[u8],
+    shard_count: usize,
+    uses: impl Fn(usize) -> bool,
+) -> Vec<Option<Arc<dyn Drive>>> {
+    let mut by_shard: Vec<Option<Arc<dyn Drive>>> = vec![None; shard_count];
+    for (pos, (drive, &shard)) in set.drives.iter().zip(dist).enumerate() {
+        if let (Some(d), true, Some(slot)) = (drive, uses(pos), by_shard.get_mut(usize::from(shard))) {
+            *slot = Some(d.clone());
+        }
+    }
+    by_shard
 }
 
 /// The drives (by set position) a read without the lock asks first: enough that every
@@ -287,18 +304,15 @@ async fn open_unlocked(
         let read = read.filter(|r| r.settled)?;
         records.push(read.record?);
     }
-    let normalized = |v: &ObjectVersion| {
-        let mut v = v.clone();
-        v.erasure.shard_index = 0;
-        v
-    };
-    let first = normalized(records.first()?.0.latest()?);
-    for (record, _) in &records[1..] {
-        if normalized(record.latest()?) != first {
-            return None;
-        }
+    // The drives' copies differ only in their shard index.
+    for (record, _) in &mut records {
+        record.versions.first_mut()?.erasure.shard_index = 0;
     }
-    let version = first;
+    let (first, _) = records.first()?;
+    if records[1..].iter().any(|(r, _)| r.latest() != first.latest()) {
+        return None;
+    }
+    let version = first.latest()?.clone();
     let data_count = usize::from(version.erasure.data_count);
     if for_read && records.len() < data_count {
         return None;
@@ -310,23 +324,10 @@ async fn open_unlocked(
     };
     let shard_count = data_count + usize::from(version.erasure.parity_count);
     let dist = &version.erasure.distribution;
-    let heal = healer.map(|h| HealNotice {
-        healer: h.clone(),
-        bucket: bucket.to_owned(),
-        key: key.to_owned(),
-        sent: Default::default(),
-    });
+    let heal = healer.map(|h| HealNotice::new(h, bucket, key));
     // Every online drive by shard index: a drive not asked is read from too, when it has the
     // version's data (its data id is the version's own).
-    let all_by_shard = || {
-        let mut by_shard: Vec<Option<Arc<dyn Drive>>> = vec![None; shard_count];
-        for (drive, &shard) in set.drives.iter().zip(dist) {
-            if let (Some(d), Some(slot)) = (drive, by_shard.get_mut(usize::from(shard))) {
-                *slot = Some(d.clone());
-            }
-        }
-        by_shard
-    };
+    let all_by_shard = || by_shard(set, dist, shard_count, |_| true);
     let source = match version.data {
         _ if !for_read || version.delete_marker => ShardSource::Inline(vec![None; shard_count]),
         DataLocation::Inline(_) => {

@@ -54,28 +54,40 @@ pub(super) struct Ops {
     /// By object: its changes on their way in, applied and waiting for their operation's end,
     /// or being undone. A record read while this is zero shows only settled changes
     /// ([`DriveCall::ReadSettled`](crate::DriveCall::ReadSettled)).
-    unsettled: HashMap<(String, String), usize>,
+    /// (Bucket, then key: looked up by borrowed names.)
+    unsettled: HashMap<String, HashMap<String, usize>>,
 }
 
 impl Ops {
     pub(super) fn hold(&mut self, bucket: &str, key: &str) {
-        *self.unsettled.entry((bucket.to_owned(), key.to_owned())).or_default() += 1;
-    }
-
-    /// Ends one [`Self::hold`] (one that a reinitialized drive forgot is ignored).
-    pub(super) fn release(&mut self, bucket: &str, key: &str) {
-        let k = (bucket.to_owned(), key.to_owned());
-        if let Some(n) = self.unsettled.get_mut(&k) {
-            *n -= 1;
-            if *n == 0 {
-                self.unsettled.remove(&k);
+        let keys = match self.unsettled.get_mut(bucket) {
+            Some(keys) => keys,
+            None => self.unsettled.entry(bucket.to_owned()).or_default(),
+        };
+        match keys.get_mut(key) {
+            Some(n) => *n += 1,
+            None => {
+                keys.insert(key.to_owned(), 1);
             }
         }
     }
 
+    /// Ends one [`Self::hold`] (one that a reinitialized drive forgot is ignored).
+    pub(super) fn release(&mut self, bucket: &str, key: &str) {
+        let Some(keys) = self.unsettled.get_mut(bucket) else { return };
+        if let Some(n) = keys.get_mut(key) {
+            *n -= 1;
+            if *n == 0 {
+                keys.remove(key);
+            }
+        }
+        if keys.is_empty() {
+            self.unsettled.remove(bucket);
+        }
+    }
+
     pub(super) fn is_settled(&self, bucket: &str, key: &str) -> bool {
-        // Borrowed lookups of a tuple key need owned parts; the map is small (changes in flight).
-        self.unsettled.is_empty() || !self.unsettled.keys().any(|(b, k)| b == bucket && k == key)
+        !self.unsettled.get(bucket).is_some_and(|keys| keys.contains_key(key))
     }
 
     pub(super) fn clear(&mut self) {
@@ -194,7 +206,7 @@ impl LocalDrive {
         let object = (p.bucket.clone(), p.key.clone());
         let change = if keep {
             // Kept: the record is final now; freeing what it displaced changes no record.
-            self.release_change(&object);
+            self.release_change(&object.0, &object.1);
             let kept_id = p.added.as_ref().map(|v| v.data.data_id());
             let versions: Vec<ObjectVersion> =
                 p.displaced.into_iter().filter(|v| Some(v.data.data_id()) != kept_id).collect();
@@ -215,11 +227,11 @@ impl LocalDrive {
         }
         if !keep {
             // Undone: settled once the record is back.
-            self.release_change(&object);
+            self.release_change(&object.0, &object.1);
         }
     }
 
-    fn release_change(&self, (bucket, key): &(String, String)) {
+    fn release_change(&self, bucket: &str, key: &str) {
         if let Ok(mut ops) = self.ops.lock() {
             ops.release(bucket, key);
         }
@@ -265,8 +277,6 @@ pub(super) struct Changing<'a> {
 
 impl Drop for Changing<'_> {
     fn drop(&mut self) {
-        if let Ok(mut ops) = self.drive.ops.lock() {
-            ops.release(self.bucket, self.key);
-        }
+        self.drive.release_change(self.bucket, self.key);
     }
 }
