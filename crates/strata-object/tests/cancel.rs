@@ -14,7 +14,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use strata_drive::faulty::Chaos;
 use strata_drive::sim::SimRng;
-use strata_object::{CompleteOptions, CompletePart, ObjectError, ObjectLayer, PutOptions, StreamBody};
+use strata_object::{
+    CompleteOptions, CompletePart, ObjectError, ObjectLayer, PutOptions, StreamBody, VersionRef,
+};
 
 use common::{body, pattern, Rig};
 
@@ -27,9 +29,14 @@ fn env(name: &str, default: u64) -> u64 {
 /// What a key holds: bytes and tags.
 type Value = Option<(Bytes, BTreeMap<String, String>)>;
 
+/// What `key` holds once every operation on it has ended. A dropped write's commit may still run
+/// in the background; a GET of the current version without the lock orders it after itself
+/// (right, it was never acknowledged), so the model reads under the lock instead: the bucket is
+/// unversioned, so the `null` version is the current one, and reading it by id waits for the
+/// object's lock, which that commit holds until it has ended.
 async fn value(l: &ObjectLayer, key: &str) -> Value {
-    let open = match l.open_object("b", key, true).await {
-        Err(ObjectError::ObjectNotFound) => return None,
+    let open = match l.open_object_version("b", key, VersionRef::Id(None), true).await {
+        Err(ObjectError::ObjectNotFound | ObjectError::NoSuchVersion) => return None,
         other => other.unwrap_or_else(|e| panic!("open {key}: {e}")),
     };
     let tags = open.info.tags.clone();
