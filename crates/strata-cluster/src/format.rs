@@ -65,6 +65,9 @@ pub struct FormatPlan {
     pub deployment_id: Uuid,
     pub placement: Placement,
     pub actions: Vec<DriveAction>,
+    /// How many pools the drives' records named before this start: pools from this one on are
+    /// being added (blank, and not drives replaced within a pool).
+    pub known_pools: usize,
 }
 
 /// Why the drives cannot be used; `usize` fields are endpoint indexes.
@@ -80,6 +83,11 @@ pub enum FormatError {
     LayoutChanged(usize),
     #[error("drive {index} holds drive id {drive_id}, which belongs in another slot (drives swapped?)")]
     WrongSlot { index: usize, drive_id: Uuid },
+    #[error(
+        "pool {pool} is not in the drives' format records, so it is being added, but drives {drives:?} \
+         of it are not blank and online: a pool is added with every drive empty and reachable"
+    )]
+    PoolNotBlank { pool: usize, drives: Vec<usize> },
     #[error("only {agreeing} of {total} drives agree on a format; need {needed}")]
     NoQuorum { agreeing: usize, total: usize, needed: usize },
 }
@@ -147,7 +155,8 @@ pub fn resolve(
                 })
             })
             .collect();
-        return Ok(FormatPlan { deployment_id, placement: Placement::Strata, actions });
+        let known_pools = want_shape.len();
+        return Ok(FormatPlan { deployment_id, placement: Placement::Strata, actions, known_pools });
     }
     // The reference: the (deployment, layout) most drives hold.
     let mut candidates: Vec<(&Format, usize)> = Vec::new();
@@ -159,18 +168,41 @@ pub fn resolve(
             None => candidates.push((f, 1)),
         }
     }
-    let (reference, agreeing) = candidates
+    let mut reference = candidates
         .iter()
         .max_by_key(|(_, n)| *n)
-        .map(|(f, n)| ((*f).clone(), *n))
+        .map(|(f, _)| (*f).clone())
         .ok_or(FormatError::NoQuorum { agreeing: 0, total: found.len(), needed: 1 })?;
-    let needed = found.len().div_ceil(2);
+    // Pools added after the last pool of the record: its drives must all be online and blank.
+    let known = reference.pools.len();
+    let mut needed = found.len().div_ceil(2);
+    if want_shape.len() > known && shape(&reference.pools) == want_shape[..known] {
+        let added: Vec<usize> = (0..found.len()).filter(|&i| slots[i].0 >= known).collect();
+        let not_blank: Vec<usize> =
+            added.iter().copied().filter(|&i| !matches!(found[i], DriveState::Blank)).collect();
+        if !not_blank.is_empty() {
+            return Err(FormatError::PoolNotBlank { pool: slots[not_blank[0]].0, drives: not_blank });
+        }
+        // Only the drives of the pools there before vote on the record.
+        needed = (found.len() - added.len()).div_ceil(2);
+        for (p, sets) in want_shape.iter().enumerate().skip(known) {
+            let pool = (sets.iter().enumerate())
+                .map(|(s, &n)| (0..n).map(|pos| added_drive_id(reference.deployment_id, p, s, pos)).collect())
+                .collect();
+            reference.pools.push(pool);
+        }
+    }
     for (i, f) in parsed.iter().enumerate() {
         let Some(f) = f else { continue };
         if f.deployment_id != reference.deployment_id {
             return Err(FormatError::ForeignDrive(i, f.deployment_id));
         }
-        if f.pools != reference.pools || f.placement != reference.placement || shape(&f.pools) != want_shape {
+        // A record of the layout before pools were added is brought up to date below.
+        let earlier = f.pools.len() < reference.pools.len() && reference.pools.starts_with(&f.pools);
+        if (f.pools != reference.pools && !earlier)
+            || f.placement != reference.placement
+            || shape(&reference.pools) != want_shape
+        {
             return Err(FormatError::LayoutChanged(i));
         }
         let (p, s, pos) = slots[i];
@@ -178,6 +210,8 @@ pub fn resolve(
             return Err(FormatError::WrongSlot { index: i, drive_id: f.drive_id });
         }
     }
+    // Every record passed the checks above: each agrees (those before an added pool too).
+    let agreeing = parsed.iter().flatten().count();
     if agreeing < needed {
         return Err(FormatError::NoQuorum { agreeing, total: found.len(), needed });
     }
@@ -186,14 +220,37 @@ pub fn resolve(
         .zip(parsed)
         .zip(&slots)
         .map(|((state, f), &(p, s, pos))| match (state, f) {
-            (_, Some(f)) => DriveAction::Use(f),
+            (_, Some(f)) if f.pools == reference.pools => DriveAction::Use(f),
+            (_, Some(f)) => DriveAction::Write(Format { drive_id: f.drive_id, ..reference.clone() }),
             (DriveState::Blank, None) => {
                 DriveAction::Write(Format { drive_id: reference.pools[p][s][pos], ..reference.clone() })
             }
             _ => DriveAction::Offline,
         })
         .collect();
-    Ok(FormatPlan { deployment_id: reference.deployment_id, placement: reference.placement, actions })
+    Ok(FormatPlan {
+        deployment_id: reference.deployment_id,
+        placement: reference.placement,
+        actions,
+        known_pools: known,
+    })
+}
+
+/// The id of the drive at `pos` of set `s` of pool `p`, a pool added to deployment
+/// `deployment_id` after its first start: derived, not drawn, so every node that starts with
+/// the longer drive list gives the new drives the same ids without asking the others.
+fn added_drive_id(deployment_id: Uuid, p: usize, s: usize, pos: usize) -> Uuid {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    h.update(b"strata added pool drive");
+    h.update(deployment_id.as_bytes());
+    for n in [p, s, pos] {
+        h.update((n as u64).to_le_bytes());
+    }
+    let digest = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid()
 }
 
 #[cfg(test)]
@@ -272,6 +329,67 @@ mod tests {
         let states =
             vec![formatted(&first)[0].clone(), DriveState::Offline, DriveState::Offline, DriveState::Offline];
         assert!(matches!(resolve(&layouts, &states, ids()), Err(FormatError::NoQuorum { .. })));
+    }
+
+    #[test]
+    fn a_pool_added_to_the_drive_list_is_formatted_and_joins_every_record() {
+        let one = [plan(4, None).expect("layout")];
+        let first = resolve(&one, &vec![DriveState::Blank; 4], ids()).expect("format");
+        let two = [plan(4, None).expect("layout"), plan(4, None).expect("layout")];
+        let mut states = formatted(&first);
+        states.extend(vec![DriveState::Blank; 4]);
+        let grown = resolve(&two, &states, ids()).expect("a pool is added");
+        assert_eq!(grown.deployment_id, first.deployment_id);
+        // Another node, with its own id source, gives the new drives the same ids.
+        let elsewhere = resolve(&two, &states, || Uuid::from_u128(rand_like())).expect("again");
+        assert_eq!(grown, elsewhere);
+        let records: Vec<Format> = grown
+            .actions
+            .iter()
+            .map(|a| match a {
+                DriveAction::Write(f) => f.clone(),
+                other => panic!("every drive's record is (re)written: {other:?}"),
+            })
+            .collect();
+        for (i, f) in records.iter().enumerate() {
+            assert_eq!(f.pools.len(), 2);
+            assert_eq!(f.pools, records[0].pools, "one layout on every drive");
+            if i < 4 {
+                let DriveAction::Write(old) = &first.actions[i] else { panic!() };
+                assert_eq!(f.drive_id, old.drive_id, "drive {i} keeps its id");
+                assert_eq!(f.pools[0], old.pools[0], "the first pool is unchanged");
+            }
+        }
+        let again = resolve(&two, &formatted(&grown), ids()).expect("restart");
+        assert!(again.actions.iter().all(|a| matches!(a, DriveAction::Use(_))));
+
+        // A drive that missed the new record (offline then) gets it at the next start.
+        let mut states = formatted(&grown);
+        states[1] = formatted(&first)[1].clone();
+        let caught_up = resolve(&two, &states, ids()).expect("caught up");
+        assert!(matches!(&caught_up.actions[1], DriveAction::Write(f) if f.pools == records[0].pools));
+        assert!(caught_up
+            .actions
+            .iter()
+            .enumerate()
+            .all(|(i, a)| i == 1 || matches!(a, DriveAction::Use(_))));
+
+        // The added pool's drives must all be online and blank.
+        let mut states = formatted(&first);
+        states.extend([DriveState::Blank, DriveState::Offline, DriveState::Blank, DriveState::Blank]);
+        assert_eq!(
+            resolve(&two, &states, ids()),
+            Err(FormatError::PoolNotBlank { pool: 1, drives: vec![5] })
+        );
+        let mut states = formatted(&first);
+        states.extend(formatted(&first));
+        assert!(matches!(
+            resolve(&two, &states, ids()),
+            Err(FormatError::WrongSlot { .. } | FormatError::PoolNotBlank { .. })
+        ));
+
+        // Going back to the shorter list leaves out a pool the records name.
+        assert!(matches!(resolve(&one, &formatted(&grown)[..4], ids()), Err(FormatError::LayoutChanged(_))));
     }
 
     fn rand_like() -> u128 {

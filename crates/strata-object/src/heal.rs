@@ -52,6 +52,23 @@ impl HealResult {
     pub fn was_healthy(&self) -> bool {
         self.healed_drives.is_empty() && self.failed_drives.is_empty() && self.dangling_removed == 0
     }
+
+    /// Counts in what healing another version (or the object's copy in another pool) did.
+    fn add(&mut self, r: HealResult) {
+        self.size += r.size;
+        for d in r.healed_drives {
+            if !self.healed_drives.contains(&d) {
+                self.healed_drives.push(d);
+            }
+        }
+        for d in r.failed_drives {
+            if !self.failed_drives.contains(&d) {
+                self.failed_drives.push(d);
+            }
+        }
+        self.dangling_removed += r.dangling_removed;
+        self.offline_drives = self.offline_drives.max(r.offline_drives);
+    }
 }
 
 /// An object stream read as a body: the source of a heal or a copy.
@@ -233,7 +250,34 @@ impl ObjectLayer {
         self.bucket_info(bucket)?;
         // A second heal of the object waits for the first, then finds little or nothing to do.
         let _turn = HealTurn::take(&self.healer.healing, bucket, key).await;
-        let (set, hash) = self.locate(bucket, key);
+        if self.pool_count() == 1 {
+            return self.heal_in(self.set_in(0, bucket, key), bucket, key, deep).await;
+        }
+        // Each pool's set of the key heals what it holds; a pool without the key has nothing to.
+        let mut total = HealResult::default();
+        let mut outcome = Err(ObjectError::ObjectNotFound);
+        for pool in 0..self.pool_count() {
+            match self.heal_in(self.set_in(pool, bucket, key), bucket, key, deep).await {
+                Ok(r) => {
+                    total.add(r);
+                    outcome = Ok(());
+                }
+                Err(ObjectError::ObjectNotFound) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        outcome.map(|()| total)
+    }
+
+    /// [`Self::heal_object`] in one set.
+    async fn heal_in(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        key: &str,
+        deep: bool,
+    ) -> Result<HealResult, ObjectError> {
+        let hash = self.hash_of(bucket, key);
         let ids = version_ids(set, bucket, key).await;
         if ids.is_empty() {
             return self.heal_version(set, hash, bucket, key, VersionRef::Current, deep).await;
@@ -242,21 +286,7 @@ impl ObjectLayer {
         let mut first_error = None;
         for id in ids {
             match self.heal_version(set, hash, bucket, key, VersionRef::Id(id), deep).await {
-                Ok(r) => {
-                    total.size += r.size;
-                    for d in r.healed_drives {
-                        if !total.healed_drives.contains(&d) {
-                            total.healed_drives.push(d);
-                        }
-                    }
-                    for d in r.failed_drives {
-                        if !total.failed_drives.contains(&d) {
-                            total.failed_drives.push(d);
-                        }
-                    }
-                    total.dangling_removed += r.dangling_removed;
-                    total.offline_drives = total.offline_drives.max(r.offline_drives);
-                }
+                Ok(r) => total.add(r),
                 Err(e) => {
                     first_error.get_or_insert(e);
                 }

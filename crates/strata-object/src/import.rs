@@ -59,8 +59,10 @@ impl ObjectLayer {
         mut opts: PutOptions,
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
+        let pool = self.key_pool(bucket, key).await?;
+        let (set, hash) = (self.set_in(pool, bucket, key), self.hash_of(bucket, key));
         let target = PutTarget {
+            pool: self.pool_check(pool),
             set,
             bucket,
             key,

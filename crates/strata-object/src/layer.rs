@@ -33,9 +33,13 @@ pub struct SetView {
 
 pub struct ObjectLayer {
     deployment_id: Uuid,
-    placement: placement::Placement,
+    pub(crate) placement: placement::Placement,
     /// pools → sets.
-    pools: Vec<Vec<ErasureSet>>,
+    pub(crate) pools: Vec<Vec<ErasureSet>>,
+    /// The objects' locks, one for all sets: a key has a set in every pool and one lock.
+    pub(crate) locks: Locks,
+    /// Each pool's free space, for placing new keys (see [`crate::pools`]).
+    pub(crate) space: crate::pools::PoolSpace,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
@@ -56,6 +60,9 @@ pub struct LayerOptions {
     pub clock: Arc<dyn strata_types::time::Clock>,
     /// How objects find their set (from the drives' format records).
     pub placement: placement::Placement,
+    /// Pools from this one on are being added at this start: their drives are blank, so they
+    /// do not vote on which buckets exist, and are given the buckets the others hold.
+    pub added_pools_from: Option<usize>,
 }
 
 impl Default for LayerOptions {
@@ -64,6 +71,7 @@ impl Default for LayerOptions {
             drive_op_timeout: strata_types::limits::DRIVE_OP_TIMEOUT,
             clock: Arc::new(strata_types::time::SystemClock),
             placement: placement::Placement::Strata,
+            added_pools_from: None,
         }
     }
 }
@@ -152,13 +160,15 @@ impl ObjectLayer {
             .collect::<Result<Vec<Vec<_>>, _>>()?;
         let mut state_name = crate::healer::STATE_NAME.to_owned();
         let mut peers = None;
+        let mut locks = Locks(Arc::new(crate::lock::LockTable::new()));
         if let Some(c) = cluster {
-            for set in pools.iter_mut().flatten() {
-                set.locks = Locks(c.locker.clone());
-            }
+            locks = Locks(c.locker.clone());
             state_name =
                 format!("{state_name}-{}", c.node.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
             peers = Some(c.peers);
+        }
+        for set in pools.iter_mut().flatten() {
+            set.locks = locks.clone();
         }
         // `lifecycle` or `lifecycle-<node>`, beside the heal state.
         let node_suffix = state_name.strip_prefix(crate::healer::STATE_NAME).unwrap_or_default();
@@ -167,13 +177,21 @@ impl ObjectLayer {
             deployment_id,
             placement: options.placement,
             pools,
+            locks,
+            space: Default::default(),
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),
             peers,
             state_name,
             lifecycle,
         };
-        let listed = layer.read_bucket_list().await?;
+        let voters: Vec<&DriveSlot> = match options.added_pools_from {
+            Some(p) => {
+                layer.pools[..p.min(layer.pools.len())].iter().flatten().flat_map(|s| &s.drives).collect()
+            }
+            None => layer.all_drives().collect(),
+        };
+        let listed = layer.read_bucket_list_from(&voters).await?;
         layer.give_drives_their_buckets(&listed).await;
         *layer.buckets.write().map_err(|_| poisoned())? = listed;
         Ok(layer)
@@ -247,8 +265,7 @@ impl ObjectLayer {
     /// The lock that makes, deletes, changes and heals of one bucket take turns (on every node:
     /// it is the namespace lock of the bucket's empty key, which no object can have).
     async fn lock_bucket(&self, bucket: &str) -> Result<crate::lock::LockGuard, ObjectError> {
-        let (set, hash) = self.locate(bucket, "");
-        set.locks.exclusive(hash).await
+        self.locks.exclusive(self.hash_of(bucket, "")).await
     }
 
     /// Every drive's buckets with their records (`None`: the drive did not answer).
@@ -352,7 +369,16 @@ impl ObjectLayer {
     }
 
     async fn read_bucket_list(&self) -> Result<BTreeMap<String, BucketRecord>, ObjectError> {
-        let answers = join_all(self.all_drives().map(|d| async move {
+        self.read_bucket_list_from(&self.all_drives().collect::<Vec<_>>()).await
+    }
+
+    /// The buckets as `drives` hold them: each bucket on at least half of those that answer,
+    /// with the form of its record most of them hold; half of them must answer.
+    async fn read_bucket_list_from(
+        &self,
+        drives: &[&DriveSlot],
+    ) -> Result<BTreeMap<String, BucketRecord>, ObjectError> {
+        let answers = join_all(drives.iter().map(|d| async move {
             match d {
                 Some(d) => d.list_buckets().await,
                 None => Err(DriveError::Unreachable("offline at start".into())),
@@ -360,7 +386,7 @@ impl ObjectLayer {
         }))
         .await;
         let answered = answers.iter().filter(|a| a.is_ok()).count();
-        let needed = self.all_drives().count().div_ceil(2);
+        let needed = drives.len().div_ceil(2);
         if answered < needed {
             return Err(crate::set::exhausted(&answers)
                 .unwrap_or(ObjectError::ReadQuorum { needed, online: answered }));
@@ -552,16 +578,17 @@ impl ObjectLayer {
         out
     }
 
-    /// `pool/set` of the set an object lives in, for progress reports.
+    /// `pool/set` of the key's set, for progress reports. With several pools, the key's set in
+    /// the first: a scan counts each key once, and which pool holds it would take a read.
     pub(crate) fn set_name(&self, bucket: &str, key: &str) -> String {
-        format!("0/{}", self.placement.set_index(self.deployment_id, bucket, key, self.pools[0].len()))
+        let sets = self.pools[0].len();
+        format!("0/{}", self.placement.set_index(self.deployment_id, bucket, key, sets))
     }
 
-    /// The set an object lives in, and the hash that rotates its shards over the set's drives.
-    pub(crate) fn locate(&self, bucket: &str, key: &str) -> (&ErasureSet, u64) {
-        let hash = placement::object_hash(self.deployment_id, bucket, key);
-        let sets = &self.pools[0];
-        (&sets[self.placement.set_index(self.deployment_id, bucket, key, sets.len())], hash)
+    /// The object's placement hash: it names the object's lock, picks its set in every pool, and
+    /// rotates its shards over the set's drives.
+    pub(crate) fn hash_of(&self, bucket: &str, key: &str) -> u64 {
+        placement::object_hash(self.deployment_id, bucket, key)
     }
 
     pub async fn put_object(
@@ -573,9 +600,18 @@ impl ObjectLayer {
     ) -> Result<ObjectInfo, ObjectError> {
         let version_id = self.new_version_id(bucket)?;
         let opts = self.with_lock_defaults(bucket, opts)?;
-        let (set, hash) = self.locate(bucket, key);
-        let target =
-            PutTarget { set, bucket, key, hash, healer: &self.healer, version_id, imported_at: None };
+        let pool = self.key_pool(bucket, key).await?;
+        let (set, hash) = (self.set_in(pool, bucket, key), self.hash_of(bucket, key));
+        let target = PutTarget {
+            set,
+            bucket,
+            key,
+            hash,
+            healer: &self.healer,
+            version_id,
+            imported_at: None,
+            pool: self.pool_check(pool),
+        };
         put_object_sealing(target, body, opts).await
     }
 
@@ -599,8 +635,48 @@ impl ObjectLayer {
         for_read: bool,
     ) -> Result<OpenObject, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
+        let hash = self.hash_of(bucket, key);
+        if self.pools.len() > 1 && which == VersionRef::Current {
+            return self.open_newest(bucket, key, for_read).await;
+        }
+        let (set, hash) = match which {
+            VersionRef::Current => (self.set_in(0, bucket, key), hash),
+            _ => self.version_set(bucket, key, which).await?,
+        };
         open_object(set, bucket, key, hash, which, for_read, Some(&self.healer)).await
+    }
+
+    /// The current version with several pools: opened in every pool at once, the newest wins
+    /// (a delete marker too). When no pool holds the key, it is looked for once more: a move
+    /// between pools copies before it removes, so a key that one look missed in both places
+    /// (the copy not yet there, the original already gone) is in its new pool by the second.
+    async fn open_newest(&self, bucket: &str, key: &str, for_read: bool) -> Result<OpenObject, ObjectError> {
+        let hash = self.hash_of(bucket, key);
+        let mut outcome = Err(ObjectError::ObjectNotFound);
+        for _ in 0..2 {
+            let opened = join_all((0..self.pools.len()).map(|p| {
+                let set = self.set_in(p, bucket, key);
+                open_object(set, bucket, key, hash, VersionRef::Current, for_read, Some(&self.healer))
+            }))
+            .await;
+            let mut newest: Option<(u64, Result<OpenObject, ObjectError>)> = None;
+            for open in opened {
+                let at = match &open {
+                    Ok(o) => o.version.mod_time,
+                    Err(ObjectError::DeleteMarker { mod_time, .. }) => *mod_time,
+                    Err(ObjectError::ObjectNotFound) => continue,
+                    Err(_) => return open,
+                };
+                if newest.as_ref().is_none_or(|(t, _)| at > *t) {
+                    newest = Some((at, open));
+                }
+            }
+            outcome = match newest {
+                Some((_, open)) => return open,
+                None => Err(ObjectError::ObjectNotFound),
+            };
+        }
+        outcome
     }
 
     /// Deletes an object's current version as the bucket's versioning says (see

@@ -43,6 +43,7 @@ mod lifecycle_pass;
 mod list;
 mod lock;
 mod multipart;
+mod pools;
 mod put;
 mod quorum;
 mod retention;

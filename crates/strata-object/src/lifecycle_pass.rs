@@ -409,8 +409,8 @@ impl ObjectLayer {
         bucket: &str,
         key: &str,
     ) -> Result<(Locked, Option<ObjectVersion>), ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
+        let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+        let (set, _) = self.key_set(bucket, key).await?;
         let reads = set.read_records(bucket, key, false).await;
         let locked = Locked { guard, checked: crate::put::newest_stamp(&reads) };
         match set.resolve_any(reads) {
@@ -433,7 +433,7 @@ impl ObjectLayer {
         if current.is_none_or(|c| c.version_id == version_id) {
             return Ok(None);
         }
-        let (set, _) = self.locate(bucket, key);
+        let (set, _) = self.version_set(bucket, key, VersionRef::Id(version_id)).await?;
         let version =
             match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(version_id), false).await) {
                 Ok(r) => r.version,
@@ -463,7 +463,12 @@ impl ObjectLayer {
         if !current.is_some_and(|c| c.delete_marker && is(&c, version_id, mod_time)) {
             return Ok(None);
         }
-        let (set, _) = self.locate(bucket, key);
+        let pool = self.key_pool(bucket, key).await?;
+        // Versions the key has in another pool keep the marker as much as those in its own.
+        if !self.other_holders(pool, bucket, key).await?.is_empty() {
+            return Ok(None);
+        }
+        let set = self.set_in(pool, bucket, key);
         let query = ListQuery { prefix: key.to_owned(), limit: 2, versions: true, ..Default::default() };
         let lists = futures_util::future::join_all(
             set.drives.iter().flatten().map(|d| d.list(bucket, query.clone())),

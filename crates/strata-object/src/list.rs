@@ -100,8 +100,9 @@ async fn list_set(
             }
             continue;
         }
-        // The same rule as a read: the newest version that a read quorum of drives holds.
-        if let Some((v, _)) = agreed(versions).filter(|(v, _)| !v.delete_marker) {
+        // The same rule as a read: the newest version that a read quorum of drives holds (a
+        // delete marker is kept to the merge, where it hides the name).
+        if let Some((v, _)) = agreed(versions) {
             entries.insert(name, Some(v));
         }
     }
@@ -130,11 +131,26 @@ pub(crate) async fn list_objects(
             if let Some(h) = round.horizon {
                 horizon = Some(horizon.map_or(h.clone(), |old: String| old.min(h)));
             }
-            merged.extend(round.entries);
+            // A name in several sets (a key in two pools, see `crate::pools`): the newest wins.
+            for (name, v) in round.entries {
+                let newer = |old: &Option<ObjectVersion>| match (old, &v) {
+                    (Some(old), Some(v)) => v.mod_time > old.mod_time,
+                    _ => false,
+                };
+                match merged.get(&name) {
+                    Some(old) if !newer(old) => {}
+                    _ => {
+                        merged.insert(name, v);
+                    }
+                }
+            }
         }
         for (name, v) in merged {
             if horizon.as_ref().is_some_and(|h| name > *h) || names.len() >= want {
                 break;
+            }
+            if v.as_ref().is_some_and(|v| v.delete_marker) {
+                continue;
             }
             names.push((name, v));
         }

@@ -56,6 +56,13 @@ impl LockGuard {
         self.0.still_held()
     }
 
+    /// This lock as `n` guards for `n` changes made under it (one per pool holding a key): each
+    /// holds while this one would, and the lock goes when the last of them is dropped.
+    pub(crate) fn split(self, n: usize) -> Vec<LockGuard> {
+        let shared = Arc::new(self);
+        (0..n).map(|_| LockGuard::leased(Shared(shared.clone()))).collect()
+    }
+
     /// The lock's identity, when the drives' nodes can check it (see [`Lease::fence`]).
     pub fn fence(&self) -> Option<strata_drive::Fence> {
         self.0.fence()
@@ -77,6 +84,19 @@ impl LockGuard {
         } else {
             Err(ObjectError::LockNotHeld("the object lock's lease ran out before the commit".into()))
         }
+    }
+}
+
+/// One of the guards [`LockGuard::split`] makes.
+struct Shared(Arc<LockGuard>);
+
+impl Lease for Shared {
+    fn still_held(&self) -> bool {
+        self.0.still_held()
+    }
+
+    fn fence(&self) -> Option<strata_drive::Fence> {
+        self.0.fence()
     }
 }
 

@@ -147,7 +147,8 @@ impl ObjectLayer {
         opts: PutOptions,
         upload_id: Uuid,
     ) -> Result<(), ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
+        // The key's pool, or for a new key the pool new keys go to; its parts and Complete follow.
+        let (set, hash) = self.key_set(bucket, key).await?;
         let n = set.drives.len();
         let parity = opts.parity_count.unwrap_or(set.parity_count);
         if parity > n / 2 {
@@ -213,8 +214,7 @@ impl ObjectLayer {
         upload_id: Uuid,
     ) -> Result<UploadRecord, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, _) = self.locate(bucket, key);
-        self.read_upload(set, bucket, key, upload_id).await
+        Ok(self.find_upload(bucket, key, upload_id).await?.1)
     }
 
     pub async fn upload_part(
@@ -243,8 +243,8 @@ impl ObjectLayer {
         sse: Option<&crate::sse::SsePut>,
     ) -> Result<PartInfo, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
-        let upload = self.read_upload(set, bucket, key, upload_id).await?;
+        let (pool, upload) = self.find_upload(bucket, key, upload_id).await?;
+        let (set, hash) = (self.set_in(pool, bucket, key), self.hash_of(bucket, key));
         let e = &upload.erasure;
         let erasure = set.erasure_for(usize::from(e.data_count), usize::from(e.parity_count))?;
         let block_size = e.block_size as usize;
@@ -380,8 +380,8 @@ impl ObjectLayer {
         upload_id: Uuid,
     ) -> Result<(UploadRecord, Vec<PartInfo>), ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, _) = self.locate(bucket, key);
-        let upload = self.read_upload(set, bucket, key, upload_id).await?;
+        let (pool, upload) = self.find_upload(bucket, key, upload_id).await?;
+        let set = self.set_in(pool, bucket, key);
         let parts = self.agreed_parts(set, &upload).await?.into_values().collect();
         Ok((upload, parts))
     }
@@ -395,21 +395,22 @@ impl ObjectLayer {
         opts: CompleteOptions,
     ) -> Result<ObjectInfo, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
         // Held from reading the parts to dropping the upload: no part commit comes between.
-        let guard = set.locks.exclusive(hash).await?;
+        let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
         if requested.is_empty() {
             return Err(ObjectError::InvalidPart(0));
         }
         if requested.windows(2).any(|w| w[1].number < w[0].number) {
             return Err(ObjectError::InvalidPartOrder);
         }
-        let upload = match self.read_upload(set, bucket, key, upload_id).await {
+        let (pool, upload) = match self.find_upload(bucket, key, upload_id).await {
             Err(ObjectError::NoSuchUpload) => {
-                return completed_before(set, bucket, key, upload_id, requested).await
+                let (set, _) = self.key_set(bucket, key).await?;
+                return completed_before(set, bucket, key, upload_id, requested).await;
             }
             other => other?,
         };
+        let set = self.set_in(pool, bucket, key);
         let available = self.agreed_parts(set, &upload).await?;
         let requested = &last_of_each_number(requested, &available);
         let mut chosen = Vec::with_capacity(requested.len());
@@ -445,9 +446,13 @@ impl ObjectLayer {
         }
         // A conditional Complete carries the newest stamp its condition saw (see `check_locked`).
         // An imported version keeps its own id and time, and takes its place among the others.
+        let mut elsewhere = Vec::new();
         let (version_id, stamp, checked) = match &opts.imported {
             Some(i) => (i.version_id, i.mod_time, None),
             None => {
+                if let Some(check) = self.pool_check(pool) {
+                    elsewhere = check.prepare(set, bucket, key).await?;
+                }
                 let (stamp, newest) = checked_stamp(set, bucket, key, &opts.condition).await?;
                 (self.new_version_id(bucket)?, stamp, opts.condition.as_ref().map(|_| newest))
             }
@@ -478,6 +483,15 @@ impl ObjectLayer {
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));
         let op = Uuid::new_v4();
         guard.ensure_held()?;
+        // A `null` version replaced in other pools goes once this one is in, under the same lock.
+        let replaces = version_id.is_none() && !elsewhere.is_empty();
+        let (guard, guards) = match replaces {
+            true => {
+                let mut guards = guard.split(1 + elsewhere.len());
+                (guards.remove(0), guards)
+            }
+            false => (guard, Vec::new()),
+        };
         let (b, k, committed, distribution) =
             (bucket.to_owned(), key.to_owned(), version.clone(), e.distribution.clone());
         let commit: CommitFn = Box::new(move |pos, d| {
@@ -505,9 +519,39 @@ impl ObjectLayer {
         if crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
+        if let (Some(check), true) = (self.pool_check(pool), replaces) {
+            check.drop_replaced(&elsewhere, bucket, key, version.mod_time, guards).await;
+        }
         let mut info = ObjectInfo::from_version(bucket, key, &version);
         info.checksums = checksums;
         Ok(info)
+    }
+
+    /// The pool holding upload `upload_id` of the key, and the upload's record: an upload stays
+    /// in the pool it began in (with one pool: pool 0).
+    async fn find_upload(
+        &self,
+        bucket: &str,
+        key: &str,
+        upload_id: Uuid,
+    ) -> Result<(usize, UploadRecord), ObjectError> {
+        if self.pool_count() == 1 {
+            return Ok((0, self.read_upload(self.set_in(0, bucket, key), bucket, key, upload_id).await?));
+        }
+        let reads = join_all(
+            (0..self.pool_count())
+                .map(|p| self.read_upload(self.set_in(p, bucket, key), bucket, key, upload_id)),
+        )
+        .await;
+        let mut failed = None;
+        for (pool, read) in reads.into_iter().enumerate() {
+            match read {
+                Ok(upload) => return Ok((pool, upload)),
+                Err(ObjectError::NoSuchUpload) => {}
+                Err(e) => failed = failed.or(Some(e)),
+            }
+        }
+        Err(failed.unwrap_or(ObjectError::NoSuchUpload))
     }
 
     pub async fn abort_multipart_upload(
@@ -517,9 +561,12 @@ impl ObjectLayer {
         upload_id: Uuid,
     ) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
         // Not in the middle of a Complete or a part commit of this object.
-        let _guard = set.locks.exclusive(hash).await?;
+        let _guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+        let set = match self.pool_count() {
+            1 => self.set_in(0, bucket, key),
+            _ => self.set_in(self.find_upload(bucket, key, upload_id).await?.0, bucket, key),
+        };
         let results = on_drives(set, |_, d| d.drop_upload(bucket, key, upload_id, Vec::new())).await;
         let not_found = results.iter().filter(|r| matches!(r, Err(DriveError::NotFound))).count();
         let quorum = write_quorum(set.data_count(), set.parity_count);

@@ -369,6 +369,8 @@ pub(crate) struct PutTarget<'a> {
     /// An imported version's own time (nanoseconds): it is committed in its place among the
     /// object's versions, not stamped as the newest (see [`crate::ObjectLayer::import_version`]).
     pub imported_at: Option<u64>,
+    /// With several pools: the check that the key still belongs in this pool, made under the lock.
+    pub pool: Option<crate::pools::PoolCheck<'a>>,
 }
 
 /// [`put_object`] of `body` sealed first when `opts.sse` asks for it (a single PUT is one
@@ -477,6 +479,16 @@ pub(crate) async fn put_object(
             return Err(e);
         }
     };
+    let elsewhere = match &t.pool {
+        Some(pool) => match pool.prepare(set, t.bucket, t.key).await {
+            Ok(elsewhere) => elsewhere,
+            Err(e) => {
+                temp.abort().await;
+                return Err(e);
+            }
+        },
+        None => Vec::new(),
+    };
     if let Err(e) = guard.ensure_held() {
         temp.abort().await;
         return Err(e);
@@ -488,6 +500,15 @@ pub(crate) async fn put_object(
         }
         return commit_imported(t, version, inline, finished, temp, guard, quorum, op).await;
     }
+    // A `null` version replaced in other pools goes once this one is in, under the same lock.
+    let replaces = t.version_id.is_none() && !elsewhere.is_empty();
+    let (guard, guards) = match replaces {
+        true => {
+            let mut guards = guard.split(1 + elsewhere.len());
+            (guards.remove(0), guards)
+        }
+        false => (guard, Vec::new()),
+    };
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
     let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
@@ -520,6 +541,9 @@ pub(crate) async fn put_object(
     version.mod_time = outcome?;
     if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
+    }
+    if let (Some(pool), true) = (&t.pool, replaces) {
+        pool.drop_replaced(&elsewhere, t.bucket, t.key, version.mod_time, guards).await;
     }
     let mut info = ObjectInfo::from_version(t.bucket, t.key, &version);
     info.checksums = checksums;

@@ -72,8 +72,8 @@ impl ObjectLayer {
         change: impl FnOnce(&mut ObjectVersion) -> Result<(), ObjectError>,
     ) -> Result<Option<Uuid>, ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
+        let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+        let (set, _) = self.version_set(bucket, key, which).await?;
         let resolved = match set.resolve_any(set.read_which(bucket, key, which, false).await) {
             Err(ObjectError::ObjectNotFound) if which != VersionRef::Current => {
                 Err(ObjectError::NoSuchVersion)

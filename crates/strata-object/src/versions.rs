@@ -227,16 +227,16 @@ impl ObjectLayer {
             }
             VersionRef::Id(id) => self.remove_version(bucket, key, id, bypass_governance).await,
             VersionRef::Current if !versioned => {
-                let (set, hash) = self.locate(bucket, key);
-                let guard = set.locks.exclusive(hash).await?;
+                let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+                let (set, _) = self.key_set(bucket, key).await?;
                 let checked = check_delete_condition(set, bucket, key, condition).await?;
                 self.remove_version_locked(bucket, key, None, guard, checked).await?;
                 Ok(DeleteOutcome::default())
             }
             VersionRef::Current => {
                 let id = versioning.enabled().then(Uuid::now_v7);
-                let (set, hash) = self.locate(bucket, key);
-                let guard = set.locks.exclusive(hash).await?;
+                let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+                let (set, _) = self.key_set(bucket, key).await?;
                 let checked = check_delete_condition(set, bucket, key, condition).await?;
                 self.add_delete_marker_locked(bucket, key, id, guard, checked).await?;
                 Ok(DeleteOutcome { version_id: id, delete_marker: true, versioned })
@@ -256,7 +256,7 @@ impl ObjectLayer {
         guard: crate::LockGuard,
         checked: Option<u64>,
     ) -> Result<(), ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
+        let (set, hash) = self.key_set(bucket, key).await?;
         let (erasure, distribution) = marker_erasure(set, hash);
         // Stamped at the commit (see `commit_stamped`).
         let marker = ObjectVersion::delete_marker(id, 0, erasure, Uuid::new_v4());
@@ -297,8 +297,8 @@ impl ObjectLayer {
         mod_time: u64,
     ) -> Result<(), ObjectError> {
         self.bucket_info(bucket)?;
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
+        let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+        let (set, hash) = self.key_set(bucket, key).await?;
         let (erasure, distribution) = marker_erasure(set, hash);
         let marker = ObjectVersion::delete_marker(id, mod_time, erasure, Uuid::new_v4());
         let quorum = write_quorum(set.data_count(), set.parity_count);
@@ -327,8 +327,8 @@ impl ObjectLayer {
         id: Option<Uuid>,
         bypass: bool,
     ) -> Result<DeleteOutcome, ObjectError> {
-        let (set, hash) = self.locate(bucket, key);
-        let guard = set.locks.exclusive(hash).await?;
+        let guard = self.locks.exclusive(self.hash_of(bucket, key)).await?;
+        let (set, _) = self.version_set(bucket, key, VersionRef::Id(id)).await?;
         // Checked under the lock: a retention or hold put meanwhile is seen.
         let delete_marker =
             match set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await) {
@@ -346,7 +346,8 @@ impl ObjectLayer {
     /// Removes version `id` from every drive of the object's set (a drive without it counts as
     /// done), under the object's lock `guard`; the caller has checked that it may go. With
     /// `checked`, as [`Self::add_delete_marker_locked`]: refused by drives holding a version
-    /// stamped after it.
+    /// stamped after it. With several pools, from every pool that holds it (an overwritten
+    /// `null` version can be left in another pool; see [`crate::pools`]).
     pub(crate) async fn remove_version_locked(
         &self,
         bucket: &str,
@@ -355,7 +356,28 @@ impl ObjectLayer {
         guard: crate::LockGuard,
         checked: Option<u64>,
     ) -> Result<(), ObjectError> {
-        let (set, _) = self.locate(bucket, key);
+        let mut sets = self.sets_holding_version(bucket, key, id).await;
+        if sets.len() <= 1 {
+            let set = sets.pop().unwrap_or_else(|| self.set_in(0, bucket, key));
+            return self.remove_version_in(set, bucket, key, id, guard, checked).await;
+        }
+        let guards = guard.split(sets.len());
+        for (set, guard) in sets.into_iter().zip(guards) {
+            self.remove_version_in(set, bucket, key, id, guard, checked).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Self::remove_version_locked`] in one set.
+    pub(crate) async fn remove_version_in(
+        &self,
+        set: &ErasureSet,
+        bucket: &str,
+        key: &str,
+        id: Option<Uuid>,
+        guard: crate::LockGuard,
+        checked: Option<u64>,
+    ) -> Result<(), ObjectError> {
         let op = Uuid::new_v4();
         guard.ensure_held()?;
         let (b, k) = (bucket.to_owned(), key.to_owned());
@@ -449,7 +471,7 @@ impl ObjectLayer {
     /// marker (found by its rank; a version that is gone resumes after the whole key).
     async fn start_position(&self, bucket: &str, req: &VersionsRequest) -> Result<Position, ObjectError> {
         let Some(marker) = req.version_marker else { return Ok(past_name(&req.key_marker)) };
-        let (set, _) = self.locate(bucket, &req.key_marker);
+        let (set, _) = self.version_set(bucket, &req.key_marker, VersionRef::Id(marker)).await?;
         let reads = set.read_which(bucket, &req.key_marker, VersionRef::Id(marker), false).await;
         match set.resolve_any(reads) {
             Ok(r) => Ok((req.key_marker.clone(), version_rank(&r.version).to_vec())),

@@ -616,7 +616,8 @@ pub const DRIVE_STATUS_TIMEOUT: std::time::Duration = std::time::Duration::from_
 pub const LIFECYCLE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
 /// A lifecycle day (`STRATA_LIFECYCLE_DAY_SECONDS` shortens it, for tests only).
 pub const LIFECYCLE_DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
-/// Stripes of a set's object lock table: objects whose hashes share a stripe share a lock.
+/// Stripes of a node's object lock table (one for all its sets and pools): objects whose hashes
+/// share a stripe share a lock.
 pub const LOCK_STRIPES: usize = 1024;
 
 // --- Parsing and the protocols around S3 ---

@@ -19,6 +19,8 @@ pub struct Deployment {
     pub id: Uuid,
     /// How objects find their set (Strata's, or a MinIO deployment's taken over).
     pub placement: Placement,
+    /// Pools from this one on are added by this start (see `FormatPlan::known_pools`).
+    pub known_pools: usize,
     /// pools → sets → drives in set order.
     pub pools: Vec<Vec<Vec<DriveSlot>>>,
     pub drive_count: usize,
@@ -306,7 +308,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         let layouts = layouts_for(&planned, &states, parity);
         let waiting = match resolve(&layouts, &states, Uuid::new_v4) {
             Ok(plan) => {
-                let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
+                let first_start = states.iter().all(|s| matches!(s, DriveState::Blank));
                 let short = short_sets(&layouts, &states);
                 if first_start && !leader {
                     Some(
@@ -337,10 +339,13 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
             tokio::time::sleep(strata_types::limits::FORMING_RETRY_INTERVAL).await;
         }
     };
-    let first_start = plan.actions.iter().all(|a| matches!(a, DriveAction::Write(_)));
+    // Every drive blank: a new deployment (not a pool added to one, whose records are rewritten).
+    let first_start = states.iter().all(|s| matches!(s, DriveState::Blank));
     let mut local_writes = 0;
     let mut slots: Vec<DriveSlot> = Vec::new();
     let mut locals = Vec::new();
+    // Drives of the pools the records already named: a blank one among them was replaced.
+    let known_drives: usize = prepared.pools.iter().take(plan.known_pools).map(Vec::len).sum();
     for (i, (d, action)) in prepared.drives.iter().zip(&plan.actions).enumerate() {
         let local = prepared.locals[i].clone();
         let online = !matches!(states[i], DriveState::Offline);
@@ -353,7 +358,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
                         write_format_patiently(d.as_ref(), f.to_json())
                             .await
                             .with_context(|| format!("formatting {}", name(i)))?;
-                        if local.is_some() {
+                        if local.is_some() && i < known_drives && matches!(states[i], DriveState::Blank) {
                             local_writes += 1;
                         }
                     }
@@ -390,6 +395,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
     Ok(Deployment {
         id: plan.deployment_id,
         placement: plan.placement,
+        known_pools: plan.known_pools,
         pools: out_pools,
         drive_count: names.len(),
         set_drive_count: layouts[0].set_drive_count,
@@ -407,7 +413,11 @@ impl Deployment {
         &mut self,
         cluster: Option<strata_object::Cluster>,
     ) -> Result<strata_object::ObjectLayer> {
-        let options = strata_object::LayerOptions { placement: self.placement, ..Default::default() };
+        let options = strata_object::LayerOptions {
+            placement: self.placement,
+            added_pools_from: (self.known_pools < self.pools.len()).then_some(self.known_pools),
+            ..Default::default()
+        };
         let pools = std::mem::take(&mut self.pools);
         Ok(strata_object::ObjectLayer::new_with(self.id, pools, self.parity_count, cluster, options).await?)
     }
@@ -583,6 +593,14 @@ fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error
             let named: Vec<String> = list.iter().map(|i| name(*i)).collect();
             return anyhow::anyhow!(
                 "refusing to start: first start needs every drive online to format; offline: {}",
+                named.join("; ")
+            );
+        }
+        F::PoolNotBlank { pool, drives } => {
+            let named: Vec<String> = drives.iter().map(|i| name(*i)).collect();
+            return anyhow::anyhow!(
+                "refusing to start: pool {pool} is new to the deployment (its drives' records do not name it), \
+                 and a pool is added with every drive online and blank; not so: {}",
                 named.join("; ")
             );
         }

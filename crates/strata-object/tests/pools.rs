@@ -1,0 +1,273 @@
+//! Two pools under one object layer: new keys spread over both, every operation finds the pool
+//! that holds its key, and a key that ended up in both pools (two writers, or a move between
+//! them) reads, lists and deletes as if it lived in one.
+//!
+//! The rig: eight drives, pool 0 over the first four and pool 1 over the last four, each one
+//! set. Beside the two-pool layer, a one-pool layer over each pool's drives writes straight into
+//! that pool, as another writer that picked it would.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_drive::{Drive, LocalDrive};
+use strata_object::{
+    BodyError, BodyReader, CompleteOptions, CompletePart, DriveSlot, LayerOptions, ListRequest, ObjectError,
+    ObjectLayer, PutOptions, VersionRef, Versioning, VersionsRequest,
+};
+use tokio::sync::oneshot;
+use uuid::Uuid;
+
+mod common;
+
+use common::{body, pattern};
+
+struct Rig {
+    _dir: tempfile::TempDir,
+    drives: Vec<Arc<LocalDrive>>,
+    /// Both pools.
+    two: ObjectLayer,
+}
+
+fn slots(drives: &[Arc<LocalDrive>]) -> Vec<DriveSlot> {
+    drives.iter().map(|d| Some(d.clone() as Arc<dyn Drive>)).collect()
+}
+
+impl Rig {
+    async fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut drives = Vec::new();
+        for i in 0..8 {
+            let d = LocalDrive::open(&dir.path().join(format!("d{i}"))).expect("open drive");
+            d.write_format(b"{}".to_vec()).await.expect("format");
+            drives.push(Arc::new(d));
+        }
+        let pools = vec![vec![slots(&drives[..4])], vec![slots(&drives[4..])]];
+        let two = ObjectLayer::new(Uuid::from_u128(1), pools, 2).await.expect("layer");
+        two.make_bucket("b").await.expect("bucket");
+        Self { _dir: dir, drives, two }
+    }
+
+    /// A one-pool layer over pool `pool`'s drives, whose clock runs `offset_secs` off.
+    async fn only(&self, pool: usize, offset_secs: i64) -> ObjectLayer {
+        let clock = Arc::new(strata_types::time::SkewedClock { offset: offset_secs * 1_000_000_000 });
+        let options = LayerOptions { clock, ..Default::default() };
+        let drives = slots(&self.drives[pool * 4..pool * 4 + 4]);
+        ObjectLayer::new_with(Uuid::from_u128(1), vec![vec![drives]], 2, None, options).await.expect("layer")
+    }
+}
+
+async fn put(l: &ObjectLayer, key: &str, data: &Bytes) -> Option<Uuid> {
+    l.put_object("b", key, &mut body(data), PutOptions::default()).await.expect("put").version_id
+}
+
+async fn read(l: &ObjectLayer, key: &str, which: VersionRef) -> Result<Vec<u8>, ObjectError> {
+    let open = l.open_object_version("b", key, which, true).await?;
+    let size = open.info.size;
+    let mut rx = open.stream(0, size);
+    let mut out = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
+/// Every current key in the bucket, by listing pages of `page` keys.
+async fn list(l: &ObjectLayer, page: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut req = ListRequest { max_keys: page, ..Default::default() };
+    loop {
+        let got = l.list_objects("b", &req).await.expect("list");
+        names.extend(got.objects.into_iter().map(|o| o.key));
+        match got.next_marker {
+            Some(m) if got.truncated => req.start_after = m,
+            _ => return names,
+        }
+    }
+}
+
+/// Whether `l` (a one-pool layer) holds the key at all (a delete marker counts).
+async fn holds(l: &ObjectLayer, key: &str) -> bool {
+    match l.open_object("b", key, false).await {
+        Ok(_) | Err(ObjectError::DeleteMarker { .. }) => true,
+        Err(ObjectError::ObjectNotFound) => false,
+        Err(e) => panic!("{key}: {e}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_keys_spread_over_the_pools_and_stay_where_they_are() {
+    let rig = Rig::new().await;
+    let (only0, only1) = (rig.only(0, 0).await, rig.only(1, 0).await);
+    let mut in_pool = [0usize; 2];
+    let keys: Vec<String> = (0..60).map(|i| format!("k{i:03}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let size = if i % 3 == 0 { 300_000 } else { 100 };
+        put(&rig.two, key, &pattern(size, i as u64)).await;
+        let (a, b) = (holds(&only0, key).await, holds(&only1, key).await);
+        assert!(a != b, "{key} is in exactly one pool: {a} {b}");
+        let pool = usize::from(b);
+        assert_eq!(pool, rig.two.new_key_pool("b", key).await, "{key} went where new keys go");
+        in_pool[pool] += 1;
+    }
+    // The pools have the same free space (one file system), so each takes about half.
+    assert!(in_pool[0] >= 15 && in_pool[1] >= 15, "{in_pool:?}");
+
+    // An overwrite stays in the key's pool, whatever pool a new key of that name would take.
+    for (i, key) in keys.iter().enumerate() {
+        let was_in_1 = holds(&only1, key).await;
+        put(&rig.two, key, &pattern(200, 1000 + i as u64)).await;
+        assert_eq!(holds(&only1, key).await, was_in_1, "{key}");
+        assert_eq!(holds(&only0, key).await, !was_in_1, "{key}");
+        assert_eq!(
+            read(&rig.two, key, VersionRef::Current).await.expect("read"),
+            pattern(200, 1000 + i as u64)
+        );
+    }
+    assert_eq!(list(&rig.two, 7).await, keys, "a listing merges both pools in order");
+
+    // Multipart: the upload begins in the key's pool and completes there.
+    let key = "k007";
+    let was_in_1 = holds(&only1, key).await;
+    let id = rig.two.create_multipart_upload("b", key, PutOptions::default()).await.expect("create");
+    let part = pattern(5 << 20, 9);
+    let info = rig.two.upload_part("b", key, id, 1, &mut body(&part), None).await.expect("part");
+    let parts = [CompletePart { number: 1, etag: info.etag, checksums: BTreeMap::new() }];
+    rig.two
+        .complete_multipart_upload("b", key, id, &parts, CompleteOptions::default())
+        .await
+        .expect("complete");
+    assert_eq!(holds(&only1, key).await, was_in_1);
+    assert_eq!(read(&rig.two, key, VersionRef::Current).await.expect("read"), part);
+
+    for key in &keys {
+        rig.two.delete_object("b", key).await.expect("delete");
+    }
+    assert!(list(&rig.two, 100).await.is_empty());
+    for key in &keys {
+        assert!(!holds(&only0, key).await && !holds(&only1, key).await, "{key} is gone from both pools");
+    }
+}
+
+/// A body that says when it is first read, then waits for its gate before giving its bytes:
+/// the write has picked its pool, and has not yet committed.
+struct Gated {
+    started: Option<oneshot::Sender<()>>,
+    gate: Option<oneshot::Receiver<()>>,
+    data: Option<Bytes>,
+}
+
+#[async_trait::async_trait]
+impl BodyReader for Gated {
+    async fn next_chunk(&mut self) -> Result<Option<Bytes>, BodyError> {
+        if let Some(s) = self.started.take() {
+            let _ = s.send(());
+        }
+        if let Some(g) = self.gate.take() {
+            let _ = g.await;
+        }
+        Ok(self.data.take())
+    }
+    fn checksums(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+}
+
+/// Two writers of a new key pick different pools, and the one that commits last is stamped by
+/// a clock an hour behind the other's. The later write is still the current version (its pool
+/// moves its stamps past the other pool's newest version under the lock), and in an
+/// unversioned bucket the `null` version it replaced in the other pool is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_that_lands_beside_a_newer_pool_stays_the_newest() {
+    for (versioned, size) in [(false, 100), (false, 400_000), (true, 100)] {
+        let rig = Rig::new().await;
+        if versioned {
+            rig.two.put_bucket_versioning("b", Versioning::Enabled).await.expect("versioning");
+        }
+        let key = format!("race-{versioned}-{size}");
+        let pool = rig.two.new_key_pool("b", &key).await;
+        // The other writer is in the other pool, with a clock an hour ahead.
+        let other = rig.only(1 - pool, 3600).await;
+        let own = rig.only(pool, 0).await;
+        let (started_tx, started_rx) = oneshot::channel();
+        let (gate_tx, gate_rx) = oneshot::channel();
+        let data = pattern(size, 1);
+        let mut gated = Gated { started: Some(started_tx), gate: Some(gate_rx), data: Some(data.clone()) };
+        let last = rig.two.put_object("b", &key, &mut gated, PutOptions::default());
+        let first = async {
+            started_rx.await.expect("the write began");
+            put(&other, &key, &pattern(50, 2)).await;
+            gate_tx.send(()).expect("gate");
+        };
+        let (last, ()) = tokio::join!(last, first);
+        let last = last.expect("the later write");
+        assert!(holds(&own, &key).await, "{key}: the later write is in the pool it picked");
+        assert_eq!(read(&rig.two, &key, VersionRef::Current).await.expect("read"), data, "{key}");
+        assert_eq!(list(&rig.two, 10).await, vec![key.clone()]);
+        let listed = rig.two.list_objects("b", &ListRequest { max_keys: 10, ..Default::default() }).await;
+        assert_eq!(listed.expect("list").objects[0].etag, last.etag, "{key}: the listing shows the newest");
+        let all = VersionsRequest { max_keys: 10, ..Default::default() };
+        let versions = rig.two.list_object_versions("b", &all).await.expect("versions").entries;
+        if versioned {
+            assert_eq!(versions.len(), 2, "{key}: both versions, one in each pool");
+            assert!(versions[0].is_latest && versions[0].info.version_id == last.version_id);
+            // Removing the newest by its id leaves the other pool's version current.
+            rig.two
+                .delete_object_version("b", &key, VersionRef::Id(last.version_id), false)
+                .await
+                .expect("rm");
+            assert_eq!(read(&rig.two, &key, VersionRef::Current).await.expect("read"), pattern(50, 2));
+        } else {
+            assert_eq!(versions.len(), 1, "{key}: the replaced null version is gone: {versions:?}");
+            assert!(!holds(&other, &key).await, "{key}: nothing left in the other pool");
+        }
+        rig.two.delete_object("b", &key).await.expect("delete");
+        assert!(matches!(
+            read(&rig.two, &key, VersionRef::Current).await,
+            Err(ObjectError::ObjectNotFound | ObjectError::DeleteMarker { .. })
+        ));
+        assert!(list(&rig.two, 10).await.is_empty(), "{key}");
+    }
+}
+
+/// A key in both pools: an older version in pool 0 and a newer one (or a delete marker) in pool
+/// 1. Reads, listings and deletes act on the newest, whichever pool holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_in_both_pools_reads_and_lists_its_newest_version() {
+    let rig = Rig::new().await;
+    rig.two.put_bucket_versioning("b", Versioning::Enabled).await.expect("versioning");
+    let (only0, only1) = (rig.only(0, 0).await, rig.only(1, 0).await);
+    let old = put(&only0, "k", &pattern(10, 1)).await;
+    let new = put(&only1, "k", &pattern(20, 2)).await;
+    assert_eq!(read(&rig.two, "k", VersionRef::Current).await.expect("current"), pattern(20, 2));
+    assert_eq!(read(&rig.two, "k", VersionRef::Id(old)).await.expect("old by id"), pattern(10, 1));
+    let missing = VersionRef::Id(Some(Uuid::now_v7()));
+    assert!(matches!(read(&rig.two, "k", missing).await, Err(ObjectError::NoSuchVersion)));
+
+    // Tags go on the version named, in the pool that holds it.
+    let tags = BTreeMap::from([("t".to_owned(), "1".to_owned())]);
+    rig.two.put_object_tags_version("b", "k", VersionRef::Id(old), tags.clone()).await.expect("tag old");
+    assert_eq!(
+        only0.open_object_version("b", "k", VersionRef::Id(old), false).await.expect("old").info.tags,
+        tags
+    );
+
+    // A delete marker goes where the newest version is, and hides the key in both pools.
+    rig.two.delete_object("b", "k").await.expect("marker");
+    assert!(list(&rig.two, 10).await.is_empty(), "the marker hides the key");
+    assert!(matches!(only1.open_object("b", "k", false).await, Err(ObjectError::DeleteMarker { .. })));
+    let mut req = VersionsRequest { max_keys: 1, ..Default::default() };
+    let mut seen = Vec::new();
+    loop {
+        let page = rig.two.list_object_versions("b", &req).await.expect("versions");
+        seen.extend(page.entries.iter().map(|e| (e.info.version_id, e.is_latest)));
+        if !page.truncated {
+            break;
+        }
+        req.key_marker = page.next_key_marker.expect("key marker");
+        req.version_marker = page.next_version_marker;
+    }
+    assert_eq!(seen.len(), 3, "marker, new, old, one page each across pools: {seen:?}");
+    assert_eq!(&seen[1..], &[(new, false), (old, false)]);
+    assert!(seen[0].1, "the marker is the latest");
+}
