@@ -10,7 +10,7 @@
 //! every lookup below answers pool 0 without reading.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::future::join_all;
 use strata_drive::DriveOps;
@@ -20,8 +20,7 @@ use crate::layer::ObjectLayer;
 use crate::set::ErasureSet;
 use crate::VersionRef;
 
-/// How long a pool's free space is trusted before it is asked again.
-const SPACE_TTL: Duration = Duration::from_secs(10);
+use strata_types::limits::POOL_SPACE_TTL as SPACE_TTL;
 
 /// Free bytes per pool as last measured, for weighting where new keys go.
 #[derive(Default)]

@@ -594,6 +594,9 @@ pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs
 /// (a million objects take about 70 minutes a pass). Scans asked for (`heal start`, a drive's
 /// return or replacement) are not held to it.
 pub const SCANNER_SPEED: f64 = 250.0;
+/// How long a measure of each pool's free space is used to place new keys before the drives are
+/// asked again: placement follows the fill within this, without a statfs per write.
+pub const POOL_SPACE_TTL: std::time::Duration = std::time::Duration::from_secs(10);
 /// The sizes at which a full scan's data usage splits each bucket's objects by size (current
 /// versions): the bounds of MinIO's object size distribution, which its dashboards show
 /// (`minio_bucket_objects_size_distribution`). Objects are counted in the range their size
