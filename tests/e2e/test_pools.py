@@ -1,6 +1,7 @@
 """Pools: a pool added to a running deployment's drive list takes new objects beside the first,
 every object stays readable through the restart, and a pool list that cannot be right is refused."""
 
+import base64
 import hashlib
 import os
 import subprocess
@@ -114,5 +115,111 @@ def test_a_pool_added_to_the_drive_list_takes_new_objects():
         with_pools(srv, 2).start()
         s3 = srv.client()
         assert s3.get_object(Bucket="ver", Key="k")["Body"].read() == body(103)
+    finally:
+        srv.cleanup()
+
+
+def admin(srv, *args, check=True):
+    env = dict(srv.env, STRATA_ADMIN_HOST=f"127.0.0.1:{srv.port}")
+    out = subprocess.run([BIN, "admin", *args], env=env, capture_output=True, text=True, timeout=120)
+    if check:
+        assert out.returncode == 0, out.stdout + out.stderr
+    return out
+
+
+def pool_status(srv):
+    import json
+    return json.loads(admin(srv, "pool", "status", "--json").stdout)["pools"]
+
+
+def test_a_pool_drains_onto_the_other_through_a_restart():
+    """`strata admin pool decommission` moves every object of a pool onto the other, with its
+    versions, tags, metadata, encryption and lock; a restart mid-drain resumes it; objects stay
+    readable and writable throughout; and the CLI refuses what cannot be drained."""
+    import time
+
+    master = "strata-pools:" + base64.b64encode(b"m" * 32).decode()
+    srv = with_pools(Server(env={"STRATA_DRAIN_SPEED": "40", "STRATA_KMS_SECRET_KEY": master}), 2)
+    for d in range(1, 5):
+        for p in range(2):
+            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
+    srv.start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="bkt")
+        s3.create_bucket(Bucket="locked", ObjectLockEnabledForBucket=True)
+        sse = {"ServerSideEncryption": "AES256"}
+        keys = [f"k{i:03}" for i in range(120)]
+        for i, key in enumerate(keys):
+            extra = sse if i % 10 == 0 else {}
+            s3.put_object(Bucket="bkt", Key=key, Body=body(i, 4096 if i % 3 else 200_000),
+                          Metadata={"n": str(i)}, Tagging=f"i={i}", **extra)
+        vids = [s3.put_object(Bucket="locked", Key="held", Body=body(900 + i))["VersionId"] for i in range(2)]
+        s3.put_object_legal_hold(Bucket="locked", Key="held", VersionId=vids[0], LegalHold={"Status": "ON"})
+
+        assert [p["state"] for p in pool_status(srv)] == ["active", "active"]
+        # Refused: a pool that is not there; cancelling what does not drain.
+        out = admin(srv, "pool", "decommission", "7", check=False)
+        assert out.returncode != 0 and "no pool 7" in out.stderr, out.stderr
+        out = admin(srv, "pool", "cancel", "1", check=False)
+        assert out.returncode != 0 and "not draining" in out.stderr, out.stderr
+
+        admin(srv, "pool", "decommission", "0")
+        out = admin(srv, "pool", "decommission", "1", check=False)
+        assert out.returncode != 0 and "last pool" in out.stderr, out.stderr
+        # Mid-drain (40 objects a second): kill -9, and start again.
+        wait = time.time() + 30
+        while pool_status(srv)[0]["drain"]["objects_moved"] < 10:
+            assert time.time() < wait, pool_status(srv)
+            time.sleep(0.2)
+        status = pool_status(srv)[0]
+        assert status["state"] == "draining" and status["drain"]["objects_moved"] < len(keys), status
+        srv.kill()
+        srv.start()
+        s3 = srv.client()
+        # The progress saved before the kill is where the drain resumes (at most a second's
+        # worth of keys is counted again).
+        resumed = pool_status(srv)[0]["drain"]
+        assert resumed["objects_moved"] >= status["drain"]["objects_moved"] - 40, (resumed, status)
+        assert resumed["objects_moved"] > 0 and resumed["key"] != "", resumed
+        # Readable and writable while it drains: a write to a key of the draining pool.
+        s3.put_object(Bucket="bkt", Key="k001", Body=b"rewritten")
+        wait = time.time() + 120
+        while (p := pool_status(srv)[0])["state"] != "drained":
+            assert time.time() < wait, p
+            assert s3.get_object(Bucket="bkt", Key="k002")["Body"].read() == body(2, 4096)
+            time.sleep(0.3)
+        drain = p["drain"]
+        assert drain["failed"] == 0 and drain["pass"] >= 1, drain
+        assert pool_status(srv)[1]["state"] == "active"
+
+        # Pool 0's folders hold no object data any more.
+        for i, key in enumerate(keys):
+            got = s3.get_object(Bucket="bkt", Key=key)
+            want = b"rewritten" if key == "k001" else body(i, 4096 if i % 3 else 200_000)
+            assert got["Body"].read() == want, key
+            if key != "k001":
+                assert got.get("ServerSideEncryption") == ("AES256" if i % 10 == 0 else None), key
+                assert got["Metadata"] == {"n": str(i)}, key
+                tags = s3.get_object_tagging(Bucket="bkt", Key=key)["TagSet"]
+                assert tags == [{"Key": "i", "Value": str(i)}], key
+        listed = s3.list_object_versions(Bucket="locked")["Versions"]
+        assert [v["VersionId"] for v in listed] == vids[::-1]
+        hold = s3.get_object_legal_hold(Bucket="locked", Key="held", VersionId=vids[0])["LegalHold"]
+        assert hold["Status"] == "ON"
+        try:
+            s3.delete_object(Bucket="locked", Key="held", VersionId=vids[0])
+            raise AssertionError("a version on legal hold was deleted after the move")
+        except s3.exceptions.ClientError as e:
+            assert e.response["Error"]["Code"] == "AccessDenied", e.response
+        # New objects all go to pool 1 now.
+        before = folder_bytes(srv.dir / "p0")
+        for i in range(10):
+            s3.put_object(Bucket="bkt", Key=f"after{i}", Body=body(i, 300_000))
+        assert folder_bytes(srv.dir / "p0") - before < 300_000
+        text = admin(srv, "pool", "status").stdout
+        assert "pool 0: drained" in text and "pool 1: active" in text, text
+        log = srv.log.read_text()
+        assert log.count("draining the pool") == 2, "started, then resumed after the restart"
     finally:
         srv.cleanup()

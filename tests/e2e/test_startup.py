@@ -57,12 +57,13 @@ def test_short_secret_and_bad_layouts_are_refused():
         srv.cleanup()
 
 
-def test_a_scanner_speed_that_is_not_a_rate_is_refused():
+def test_a_scanner_or_drain_speed_that_is_not_a_rate_is_refused():
     srv = Server(drive_count=4)
     try:
-        for bad in ("fast", "-5", "NaN"):
-            err = run_and_fail(srv, extra_env={"STRATA_SCANNER_SPEED": bad})
-            assert f"STRATA_SCANNER_SPEED={bad} is not a number of objects per second" in err, err
+        for name in ("STRATA_SCANNER_SPEED", "STRATA_DRAIN_SPEED"):
+            for bad in ("fast", "-5", "NaN"):
+                err = run_and_fail(srv, extra_env={name: bad})
+                assert f"{name}={bad} is not a number of objects per second" in err, err
     finally:
         srv.cleanup()
 

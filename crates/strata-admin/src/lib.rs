@@ -142,6 +142,21 @@ pub async fn serve(
                 }
             }
         }
+        (&http::Method::GET, "pool/status") => {
+            Ok(json_reply(StatusCode::OK, &serde_json::json!({ "pools": node.layer.pool_status().await })))
+        }
+        (&http::Method::POST, "pool/decommission" | "pool/cancel") => {
+            match param("pool").and_then(|p| p.parse::<usize>().ok()) {
+                None => Err(S3Error::new(S3ErrorCode::InvalidArgument, "pool must be a pool's number")),
+                Some(pool) => {
+                    let done = match op {
+                        "pool/decommission" => node.layer.start_drain(pool).await,
+                        _ => node.layer.cancel_drain(pool).await,
+                    };
+                    done.map(|d| json_reply(StatusCode::OK, &d)).map_err(Into::into)
+                }
+            }
+        }
         (&http::Method::POST, "heal/priority") => match param("value").and_then(HealPriority::parse) {
             Some(p) => {
                 node.layer.healer().set_priority(p);
@@ -199,6 +214,8 @@ fn action(op: &str) -> Option<&'static str> {
     match op {
         "speedtest" => Some("admin:Speedtest"),
         "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
+        "pool/status" => Some("admin:ServerInfo"),
+        "pool/decommission" | "pool/cancel" => Some("admin:Decommission"),
         "metrics/summary" | "notify/targets" => Some("admin:ServerInfo"),
         "logs/recent" => Some("admin:ConsoleLog"),
         _ => None,

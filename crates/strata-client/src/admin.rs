@@ -14,6 +14,9 @@ pub enum AdminCommand {
     /// Healing: progress, scans, priority.
     #[command(subcommand)]
     Heal(HealCommand),
+    /// Pools: their space and state; drain one onto the others (decommission), or stop a drain.
+    #[command(subcommand)]
+    Pool(PoolCommand),
     /// IAM users: add, remove, enable, disable, list, info.
     #[command(subcommand)]
     User(crate::admin_iam::UserCommand),
@@ -138,6 +141,31 @@ pub enum HealCommand {
     },
 }
 
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum PoolCommand {
+    /// Every pool's drives, space and state, and a drain's progress and ETA.
+    Status {
+        #[command(flatten)]
+        conn: AdminConn,
+        /// Print the raw JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move every object of a pool onto the other pools, so it can leave the drive list.
+    Decommission {
+        #[command(flatten)]
+        conn: AdminConn,
+        /// The pool's number, as `pool status` shows it (0 is the first on the command line).
+        pool: usize,
+    },
+    /// Stop a pool's drain: it takes new objects again (what moved stays moved).
+    Cancel {
+        #[command(flatten)]
+        conn: AdminConn,
+        pool: usize,
+    },
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct SpeedtestArgs {
     #[command(flatten)]
@@ -199,12 +227,71 @@ pub async fn main(cmd: AdminCommand) -> Result<()> {
             }
             Ok(())
         }
+        AdminCommand::Pool(PoolCommand::Status { conn, json }) => {
+            let status = conn.call(Method::GET, "pool/status", "").await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&status)?);
+            } else {
+                print_pool_status(&status);
+            }
+            Ok(())
+        }
+        AdminCommand::Pool(PoolCommand::Decommission { conn, pool }) => {
+            conn.call(Method::POST, "pool/decommission", &format!("pool={pool}")).await?;
+            println!("pool {pool} is draining; follow it with `strata admin pool status`");
+            Ok(())
+        }
+        AdminCommand::Pool(PoolCommand::Cancel { conn, pool }) => {
+            conn.call(Method::POST, "pool/cancel", &format!("pool={pool}")).await?;
+            println!("pool {pool} stopped draining and takes new objects again");
+            Ok(())
+        }
         AdminCommand::Heal(HealCommand::Priority { conn, value }) => {
             let enc =
                 percent_encoding::utf8_percent_encode(&value, percent_encoding::NON_ALPHANUMERIC).to_string();
             let status = conn.call(Method::POST, "heal/priority", &format!("value={enc}")).await?;
             println!("heal priority: {}", status["priority"].as_str().unwrap_or("?"));
             Ok(())
+        }
+    }
+}
+
+fn print_pool_status(s: &Value) {
+    let n = |v: &Value| v.as_u64().unwrap_or(0);
+    let gib = |v: &Value| n(v) as f64 / (1u64 << 30) as f64;
+    for p in s["pools"].as_array().into_iter().flatten() {
+        println!(
+            "pool {}: {} ({} sets, {} drives, {:.1} GiB free of {:.1} GiB)",
+            n(&p["pool"]),
+            p["state"].as_str().unwrap_or("?"),
+            n(&p["sets"]),
+            n(&p["drives"]),
+            gib(&p["free_bytes"]),
+            gib(&p["total_bytes"]),
+        );
+        let d = &p["drain"];
+        if d.is_null() {
+            continue;
+        }
+        let eta = match d["eta_seconds"].as_u64() {
+            Some(s) => format!("{s} s"),
+            None => "unknown".into(),
+        };
+        println!(
+            "  drain: {}, pass {}, {} of {} objects moved ({} versions, {} bytes), {} failed, ETA {eta}",
+            d["state"].as_str().unwrap_or("?"),
+            n(&d["pass"]),
+            n(&d["objects_moved"]),
+            n(&d["objects_total"]),
+            n(&d["versions_moved"]),
+            n(&d["bytes_moved"]),
+            n(&d["failed"]),
+        );
+        if n(&d["uploads_left"]) > 0 {
+            println!("  waiting for {} uploads to complete or be aborted", n(&d["uploads_left"]));
+        }
+        if let Some(e) = d["last_error"].as_str() {
+            println!("  last error: {e}");
         }
     }
 }

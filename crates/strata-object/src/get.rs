@@ -170,6 +170,18 @@ pub(crate) async fn open_version(
     healer: Option<&Arc<Healer>>,
 ) -> Result<OpenObject, ObjectError> {
     let _guard = set.locks.shared(hash).await?;
+    open_version_held(set, bucket, key, which, for_read, healer).await
+}
+
+/// [`open_version`] by a caller that holds the object's lock already (a move between pools).
+pub(crate) async fn open_version_held(
+    set: &ErasureSet,
+    bucket: &str,
+    key: &str,
+    which: VersionRef,
+    for_read: bool,
+    healer: Option<&Arc<Healer>>,
+) -> Result<OpenObject, ObjectError> {
     let reads = set.read_which(bucket, key, which, for_read).await;
     // Drives that answered (not offline): those without the current version need healing;
     // an offline drive cannot take it, so it does not queue work on every read.

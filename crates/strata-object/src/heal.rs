@@ -30,7 +30,7 @@ use crate::layer::ObjectLayer;
 use crate::put::{encode, write_shard_files, BlockReader, BodyReader};
 use crate::quorum::{normalized, same_version};
 use crate::set::{to_completion, ErasureSet};
-use crate::{ObjectStream, VersionRef};
+use crate::{ObjectStream, OpenObject, VersionRef};
 
 /// What healing one object did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -181,7 +181,7 @@ fn is_offline(read: &crate::set::RecordRead) -> bool {
 }
 
 /// Every version id any drive of the set holds for the object, newest first (by rank).
-async fn version_ids(set: &ErasureSet, bucket: &str, key: &str) -> Vec<Option<Uuid>> {
+pub(crate) async fn version_ids(set: &ErasureSet, bucket: &str, key: &str) -> Vec<Option<Uuid>> {
     let mut ids: std::collections::BTreeMap<Vec<u8>, Option<Uuid>> = Default::default();
     for d in set.drives.iter().flatten() {
         let mut query =
@@ -326,80 +326,14 @@ impl ObjectLayer {
             drives[p] = set.drives[p].clone();
         }
         let erasure = set.erasure_of(&version.erasure)?;
-        let dist = &version.erasure.distribution;
-        let size = version.size;
-        // Rebuilt in the record's blocks (a shard file's frames follow them).
-        let block_size = version.erasure.block_size as usize;
         // The ETag of an encrypted object (and of its parts) is the plaintext's MD5 or a digest
         // of its package tags, which a heal (never decrypting) does not compute; its frames were
         // verified as they were read. Only unencrypted objects are compared with their ETags.
         let etag_checked = version.sse.is_none();
         // Rebuild the targets' shards from a verified read of the object.
-        let (written, inline): (Vec<bool>, Option<Vec<Bytes>>) = match version.data {
-            // A delete marker is its record alone.
-            _ if version.delete_marker => (drives.iter().map(Option::is_some).collect(), None),
-            DataLocation::Inline(_) => {
-                let mut body = StreamBody(open.stream(0, size));
-                let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
-                let mut reader = hashing(reader, etag_checked);
-                let block = reader.next_block().await?;
-                let encoded = encode(erasure.clone(), reader.take_md5(), block).await?;
-                if etag_checked
-                    && encoded.md5.clone().map(|m| hex::encode(m.finalize())) != Some(version.etag.clone())
-                {
-                    return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
-                }
-                (drives.iter().map(Option::is_some).collect(), Some(encoded.inline_frames()))
-            }
-            DataLocation::File(id) => {
-                let mut body = StreamBody(open.stream(0, size));
-                let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
-                let mut reader = hashing(reader, etag_checked);
-                let first = reader.next_block().await?;
-                let (md5, written, temp) =
-                    write_shard_files(&drives, &mut reader, first, &erasure, dist, id, 1).await?;
-                // Cleaned by `abort_heal` on the paths that do not commit.
-                temp.disarm();
-                if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(version.etag.clone()) {
-                    join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
-                    return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
-                }
-                (written, None)
-            }
-            DataLocation::Multipart(_) => {
-                let mut written: Vec<bool> = drives.iter().map(Option::is_some).collect();
-                let mut offset = 0;
-                let open = Arc::new(open);
-                for part in &version.parts {
-                    let stream = open.stream_shared(offset, part.size, crate::get::Check::Hashes);
-                    offset += part.size;
-                    let mut body = StreamBody(stream);
-                    let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
-                    let mut reader = hashing(reader, etag_checked);
-                    let first = reader.next_block().await?;
-                    let (md5, ok, temp) =
-                        write_shard_files(&drives, &mut reader, first, &erasure, dist, part.data_id, 1)
-                            .await?;
-                    temp.disarm();
-                    // A part taken over from MinIO has no ETag of its own (MinIO keeps none once
-                    // an upload completes): its frames' hashes were checked as it was read.
-                    let known = !part.etag.is_empty();
-                    if etag_checked
-                        && known
-                        && md5.map(|m| hex::encode(m.finalize())) != Some(part.etag.clone())
-                    {
-                        return Err(ObjectError::Corrupt(format!(
-                            "rebuilt part {} does not match its ETag",
-                            part.number
-                        )));
-                    }
-                    for (w, ok) in written.iter_mut().zip(ok) {
-                        *w &= ok;
-                    }
-                }
-                (written, None)
-            }
-        };
+        let (written, inline) =
+            write_version_data(open, &version, erasure, &version.erasure.distribution, &drives, etag_checked)
+                .await?;
         // Commit under the lock, if the version is still the current one.
         let op = Uuid::new_v4();
         let guard = match set.locks.exclusive(hash).await {
@@ -541,4 +475,85 @@ fn hashing(reader: BlockReader<'_>, keep: bool) -> BlockReader<'_> {
     } else {
         reader.without_md5()
     }
+}
+
+/// Writes the data of `version`, read through `open` (every frame verified as it is read), as
+/// shards in the split `erasure` with the shard distribution `dist` onto `drives` (those that are
+/// `Some`), under the version's own data ids: what a heal writes onto the drives that lack it,
+/// and a move between pools onto every drive of the set it moves to. Answers per drive whether
+/// it holds the whole data, and for an inline version its frames. With `etag_checked`, data that
+/// does not match the version's ETag (or a part's) is an error.
+pub(crate) async fn write_version_data(
+    open: OpenObject,
+    version: &ObjectVersion,
+    erasure: Arc<strata_erasure::Erasure>,
+    dist: &[u8],
+    drives: &[Option<Arc<dyn Drive>>],
+    etag_checked: bool,
+) -> Result<(Vec<bool>, Option<Vec<Bytes>>), ObjectError> {
+    // Rebuilt in the record's blocks (a shard file's frames follow them).
+    let block_size = version.erasure.block_size as usize;
+    let size = version.size;
+    Ok(match version.data {
+        // A delete marker is its record alone.
+        _ if version.delete_marker => (drives.iter().map(Option::is_some).collect(), None),
+        DataLocation::Inline(_) => {
+            let mut body = StreamBody(open.stream(0, size));
+            let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+            let mut reader = hashing(reader, etag_checked);
+            let block = reader.next_block().await?;
+            let encoded = encode(erasure.clone(), reader.take_md5(), block).await?;
+            if etag_checked
+                && encoded.md5.clone().map(|m| hex::encode(m.finalize())) != Some(version.etag.clone())
+            {
+                return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
+            }
+            (drives.iter().map(Option::is_some).collect(), Some(encoded.inline_frames()))
+        }
+        DataLocation::File(id) => {
+            let mut body = StreamBody(open.stream(0, size));
+            let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+            let mut reader = hashing(reader, etag_checked);
+            let first = reader.next_block().await?;
+            let (md5, written, temp) =
+                write_shard_files(drives, &mut reader, first, &erasure, dist, id, 1).await?;
+            // Cleaned by `abort_heal` on the paths that do not commit.
+            temp.disarm();
+            if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(version.etag.clone()) {
+                join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
+                return Err(ObjectError::Corrupt("the rebuilt object does not match its ETag".into()));
+            }
+            (written, None)
+        }
+        DataLocation::Multipart(_) => {
+            let mut written: Vec<bool> = drives.iter().map(Option::is_some).collect();
+            let mut offset = 0;
+            let open = Arc::new(open);
+            for part in &version.parts {
+                let stream = open.stream_shared(offset, part.size, crate::get::Check::Hashes);
+                offset += part.size;
+                let mut body = StreamBody(stream);
+                let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
+                let mut reader = hashing(reader, etag_checked);
+                let first = reader.next_block().await?;
+                let (md5, ok, temp) =
+                    write_shard_files(drives, &mut reader, first, &erasure, dist, part.data_id, 1).await?;
+                temp.disarm();
+                // A part taken over from MinIO has no ETag of its own (MinIO keeps none once
+                // an upload completes): its frames' hashes were checked as it was read.
+                let known = !part.etag.is_empty();
+                if etag_checked && known && md5.map(|m| hex::encode(m.finalize())) != Some(part.etag.clone())
+                {
+                    return Err(ObjectError::Corrupt(format!(
+                        "rebuilt part {} does not match its ETag",
+                        part.number
+                    )));
+                }
+                for (w, ok) in written.iter_mut().zip(ok) {
+                    *w &= ok;
+                }
+            }
+            (written, None)
+        }
+    })
 }

@@ -236,14 +236,14 @@ impl Default for ScanConfig {
 
 /// Holds a walk to at most `speed` objects per second on average since it began: each object
 /// done waits until its turn. Shared by the pages of one scan.
-struct Pace {
+pub(crate) struct Pace {
     speed: Option<f64>,
     began: tokio::time::Instant,
     done: std::sync::atomic::AtomicU64,
 }
 
 impl Pace {
-    fn new(speed: Option<f64>) -> Self {
+    pub(crate) fn new(speed: Option<f64>) -> Self {
         Self {
             speed: speed.filter(|s| *s > 0.0),
             began: tokio::time::Instant::now(),
@@ -251,7 +251,7 @@ impl Pace {
         }
     }
 
-    async fn step(&self) {
+    pub(crate) async fn step(&self) {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(speed) = self.speed {
             tokio::time::sleep_until(self.began + Duration::from_secs_f64(done as f64 / speed)).await;

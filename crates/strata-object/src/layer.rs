@@ -40,6 +40,8 @@ pub struct ObjectLayer {
     pub(crate) locks: Locks,
     /// Each pool's free space, for placing new keys (see [`crate::pools`]).
     pub(crate) space: crate::pools::PoolSpace,
+    /// Pools that drain (or are drained) take no new keys (see [`crate::drain`]).
+    pub(crate) drains: crate::drain::Drains,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
@@ -179,6 +181,7 @@ impl ObjectLayer {
             pools,
             locks,
             space: Default::default(),
+            drains: Default::default(),
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),
             peers,

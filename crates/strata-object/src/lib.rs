@@ -32,6 +32,7 @@
 //! locks serialise commits and metadata reads of one key, so drives never disagree on order.
 
 pub mod checksum;
+mod drain;
 mod error;
 mod get;
 mod heal;
@@ -55,6 +56,7 @@ mod timed;
 pub mod usage;
 mod versions;
 
+pub use drain::{DrainState, DrainStatus, PoolView};
 pub use error::{BodyError, ObjectError};
 pub use get::{ObjectStream, OpenObject};
 pub use heal::{HealResult, StreamBody};

@@ -178,8 +178,10 @@ impl ObjectLayer {
     /// [`Self::key_set`]'s pool.
     pub(crate) async fn key_pool(&self, bucket: &str, key: &str) -> Result<usize, ObjectError> {
         match self.holding_pool(bucket, key).await? {
-            Some(p) => Ok(p),
-            None => Ok(self.new_key_pool(bucket, key).await),
+            // A draining pool takes no writes: the key's next version goes where a new key
+            // would, and is the newest (the drain moves the older ones after it).
+            Some(p) if !self.drains.is_draining(p) => Ok(p),
+            _ => Ok(self.new_key_pool(bucket, key).await),
         }
     }
 
@@ -242,7 +244,17 @@ impl ObjectLayer {
         if self.pools.len() == 1 {
             return 0;
         }
-        let free = self.pool_free_space().await;
+        let mut free = self.pool_free_space().await;
+        // Draining pools take nothing; with no measure yet, the others share evenly.
+        let active: Vec<bool> = (0..free.len()).map(|p| !self.drains.is_draining(p)).collect();
+        for (f, a) in free.iter_mut().zip(&active) {
+            if !a {
+                *f = 0;
+            }
+        }
+        if free.iter().all(|f| *f == 0) {
+            free = active.iter().map(|&a| u64::from(a)).collect();
+        }
         // Mixed again, so the pool pick does not follow the set pick of the same hash.
         let point = self.hash_of(bucket, key).rotate_left(29).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         weighted_pick(point, &free)

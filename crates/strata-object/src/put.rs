@@ -591,7 +591,7 @@ async fn commit_imported(
 
 /// Drive `pos`'s copy of a new version's record (with the shard index it holds) and, for an
 /// inline version, that shard's frame.
-fn drive_copy(
+pub(crate) fn drive_copy(
     version: &ObjectVersion,
     inline: Option<&Vec<Bytes>>,
     pos: usize,

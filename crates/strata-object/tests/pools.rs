@@ -271,3 +271,152 @@ async fn a_key_in_both_pools_reads_and_lists_its_newest_version() {
     assert_eq!(&seen[1..], &[(new, false), (old, false)]);
     assert!(seen[0].1, "the marker is the latest");
 }
+
+/// Every version of every key, as a versions listing shows them (info, is_latest).
+async fn all_versions(l: &ObjectLayer) -> Vec<(String, Option<Uuid>, u64, String, bool, bool)> {
+    let req = VersionsRequest { max_keys: 1000, ..Default::default() };
+    let page = l.list_object_versions("b", &req).await.expect("versions");
+    assert!(!page.truncated);
+    page.entries
+        .into_iter()
+        .map(|e| {
+            (e.info.key, e.info.version_id, e.info.mod_time, e.info.etag, e.info.delete_marker, e.is_latest)
+        })
+        .collect()
+}
+
+/// A drained pool hands every version of every key to the other pool, with its id, time, ETag,
+/// metadata and tags, in its place among the key's versions; a write to one of its
+/// keys while it drains goes to the other pool; once drained it holds nothing and takes no new
+/// keys; and what cannot be drained is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drained_pool_hands_every_version_to_the_other() {
+    let rig = Rig::new().await;
+    let only0 = rig.only(0, 0).await;
+    let mut sizes = BTreeMap::new();
+    for (i, size) in [0usize, 100, 200_000, 3 << 20].into_iter().enumerate() {
+        let key = format!("plain{i}");
+        let meta = BTreeMap::from([("colour".to_owned(), format!("c{i}"))]);
+        let opts = PutOptions { user_metadata: meta, ..Default::default() };
+        only0.put_object("b", &key, &mut body(&pattern(size, i as u64)), opts).await.expect("put");
+        sizes.insert(key, (size, i as u64));
+    }
+    // A multipart object of two parts.
+    let id = only0.create_multipart_upload("b", "mp", PutOptions::default()).await.expect("create");
+    let (p1, p2) = (pattern(5 << 20, 50), pattern(1 << 20, 51));
+    let e1 = only0.upload_part("b", "mp", id, 1, &mut body(&p1), None).await.expect("part 1").etag;
+    let e2 = only0.upload_part("b", "mp", id, 2, &mut body(&p2), None).await.expect("part 2").etag;
+    let parts = [
+        CompletePart { number: 1, etag: e1, checksums: BTreeMap::new() },
+        CompletePart { number: 2, etag: e2, checksums: BTreeMap::new() },
+    ];
+    only0
+        .complete_multipart_upload("b", "mp", id, &parts, CompleteOptions::default())
+        .await
+        .expect("complete");
+    // A versioned key: a null version, two versions (one tagged, one on legal hold), a marker.
+    put(&only0, "ver", &pattern(10, 60)).await;
+    rig.two.put_bucket_versioning("b", Versioning::Enabled).await.expect("versioning");
+    let only0 = rig.only(0, 0).await;
+    let tags = BTreeMap::from([("t".to_owned(), "1".to_owned())]);
+    let opts = PutOptions { tags: tags.clone(), ..Default::default() };
+    let v1 =
+        only0.put_object("b", "ver", &mut body(&pattern(300_000, 61)), opts).await.expect("v1").version_id;
+    let meta = BTreeMap::from([("kept".to_owned(), "yes".to_owned())]);
+    let opts = PutOptions { user_metadata: meta.clone(), ..Default::default() };
+    let v2 = only0.put_object("b", "ver", &mut body(&pattern(20, 62)), opts).await.expect("v2").version_id;
+    only0.delete_object("b", "ver").await.expect("marker");
+    let before = all_versions(&rig.two).await;
+    assert_eq!(before.len(), 4 + 1 + 4, "{before:?}");
+
+    // Refused: a pool that does not exist, and (later) the last pool taking new keys.
+    assert!(matches!(rig.two.start_drain(2).await, Err(ObjectError::InvalidArgument(_))));
+    let status = rig.two.start_drain(0).await.expect("drain");
+    assert!(matches!(rig.two.start_drain(0).await, Err(ObjectError::InvalidRequest(_))), "twice");
+    assert!(matches!(rig.two.start_drain(1).await, Err(ObjectError::InvalidRequest(_))), "the last pool");
+
+    // While it drains: a new version of one of its keys goes to the other pool.
+    let only1 = rig.only(1, 0).await;
+    let v3 = put(&rig.two, "plain1", &pattern(33, 63)).await;
+    assert!(holds(&only1, "plain1").await);
+    for i in 0..20 {
+        assert_eq!(
+            rig.two.new_key_pool("b", &format!("new{i}")).await,
+            1,
+            "a draining pool takes no new keys"
+        );
+    }
+
+    let done = rig.two.run_drain(status, None).await.expect("run");
+    assert_eq!(done.state, strata_object::DrainState::Complete, "{done:?}");
+    assert_eq!(done.objects_moved, 6, "{done:?}");
+    assert_eq!(done.versions_moved, 4 + 1 + 4, "{done:?}");
+    assert_eq!(done.failed, 0);
+    for key in sizes.keys().chain(["mp".to_owned(), "ver".to_owned()].iter()) {
+        assert!(!holds(&only0, key).await, "{key} left pool 0");
+        assert!(holds(&only1, key).await, "{key} is in pool 1");
+    }
+    let after = all_versions(&rig.two).await;
+    let mut expected = before.clone();
+    // plain1 has its new version on top.
+    let at = expected.iter().position(|v| v.0 == "plain1").expect("plain1");
+    expected[at].5 = false;
+    assert_eq!(after.len(), expected.len() + 1);
+    let newest = after.iter().find(|v| v.0 == "plain1" && v.5).expect("plain1 latest");
+    assert_eq!(newest.1, v3);
+    let without_new: Vec<_> = after.iter().filter(|v| !(v.0 == "plain1" && v.1 == v3)).cloned().collect();
+    assert_eq!(without_new, expected, "ids, times, ETags and order as before the move");
+
+    for (key, (size, seed)) in &sizes {
+        let which = if key == "plain1" { VersionRef::Id(None) } else { VersionRef::Current };
+        assert_eq!(read(&rig.two, key, which).await.expect("read"), pattern(*size, *seed), "{key}");
+        let info = rig.two.open_object_version("b", key, which, false).await.expect("head").info;
+        assert_eq!(info.user_metadata.get("colour"), Some(&format!("c{seed}")), "{key}");
+    }
+    assert_eq!(
+        read(&rig.two, "mp", VersionRef::Current).await.expect("mp"),
+        [p1.to_vec(), p2.to_vec()].concat()
+    );
+    let mp = rig.two.open_object("b", "mp", false).await.expect("mp head").info;
+    assert_eq!(mp.parts.len(), 2);
+    let v1_info = rig.two.open_object_version("b", "ver", VersionRef::Id(v1), false).await.expect("v1").info;
+    assert_eq!(v1_info.tags, tags);
+    assert_eq!(read(&rig.two, "ver", VersionRef::Id(v1)).await.expect("v1"), pattern(300_000, 61));
+    let v2_info = rig.two.open_object_version("b", "ver", VersionRef::Id(v2), false).await.expect("v2").info;
+    assert_eq!(v2_info.user_metadata, meta);
+    assert!(matches!(rig.two.open_object("b", "ver", false).await, Err(ObjectError::DeleteMarker { .. })));
+
+    // Drained: status says so, and the pool takes nothing.
+    let views = rig.two.pool_status().await;
+    assert_eq!(views[0].state, "drained");
+    assert_eq!(views[1].state, "active");
+    put(&rig.two, "after", &pattern(5, 70)).await;
+    assert!(holds(&only1, "after").await && !holds(&only0, "after").await);
+    assert!(matches!(rig.two.cancel_drain(0).await, Err(ObjectError::InvalidRequest(_))));
+}
+
+/// A drain cancelled half-way stops at once, the pool takes new keys again, and what moved
+/// stays readable; a drain started again finishes the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_drain_stops_and_a_new_one_finishes() {
+    let rig = Rig::new().await;
+    let only0 = rig.only(0, 0).await;
+    for i in 0..30 {
+        put(&only0, &format!("k{i:02}"), &pattern(1000, i)).await;
+    }
+    let status = rig.two.start_drain(0).await.expect("drain");
+    let cancelled = rig.two.cancel_drain(0).await.expect("cancel");
+    assert_eq!(cancelled.state, strata_object::DrainState::Cancelled);
+    let stopped = rig.two.run_drain(status, None).await.expect("run");
+    assert_eq!(stopped.state, strata_object::DrainState::Cancelled);
+    assert_eq!(stopped.objects_moved, 0, "the cancelled drain stopped before its first key: {stopped:?}");
+    assert_eq!(rig.two.pool_status().await[0].state, "cancelled");
+    let status = rig.two.start_drain(0).await.expect("again");
+    let done = rig.two.run_drain(status, None).await.expect("run");
+    assert_eq!(done.state, strata_object::DrainState::Complete);
+    for i in 0..30 {
+        let key = format!("k{i:02}");
+        assert_eq!(read(&rig.two, &key, VersionRef::Current).await.expect("read"), pattern(1000, i));
+        assert!(!holds(&only0, &key).await);
+    }
+}

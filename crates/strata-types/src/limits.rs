@@ -594,6 +594,15 @@ pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs
 /// (a million objects take about 70 minutes a pass). Scans asked for (`heal start`, a drive's
 /// return or replacement) are not held to it.
 pub const SCANNER_SPEED: f64 = 250.0;
+/// How often a pool drain saves its progress (its heartbeat): a restart resumes from the last
+/// save, moving at most this much again.
+pub const DRAIN_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long a pool drain's worker may go without saving before another node takes the drain
+/// over from its saved position (the worker's node was lost or stopped).
+pub const DRAIN_WORKER_SILENT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How often every node looks for drains to follow or resume, and how long a drain waits before
+/// another pass when the pool holds only uploads still open.
+pub const DRAIN_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long a measure of each pool's free space is used to place new keys before the drives are
 /// asked again: placement follows the fill within this, without a statfs per write.
 pub const POOL_SPACE_TTL: std::time::Duration = std::time::Duration::from_secs(10);

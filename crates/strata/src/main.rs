@@ -484,6 +484,16 @@ async fn server(args: ServerArgs) -> Result<()> {
     let (leader, distributed) = prepared.distributed.as_ref().map_or((true, false), |d| (d.leader, true));
     let scan_now = deployment.replaced_drives > 0 || (distributed && !deployment.first_start);
     layer.start_healing(if leader { scan_every } else { None }, scan_now);
+    let drain_speed = match std::env::var("STRATA_DRAIN_SPEED") {
+        Err(_) => None,
+        Ok(v) => match v.as_str() {
+            "off" | "0" => None,
+            _ => Some(v.parse::<f64>().ok().filter(|s| s.is_finite() && *s > 0.0).with_context(|| {
+                format!("STRATA_DRAIN_SPEED={v} is not a number of objects per second above 0 (or off)")
+            })?),
+        },
+    };
+    layer.start_drains(drain_speed);
     let check_every = match std::env::var("STRATA_DRIVE_CHECK_INTERVAL") {
         Ok(v) => strata_types::time::parse_duration(&v)
             .filter(|d| !d.is_zero())
