@@ -106,7 +106,7 @@ def test_a_pool_added_to_the_drive_list_takes_new_objects():
 
         # The drive list without the second pool is refused: its objects would be lost to reads.
         err = refused(srv, pool_args(srv, 1))
-        assert "different layout" in err, err
+        assert "pool 1 of the drives' records is not in the drive list, and it is not drained" in err, err
         # A third pool with a drive that is not there is refused, and nothing changes.
         os.rmdir(srv.dir / "p2" / "d3")
         (srv.dir / "p2" / "d3").write_text("not a folder")
@@ -221,5 +221,59 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
         assert "pool 0: drained" in text and "pool 1: active" in text, text
         log = srv.log.read_text()
         assert log.count("draining the pool") == 2, "started, then resumed after the restart"
+
+        # The drained pool leaves the drive list; pool 1 keeps its number, and every object reads.
+        srv.stop()
+        srv.drive_args = lambda: [str(srv.dir / "p1" / "d{1...4}")]
+        srv.start()
+        s3 = srv.client()
+        assert [(p["pool"], p["state"]) for p in pool_status(srv)] == [(1, "active")]
+        for i, key in enumerate(keys):
+            want = b"rewritten" if key == "k001" else body(i, 4096 if i % 3 else 200_000)
+            assert s3.get_object(Bucket="bkt", Key=key)["Body"].read() == want, key
+        assert s3.get_object(Bucket="locked", Key="held", VersionId=vids[0])["Body"].read() == body(900)
+        s3.put_object(Bucket="bkt", Key="alone", Body=b"one pool")
+        assert s3.get_object(Bucket="bkt", Key="alone")["Body"].read() == b"one pool"
     finally:
         srv.cleanup()
+
+
+def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
+    """After a pool is added to a deployment with data, `strata admin pool rebalance` moves
+    objects onto it until both hold about their share, and every object still reads."""
+    import time
+
+    srv = with_pools(Server(), 1)
+    for d in range(1, 5):
+        for p in range(2):
+            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
+    srv.start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="bkt")
+        for i in range(48):
+            s3.put_object(Bucket="bkt", Key=f"o{i:02}", Body=body(i))
+        srv.stop()
+        with_pools(srv, 2).start()
+        out = admin(srv, "pool", "rebalance")
+        assert "pool 0: holds 12582912 bytes, its share is 6291456 bytes" in out.stdout, out.stdout
+        wait = time.time() + 60
+        while (r := pool_status_full(srv)["rebalance"])["state"] != "complete":
+            assert r["state"] == "running" and time.time() < wait, r
+            time.sleep(0.2)
+        assert r["failed"] == 0 and r["objects_moved"] >= 20, r
+        # About half of the 12 MiB now lies in pool 1's folders (with parity: 4 drives, EC 2+2).
+        assert folder_bytes(srv.dir / "p1") > 10 * 2**20, folder_bytes(srv.dir / "p1")
+        for i in range(48):
+            assert s3.get_object(Bucket="bkt", Key=f"o{i:02}")["Body"].read() == body(i)
+        text = admin(srv, "pool", "status").stdout
+        assert "rebalance: complete" in text, text
+        out = admin(srv, "pool", "rebalance", "--stop", check=False)
+        assert out.returncode != 0 and "no rebalance is running" in out.stderr, out.stderr
+    finally:
+        srv.cleanup()
+
+
+def pool_status_full(srv):
+    import json
+    return json.loads(admin(srv, "pool", "status", "--json").stdout)

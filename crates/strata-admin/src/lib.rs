@@ -143,7 +143,16 @@ pub async fn serve(
             }
         }
         (&http::Method::GET, "pool/status") => {
-            Ok(json_reply(StatusCode::OK, &serde_json::json!({ "pools": node.layer.pool_status().await })))
+            let pools = node.layer.pool_status().await;
+            let rebalance = node.layer.rebalance_status().await;
+            Ok(json_reply(StatusCode::OK, &serde_json::json!({ "pools": pools, "rebalance": rebalance })))
+        }
+        (&http::Method::POST, "pool/rebalance") => {
+            let done = match param("stop") {
+                Some("true" | "1") => node.layer.stop_rebalance().await,
+                _ => node.layer.start_rebalance().await,
+            };
+            done.map(|r| json_reply(StatusCode::OK, &r)).map_err(Into::into)
         }
         (&http::Method::POST, "pool/decommission" | "pool/cancel") => {
             match param("pool").and_then(|p| p.parse::<usize>().ok()) {
@@ -216,6 +225,7 @@ fn action(op: &str) -> Option<&'static str> {
         "heal/status" | "heal/start" | "heal/priority" => Some("admin:Heal"),
         "pool/status" => Some("admin:ServerInfo"),
         "pool/decommission" | "pool/cancel" => Some("admin:Decommission"),
+        "pool/rebalance" => Some("admin:Rebalance"),
         "metrics/summary" | "notify/targets" => Some("admin:ServerInfo"),
         "logs/recent" => Some("admin:ConsoleLog"),
         _ => None,

@@ -164,6 +164,15 @@ pub enum PoolCommand {
         conn: AdminConn,
         pool: usize,
     },
+    /// Move objects from the pools holding more than their share of the data (in proportion to
+    /// capacity) onto the others: after a pool is added.
+    Rebalance {
+        #[command(flatten)]
+        conn: AdminConn,
+        /// Stop the running rebalance instead (what moved stays moved).
+        #[arg(long)]
+        stop: bool,
+    },
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -241,6 +250,23 @@ pub async fn main(cmd: AdminCommand) -> Result<()> {
             println!("pool {pool} is draining; follow it with `strata admin pool status`");
             Ok(())
         }
+        AdminCommand::Pool(PoolCommand::Rebalance { conn, stop }) => {
+            let plan = conn.call(Method::POST, "pool/rebalance", &format!("stop={stop}")).await?;
+            if stop {
+                println!("the rebalance stopped");
+            } else {
+                for p in plan["pools"].as_array().into_iter().flatten() {
+                    println!(
+                        "pool {}: holds {} bytes, its share is {} bytes",
+                        p["pool"].as_u64().unwrap_or(0),
+                        p["stored_bytes"].as_u64().unwrap_or(0),
+                        p["target_bytes"].as_u64().unwrap_or(0)
+                    );
+                }
+                println!("rebalancing; follow it with `strata admin pool status`");
+            }
+            Ok(())
+        }
         AdminCommand::Pool(PoolCommand::Cancel { conn, pool }) => {
             conn.call(Method::POST, "pool/cancel", &format!("pool={pool}")).await?;
             println!("pool {pool} stopped draining and takes new objects again");
@@ -291,6 +317,29 @@ fn print_pool_status(s: &Value) {
             println!("  waiting for {} uploads to complete or be aborted", n(&d["uploads_left"]));
         }
         if let Some(e) = d["last_error"].as_str() {
+            println!("  last error: {e}");
+        }
+    }
+    let r = &s["rebalance"];
+    if !r.is_null() {
+        println!(
+            "rebalance: {}, {} objects moved ({} bytes), {} failed",
+            r["state"].as_str().unwrap_or("?"),
+            n(&r["objects_moved"]),
+            n(&r["bytes_moved"]),
+            n(&r["failed"])
+        );
+        for p in r["pools"].as_array().into_iter().flatten() {
+            println!(
+                "  pool {}: held {} bytes, share {} bytes, {} moved out, {} moved in",
+                n(&p["pool"]),
+                n(&p["stored_bytes"]),
+                n(&p["target_bytes"]),
+                n(&p["moved_out_bytes"]),
+                n(&p["moved_in_bytes"])
+            );
+        }
+        if let Some(e) = r["last_error"].as_str() {
             println!("  last error: {e}");
         }
     }

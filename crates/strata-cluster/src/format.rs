@@ -25,6 +25,10 @@ pub struct Format {
     /// the record when Strata's own, so records written before it are unchanged).
     #[serde(default, skip_serializing_if = "Placement::is_strata")]
     pub placement: Placement,
+    /// Pools (indexes into `pools`) drained empty (`strata admin pool decommission`): they may
+    /// leave the drive list. Left out of the record while empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired: Vec<usize>,
 }
 
 impl Format {
@@ -68,6 +72,9 @@ pub struct FormatPlan {
     /// How many pools the drives' records named before this start: pools from this one on are
     /// being added (blank, and not drives replaced within a pool).
     pub known_pools: usize,
+    /// Per pool of the drive list: its number in the records (its index in `Format::pools`),
+    /// which stays its name when a drained pool before it leaves the list.
+    pub pool_numbers: Vec<usize>,
 }
 
 /// Why the drives cannot be used; `usize` fields are endpoint indexes.
@@ -88,6 +95,11 @@ pub enum FormatError {
          of it are not blank and online: a pool is added with every drive empty and reachable"
     )]
     PoolNotBlank { pool: usize, drives: Vec<usize> },
+    #[error(
+        "pool {pool} of the drives' records is not in the drive list, and it is not drained: drain it \
+         first (strata admin pool decommission {pool}), or list it again"
+    )]
+    PoolRemoved { pool: usize },
     #[error("only {agreeing} of {total} drives agree on a format; need {needed}")]
     NoQuorum { agreeing: usize, total: usize, needed: usize },
 }
@@ -152,11 +164,19 @@ pub fn resolve(
                     drive_id: pools[p][s][pos],
                     pools: pools.clone(),
                     placement: Placement::Strata,
+                    retired: Vec::new(),
                 })
             })
             .collect();
         let known_pools = want_shape.len();
-        return Ok(FormatPlan { deployment_id, placement: Placement::Strata, actions, known_pools });
+        let pool_numbers = (0..want_shape.len()).collect();
+        return Ok(FormatPlan {
+            deployment_id,
+            placement: Placement::Strata,
+            actions,
+            known_pools,
+            pool_numbers,
+        });
     }
     // The reference: the (deployment, layout) most drives hold.
     let mut candidates: Vec<(&Format, usize)> = Vec::new();
@@ -173,10 +193,62 @@ pub fn resolve(
         .max_by_key(|(_, n)| *n)
         .map(|(f, _)| (*f).clone())
         .ok_or(FormatError::NoQuorum { agreeing: 0, total: found.len(), needed: 1 })?;
-    // Pools added after the last pool of the record: its drives must all be online and blank.
-    let known = reference.pools.len();
+    // A pool is retired once any drive's record says so (written only after its drain ended).
+    let mut retired: Vec<usize> = (parsed.iter().flatten())
+        .filter(|f| f.deployment_id == reference.deployment_id)
+        .flat_map(|f| f.retired.iter().copied())
+        .filter(|&p| p < reference.pools.len())
+        .collect();
+    retired.sort_unstable();
+    retired.dedup();
+    reference.retired = retired;
+    // Which recorded pool each listed pool is: every recorded pool in order, or every one but
+    // the retired (drained) ones; listed pools past those are being added.
+    let recorded = reference.pools.len();
+    let every: Vec<usize> = (0..recorded).collect();
+    let kept: Vec<usize> = every.iter().copied().filter(|p| !reference.retired.contains(p)).collect();
+    let recorded_shape = shape(&reference.pools);
+    let shape_fits = |mapping: &[usize]| {
+        want_shape.len() >= mapping.len()
+            && mapping.iter().enumerate().all(|(i, &q)| recorded_shape[q] == want_shape[i])
+    };
+    // Whether the drives' own ids agree with a mapping (to tell the two apart when both fit).
+    let ids_fit = |mapping: &[usize]| {
+        (0..found.len()).all(|j| {
+            let (p, s, pos) = slots[j];
+            match (&parsed[j], mapping.get(p)) {
+                (Some(f), Some(&q)) if f.deployment_id == reference.deployment_id => {
+                    reference.pools[q][s][pos] == f.drive_id
+                }
+                _ => true,
+            }
+        })
+    };
+    let without_retired = kept.len() < recorded && shape_fits(&kept);
+    let mapping = if shape_fits(&every) && (ids_fit(&every) || !(without_retired && ids_fit(&kept))) {
+        every
+    } else if without_retired {
+        kept
+    } else if want_shape.len() < recorded {
+        // A recorded pool is missing from the list: the first not drained is named.
+        let listed: Vec<Uuid> =
+            (0..found.len()).filter_map(|j| parsed[j].as_ref().map(|f| f.drive_id)).collect();
+        let missing = (0..recorded)
+            .filter(|q| !reference.retired.contains(q))
+            .find(|&q| !reference.pools[q].iter().flatten().any(|id| listed.contains(id)));
+        return Err(match missing {
+            Some(pool) => FormatError::PoolRemoved { pool },
+            None => FormatError::LayoutChanged(0),
+        });
+    } else {
+        let first = (0..found.len()).find(|&j| parsed[j].is_some()).unwrap_or(0);
+        return Err(FormatError::LayoutChanged(first));
+    };
+    // Pools added after the recorded ones: their drives must all be online and blank.
+    let known = mapping.len();
     let mut needed = found.len().div_ceil(2);
-    if want_shape.len() > known && shape(&reference.pools) == want_shape[..known] {
+    let mut numbers = mapping.clone();
+    if want_shape.len() > known {
         let added: Vec<usize> = (0..found.len()).filter(|&i| slots[i].0 >= known).collect();
         let not_blank: Vec<usize> =
             added.iter().copied().filter(|&i| !matches!(found[i], DriveState::Blank)).collect();
@@ -185,28 +257,31 @@ pub fn resolve(
         }
         // Only the drives of the pools there before vote on the record.
         needed = (found.len() - added.len()).div_ceil(2);
-        for (p, sets) in want_shape.iter().enumerate().skip(known) {
+        for sets in &want_shape[known..] {
+            let p = reference.pools.len();
             let pool = (sets.iter().enumerate())
                 .map(|(s, &n)| (0..n).map(|pos| added_drive_id(reference.deployment_id, p, s, pos)).collect())
                 .collect();
             reference.pools.push(pool);
+            numbers.push(p);
         }
     }
+    let recorded_slot = |j: usize| {
+        let (p, s, pos) = slots[j];
+        (numbers[p], s, pos)
+    };
     for (i, f) in parsed.iter().enumerate() {
         let Some(f) = f else { continue };
         if f.deployment_id != reference.deployment_id {
             return Err(FormatError::ForeignDrive(i, f.deployment_id));
         }
-        // A record of the layout before pools were added is brought up to date below.
-        let earlier = f.pools.len() < reference.pools.len() && reference.pools.starts_with(&f.pools);
-        if (f.pools != reference.pools && !earlier)
-            || f.placement != reference.placement
-            || shape(&reference.pools) != want_shape
-        {
+        // A record from before pools were added is brought up to date below.
+        let earlier = f.pools.len() <= reference.pools.len() && reference.pools.starts_with(&f.pools);
+        if !earlier || f.placement != reference.placement {
             return Err(FormatError::LayoutChanged(i));
         }
-        let (p, s, pos) = slots[i];
-        if reference.pools[p][s][pos] != f.drive_id {
+        let (q, s, pos) = recorded_slot(i);
+        if reference.pools[q][s][pos] != f.drive_id {
             return Err(FormatError::WrongSlot { index: i, drive_id: f.drive_id });
         }
     }
@@ -215,17 +290,19 @@ pub fn resolve(
     if agreeing < needed {
         return Err(FormatError::NoQuorum { agreeing, total: found.len(), needed });
     }
-    let actions = found
-        .iter()
-        .zip(parsed)
-        .zip(&slots)
-        .map(|((state, f), &(p, s, pos))| match (state, f) {
-            (_, Some(f)) if f.pools == reference.pools => DriveAction::Use(f),
-            (_, Some(f)) => DriveAction::Write(Format { drive_id: f.drive_id, ..reference.clone() }),
-            (DriveState::Blank, None) => {
-                DriveAction::Write(Format { drive_id: reference.pools[p][s][pos], ..reference.clone() })
+    let actions = (0..found.len())
+        .map(|j| {
+            let (q, s, pos) = recorded_slot(j);
+            match (&found[j], &parsed[j]) {
+                (_, Some(f)) if f.pools == reference.pools && f.retired == reference.retired => {
+                    DriveAction::Use(f.clone())
+                }
+                (_, Some(f)) => DriveAction::Write(Format { drive_id: f.drive_id, ..reference.clone() }),
+                (DriveState::Blank, None) => {
+                    DriveAction::Write(Format { drive_id: reference.pools[q][s][pos], ..reference.clone() })
+                }
+                _ => DriveAction::Offline,
             }
-            _ => DriveAction::Offline,
         })
         .collect();
     Ok(FormatPlan {
@@ -233,6 +310,7 @@ pub fn resolve(
         placement: reference.placement,
         actions,
         known_pools: known,
+        pool_numbers: numbers,
     })
 }
 
@@ -389,7 +467,45 @@ mod tests {
         ));
 
         // Going back to the shorter list leaves out a pool the records name.
-        assert!(matches!(resolve(&one, &formatted(&grown)[..4], ids()), Err(FormatError::LayoutChanged(_))));
+        assert_eq!(resolve(&one, &formatted(&grown)[..4], ids()), Err(FormatError::PoolRemoved { pool: 1 }));
+    }
+
+    #[test]
+    fn a_drained_pool_may_leave_the_drive_list_and_the_others_keep_their_numbers() {
+        let two = [plan(4, None).expect("layout"), plan(4, None).expect("layout")];
+        let first = resolve(&two, &vec![DriveState::Blank; 8], ids()).expect("format");
+        let one = [plan(4, None).expect("layout")];
+        // Pool 0 not drained: leaving it out is refused, naming it.
+        let states = formatted(&first)[4..].to_vec();
+        assert_eq!(resolve(&one, &states, ids()), Err(FormatError::PoolRemoved { pool: 0 }));
+        // Pool 0 drained (marked on two drives only: any drive's mark counts).
+        let mut states = formatted(&first);
+        for s in states.iter_mut().take(2) {
+            let DriveState::Formatted(bytes) = s else { panic!() };
+            let mut f = Format::from_json(bytes).expect("record");
+            f.retired = vec![0];
+            *s = DriveState::Formatted(f.to_json());
+        }
+        // Still listed: every drive is given the mark; the numbers are the records'.
+        let listed = resolve(&two, &states, ids()).expect("still listed");
+        assert_eq!(listed.pool_numbers, vec![0, 1]);
+        assert!(listed.actions.iter().all(|a| match a {
+            DriveAction::Use(f) | DriveAction::Write(f) => f.retired == vec![0],
+            DriveAction::Offline => false,
+        }));
+        // Left out: pool 1 keeps its number and its drives' ids.
+        let without = resolve(&one, &formatted(&listed)[4..], ids()).expect("pool 0 left the list");
+        assert_eq!(without.pool_numbers, vec![1]);
+        assert_eq!(without.known_pools, 1);
+        assert!(without.actions.iter().all(|a| matches!(a, DriveAction::Use(_))));
+        // And a pool added after that gets the next number.
+        let mut states = formatted(&listed)[4..].to_vec();
+        states.extend(vec![DriveState::Blank; 4]);
+        let grown = resolve(&two, &states, ids()).expect("a pool added");
+        assert_eq!(grown.pool_numbers, vec![1, 2]);
+        let DriveAction::Write(f) = &grown.actions[4] else { panic!("the new drive is formatted") };
+        assert_eq!(f.pools.len(), 3);
+        assert_eq!(f.retired, vec![0]);
     }
 
     fn rand_like() -> u128 {

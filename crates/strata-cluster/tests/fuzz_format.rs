@@ -16,6 +16,7 @@ fn fuzz_format_records() {
         drive_id: drives[i],
         pools: vec![vec![drives.clone()]],
         placement: Default::default(),
+        retired: Vec::new(),
     };
     let good: Vec<Vec<u8>> = (0..4).map(|i| format(i).to_json()).collect();
     strata_types::fuzz::run("format record", &[&good[0], &good[1]], |bytes| {

@@ -89,6 +89,9 @@ pub struct DrainStatus {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct PoolsDoc {
     pub drains: Vec<DrainStatus>,
+    /// The last rebalance (see [`crate::rebalance`]).
+    #[serde(default)]
+    pub rebalance: Option<crate::rebalance::RebalanceStatus>,
 }
 
 impl PoolsDoc {
@@ -124,6 +127,8 @@ pub(crate) struct Drains {
     /// Drains cancelled through this node (by their start time): a worker here stops before its
     /// next key; one on another node stops at its next save.
     cancelled: std::sync::Mutex<BTreeSet<u64>>,
+    /// Rebalances stopped through this node (by their start time), as `cancelled`.
+    pub(crate) stopped: std::sync::Mutex<BTreeSet<u64>>,
     /// A drain asked for or cancelled here: the worker looks at once.
     pub wake: tokio::sync::Notify,
 }
@@ -151,7 +156,13 @@ impl ObjectLayer {
     /// Moves every version of `key` that pool `from` holds to another pool (see the module
     /// documentation). The target is the pool already holding the key's other versions, or the
     /// pool a new key goes to.
-    pub(crate) async fn move_key(&self, bucket: &str, key: &str, from: usize) -> Result<Moved, ObjectError> {
+    pub(crate) async fn move_key(
+        &self,
+        bucket: &str,
+        key: &str,
+        from: usize,
+        to: Option<usize>,
+    ) -> Result<Moved, ObjectError> {
         let hash = self.hash_of(bucket, key);
         let guard = self.locks.exclusive(hash).await?;
         let src = self.set_in(from, bucket, key);
@@ -159,7 +170,7 @@ impl ObjectLayer {
         if ids.is_empty() {
             return Ok(Moved::default());
         }
-        let to = self.move_target(from, bucket, key).await?;
+        let to = self.move_target(from, bucket, key, to).await?;
         let dst = self.set_in(to, bucket, key);
         let mut guards = guard.split(ids.len() * 2).into_iter();
         let mut moved = Moved::default();
@@ -185,17 +196,55 @@ impl ObjectLayer {
         Ok(moved)
     }
 
-    /// The pool a key of draining pool `from` moves to: the newest active pool holding its
-    /// other versions, or the pool a new key goes to.
-    async fn move_target(&self, from: usize, bucket: &str, key: &str) -> Result<usize, ObjectError> {
+    /// The pool a key of pool `from` moves to: the newest active pool holding its other
+    /// versions, or `to` when given, or the pool a new key goes to.
+    async fn move_target(
+        &self,
+        from: usize,
+        bucket: &str,
+        key: &str,
+        to: Option<usize>,
+    ) -> Result<usize, ObjectError> {
         let holders = self.other_holders(from, bucket, key).await?;
         if let Some(&p) = holders.iter().find(|&&p| !self.drains.is_draining(p)) {
             return Ok(p);
         }
-        let to = self.new_key_pool(bucket, key).await;
+        let to = match to {
+            Some(to) => to,
+            None => self.new_key_pool(bucket, key).await,
+        };
         match to == from || self.drains.is_draining(to) {
             true => Err(ObjectError::InvalidRequest("no pool is left to move objects to".into())),
             false => Ok(to),
+        }
+    }
+
+    /// The index among this layer's pools of the pool numbered `number` in the records.
+    pub(crate) fn pool_index(&self, number: usize) -> Result<usize, ObjectError> {
+        self.pool_numbers.iter().position(|&n| n == number).ok_or_else(|| {
+            let numbers: Vec<String> = self.pool_numbers.iter().map(usize::to_string).collect();
+            ObjectError::InvalidArgument(format!(
+                "there is no pool {number}: the deployment's pools are {}",
+                numbers.join(", ")
+            ))
+        })
+    }
+
+    /// Marks pool `number` drained in every reachable drive's format record, so a start without
+    /// it in the drive list is accepted (see `strata_cluster::format::resolve`). A drive that
+    /// misses it now is brought up to date at a start, from the others.
+    async fn retire(&self, number: usize) {
+        for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
+            let Ok(Some(bytes)) = d.read_format().await else { continue };
+            let Ok(mut format) = strata_cluster::format::Format::from_json(&bytes) else { continue };
+            if format.retired.contains(&number) {
+                continue;
+            }
+            format.retired.push(number);
+            format.retired.sort_unstable();
+            if let Err(e) = d.write_format(format.to_json()).await {
+                tracing::warn!(drive = d.endpoint(), error = %e, "cannot mark the drained pool in the drive's format record");
+            }
         }
     }
 
@@ -203,7 +252,8 @@ impl ObjectLayer {
     pub async fn pool_status(&self) -> Vec<PoolView> {
         let doc = self.load_pools().await;
         let mut out = Vec::new();
-        for (pool, sets) in self.pools.iter().enumerate() {
+        for (index, sets) in self.pools.iter().enumerate() {
+            let pool = self.pool_numbers[index];
             let drives: Vec<_> = sets.iter().flat_map(|s| s.drives.iter().flatten()).collect();
             let infos = join_all(drives.iter().map(|d| d.disk_info())).await;
             let (total_bytes, free_bytes) =
@@ -233,13 +283,14 @@ impl ObjectLayer {
     /// the last pool taking new keys, and when the other active pools have less free space than
     /// the pool uses.
     pub async fn start_drain(&self, pool: usize) -> Result<DrainStatus, ObjectError> {
-        if pool >= self.pools.len() {
-            return Err(ObjectError::InvalidArgument(format!(
-                "there is no pool {pool}: the deployment has pools 0 to {}",
-                self.pools.len() - 1
-            )));
-        }
+        let index = self.pool_index(pool)?;
         let mut doc = self.load_pools().await;
+        if doc.rebalance.as_ref().is_some_and(|r| r.state == crate::rebalance::RebalanceState::Running) {
+            return Err(ObjectError::InvalidRequest(
+                "a rebalance is running: stop it (strata admin pool rebalance --stop) before draining a pool"
+                    .into(),
+            ));
+        }
         if let Some(d) = doc.of(pool).filter(|d| d.state != DrainState::Cancelled) {
             let what = if d.state == DrainState::Draining { "is draining" } else { "is drained" };
             return Err(ObjectError::InvalidRequest(format!("pool {pool} {what} already")));
@@ -256,7 +307,7 @@ impl ObjectLayer {
         }
         // What the pool holds, with the other pools' parity on top (at most twice the data):
         // counted from its records, since pools may share a file system.
-        let used = self.pool_stored_bytes(pool).await?.saturating_mul(2);
+        let used = self.pool_stored_bytes(index).await?.saturating_mul(2);
         let room: u64 = others.iter().map(|v| v.free_bytes).sum();
         if used > room {
             return Err(ObjectError::InvalidRequest(format!(
@@ -305,9 +356,17 @@ impl ObjectLayer {
         }
         let layer = self.clone();
         tokio::spawn(async move {
+            // Drained pools whose records this process has marked (once each: a crash between
+            // the end of a drain and its marking is made good here).
+            let mut marked = BTreeSet::new();
             loop {
                 let doc = layer.load_pools().await;
                 layer.apply_pools(&doc);
+                for d in doc.drains.iter().filter(|d| d.state == DrainState::Complete) {
+                    if marked.insert(d.pool) {
+                        layer.retire(d.pool).await;
+                    }
+                }
                 let now = strata_types::time::now_nanos();
                 let orphaned = doc.drains.iter().find(|d| {
                     d.state == DrainState::Draining
@@ -317,6 +376,16 @@ impl ObjectLayer {
                 if let Some(d) = orphaned.cloned() {
                     if let Err(e) = layer.run_drain(d, speed).await {
                         tracing::warn!(error = %e, "the pool drain stopped; it resumes shortly");
+                    }
+                }
+                let rebalance = doc.rebalance.as_ref().filter(|r| {
+                    r.state == crate::rebalance::RebalanceState::Running
+                        && (r.worker == layer.state_name
+                            || now.saturating_sub(r.updated) > WORKER_SILENT.as_nanos() as u64)
+                });
+                if let Some(r) = rebalance.cloned() {
+                    if let Err(e) = layer.run_rebalance(r, speed).await {
+                        tracing::warn!(error = %e, "the rebalance stopped; it resumes shortly");
                     }
                 }
                 tokio::select! {
@@ -333,9 +402,10 @@ impl ObjectLayer {
         mut d: DrainStatus,
         speed: Option<f64>,
     ) -> Result<DrainStatus, ObjectError> {
-        let pool = d.pool;
+        let number = d.pool;
+        let pool = self.pool_index(number)?;
         d.worker = self.state_name.clone();
-        tracing::info!(pool, pass = d.pass, bucket = %d.bucket, key = %d.key, "draining the pool");
+        tracing::info!(pool = number, pass = d.pass, bucket = %d.bucket, key = %d.key, "draining the pool");
         let pace = crate::healer::Pace::new(speed);
         loop {
             if d.pass == 0 || (d.bucket.is_empty() && d.key.is_empty() && d.objects_total == 0) {
@@ -362,7 +432,7 @@ impl ObjectLayer {
                         }
                         pace.step().await;
                         found += 1;
-                        match self.move_key(&bucket, &key, pool).await {
+                        match self.move_key(&bucket, &key, pool, None).await {
                             Ok(m) if m.versions > 0 => {
                                 d.objects_moved += 1;
                                 d.versions_moved += m.versions;
@@ -393,7 +463,7 @@ impl ObjectLayer {
             if clean {
                 d.state = DrainState::Complete;
                 d.eta_seconds = Some(0);
-                tracing::info!(pool, moved = d.objects_moved, "the pool is drained");
+                tracing::info!(pool = number, moved = d.objects_moved, "the pool is drained");
             } else {
                 // Another pass: writes that landed meanwhile, failures, uploads still open.
                 d.pass += 1;
@@ -404,7 +474,11 @@ impl ObjectLayer {
                     tokio::time::sleep(strata_types::limits::DRAIN_CHECK_INTERVAL).await;
                 }
             }
-            if !self.save_progress(&mut d).await? || clean {
+            if !self.save_progress(&mut d).await? {
+                return Ok(d);
+            }
+            if clean {
+                self.retire(number).await;
                 return Ok(d);
             }
         }
@@ -426,13 +500,13 @@ impl ObjectLayer {
         Ok(true)
     }
 
-    fn bucket_names(&self) -> Result<Vec<String>, ObjectError> {
+    pub(crate) fn bucket_names(&self) -> Result<Vec<String>, ObjectError> {
         Ok(self.list_buckets()?.into_iter().map(|b| b.name).collect())
     }
 
     /// Up to `limit` keys after `after` that any drive of pool `pool` lists in `bucket` (a key
     /// only one drive still lists is moved too, or found dangling and left to the heal).
-    async fn pool_keys(
+    pub(crate) async fn pool_keys(
         &self,
         pool: usize,
         bucket: &str,
@@ -474,7 +548,7 @@ impl ObjectLayer {
     /// The bytes of every version pool `pool` holds (as stored: sealed sizes), from one
     /// answering drive of each set: an estimate for the space check (a drive that missed a
     /// write lists less), read without waiting on the drives' data.
-    async fn pool_stored_bytes(&self, pool: usize) -> Result<u64, ObjectError> {
+    pub(crate) async fn pool_stored_bytes(&self, pool: usize) -> Result<u64, ObjectError> {
         let mut total = 0;
         for bucket in self.bucket_names()? {
             for set in &self.pools[pool] {
@@ -523,7 +597,7 @@ impl ObjectLayer {
     }
 
     /// The drains as the drives of the pools that do not drain hold them (the newest copy).
-    async fn load_pools(&self) -> PoolsDoc {
+    pub(crate) async fn load_pools(&self) -> PoolsDoc {
         let mut newest: Option<(u64, PoolsDoc)> = None;
         for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
             let Ok(Some(bytes)) = d.read_state(STATE_NAME).await else { continue };
@@ -537,7 +611,7 @@ impl ObjectLayer {
     }
 
     /// Saves the drains on a few drives of every pool (a drained pool's copies go with it).
-    async fn save_pools(&self, doc: &PoolsDoc) -> Result<(), ObjectError> {
+    pub(crate) async fn save_pools(&self, doc: &PoolsDoc) -> Result<(), ObjectError> {
         let bytes = serde_json::to_vec(doc).map_err(|e| ObjectError::Corrupt(e.to_string()))?;
         let drives: Vec<_> = self
             .pools
@@ -556,7 +630,8 @@ impl ObjectLayer {
     fn apply_pools(&self, doc: &PoolsDoc) {
         let draining = (0..self.pools.len())
             .filter(|&p| {
-                doc.of(p).is_some_and(|d| matches!(d.state, DrainState::Draining | DrainState::Complete))
+                let drain = doc.of(self.pool_numbers[p]);
+                drain.is_some_and(|d| matches!(d.state, DrainState::Draining | DrainState::Complete))
             })
             .collect();
         self.drains.set(draining);

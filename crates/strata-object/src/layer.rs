@@ -42,6 +42,8 @@ pub struct ObjectLayer {
     pub(crate) space: crate::pools::PoolSpace,
     /// Pools that drain (or are drained) take no new keys (see [`crate::drain`]).
     pub(crate) drains: crate::drain::Drains,
+    /// Per pool: its number in the format records ([`LayerOptions::pool_numbers`]).
+    pub(crate) pool_numbers: Vec<usize>,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
@@ -65,6 +67,9 @@ pub struct LayerOptions {
     /// Pools from this one on are being added at this start: their drives are blank, so they
     /// do not vote on which buckets exist, and are given the buckets the others hold.
     pub added_pools_from: Option<usize>,
+    /// Each pool's number in the drives' format records (its name for operators, which stays
+    /// when a drained pool before it leaves the drive list); empty: 0, 1, 2, ...
+    pub pool_numbers: Vec<usize>,
 }
 
 impl Default for LayerOptions {
@@ -74,6 +79,7 @@ impl Default for LayerOptions {
             clock: Arc::new(strata_types::time::SystemClock),
             placement: placement::Placement::Strata,
             added_pools_from: None,
+            pool_numbers: Vec::new(),
         }
     }
 }
@@ -152,6 +158,7 @@ impl ObjectLayer {
         options: LayerOptions,
     ) -> Result<Self, ObjectError> {
         let timeout = options.drive_op_timeout;
+        let pool_count = pools.len();
         let mut pools = pools
             .into_iter()
             .map(|sets| {
@@ -182,6 +189,10 @@ impl ObjectLayer {
             locks,
             space: Default::default(),
             drains: Default::default(),
+            pool_numbers: match options.pool_numbers.len() == pool_count {
+                true => options.pool_numbers.clone(),
+                false => (0..pool_count).collect(),
+            },
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),
             peers,

@@ -47,6 +47,7 @@ mod multipart;
 mod pools;
 mod put;
 mod quorum;
+mod rebalance;
 mod retention;
 mod set;
 pub mod sim;
@@ -74,6 +75,7 @@ pub use list::{ListPage, ListRequest};
 pub use lock::{Lease, LockGuard, LockTable, Locker};
 pub use multipart::{CompleteOptions, CompletePart, UploadsPage};
 pub use put::{BodyReader, BytesBody, PutOptions, WriteCondition, SEALED_BLOCK_SIZE};
+pub use rebalance::{PoolShare, RebalanceState, RebalanceStatus};
 pub use sse::{open_part_checksums, SsePut};
 pub use strata_drive::{upload_position, DiskInfo};
 pub use strata_meta::{

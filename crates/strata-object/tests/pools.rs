@@ -420,3 +420,54 @@ async fn a_cancelled_drain_stops_and_a_new_one_finishes() {
         assert!(!holds(&only0, &key).await);
     }
 }
+
+/// After a pool is added, a rebalance moves objects off the full pool until each holds about its
+/// share; every object still reads, none is in both pools; it is refused while one runs, and a
+/// stopped one moves nothing more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebalance_evens_out_the_pools() {
+    let rig = Rig::new().await;
+    let only0 = rig.only(0, 0).await;
+    let only1 = rig.only(1, 0).await;
+    let keys: Vec<String> = (0..40).map(|i| format!("r{i:02}")).collect();
+    for (i, key) in keys.iter().enumerate() {
+        put(&only0, key, &pattern(256 << 10, i as u64)).await;
+    }
+    let plan = rig.two.start_rebalance().await.expect("start");
+    assert_eq!(plan.pools.len(), 2);
+    assert_eq!(plan.pools[0].stored_bytes, 40 * (256 << 10));
+    assert_eq!(plan.pools[1].stored_bytes, 0);
+    // The pools have the same capacity (one file system, four drives each): half each.
+    assert_eq!(plan.pools[0].target_bytes, 20 * (256 << 10));
+    assert!(matches!(rig.two.start_rebalance().await, Err(ObjectError::InvalidRequest(_))), "running");
+    assert!(
+        matches!(rig.two.start_drain(1).await, Err(ObjectError::InvalidRequest(_))),
+        "no drain meanwhile"
+    );
+    rig.two.stop_rebalance().await.expect("stop");
+    let stopped = rig.two.run_rebalance(plan, None).await.expect("run");
+    assert_eq!(stopped.state, strata_object::RebalanceState::Stopped);
+    assert_eq!(stopped.objects_moved, 0);
+
+    let plan = rig.two.start_rebalance().await.expect("again");
+    let done = rig.two.run_rebalance(plan, None).await.expect("run");
+    assert_eq!(done.state, strata_object::RebalanceState::Complete, "{done:?}");
+    assert_eq!(done.failed, 0);
+    let mut in_pool1 = 0;
+    for (i, key) in keys.iter().enumerate() {
+        let (a, b) = (holds(&only0, key).await, holds(&only1, key).await);
+        assert!(a != b, "{key} is in one pool");
+        in_pool1 += usize::from(b);
+        assert_eq!(
+            read(&rig.two, key, VersionRef::Current).await.expect("read"),
+            pattern(256 << 10, i as u64)
+        );
+    }
+    // 20 keys' worth is each pool's share; the rebalance stops within its slack (1 MiB: 4 keys).
+    assert!((16..=20).contains(&in_pool1), "{in_pool1} keys moved to pool 1: {done:?}");
+    assert_eq!(done.objects_moved as usize, in_pool1);
+    assert_eq!(
+        rig.two.rebalance_status().await.expect("saved").state,
+        strata_object::RebalanceState::Complete
+    );
+}

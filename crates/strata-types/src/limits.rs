@@ -603,6 +603,9 @@ pub const DRAIN_WORKER_SILENT: std::time::Duration = std::time::Duration::from_s
 /// How often every node looks for drains to follow or resume, and how long a drain waits before
 /// another pass when the pool holds only uploads still open.
 pub const DRAIN_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+/// The least excess a pool must hold over its share for a rebalance to move keys off it (or 5 %
+/// of the share, if more): below it, moving keys costs more than the evenness gained.
+pub const REBALANCE_SLACK_MIN: u64 = 1 << 20;
 /// How long a measure of each pool's free space is used to place new keys before the drives are
 /// asked again: placement follows the fill within this, without a statfs per write.
 pub const POOL_SPACE_TTL: std::time::Duration = std::time::Duration::from_secs(10);

@@ -21,6 +21,8 @@ pub struct Deployment {
     pub placement: Placement,
     /// Pools from this one on are added by this start (see `FormatPlan::known_pools`).
     pub known_pools: usize,
+    /// Each pool's number in the records (see `FormatPlan::pool_numbers`).
+    pub pool_numbers: Vec<usize>,
     /// pools → sets → drives in set order.
     pub pools: Vec<Vec<Vec<DriveSlot>>>,
     pub drive_count: usize,
@@ -396,6 +398,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         id: plan.deployment_id,
         placement: plan.placement,
         known_pools: plan.known_pools,
+        pool_numbers: plan.pool_numbers.clone(),
         pools: out_pools,
         drive_count: names.len(),
         set_drive_count: layouts[0].set_drive_count,
@@ -416,6 +419,7 @@ impl Deployment {
         let options = strata_object::LayerOptions {
             placement: self.placement,
             added_pools_from: (self.known_pools < self.pools.len()).then_some(self.known_pools),
+            pool_numbers: self.pool_numbers.clone(),
             ..Default::default()
         };
         let pools = std::mem::take(&mut self.pools);
@@ -604,7 +608,7 @@ fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error
                 named.join("; ")
             );
         }
-        F::NoQuorum { .. } => String::new(),
+        F::NoQuorum { .. } | F::PoolRemoved { .. } => String::new(),
     };
     anyhow::anyhow!("refusing to start: {e}{detail}")
 }
@@ -732,6 +736,7 @@ mod tests {
             drive_id,
             pools: vec![ids],
             placement: Placement::MinioSipmod,
+            retired: Vec::new(),
         };
         DriveState::Formatted(format.to_json())
     }

@@ -163,6 +163,7 @@ pub async fn open_drives(deployment: &Deployment) -> Result<Vec<Arc<LocalDrive>>
             drive_id: d.id,
             pools: pools.clone(),
             placement,
+            retired: Vec::new(),
         };
         match drive.read_format().await.map_err(|e| drive_error(&d.path, e))? {
             None => drive.write_format(want.to_json()).await.map_err(|e| drive_error(&d.path, e))?,
