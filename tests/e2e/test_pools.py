@@ -277,3 +277,50 @@ def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
 def pool_status_full(srv):
     import json
     return json.loads(admin(srv, "pool", "status", "--json").stdout)
+
+
+def test_mc_admin_decommission_drives_the_drain(mc):
+    """MinIO's `mc admin decommission start|status|cancel`, naming pools by their command line as
+    MinIO does, drives Strata's drain."""
+    import time
+
+    srv = with_pools(Server(), 2)
+    for d in range(1, 5):
+        for p in range(2):
+            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
+    srv.start()
+    try:
+        env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")
+
+        def run(*args, check=True):
+            out = subprocess.run([mc, "--config-dir", str(srv.dir / "mc"), *args], env=env,
+                                 capture_output=True, text=True, timeout=60)
+            assert not check or out.returncode == 0, f"mc {args}:\n{out.stdout}\n{out.stderr}"
+            return out
+
+        s3 = srv.client()
+        s3.create_bucket(Bucket="bkt")
+        for i in range(30):
+            s3.put_object(Bucket="bkt", Key=f"m{i:02}", Body=body(i, 50_000))
+        first, second = pool_args(srv, 2)
+        table = run("admin", "decommission", "status", "s").stdout
+        assert first in table and second in table and table.count("Active") == 2, table
+
+        run("admin", "decommission", "start", "s/", first)
+        wait = time.time() + 60
+        while "is complete" not in (out := run("admin", "decommission", "status", "s", first).stdout):
+            assert time.time() < wait, out
+            time.sleep(0.3)
+        import json
+        info = json.loads(run("--json", "admin", "decommission", "status", "s", first).stdout)
+        assert info["decommissionInfo"]["complete"] is True, info
+        table = run("admin", "decommission", "status", "s").stdout
+        assert "Complete" in table and "Active" in table, table
+        out = run("admin", "decommission", "cancel", "s/", first, check=False)
+        assert out.returncode != 0 and "not draining" in (out.stdout + out.stderr), out
+        out = run("admin", "decommission", "start", "s/", "http://elsewhere/d{1...4}", check=False)
+        assert out.returncode != 0 and "no pool has the command line" in (out.stdout + out.stderr), out
+        for i in range(30):
+            assert s3.get_object(Bucket="bkt", Key=f"m{i:02}")["Body"].read() == body(i, 50_000)
+    finally:
+        srv.cleanup()

@@ -61,6 +61,17 @@ impl std::fmt::Display for Endpoint {
     }
 }
 
+/// Each pool's own argument, as the operator wrote it (a pattern; or the plain arguments of the
+/// one pool they form, joined by spaces): how MinIO's admin API names a pool. Call after
+/// [`pools`] accepted the arguments.
+pub fn pool_args(args: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = args.iter().filter(|a| ellipsis::has_ellipsis(a)).cloned().collect();
+    if out.is_empty() {
+        out.push(args.join(" "));
+    }
+    out
+}
+
 /// The pools the arguments describe.
 pub fn pools(args: &[String]) -> Result<Vec<Vec<Endpoint>>, EndpointError> {
     let mut pools = Vec::new();

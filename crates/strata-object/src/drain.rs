@@ -81,6 +81,9 @@ pub struct DrainStatus {
     pub last_error: Option<String>,
     /// Uploads still in the pool: the drain waits for them to complete or be aborted.
     pub uploads_left: u64,
+    /// The pool's free bytes when the drain began (MinIO's admin API reports its rate from it).
+    #[serde(default)]
+    pub free_at_start: u64,
     /// Seconds to the end of the pass, from the pace so far.
     pub eta_seconds: Option<u64>,
 }
@@ -104,6 +107,8 @@ impl PoolsDoc {
 #[derive(Debug, Clone, Serialize)]
 pub struct PoolView {
     pub pool: usize,
+    /// Its argument on the command line.
+    pub cmdline: String,
     pub sets: usize,
     pub drives: usize,
     pub total_bytes: u64,
@@ -268,6 +273,7 @@ impl ObjectLayer {
             let drive_count = sets.iter().map(|s| s.drives.len()).sum();
             out.push(PoolView {
                 pool,
+                cmdline: self.pool_args[index].clone(),
                 sets: sets.len(),
                 drives: drive_count,
                 total_bytes,
@@ -317,7 +323,9 @@ impl ObjectLayer {
         }
         let now = strata_types::time::now_nanos();
         let worker = self.state_name.clone();
-        let status = DrainStatus { pool, started: now, updated: now, worker, ..Default::default() };
+        let free_at_start = views[index].free_bytes;
+        let status =
+            DrainStatus { pool, started: now, updated: now, worker, free_at_start, ..Default::default() };
         doc.drains.retain(|d| d.pool != pool);
         doc.drains.push(status.clone());
         self.save_pools(&doc).await?;

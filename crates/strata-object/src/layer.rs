@@ -44,6 +44,8 @@ pub struct ObjectLayer {
     pub(crate) drains: crate::drain::Drains,
     /// Per pool: its number in the format records ([`LayerOptions::pool_numbers`]).
     pub(crate) pool_numbers: Vec<usize>,
+    /// Per pool: its command-line argument ([`LayerOptions::pool_args`]), or `""`.
+    pub(crate) pool_args: Vec<String>,
     /// Bucket name → creation time; loaded at start, kept current by make/delete.
     buckets: RwLock<BTreeMap<String, BucketRecord>>,
     pub(crate) healer: Arc<crate::healer::Healer>,
@@ -70,6 +72,9 @@ pub struct LayerOptions {
     /// Each pool's number in the drives' format records (its name for operators, which stays
     /// when a drained pool before it leaves the drive list); empty: 0, 1, 2, ...
     pub pool_numbers: Vec<usize>,
+    /// Each pool's argument on the command line (how MinIO's admin API names pools); empty:
+    /// none known.
+    pub pool_args: Vec<String>,
 }
 
 impl Default for LayerOptions {
@@ -80,6 +85,7 @@ impl Default for LayerOptions {
             placement: placement::Placement::Strata,
             added_pools_from: None,
             pool_numbers: Vec::new(),
+            pool_args: Vec::new(),
         }
     }
 }
@@ -192,6 +198,10 @@ impl ObjectLayer {
             pool_numbers: match options.pool_numbers.len() == pool_count {
                 true => options.pool_numbers.clone(),
                 false => (0..pool_count).collect(),
+            },
+            pool_args: match options.pool_args.len() == pool_count {
+                true => options.pool_args.clone(),
+                false => vec![String::new(); pool_count],
             },
             buckets: RwLock::new(BTreeMap::new()),
             healer: Arc::new(crate::healer::Healer::new()),

@@ -23,6 +23,8 @@ pub struct Deployment {
     pub known_pools: usize,
     /// Each pool's number in the records (see `FormatPlan::pool_numbers`).
     pub pool_numbers: Vec<usize>,
+    /// Each pool's argument on the command line (MinIO's admin API names pools by it).
+    pub pool_args: Vec<String>,
     /// pools → sets → drives in set order.
     pub pools: Vec<Vec<Vec<DriveSlot>>>,
     pub drive_count: usize,
@@ -53,6 +55,8 @@ pub struct Distributed {
 /// Drive arguments resolved against this node: every endpoint, opened where it is local.
 pub struct Prepared {
     pools: Vec<Vec<endpoint::Endpoint>>,
+    /// Each pool's argument (see [`endpoint::pool_args`]).
+    pool_args: Vec<String>,
     /// Per endpoint (flattened over pools): the drive, local or remote; `None` = a local drive
     /// that did not open.
     drives: Vec<Option<Arc<dyn Drive>>>,
@@ -258,7 +262,8 @@ pub async fn prepare(
             locks,
         });
     }
-    Ok(Prepared { pools, drives, locals, open_errors, distributed: dist })
+    let pool_args = endpoint::pool_args(args);
+    Ok(Prepared { pools, pool_args, drives, locals, open_errors, distributed: dist })
 }
 
 /// Checks or writes format records and returns the deployment. Alone, every drive is read once;
@@ -399,6 +404,7 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
         placement: plan.placement,
         known_pools: plan.known_pools,
         pool_numbers: plan.pool_numbers.clone(),
+        pool_args: prepared.pool_args.clone(),
         pools: out_pools,
         drive_count: names.len(),
         set_drive_count: layouts[0].set_drive_count,
@@ -420,6 +426,7 @@ impl Deployment {
             placement: self.placement,
             added_pools_from: (self.known_pools < self.pools.len()).then_some(self.known_pools),
             pool_numbers: self.pool_numbers.clone(),
+            pool_args: self.pool_args.clone(),
             ..Default::default()
         };
         let pools = std::mem::take(&mut self.pools);

@@ -39,6 +39,7 @@
 
 mod logs;
 mod perf;
+mod pools;
 
 use std::collections::BTreeMap;
 
@@ -106,6 +107,8 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::POST, "kms/key/create") => "admin:KMSCreateKey",
         (&Method::GET, "kms/key/list" | "kms/key/status") => "admin:KMSKeyStatus",
         (&Method::POST, o) if o == "speedtest" || o.starts_with("speedtest/") => "admin:Speedtest",
+        (&Method::GET, "pools/list" | "pools/status") => "admin:Decommission",
+        (&Method::POST, "pools/decommission" | "pools/cancel") => "admin:Decommission",
         _ => return None,
     })
 }
@@ -401,6 +404,12 @@ impl Call<'_> {
             (&Method::POST, "speedtest/client/devnull/extratime") => Ok(perf::extra_time()),
             (&Method::POST, "speedtest/net") => Err(perf::not_served("network")),
             (&Method::POST, "speedtest/drive") => Err(perf::not_served("drive")),
+            (&Method::GET, "pools/list") => pools::list(self.node).await,
+            (&Method::GET, "pools/status") => pools::status(self.node, required(self.query, "pool")?).await,
+            (&Method::POST, "pools/decommission") => {
+                pools::change(self.node, required(self.query, "pool")?, true).await
+            }
+            (&Method::POST, "pools/cancel") => pools::change(self.node, required(self.query, "pool")?, false).await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
