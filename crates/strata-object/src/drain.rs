@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use strata_drive::DriveOps;
 use strata_drive::{DriveError, ListEntry, ListQuery};
@@ -433,14 +434,29 @@ impl ObjectLayer {
                     let keys =
                         self.pool_keys(pool, &bucket, &after, strata_types::limits::SCAN_PAGE_SIZE).await?;
                     let Some(last) = keys.last().cloned() else { break };
-                    for key in keys {
-                        if self.drains.is_cancelled(d.started) {
+                    // Several keys move at once (their commits share the drives' group commits);
+                    // results are taken in key order, so the saved position only ever covers
+                    // keys whose move has ended.
+                    let started = d.started;
+                    let mut moves = futures_util::stream::iter(keys.into_iter().map(|key| {
+                        let (pace, bucket) = (&pace, &bucket);
+                        async move {
+                            if self.drains.is_cancelled(started) {
+                                return (key, None);
+                            }
+                            pace.step().await;
+                            let moved = self.move_key(bucket, &key, pool, None).await;
+                            (key, Some(moved))
+                        }
+                    }))
+                    .buffered(strata_types::limits::DRAIN_PARALLEL);
+                    while let Some((key, moved)) = moves.next().await {
+                        let Some(moved) = moved else {
                             d.state = DrainState::Cancelled;
                             return Ok(d);
-                        }
-                        pace.step().await;
+                        };
                         found += 1;
-                        match self.move_key(&bucket, &key, pool, None).await {
+                        match moved {
                             Ok(m) if m.versions > 0 => {
                                 d.objects_moved += 1;
                                 d.versions_moved += m.versions;

@@ -69,7 +69,8 @@ impl PoolCheck<'_> {
         bucket: &str,
         key: &str,
     ) -> Result<Vec<usize>, ObjectError> {
-        let newest = self.layer.newest_per_pool(bucket, key).await?;
+        // This pool's own newest version stamps the write already (`commit_stamped`).
+        let newest = self.layer.newest_per_pool_but(Some(self.pool), bucket, key).await?;
         let elsewhere: Vec<(usize, u64)> = (newest.iter().enumerate())
             .filter(|(p, _)| *p != self.pool)
             .filter_map(|(p, t)| t.map(|t| (p, t)))
@@ -122,10 +123,23 @@ impl ObjectLayer {
     /// counts), or `None` where the pool does not hold the key. With one pool, nothing is read
     /// and the answer is `[None]`: callers use pool 0 whatever it holds.
     async fn newest_per_pool(&self, bucket: &str, key: &str) -> Result<Vec<Option<u64>>, ObjectError> {
+        self.newest_per_pool_but(None, bucket, key).await
+    }
+
+    /// [`Self::newest_per_pool`] without reading pool `skip` (answered `None`).
+    async fn newest_per_pool_but(
+        &self,
+        skip: Option<usize>,
+        bucket: &str,
+        key: &str,
+    ) -> Result<Vec<Option<u64>>, ObjectError> {
         if self.pools.len() == 1 {
             return Ok(vec![None]);
         }
         let reads = join_all((0..self.pools.len()).map(|p| async move {
+            if Some(p) == skip {
+                return Err(ObjectError::ObjectNotFound);
+            }
             let set = self.set_in(p, bucket, key);
             set.resolve_any(set.read_records(bucket, key, false).await)
         }))

@@ -594,6 +594,9 @@ pub const SCANNER_INTERVAL: std::time::Duration = std::time::Duration::from_secs
 /// (a million objects take about 70 minutes a pass). Scans asked for (`heal start`, a drive's
 /// return or replacement) are not held to it.
 pub const SCANNER_SPEED: f64 = 250.0;
+/// Keys a pool drain moves at once on its node: enough that their commits share the drives'
+/// group commits (a move costs a few syncs), few enough to leave foreground requests the drives.
+pub const DRAIN_PARALLEL: usize = 8;
 /// How often a pool drain saves its progress (its heartbeat): a restart resumes from the last
 /// save, moving at most this much again.
 pub const DRAIN_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
