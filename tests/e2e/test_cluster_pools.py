@@ -70,7 +70,8 @@ class PoolCluster:
                         return
             except OSError:
                 time.sleep(0.1)
-        raise RuntimeError(f"node {i + 1} not ready:\n{(self.dir / f'n{i + 1}.log').read_text()}")
+        logs = "\n".join(f"--- node {n + 1}:\n" + (self.dir / f"n{n + 1}.log").read_text()[-3000:] for n in range(4))
+        raise RuntimeError(f"node {i + 1} not ready:\n{logs}")
 
     def start(self):
         for i in range(4):
@@ -157,7 +158,7 @@ def test_pools_grow_and_drain_across_four_nodes(cluster):
         cluster.client(i % 4).put_object(Bucket="bkt", Key=f"old{i:02}", Body=objects[f"old{i:02}"])
     cluster.stop()
 
-    # A second pool on every node's command line.
+    # A second pool on every node's command line, every node restarted together.
     cluster.pools = [0, 1]
     cluster.start()
     check_all(cluster, objects)

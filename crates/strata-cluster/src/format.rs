@@ -96,6 +96,11 @@ pub enum FormatError {
     )]
     PoolNotBlank { pool: usize, drives: Vec<usize> },
     #[error(
+        "pool {pool} is not in the drives' format records, so it is being added, but drives {drives:?} \
+         of it are offline: a pool is added with every drive reachable"
+    )]
+    PoolOffline { pool: usize, drives: Vec<usize> },
+    #[error(
         "pool {pool} of the drives' records is not in the drive list, and it is not drained: drain it \
          first (strata admin pool decommission {pool}), or list it again"
     )]
@@ -193,6 +198,20 @@ pub fn resolve(
         .max_by_key(|(_, n)| *n)
         .map(|(f, _)| (*f).clone())
         .ok_or(FormatError::NoQuorum { agreeing: 0, total: found.len(), needed: 1 })?;
+    // A record that extends the reference with added pools (a node that started with the longer
+    // drive list already wrote its drives) is the deployment's now: the added pools' ids are
+    // derived, so it is the record this start would write.
+    if let Some(longer) = (candidates.iter().map(|(f, _)| *f))
+        .filter(|f| {
+            f.deployment_id == reference.deployment_id
+                && f.placement == reference.placement
+                && f.pools.len() > reference.pools.len()
+                && f.pools.starts_with(&reference.pools)
+        })
+        .max_by_key(|f| f.pools.len())
+    {
+        reference = longer.clone();
+    }
     // A pool is retired once any drive's record says so (written only after its drain ended).
     let mut retired: Vec<usize> = (parsed.iter().flatten())
         .filter(|f| f.deployment_id == reference.deployment_id)
@@ -251,9 +270,15 @@ pub fn resolve(
     if want_shape.len() > known {
         let added: Vec<usize> = (0..found.len()).filter(|&i| slots[i].0 >= known).collect();
         let not_blank: Vec<usize> =
-            added.iter().copied().filter(|&i| !matches!(found[i], DriveState::Blank)).collect();
+            added.iter().copied().filter(|&i| matches!(found[i], DriveState::Formatted(_))).collect();
         if !not_blank.is_empty() {
             return Err(FormatError::PoolNotBlank { pool: slots[not_blank[0]].0, drives: not_blank });
+        }
+        // Offline (another node not up yet, over several nodes): a start waits for them.
+        let offline: Vec<usize> =
+            added.iter().copied().filter(|&i| matches!(found[i], DriveState::Offline)).collect();
+        if !offline.is_empty() {
+            return Err(FormatError::PoolOffline { pool: slots[offline[0]].0, drives: offline });
         }
         // Only the drives of the pools there before vote on the record.
         needed = (found.len() - added.len()).div_ceil(2);
@@ -455,10 +480,7 @@ mod tests {
         // The added pool's drives must all be online and blank.
         let mut states = formatted(&first);
         states.extend([DriveState::Blank, DriveState::Offline, DriveState::Blank, DriveState::Blank]);
-        assert_eq!(
-            resolve(&two, &states, ids()),
-            Err(FormatError::PoolNotBlank { pool: 1, drives: vec![5] })
-        );
+        assert_eq!(resolve(&two, &states, ids()), Err(FormatError::PoolOffline { pool: 1, drives: vec![5] }));
         let mut states = formatted(&first);
         states.extend(formatted(&first));
         assert!(matches!(
@@ -506,6 +528,31 @@ mod tests {
         let DriveAction::Write(f) = &grown.actions[4] else { panic!("the new drive is formatted") };
         assert_eq!(f.pools.len(), 3);
         assert_eq!(f.retired, vec![0]);
+    }
+
+    #[test]
+    fn a_pool_added_by_another_node_first_is_the_deployment_s() {
+        let one = [plan(4, None).expect("layout")];
+        let first = resolve(&one, &vec![DriveState::Blank; 4], ids()).expect("format");
+        let two = [plan(4, None).expect("layout"), plan(4, None).expect("layout")];
+        let mut states = formatted(&first);
+        states.extend(vec![DriveState::Blank; 4]);
+        let grown = resolve(&two, &states, ids()).expect("grown");
+        // Another node wrote its share (drive 3 of the old pool, drives 6 and 7 of the new one);
+        // this node still sees the old record on most old drives and blanks in the new pool.
+        let written = formatted(&grown);
+        let mut seen = formatted(&first);
+        seen.extend(vec![DriveState::Blank; 4]);
+        for i in [3, 6, 7] {
+            seen[i] = written[i].clone();
+        }
+        let plan = resolve(&two, &seen, ids()).expect("the longer record is the reference");
+        assert_eq!(plan.pool_numbers, vec![0, 1]);
+        for (a, b) in plan.actions.iter().zip(&grown.actions) {
+            let (DriveAction::Use(f) | DriveAction::Write(f)) = a else { panic!("{a:?}") };
+            let (DriveAction::Use(g) | DriveAction::Write(g)) = b else { panic!("{b:?}") };
+            assert_eq!(f, g, "every drive ends with the record the first node wrote");
+        }
     }
 
     fn rand_like() -> u128 {

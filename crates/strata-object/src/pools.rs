@@ -141,7 +141,15 @@ impl ObjectLayer {
                 return Err(ObjectError::ObjectNotFound);
             }
             let set = self.set_in(p, bucket, key);
-            set.resolve_any(set.read_records(bucket, key, false).await)
+            let reads = set.read_records(bucket, key, false).await;
+            // A pool whose drives lack the bucket (given to a pool just added at its first
+            // start) holds none of its objects.
+            let no_bucket =
+                reads.iter().filter(|r| matches!(r, Err(strata_drive::DriveError::BucketNotFound))).count();
+            if no_bucket >= crate::quorum::read_quorum(set.data_count()) {
+                return Err(ObjectError::ObjectNotFound);
+            }
+            set.resolve_any(reads)
         }))
         .await;
         reads

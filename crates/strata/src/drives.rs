@@ -328,9 +328,11 @@ pub async fn open_deployment(prepared: &mut Prepared, parity: Option<usize>) -> 
                     break (plan, states, layouts);
                 }
             }
-            Err(e @ (FormatError::NotAllOnline(_) | FormatError::NoQuorum { .. })) if distributed => {
-                Some(e.to_string())
-            }
+            Err(
+                e @ (FormatError::NotAllOnline(_)
+                | FormatError::NoQuorum { .. }
+                | FormatError::PoolOffline { .. }),
+            ) if distributed => Some(e.to_string()),
             Err(e) => return Err(format_error(e, &name)),
         };
         if let Some(why) = waiting {
@@ -607,7 +609,7 @@ fn format_error(e: FormatError, name: &dyn Fn(usize) -> String) -> anyhow::Error
                 named.join("; ")
             );
         }
-        F::PoolNotBlank { pool, drives } => {
+        F::PoolNotBlank { pool, drives } | F::PoolOffline { pool, drives } => {
             let named: Vec<String> = drives.iter().map(|i| name(*i)).collect();
             return anyhow::anyhow!(
                 "refusing to start: pool {pool} is new to the deployment (its drives' records do not name it), \
