@@ -13,7 +13,11 @@ def pool_args(srv, count):
     return [str(srv.dir / f"p{p}" / "d{1...4}") for p in range(count)]
 
 
-def with_pools(srv, count):
+def with_pools(srv, count, folders=None):
+    """`srv` over `count` pools of 4 folders each, with the folders of `folders` pools made."""
+    for p in range(folders or count):
+        for d in range(1, 5):
+            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
     srv.drive_args = lambda: pool_args(srv, count)
     return srv
 
@@ -43,10 +47,7 @@ def refused(srv, args):
 
 
 def test_a_pool_added_to_the_drive_list_takes_new_objects():
-    srv = with_pools(Server(), 1)
-    for d in range(1, 5):
-        for p in range(3):
-            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
+    srv = with_pools(Server(), 1, folders=3)
     srv.start()
     try:
         s3 = srv.client()
@@ -140,9 +141,6 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
 
     master = "strata-pools:" + base64.b64encode(b"m" * 32).decode()
     srv = with_pools(Server(env={"STRATA_DRAIN_SPEED": "40", "STRATA_KMS_SECRET_KEY": master}), 2)
-    for d in range(1, 5):
-        for p in range(2):
-            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
     srv.start()
     try:
         s3 = srv.client()
@@ -243,10 +241,7 @@ def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
     objects onto it until both hold about their share, and every object still reads."""
     import time
 
-    srv = with_pools(Server(), 1)
-    for d in range(1, 5):
-        for p in range(2):
-            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
+    srv = with_pools(Server(), 1, folders=2)
     srv.start()
     try:
         s3 = srv.client()
@@ -285,9 +280,6 @@ def test_mc_admin_decommission_drives_the_drain(mc):
     import time
 
     srv = with_pools(Server(), 2)
-    for d in range(1, 5):
-        for p in range(2):
-            (srv.dir / f"p{p}" / f"d{d}").mkdir(parents=True, exist_ok=True)
     srv.start()
     try:
         env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")

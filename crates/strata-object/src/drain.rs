@@ -731,7 +731,7 @@ async fn copy_version(
         write_quorum(usize::from(version.erasure.data_count), usize::from(version.erasure.parity_count));
     let op = Uuid::new_v4();
     if let Err(e) = guard.ensure_held() {
-        abort_files(&dst.drives, &version).await;
+        crate::heal::abort_data(&dst.drives, &version).await;
         return Err(e);
     }
     let (b, k, committed) = (bucket.to_owned(), key.to_owned(), version.clone());
@@ -751,20 +751,8 @@ async fn copy_version(
     });
     let (_, outcome) = commit_on_quorum(dst.drives.clone(), quorum, op, guard, commit).await?;
     if let Err(e) = outcome {
-        abort_files(&dst.drives, &version).await;
+        crate::heal::abort_data(&dst.drives, &version).await;
         return Err(e);
     }
     Ok(version.size)
-}
-
-/// Removes the shard files a copy wrote that no commit took.
-async fn abort_files(drives: &[Option<Arc<dyn strata_drive::Drive>>], version: &strata_meta::ObjectVersion) {
-    let ids: Vec<Uuid> = match version.data {
-        DataLocation::File(id) => vec![id],
-        DataLocation::Multipart(_) => version.parts.iter().map(|p| p.data_id).collect(),
-        DataLocation::Inline(_) => vec![],
-    };
-    for id in ids {
-        join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
-    }
 }

@@ -414,14 +414,7 @@ impl ObjectLayer {
     }
 
     async fn abort_heal(&self, drives: &[Option<Arc<dyn Drive>>], version: &ObjectVersion) {
-        let ids: Vec<Uuid> = match version.data {
-            DataLocation::File(id) => vec![id],
-            DataLocation::Multipart(_) => version.parts.iter().map(|p| p.data_id).collect(),
-            DataLocation::Inline(_) => vec![],
-        };
-        for id in ids {
-            join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
-        }
+        abort_data(drives, version).await
     }
 
     /// Removes the records of an object no read quorum holds, when every drive answered (an
@@ -474,6 +467,19 @@ fn hashing(reader: BlockReader<'_>, keep: bool) -> BlockReader<'_> {
         reader
     } else {
         reader.without_md5()
+    }
+}
+
+/// Removes the shard files of `version`'s data that `drives` hold in temp (written by
+/// [`write_version_data`], and not committed).
+pub(crate) async fn abort_data(drives: &[Option<Arc<dyn Drive>>], version: &ObjectVersion) {
+    let ids: Vec<Uuid> = match version.data {
+        DataLocation::File(id) => vec![id],
+        DataLocation::Multipart(_) => version.parts.iter().map(|p| p.data_id).collect(),
+        DataLocation::Inline(_) => vec![],
+    };
+    for id in ids {
+        join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;
     }
 }
 
