@@ -99,6 +99,12 @@ pub(crate) struct PoolsDoc {
 }
 
 impl PoolsDoc {
+    /// When this copy was saved: the latest update of any drain or the rebalance in it.
+    fn saved(&self) -> u64 {
+        let drains = self.drains.iter().map(|d| d.updated);
+        drains.chain(self.rebalance.as_ref().map(|r| r.updated)).max().unwrap_or(0)
+    }
+
     fn of(&self, pool: usize) -> Option<&DrainStatus> {
         self.drains.iter().rev().find(|d| d.pool == pool)
     }
@@ -622,33 +628,28 @@ impl ObjectLayer {
 
     /// The drains as the drives of the pools that do not drain hold them (the newest copy).
     pub(crate) async fn load_pools(&self) -> PoolsDoc {
-        let mut newest: Option<(u64, PoolsDoc)> = None;
-        for d in self.all_sets().flat_map(|s| s.drives.iter().flatten()) {
-            let Ok(Some(bytes)) = d.read_state(STATE_NAME).await else { continue };
-            let Ok(doc) = serde_json::from_slice::<PoolsDoc>(&bytes) else { continue };
-            let at = doc.drains.iter().map(|d| d.updated).max().unwrap_or(0);
-            if newest.as_ref().is_none_or(|(t, _)| at > *t) {
-                newest = Some((at, doc));
-            }
-        }
-        newest.map(|(_, d)| d).unwrap_or_default()
+        let reads = join_all(self.pools_state_drives().map(|d| d.read_state(STATE_NAME))).await;
+        let docs = reads.into_iter().filter_map(|r| serde_json::from_slice::<PoolsDoc>(&r.ok()??).ok());
+        // The copy saved last (copies differ only where a save missed a drive).
+        docs.max_by_key(PoolsDoc::saved).unwrap_or_default()
     }
 
     /// Saves the drains on a few drives of every pool (a drained pool's copies go with it).
     pub(crate) async fn save_pools(&self, doc: &PoolsDoc) -> Result<(), ObjectError> {
         let bytes = serde_json::to_vec(doc).map_err(|e| ObjectError::Corrupt(e.to_string()))?;
-        let drives: Vec<_> = self
-            .pools
-            .iter()
-            .flat_map(|sets| {
-                sets.iter().flat_map(|s| s.drives.iter().flatten()).take(strata_types::limits::STATE_COPIES)
-            })
-            .collect();
-        let saved = join_all(drives.iter().map(|d| d.write_state(STATE_NAME, bytes.clone()))).await;
+        let saved =
+            join_all(self.pools_state_drives().map(|d| d.write_state(STATE_NAME, bytes.clone()))).await;
         match saved.iter().any(Result::is_ok) {
             true => Ok(()),
             false => Err(ObjectError::WriteQuorum { needed: 1, online: 0 }),
         }
+    }
+
+    /// The drives the drains' document is kept on: the first few online drives of every pool.
+    fn pools_state_drives(&self) -> impl Iterator<Item = &Arc<dyn strata_drive::Drive>> {
+        self.pools.iter().flat_map(|sets| {
+            sets.iter().flat_map(|s| s.drives.iter().flatten()).take(strata_types::limits::STATE_COPIES)
+        })
     }
 
     fn apply_pools(&self, doc: &PoolsDoc) {

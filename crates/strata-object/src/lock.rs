@@ -63,6 +63,17 @@ impl LockGuard {
         (0..n).map(|_| LockGuard::leased(Shared(shared.clone()))).collect()
     }
 
+    /// This lock for one change, and `spares` more guards of it for changes after that one (see
+    /// [`Self::split`]); without spares, this guard itself, unwrapped.
+    pub(crate) fn with_spares(self, spares: usize) -> (LockGuard, Vec<LockGuard>) {
+        if spares == 0 {
+            return (self, Vec::new());
+        }
+        let mut guards = self.split(1 + spares);
+        let first = guards.remove(0);
+        (first, guards)
+    }
+
     /// The lock's identity, when the drives' nodes can check it (see [`Lease::fence`]).
     pub fn fence(&self) -> Option<strata_drive::Fence> {
         self.0.fence()

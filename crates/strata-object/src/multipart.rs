@@ -484,14 +484,8 @@ impl ObjectLayer {
         let op = Uuid::new_v4();
         guard.ensure_held()?;
         // A `null` version replaced in other pools goes once this one is in, under the same lock.
-        let replaces = version_id.is_none() && !elsewhere.is_empty();
-        let (guard, guards) = match replaces {
-            true => {
-                let mut guards = guard.split(1 + elsewhere.len());
-                (guards.remove(0), guards)
-            }
-            false => (guard, Vec::new()),
-        };
+        let replaced = if version_id.is_none() { elsewhere.len() } else { 0 };
+        let (guard, guards) = guard.with_spares(replaced);
         let (b, k, committed, distribution) =
             (bucket.to_owned(), key.to_owned(), version.clone(), e.distribution.clone());
         let commit: CommitFn = Box::new(move |pos, d| {
@@ -519,7 +513,7 @@ impl ObjectLayer {
         if crate::set::missed_answering_drive(&results) {
             self.healer.notify(bucket, key);
         }
-        if let (Some(check), true) = (self.pool_check(pool), replaces) {
+        if let (Some(check), false) = (self.pool_check(pool), guards.is_empty()) {
             check.drop_replaced(&elsewhere, bucket, key, version.mod_time, guards).await;
         }
         let mut info = ObjectInfo::from_version(bucket, key, &version);

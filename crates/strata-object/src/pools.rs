@@ -171,7 +171,8 @@ impl ObjectLayer {
         let newest = self.newest_per_pool(bucket, key).await?;
         Ok((newest.iter().enumerate())
             .filter_map(|(p, t)| t.map(|t| (t, p)))
-            // The newest; between equals (a copy in flight), the later pool, where moves go.
+            // The newest; between equals (one version in two pools while it is moved), either
+            // holds it whole: the higher number.
             .max()
             .map(|(_, p)| p))
     }
@@ -221,12 +222,7 @@ impl ObjectLayer {
         if self.pools.len() == 1 {
             return Ok((self.set_in(0, bucket, key), hash));
         }
-        let found = join_all((0..self.pools.len()).map(|p| async move {
-            let set = self.set_in(p, bucket, key);
-            set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await)
-        }))
-        .await;
-        for (p, r) in found.into_iter().enumerate().rev() {
+        for (p, r) in self.find_version(bucket, key, id).await.into_iter().enumerate().rev() {
             match r {
                 Ok(_) => return Ok((self.set_in(p, bucket, key), hash)),
                 Err(ObjectError::ObjectNotFound) => {}
@@ -247,16 +243,24 @@ impl ObjectLayer {
         if self.pools.len() == 1 {
             return vec![self.set_in(0, bucket, key)];
         }
-        let found = join_all((0..self.pools.len()).map(|p| async move {
-            let set = self.set_in(p, bucket, key);
-            (set, set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await))
-        }))
-        .await;
-        found
-            .into_iter()
+        (self.find_version(bucket, key, id).await.into_iter().enumerate())
             .filter(|(_, r)| !matches!(r, Err(ObjectError::ObjectNotFound)))
-            .map(|(s, _)| s)
+            .map(|(p, _)| self.set_in(p, bucket, key))
             .collect()
+    }
+
+    /// Per pool: version `id` of the key as its set resolves it.
+    async fn find_version(
+        &self,
+        bucket: &str,
+        key: &str,
+        id: Option<uuid::Uuid>,
+    ) -> Vec<Result<crate::set::Resolved, ObjectError>> {
+        join_all((0..self.pools.len()).map(|p| async move {
+            let set = self.set_in(p, bucket, key);
+            set.resolve_any(set.read_which(bucket, key, VersionRef::Id(id), false).await)
+        }))
+        .await
     }
 
     /// The pool a key no pool holds goes to: picked by the key's hash among the pools in

@@ -501,14 +501,8 @@ pub(crate) async fn put_object(
         return commit_imported(t, version, inline, finished, temp, guard, quorum, op).await;
     }
     // A `null` version replaced in other pools goes once this one is in, under the same lock.
-    let replaces = t.version_id.is_none() && !elsewhere.is_empty();
-    let (guard, guards) = match replaces {
-        true => {
-            let mut guards = guard.split(1 + elsewhere.len());
-            (guards.remove(0), guards)
-        }
-        false => (guard, Vec::new()),
-    };
+    let replaced = if t.version_id.is_none() { elsewhere.len() } else { 0 };
+    let (guard, guards) = guard.with_spares(replaced);
     let (bucket, key, committed) = (t.bucket.to_owned(), t.key.to_owned(), version.clone());
     let (data_id, file) = (data.data_id(), matches!(data, DataLocation::File(_)));
     let commit: StampedCommitFn = Box::new(move |pos, d, stamp, again| {
@@ -542,7 +536,7 @@ pub(crate) async fn put_object(
     if crate::set::missed_answering_drive(&results) {
         t.healer.notify(t.bucket, t.key);
     }
-    if let (Some(pool), true) = (&t.pool, replaces) {
+    if let (Some(pool), false) = (&t.pool, guards.is_empty()) {
         pool.drop_replaced(&elsewhere, t.bucket, t.key, version.mod_time, guards).await;
     }
     let mut info = ObjectInfo::from_version(t.bucket, t.key, &version);

@@ -357,12 +357,12 @@ impl ObjectLayer {
         checked: Option<u64>,
     ) -> Result<(), ObjectError> {
         let mut sets = self.sets_holding_version(bucket, key, id).await;
-        if sets.len() <= 1 {
-            let set = sets.pop().unwrap_or_else(|| self.set_in(0, bucket, key));
-            return self.remove_version_in(set, bucket, key, id, guard, checked).await;
+        if sets.is_empty() {
+            // No pool holds it: the key's first-pool set finds nothing to remove.
+            sets.push(self.set_in(0, bucket, key));
         }
-        let guards = guard.split(sets.len());
-        for (set, guard) in sets.into_iter().zip(guards) {
+        let (first, rest) = guard.with_spares(sets.len() - 1);
+        for (set, guard) in sets.into_iter().zip(std::iter::once(first).chain(rest)) {
             self.remove_version_in(set, bucket, key, id, guard, checked).await?;
         }
         Ok(())
