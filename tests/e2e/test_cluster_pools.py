@@ -6,12 +6,12 @@ Every node runs in a mount namespace of its own where its folder is bound onto o
 so that one ellipsis argument per pool (`http://127.0.0.{1...4}:PORT/common/p0d{1...2}`) names
 every node's drives, as it would on four machines. The nodes listen on 127.0.0.1 to 127.0.0.4."""
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import boto3
 import botocore.config
 import pytest
 
-from conftest import ACCESS_KEY, BIN, SECRET_KEY, free_port
+from conftest import ACCESS_KEY, BIN, SECRET_KEY, free_port, wait_for
 
 MiB = 1 << 20
 
@@ -60,18 +60,22 @@ class PoolCluster:
             )
 
     def wait_ready(self, i, timeout=90):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
+        def ready():
             if self.procs[i].poll() is not None:
                 raise RuntimeError(f"node {i + 1} exited:\n{(self.dir / f'n{i + 1}.log').read_text()}")
             try:
                 with urllib.request.urlopen(f"{self.endpoint(i)}/health/ready", timeout=1) as r:
-                    if r.status == 200:
-                        return
+                    return r.status == 200
             except OSError:
-                time.sleep(0.1)
-        logs = "\n".join(f"--- node {n + 1}:\n" + (self.dir / f"n{n + 1}.log").read_text()[-3000:] for n in range(4))
-        raise RuntimeError(f"node {i + 1} not ready:\n{logs}")
+                return False
+
+        try:
+            wait_for(ready, timeout=timeout, what=f"node {i + 1} to be ready")
+        except AssertionError:
+            logs = "\n".join(
+                f"--- node {n + 1}:\n" + (self.dir / f"n{n + 1}.log").read_text()[-3000:] for n in range(4)
+            )
+            raise RuntimeError(f"node {i + 1} not ready:\n{logs}") from None
 
     def start(self):
         for i in range(4):
@@ -114,7 +118,6 @@ class PoolCluster:
         return out
 
     def pool_status(self, i):
-        import json
         return json.loads(self.admin(i, "pool", "status", "--json").stdout)["pools"]
 
     def pool_bytes(self, p):
@@ -172,20 +175,16 @@ def test_pools_grow_and_drain_across_four_nodes(cluster):
     # Drain pool 0 through node 1, which works it; node 1 is killed mid-drain, and another node
     # takes the drain over once node 1 has been silent for 30 s.
     cluster.admin(0, "pool", "decommission", "0")
-    wait = time.time() + 60
-    while cluster.pool_status(1)[0]["drain"]["objects_moved"] < 5:
-        assert time.time() < wait, cluster.pool_status(1)
-        time.sleep(0.2)
+    wait_for(lambda: cluster.pool_status(1)[0]["drain"]["objects_moved"] >= 5, timeout=60, what="5 keys moved")
     cluster.stop_node(0, signal.SIGKILL)
     moved = cluster.pool_status(1)[0]["drain"]["objects_moved"]
     assert moved < 80, "killed mid-drain"
     # Written during the drain, through another node: to pool 1.
     objects["old05"] = body(999, 300_000)
     cluster.client(1).put_object(Bucket="bkt", Key="old05", Body=objects["old05"])
-    wait = time.time() + 240
-    while (status := cluster.pool_status(1)[0])["state"] != "drained":
-        assert time.time() < wait, status
-        time.sleep(0.5)
+    wait_for(lambda: cluster.pool_status(1)[0]["state"] == "drained", timeout=240,
+             what="another node to finish the drain")
+    status = cluster.pool_status(1)[0]
     assert status["drain"]["worker"] != "", status
     assert "127_0_0_1" not in status["drain"]["worker"], f"another node finished it: {status}"
     cluster.start_node(0)

@@ -3,10 +3,11 @@ every object stays readable through the restart, and a pool list that cannot be 
 
 import base64
 import hashlib
+import json
 import os
 import subprocess
 
-from conftest import BIN, Server
+from conftest import BIN, Server, wait_for
 
 
 def pool_args(srv, count):
@@ -129,7 +130,6 @@ def admin(srv, *args, check=True):
 
 
 def pool_status(srv):
-    import json
     return json.loads(admin(srv, "pool", "status", "--json").stdout)["pools"]
 
 
@@ -137,7 +137,6 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
     """`strata admin pool decommission` moves every object of a pool onto the other, with its
     versions, tags, metadata, encryption and lock; a restart mid-drain resumes it; objects stay
     readable and writable throughout; and the CLI refuses what cannot be drained."""
-    import time
 
     master = "strata-pools:" + base64.b64encode(b"m" * 32).decode()
     srv = with_pools(Server(env={"STRATA_DRAIN_SPEED": "40", "STRATA_KMS_SECRET_KEY": master}), 2)
@@ -166,10 +165,7 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
         out = admin(srv, "pool", "decommission", "1", check=False)
         assert out.returncode != 0 and "last pool" in out.stderr, out.stderr
         # Mid-drain (40 objects a second): kill -9, and start again.
-        wait = time.time() + 30
-        while pool_status(srv)[0]["drain"]["objects_moved"] < 10:
-            assert time.time() < wait, pool_status(srv)
-            time.sleep(0.2)
+        wait_for(lambda: pool_status(srv)[0]["drain"]["objects_moved"] >= 10, timeout=30, what="10 keys moved")
         status = pool_status(srv)[0]
         assert status["state"] == "draining" and status["drain"]["objects_moved"] < len(keys), status
         srv.kill()
@@ -182,12 +178,13 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
         assert resumed["objects_moved"] > 0 and resumed["key"] != "", resumed
         # Readable and writable while it drains: a write to a key of the draining pool.
         s3.put_object(Bucket="bkt", Key="k001", Body=b"rewritten")
-        wait = time.time() + 120
-        while (p := pool_status(srv)[0])["state"] != "drained":
-            assert time.time() < wait, p
+        def drained():
+            # Every look at the status also reads a key of the draining pool.
             assert s3.get_object(Bucket="bkt", Key="k002")["Body"].read() == body(2, 4096)
-            time.sleep(0.3)
-        drain = p["drain"]
+            return pool_status(srv)[0]["state"] == "drained"
+
+        wait_for(drained, timeout=120, what="pool 0 drained")
+        drain = pool_status(srv)[0]["drain"]
         assert drain["failed"] == 0 and drain["pass"] >= 1, drain
         assert pool_status(srv)[1]["state"] == "active"
 
@@ -239,7 +236,6 @@ def test_a_pool_drains_onto_the_other_through_a_restart():
 def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
     """After a pool is added to a deployment with data, `strata admin pool rebalance` moves
     objects onto it until both hold about their share, and every object still reads."""
-    import time
 
     srv = with_pools(Server(), 1, folders=2)
     srv.start()
@@ -252,10 +248,13 @@ def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
         with_pools(srv, 2).start()
         out = admin(srv, "pool", "rebalance")
         assert "pool 0: holds 12582912 bytes, its share is 6291456 bytes" in out.stdout, out.stdout
-        wait = time.time() + 60
-        while (r := pool_status_full(srv)["rebalance"])["state"] != "complete":
-            assert r["state"] == "running" and time.time() < wait, r
-            time.sleep(0.2)
+        def rebalanced():
+            state = pool_status_full(srv)["rebalance"]["state"]
+            assert state in ("running", "complete"), state
+            return state == "complete"
+
+        wait_for(rebalanced, timeout=60, what="the rebalance to complete")
+        r = pool_status_full(srv)["rebalance"]
         assert r["failed"] == 0 and r["objects_moved"] >= 20, r
         # About half of the 12 MiB now lies in pool 1's folders (with parity: 4 drives, EC 2+2).
         assert folder_bytes(srv.dir / "p1") > 10 * 2**20, folder_bytes(srv.dir / "p1")
@@ -270,14 +269,12 @@ def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
 
 
 def pool_status_full(srv):
-    import json
     return json.loads(admin(srv, "pool", "status", "--json").stdout)
 
 
 def test_mc_admin_decommission_drives_the_drain(mc):
     """MinIO's `mc admin decommission start|status|cancel`, naming pools by their command line as
     MinIO does, drives Strata's drain."""
-    import time
 
     srv = with_pools(Server(), 2)
     srv.start()
@@ -299,11 +296,8 @@ def test_mc_admin_decommission_drives_the_drain(mc):
         assert first in table and second in table and table.count("Active") == 2, table
 
         run("admin", "decommission", "start", "s/", first)
-        wait = time.time() + 60
-        while "is complete" not in (out := run("admin", "decommission", "status", "s", first).stdout):
-            assert time.time() < wait, out
-            time.sleep(0.3)
-        import json
+        wait_for(lambda: "is complete" in run("admin", "decommission", "status", "s", first).stdout,
+                 timeout=60, what="mc to report the decommission complete")
         info = json.loads(run("--json", "admin", "decommission", "status", "s", first).stdout)
         assert info["decommissionInfo"]["complete"] is True, info
         table = run("admin", "decommission", "status", "s").stdout

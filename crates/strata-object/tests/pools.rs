@@ -62,14 +62,7 @@ async fn put(l: &ObjectLayer, key: &str, data: &Bytes) -> Option<Uuid> {
 }
 
 async fn read(l: &ObjectLayer, key: &str, which: VersionRef) -> Result<Vec<u8>, ObjectError> {
-    let open = l.open_object_version("b", key, which, true).await?;
-    let size = open.info.size;
-    let mut rx = open.stream(0, size);
-    let mut out = Vec::new();
-    while let Some(chunk) = rx.recv().await {
-        out.extend_from_slice(&chunk?);
-    }
-    Ok(out)
+    common::read_version(l, "b", key, which).await
 }
 
 /// Every current key in the bucket, by listing pages of `page` keys.

@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{body, pattern, Rig};
+use common::{body, pattern, read_version as read, Rig};
 use strata_drive::faulty::{Fault, Op, Rule};
 use strata_object::{
     Imported, ObjectError, ObjectLayer, PutOptions, Retention, RetentionMode, VersionRef, Versioning,
@@ -15,17 +15,6 @@ use uuid::Uuid;
 
 async fn put(l: &ObjectLayer, bucket: &str, key: &str, data: &Bytes, opts: PutOptions) -> Option<Uuid> {
     l.put_object(bucket, key, &mut body(data), opts).await.expect("put").version_id
-}
-
-async fn read(l: &ObjectLayer, bucket: &str, key: &str, which: VersionRef) -> Result<Vec<u8>, ObjectError> {
-    let open = l.open_object_version(bucket, key, which, true).await?;
-    let size = open.info.size;
-    let mut rx = open.stream(0, size);
-    let mut out = Vec::new();
-    while let Some(chunk) = rx.recv().await {
-        out.extend_from_slice(&chunk?);
-    }
-    Ok(out)
 }
 
 fn imported(version_id: Option<Uuid>, mod_time: u64) -> Imported {

@@ -63,6 +63,23 @@ pub async fn read_all(l: &ObjectLayer, key: &str, offset: u64, len: u64) -> Resu
     Ok(out)
 }
 
+/// The whole of version `which` of `bucket/key`.
+pub async fn read_version(
+    l: &ObjectLayer,
+    bucket: &str,
+    key: &str,
+    which: strata_object::VersionRef,
+) -> Result<Vec<u8>, ObjectError> {
+    let open = l.open_object_version(bucket, key, which, true).await?;
+    let size = open.info.size;
+    let mut rx = open.stream(0, size);
+    let mut out = Vec::new();
+    while let Some(chunk) = rx.recv().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(out)
+}
+
 /// The whole object, or `None` when it does not exist.
 pub async fn get(l: &ObjectLayer, key: &str) -> Option<Bytes> {
     match l.open_object("b", key, false).await {
