@@ -68,6 +68,8 @@ pub struct NodeClient {
     on_return: OnceLock<ReturnHook>,
     /// Releases waiting to go out together (see [`NodeClient::defer`]).
     deferred: std::sync::Mutex<Option<crate::wire::Batch>>,
+    /// Lock releases of batches sent whose answer has not come back.
+    releasing: std::sync::Mutex<std::collections::HashSet<uuid::Uuid>>,
     /// Requests signed, and their header and body bytes (before HTTP/2 compression; a streamed
     /// body counts as 0): what each request costs the two nodes, for tests and tuning.
     requests: AtomicU64,
@@ -141,6 +143,7 @@ impl NodeClient {
             probing: AtomicBool::new(false),
             on_return: OnceLock::new(),
             deferred: std::sync::Mutex::new(None),
+            releasing: Default::default(),
             requests: AtomicU64::new(0),
             request_bytes: AtomicU64::new(0),
             queued: std::sync::Mutex::new(Vec::new()),
@@ -410,9 +413,28 @@ impl NodeClient {
             tokio::time::sleep(RPC_BATCH_DELAY).await;
             let batch = this.deferred.lock().ok().and_then(|mut p| p.take());
             if let Some(batch) = batch {
+                if let Ok(mut r) = this.releasing.lock() {
+                    r.extend(&batch.releases);
+                }
                 let _ = this.call::<()>(&format!("{PREFIX}batch"), crate::wire::encode(&batch)).await;
+                if let Ok(mut r) = this.releasing.lock() {
+                    for owner in &batch.releases {
+                        r.remove(owner);
+                    }
+                }
             }
         });
+    }
+
+    /// The lock releases queued for this node or on their way to it, not yet known to have
+    /// arrived: an acquire sent now carries them (see [`crate::wire::LockCall::ReleaseThen`]).
+    pub fn undelivered_releases(&self) -> Vec<uuid::Uuid> {
+        let mut out: Vec<uuid::Uuid> =
+            self.releasing.lock().map(|r| r.iter().copied().collect()).unwrap_or_default();
+        if let Ok(pending) = self.deferred.lock() {
+            out.extend(pending.iter().flat_map(|b| b.releases.iter().copied()));
+        }
+        out
     }
 
     /// A call to the peer itself (a state notice, a speedtest share, a listen poll), answered

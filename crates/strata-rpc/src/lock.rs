@@ -103,6 +103,15 @@ impl LockServer {
     }
 
     pub fn serve(&self, call: LockCall) -> bool {
+        let call = match call {
+            LockCall::ReleaseThen { releases, then } => {
+                for owner in releases {
+                    self.serve(LockCall::Release { owner });
+                }
+                *then
+            }
+            call => call,
+        };
         let Ok(mut t) = self.table.lock() else { return false };
         let now = Instant::now();
         match call {
@@ -150,6 +159,8 @@ impl LockServer {
                 }
                 true
             }
+            // One level only: releases carried by releases carry nothing more.
+            LockCall::ReleaseThen { .. } => false,
         }
     }
 
@@ -187,7 +198,17 @@ impl LockNode {
     async fn ask(&self, call: LockCall) -> Option<bool> {
         match self {
             LockNode::Local(s) => Some(s.serve(call)),
-            LockNode::Remote(n) => n.call::<bool>(&format!("{PREFIX}lock"), encode(&call)).await.ok(),
+            LockNode::Remote(n) => {
+                let releases = match call {
+                    LockCall::Acquire { .. } => n.undelivered_releases(),
+                    _ => Vec::new(),
+                };
+                let call = match releases.is_empty() {
+                    true => call,
+                    false => LockCall::ReleaseThen { releases, then: Box::new(call) },
+                };
+                n.call::<bool>(&format!("{PREFIX}lock"), encode(&call)).await.ok()
+            }
             #[cfg(test)]
             LockNode::Switched(s, mode) => match mode.load(Ordering::Relaxed) {
                 SWITCH_ANSWERS => Some(s.serve(call)),

@@ -152,6 +152,14 @@ pub enum LockCall {
     Release {
         owner: Uuid,
     },
+    /// `releases` first, then `then`: the releases this node sent the receiver in batches not
+    /// known to have arrived, carried by its next acquire so that the acquire never overtakes
+    /// them (a heal's shared read lock, released a moment before its exclusive one is asked
+    /// for, would otherwise refuse that lock and then the heal's commit on this node).
+    ReleaseThen {
+        releases: Vec<Uuid>,
+        then: Box<LockCall>,
+    },
 }
 
 /// Releases that need no answer, gathered per node and sent together: the shard files a

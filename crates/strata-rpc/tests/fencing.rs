@@ -387,3 +387,33 @@ async fn behind_faults(
         .await;
     (layer, clients, faulty.into_inner().expect("lock"))
 }
+
+/// A shared lock released a moment before the same node asks for the exclusive one (a heal
+/// reads, then commits): the releases to peers go out in a batch a millisecond later, and an
+/// acquire sent at once used to overtake them. The peer that still showed the reader then
+/// refused the exclusive lock, the holder had its quorum from the others, and that peer's
+/// drives refused every commit under it. The acquire now carries the releases still on their
+/// way, so every node grants it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exclusive_lock_right_after_a_shared_one_is_granted_on_every_node() {
+    let cluster = TestCluster::start(4, 1).await;
+    let timeout = Duration::from_secs(5);
+    // Node 0's locker, as a node builds it: its own table, its peers over RPC.
+    let mut nodes = vec![LockNode::Local(cluster.nodes[0].locks.clone())];
+    nodes.extend((1..4).map(|i| LockNode::Remote(cluster.client(i, timeout))));
+    let locker = QuorumLocker::new(nodes, LockTimings::for_rpc_timeout(timeout));
+    for resource in 0..32u64 {
+        let shared = locker.lock(resource, false).await.expect("shared lock");
+        drop(shared);
+        let exclusive = locker.lock(resource, true).await.expect("exclusive lock");
+        let fence = exclusive.fence().expect("a quorum lock has a fence");
+        for (i, n) in cluster.nodes.iter().enumerate() {
+            assert_eq!(
+                n.locks.grants().into_iter().filter(|g| g.0 == resource).collect::<Vec<_>>(),
+                [(resource, fence.holder)],
+                "resource {resource}: node {i} grants the exclusive lock alone"
+            );
+        }
+        drop(exclusive);
+    }
+}
