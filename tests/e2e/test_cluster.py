@@ -115,11 +115,16 @@ def put_many(clients, bucket, count, prefix):
 
 
 def read_all(clients, bucket, objects):
+    """Reads every object back on four threads; any wrong body or failed read fails the test."""
     bad = []
 
     def reader(items):
         for i, (key, data) in enumerate(items):
-            body = clients[i % len(clients)].get_object(Bucket=bucket, Key=key)["Body"].read()
+            try:
+                body = clients[i % len(clients)].get_object(Bucket=bucket, Key=key)["Body"].read()
+            except Exception as e:  # recorded: a reader thread's exception would otherwise be lost
+                bad.append(f"{key}: {e}")
+                continue
             if body != data:
                 bad.append(key)
 

@@ -107,11 +107,13 @@ def test_partitioned_node_cannot_diverge(namespace):
         del objects["k0001"]
         read_all(majority, "split", objects)
 
+        returned = int(time.time())
         cut(False)
         # Once healed, the island node serves the one latest version of everything.
         wait_for(lambda: _reads(island, "split", "k0000") == objects["k0000"], timeout=60,
                  what="the island to rejoin")
-        wait_for(lambda: _idle_after_scan(nodes[0]), timeout=60, what="the leader's scan after the return")
+        wait_for(lambda: _idle_after_scan(nodes[0], returned), timeout=60,
+                 what="the leader's scan after the return")
         read_all(clients, "split", objects)
         for c in clients:
             assert listed(c, "split") == sorted(objects)
@@ -131,6 +133,10 @@ def _reads(client, bucket, key):
         return None
 
 
-def _idle_after_scan(node):
-    s = json.loads(admin(node, "heal", "status", "--json"))
-    return s["scan"]["state"] == "idle" and s["scan"].get("objects_scanned", 0) > 0
+def _idle_after_scan(node, since):
+    """Whether a scan begun at or after `since` (seconds) has ended, and the heals it left to try
+    again with it."""
+    status = json.loads(admin(node, "heal", "status", "--json"))
+    s = status["scan"]
+    return (status["state"] == "idle" and s["state"] == "idle" and s.get("started", 0) >= since
+            and s.get("objects_scanned", 0) > 0)

@@ -71,6 +71,24 @@ impl HealResult {
     }
 }
 
+/// Whether a heal that ended this way may do better if tried again soon: a drive refused or
+/// failed its part (a stale holder's lease on the object still runs there, a drive stalled), or
+/// the heal lost a quorum, its lock or a race. An object gone, or damaged past rebuilding, is
+/// not.
+pub(crate) fn worth_retrying(r: &Result<HealResult, ObjectError>) -> bool {
+    match r {
+        Ok(h) => !h.failed_drives.is_empty(),
+        Err(e) => matches!(
+            e,
+            ObjectError::WriteQuorum { .. }
+                | ObjectError::ReadQuorum { .. }
+                | ObjectError::LockNotHeld(_)
+                | ObjectError::Exhausted(_)
+                | ObjectError::Raced(_)
+        ),
+    }
+}
+
 /// An object stream read as a body: the source of a heal or a copy.
 pub struct StreamBody(pub ObjectStream);
 

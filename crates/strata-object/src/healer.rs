@@ -15,8 +15,9 @@ use tokio::sync::mpsc;
 use crate::layer::ObjectLayer;
 use strata_drive::DriveOps;
 use strata_types::limits::{
-    DRIVE_STATUS_TIMEOUT, HEAL_PAUSE_LOW_MIN, HEAL_PAUSE_NORMAL_MIN, HEAL_QUEUE_MAX,
-    HEAL_STATE_SAVE_INTERVAL, SCANNER_ORPHAN_AGE, SCANNER_SPEED, SCAN_PAGE_SIZE, STATE_COPIES,
+    DRIVE_STATUS_TIMEOUT, HEAL_PAUSE_LOW_MIN, HEAL_PAUSE_NORMAL_MIN, HEAL_QUEUE_MAX, HEAL_RETRY_ATTEMPTS,
+    HEAL_RETRY_FIRST, HEAL_STATE_SAVE_INTERVAL, SCANNER_ORPHAN_AGE, SCANNER_SPEED, SCAN_PAGE_SIZE,
+    STATE_COPIES,
 };
 
 /// How much I/O healing may take while foreground requests run.
@@ -262,15 +263,29 @@ impl Pace {
 /// Per object (bucket, key): the turn its heals take on this node.
 pub(crate) type Healing = Mutex<std::collections::HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>;
 
-/// Where an object of the heal queue is.
+/// Where an object of the heal queue is; `attempt` counts the heals of it that failed for a
+/// passing reason ([`crate::heal::worth_retrying`]) and were tried again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Queued {
-    Waiting,
+    Waiting {
+        attempt: u32,
+    },
     /// Its heal runs; `again`: something was found wrong with it meanwhile (a write that missed
     /// a drive after the heal passed that version, say), so it is queued again once this ends.
     Healing {
         again: bool,
+        attempt: u32,
     },
+    /// Its last heal failed; it is queued again once its pause ([`retry_pause`]) is over.
+    Retrying {
+        attempt: u32,
+    },
+}
+
+/// The pause before try `attempt` (from 1) of a heal that failed: [`HEAL_RETRY_FIRST`], doubled
+/// each time.
+fn retry_pause(attempt: u32) -> Duration {
+    HEAL_RETRY_FIRST * 2u32.saturating_pow(attempt.saturating_sub(1))
 }
 
 pub struct Healer {
@@ -332,35 +347,82 @@ impl Healer {
     pub fn notify(&self, bucket: &str, key: &str) {
         let entry = (bucket.to_owned(), key.to_owned());
         let Ok(mut queued) = self.queued.lock() else { return };
-        match queued.get_mut(&entry) {
-            Some(Queued::Waiting) => return,
-            Some(Queued::Healing { again }) => {
+        let attempt = match queued.get_mut(&entry) {
+            Some(Queued::Waiting { .. }) => return,
+            Some(Queued::Healing { again, .. }) => {
                 *again = true;
                 return;
             }
-            None => {}
-        }
+            // Found wrong anew while it waits to be tried again: healed now.
+            Some(Queued::Retrying { attempt }) => *attempt,
+            None => 0,
+        };
         if self.tx.try_send(entry.clone()).is_ok() {
-            queued.insert(entry, Queued::Waiting);
+            queued.insert(entry, Queued::Waiting { attempt });
             self.dirty.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// A heal outside the queue (a scan's) failed for a passing reason: the object is healed
+    /// again through the queue after a pause, unless the queue already has it.
+    pub(crate) fn retry_later(self: &Arc<Self>, bucket: &str, key: &str) {
+        let entry = (bucket.to_owned(), key.to_owned());
+        let Ok(mut queued) = self.queued.lock() else { return };
+        if queued.contains_key(&entry) || queued.len() >= HEAL_QUEUE_MAX {
+            return;
+        }
+        queued.insert(entry.clone(), Queued::Retrying { attempt: 1 });
+        self.dirty.store(true, Ordering::Relaxed);
+        self.retry_after_pause(entry, 1);
+    }
+
+    /// Queues `entry` again once try `attempt`'s pause is over, if it still waits for that try.
+    fn retry_after_pause(self: &Arc<Self>, entry: (String, String), attempt: u32) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let this = self.clone();
+        runtime.spawn(async move {
+            tokio::time::sleep(retry_pause(attempt)).await;
+            let Ok(mut q) = this.queued.lock() else { return };
+            if q.get(&entry) != Some(&Queued::Retrying { attempt }) {
+                return;
+            }
+            if this.tx.try_send(entry.clone()).is_ok() {
+                q.insert(entry, Queued::Waiting { attempt });
+            } else {
+                // The queue is full: the next scan finds it.
+                q.remove(&entry);
+            }
+        });
     }
 
     /// The queue's worker took `entry` and heals it now.
     fn heal_begins(&self, entry: &(String, String)) {
         if let Ok(mut q) = self.queued.lock() {
-            q.insert(entry.clone(), Queued::Healing { again: false });
+            let attempt = match q.get(entry) {
+                Some(Queued::Waiting { attempt } | Queued::Retrying { attempt }) => *attempt,
+                _ => 0,
+            };
+            q.insert(entry.clone(), Queued::Healing { again: false, attempt });
         }
     }
 
-    /// `entry`'s heal ended: out of the queue only now, or straight back in if it was found
-    /// wrong again while healing (what the heal had passed by then, it did not see). Returns
-    /// whether it was queued again.
-    fn heal_ends(&self, entry: &(String, String)) -> bool {
+    /// `entry`'s heal ended: out of the queue only now; or straight back in if it was found
+    /// wrong again while healing (what the heal had passed by then, it did not see); or back in
+    /// after a pause if it failed for a passing reason (`retry`) and has tries left. Returns
+    /// whether it was queued again (at once or later).
+    fn heal_ends(self: &Arc<Self>, entry: &(String, String), retry: bool) -> bool {
         let Ok(mut q) = self.queued.lock() else { return false };
-        let again = q.get(entry) == Some(&Queued::Healing { again: true });
+        let (again, attempt) = match q.get(entry) {
+            Some(Queued::Healing { again, attempt }) => (*again, *attempt),
+            _ => (false, 0),
+        };
         if again && self.tx.try_send(entry.clone()).is_ok() {
-            q.insert(entry.clone(), Queued::Waiting);
+            q.insert(entry.clone(), Queued::Waiting { attempt });
+            return true;
+        }
+        if retry && attempt < HEAL_RETRY_ATTEMPTS {
+            q.insert(entry.clone(), Queued::Retrying { attempt: attempt + 1 });
+            self.retry_after_pause(entry.clone(), attempt + 1);
             return true;
         }
         q.remove(entry);
@@ -626,7 +688,7 @@ impl ObjectLayer {
                     let began = std::time::Instant::now();
                     let r = layer.heal_object(bucket, key, true).await;
                     let spent = began.elapsed();
-                    layer.healer.heal_ends(&entry);
+                    layer.healer.heal_ends(&entry, crate::heal::worth_retrying(&r));
                     let (_, failed) = layer.healer.account(&r);
                     if let Err(e) = &r {
                         tracing::warn!(%bucket, %key, error = %e, "queued heal failed");
@@ -852,6 +914,9 @@ impl ObjectLayer {
                         }
                         s.position = Some((bucket.clone(), key.clone()));
                     });
+                    if crate::heal::worth_retrying(&r) {
+                        h.retry_later(bucket, &key);
+                    }
                     if let Err(e) = r {
                         tracing::warn!(%bucket, %key, error = %e, "heal failed");
                     }
@@ -992,7 +1057,7 @@ mod tests {
     /// in when the heal ends (once, however often it was found); waiting, it is not queued twice.
     #[test]
     fn the_queue_counts_heals_until_they_end_and_takes_back_what_was_found_meanwhile() {
-        let h = Healer::new();
+        let h = Arc::new(Healer::new());
         let mut rx = h.rx.lock().expect("lock").take().expect("receiver");
         let entry = ("b".to_owned(), "k".to_owned());
         h.notify("b", "k");
@@ -1002,7 +1067,7 @@ mod tests {
         h.heal_begins(&entry);
         assert_eq!(h.queue_length(), 1, "counted while it heals");
         assert_eq!(h.status().state, "healing");
-        assert!(!h.heal_ends(&entry));
+        assert!(!h.heal_ends(&entry, false));
         assert_eq!((h.queue_length(), h.status().state.as_str()), (0, "idle"));
         // Found wrong twice during the next heal: queued again once, when it ends.
         h.notify("b", "k");
@@ -1011,13 +1076,47 @@ mod tests {
         h.notify("b", "k");
         h.notify("b", "k");
         assert!(rx.try_recv().is_err(), "not sent while its heal runs");
-        assert!(h.heal_ends(&entry));
+        assert!(h.heal_ends(&entry, false));
         assert_eq!(h.queue_length(), 1);
         assert_eq!(rx.try_recv().ok(), Some(entry.clone()));
         assert!(rx.try_recv().is_err());
         h.heal_begins(&entry);
-        assert!(!h.heal_ends(&entry));
+        assert!(!h.heal_ends(&entry, false));
         assert_eq!(h.queue_length(), 0);
+    }
+
+    /// A heal that failed for a passing reason is queued again after a pause that doubles with
+    /// each try, counted in the queue's length meanwhile, until its tries run out; a new finding
+    /// while it waits queues it at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_heal_is_tried_again_after_doubling_pauses_until_its_tries_run_out() {
+        let h = Arc::new(Healer::new());
+        let mut rx = h.rx.lock().expect("lock").take().expect("receiver");
+        let entry = ("b".to_owned(), "k".to_owned());
+        h.retry_later("b", "k");
+        h.retry_later("b", "k");
+        assert_eq!(h.queue_length(), 1, "counted once while it waits");
+        let mut waited = Vec::new();
+        for attempt in 1..=HEAL_RETRY_ATTEMPTS {
+            let began = tokio::time::Instant::now();
+            assert_eq!(rx.recv().await, Some(entry.clone()), "try {attempt}");
+            waited.push(began.elapsed().as_secs());
+            assert!(rx.try_recv().is_err(), "sent once");
+            h.heal_begins(&entry);
+            let last = attempt == HEAL_RETRY_ATTEMPTS;
+            assert_eq!(h.heal_ends(&entry, true), !last, "try {attempt}");
+        }
+        assert_eq!(waited, [1, 2, 4, 8, 16, 32]);
+        assert_eq!(h.queue_length(), 0, "out of the queue when its tries ran out");
+        // A success ends the tries; a finding while it waits for a try heals it at once.
+        h.retry_later("b", "k");
+        h.notify("b", "k");
+        assert_eq!(rx.try_recv().ok(), Some(entry.clone()));
+        h.heal_begins(&entry);
+        assert!(!h.heal_ends(&entry, false));
+        assert_eq!(h.queue_length(), 0);
+        tokio::time::sleep(retry_pause(1) * 2).await;
+        assert!(rx.try_recv().is_err(), "the pause that was running sends nothing");
     }
 
     #[test]

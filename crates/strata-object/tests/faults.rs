@@ -375,6 +375,47 @@ async fn a_heal_onto_a_drive_that_lies_is_reported_failed() {
     assert!(rig.layer.heal_object("b", "k", true).await.expect("and again").was_healthy());
 }
 
+/// A scan's heal that a drive refuses for a while (as a node refuses a change while a stale
+/// lock holder's lease runs out there) is tried again after a pause, through the queue, until
+/// the drive takes it: the scan does not leave the object short of a shard until the next one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heal_a_drive_refuses_for_a_while_is_tried_again() {
+    let rig = Rig::new(4).await;
+    let data = pattern(3 << 20, 17);
+    rig.layer.put_object("b", "k", &mut body(&data), PutOptions::default()).await.expect("put");
+    // Drive 3 loses its record, unseen: nothing queues the object, only the scan finds it.
+    let op = Uuid::new_v4();
+    rig.local[3].delete_version("b", "k", None, op).await.expect("drop on drive 3");
+    rig.local[3].finish_op(op, true).await;
+    // The scan's heal and the first try again are refused at the commit.
+    rig.faulty[3].add_rule(Rule::new(Op::CommitVersion, Fault::Fail).times(2));
+    let (faulty, local, dir) = (rig.faulty, rig.local, rig.dir);
+    let layer = Arc::new(rig.layer);
+    layer.start_healing(None, false);
+    layer.heal_scan(strata_object::HealScope::default()).await;
+    let status = layer.heal_status().await;
+    assert_eq!(status.scan.objects_failed, 1, "{status:?}");
+    assert_eq!(status.queue_length, 1, "waiting to be tried again: {status:?}");
+    let began = Instant::now();
+    while layer.heal_status().await.state != "idle" {
+        assert!(began.elapsed() < Duration::from_secs(20), "still healing: {:?}", layer.heal_status().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Tried again after 1 s, refused, then after 2 s more.
+    assert!(began.elapsed() >= Duration::from_millis(2900), "{:?}", began.elapsed());
+    assert_eq!(faulty[3].faults_injected(), 2);
+    let status = layer.heal_status().await;
+    assert_eq!((status.queue_failed, status.queue_healed), (1, 1), "{status:?}");
+    let (record, _) = local[3].read_record("b", "k", false).await.expect("drive 3 holds the object now");
+    assert_eq!(record.latest().map(|v| v.size), Some(data.len() as u64));
+    // Alone, drive 3 and one other (parity 2 of 4) read it whole.
+    for d in &faulty[..2] {
+        d.add_rule(Rule::every(Fault::Fail));
+    }
+    assert_eq!(read_all(&layer, "k", 0, data.len() as u64).await.expect("reads"), &data[..]);
+    drop(dir);
+}
+
 /// Heals of one object run at once on one node (a heal on read beside a scan) and on two nodes
 /// (two layers over the same drives, each with its own turns): every one succeeds, none counts a
 /// drive failed, and the rebuilt shards read back whole. Writes onto the healed drive are slowed

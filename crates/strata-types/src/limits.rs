@@ -576,6 +576,13 @@ pub const LOCK_RPC_TIMEOUT_MIN: std::time::Duration = std::time::Duration::from_
 
 /// Objects waiting in the heal queue at most; more are left to the scanner.
 pub const HEAL_QUEUE_MAX: usize = 10_000;
+/// A heal that failed for a reason that passes (a drive refusing a change while a stale
+/// holder's lease on the object runs out, a lost quorum) is tried again this long after, then
+/// after twice as long each time...
+pub const HEAL_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+/// ... at most this many more times (1 + 2 + ... + 32 s: past the lock lease of the default
+/// RPC time-out), after which the next scan finds the object.
+pub const HEAL_RETRY_ATTEMPTS: u32 = 6;
 /// How often the healer saves its queue and progress on the drives (when they changed).
 pub const HEAL_STATE_SAVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 /// Drives that keep a copy of a node's heal or lifecycle state.
