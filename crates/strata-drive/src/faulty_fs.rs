@@ -199,6 +199,11 @@ impl Fs for FaultyFs {
         Ok(self.wrap(self.inner.create_new(path)?))
     }
 
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        self.rules.check(FsOp::Create)?;
+        Ok(self.wrap(self.inner.create_new_direct(path)?))
+    }
+
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(self.wrap(self.inner.open(path)?))
     }

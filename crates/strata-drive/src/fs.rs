@@ -51,6 +51,10 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Creates a file for appending; `AlreadyExists` when the name is taken.
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
+    /// [`Fs::create_new`] for a large file written once and then read from the drive (a shard
+    /// file): on the real filesystem its appends bypass the page cache where the filesystem
+    /// allows (see [`DirectFile`]). Required, so a wrapper cannot lose it to a default.
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens a file for reading.
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>>;
     /// Opens a file for appending to what it holds, creating it (empty) when missing.
@@ -168,6 +172,144 @@ impl FsFile for RealFile {
     }
 }
 
+/// A file whose appends go to the drive without the page cache (`O_DIRECT`), through a staging
+/// buffer of [`DIRECT_WRITE_STAGE`] bytes aligned to [`DIRECT_WRITE_ALIGN`]: whole stages are
+/// written straight from it, and at the sync what is left (the aligned part directly, the last
+/// few bytes through the page cache). On this kind of machine every page-cache page written costs
+/// the kernel about a millisecond of CPU per MiB (a 1 GiB object on EC 2+2 spent two seconds of
+/// CPU there) and the flush at the end waits for all of it; direct writes cost neither, for one
+/// copy into the stage (a memcpy, a tenth of that). A filesystem that refuses `O_DIRECT` (tmpfs)
+/// or a direct write gets the plain buffered file.
+struct DirectFile {
+    file: File,
+    stage: std::sync::Mutex<Stage>,
+}
+
+struct Stage {
+    /// Backing memory; the stage is `buf[start..start + DIRECT_WRITE_STAGE]`, aligned.
+    buf: Vec<u8>,
+    start: usize,
+    filled: usize,
+    /// Where the stage's first byte goes in the file.
+    offset: u64,
+    /// Still writing directly (false once a tail or a refusal sent writes through the cache).
+    direct: bool,
+}
+
+use strata_types::limits::{DIRECT_WRITE_ALIGN, DIRECT_WRITE_STAGE};
+
+fn set_direct(file: &File, on: bool) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(file)?;
+    let flags = if on { flags | rustix::fs::OFlags::DIRECT } else { flags - rustix::fs::OFlags::DIRECT };
+    rustix::fs::fcntl_setfl(file, flags).map_err(io::Error::from)
+}
+
+impl DirectFile {
+    /// `file` with direct writes, or `file` back when its filesystem refuses them.
+    fn new(file: File) -> Result<Self, File> {
+        if set_direct(&file, true).is_err() {
+            return Err(file);
+        }
+        let buf = vec![0u8; DIRECT_WRITE_STAGE + DIRECT_WRITE_ALIGN];
+        let start = buf.as_ptr().align_offset(DIRECT_WRITE_ALIGN);
+        let stage = Stage { buf, start, filled: 0, offset: 0, direct: true };
+        Ok(Self { file, stage: std::sync::Mutex::new(stage) })
+    }
+
+    fn stage(&self) -> io::Result<std::sync::MutexGuard<'_, Stage>> {
+        self.stage.lock().map_err(|_| io::Error::other("a shard file's stage was poisoned"))
+    }
+
+    /// Writes `len` staged bytes from the stage's start at its offset: directly while it may
+    /// (an aligned length), else through the page cache from then on.
+    fn write_staged(&self, st: &mut Stage, len: usize) -> io::Result<()> {
+        let at = st.offset;
+        let bytes = &st.buf[st.start..st.start + len];
+        if st.direct && len.is_multiple_of(DIRECT_WRITE_ALIGN) {
+            match self.file.write_all_at(bytes, at) {
+                Ok(()) => return Ok(()),
+                // Refused (an alignment this filesystem does not take): buffered from now on.
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if st.direct {
+            set_direct(&self.file, false)?;
+            st.direct = false;
+        }
+        self.file.write_all_at(bytes, at)
+    }
+
+    /// Writes out everything staged: the aligned part directly, the rest through the cache.
+    fn flush(&self, st: &mut Stage) -> io::Result<()> {
+        let aligned = st.filled - st.filled % DIRECT_WRITE_ALIGN;
+        let tail = st.filled - aligned;
+        if aligned > 0 {
+            self.write_staged(st, aligned)?;
+            st.offset += aligned as u64;
+        }
+        if tail > 0 {
+            st.buf.copy_within(st.start + aligned..st.start + st.filled, st.start);
+            self.write_staged(st, tail)?;
+            st.offset += tail as u64;
+        }
+        st.filled = 0;
+        Ok(())
+    }
+}
+
+impl FsFile for DirectFile {
+    fn append_vectored(&self, slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+        let mut st = self.stage()?;
+        for slice in slices.iter() {
+            let mut rest: &[u8] = slice;
+            while !rest.is_empty() {
+                let n = rest.len().min(DIRECT_WRITE_STAGE - st.filled);
+                let at = st.start + st.filled;
+                st.buf[at..at + n].copy_from_slice(&rest[..n]);
+                st.filled += n;
+                rest = &rest[n..];
+                if st.filled == DIRECT_WRITE_STAGE {
+                    self.write_staged(&mut st, DIRECT_WRITE_STAGE)?;
+                    st.offset += DIRECT_WRITE_STAGE as u64;
+                    st.filled = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_data(&self) -> io::Result<()> {
+        let mut st = self.stage()?;
+        self.flush(&mut st)?;
+        self.file.sync_data()
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        // What is staged is part of the file.
+        let mut st = self.stage()?;
+        self.flush(&mut st)?;
+        drop(st);
+        self.file.read_exact_at(buf, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        let mut st = self.stage()?;
+        self.flush(&mut st)?;
+        if st.direct {
+            set_direct(&self.file, false)?;
+            st.direct = false;
+        }
+        self.file.set_len(len)?;
+        st.offset = len;
+        Ok(())
+    }
+
+    fn drop_cache(&self) {
+        let _ = rustix::fs::fadvise(&self.file, 0, None, rustix::fs::Advice::DontNeed);
+    }
+}
+
 fn meta(m: &fs::Metadata) -> FileMeta {
     FileMeta { is_file: m.is_file(), len: m.len(), modified: m.modified().unwrap_or(SystemTime::UNIX_EPOCH) }
 }
@@ -202,6 +344,13 @@ impl Fs for RealFs {
 
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         Ok(Box::new(RealFile(File::create_new(path)?)))
+    }
+
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        match DirectFile::new(File::create_new(path)?) {
+            Ok(direct) => Ok(Box::new(direct)),
+            Err(file) => Ok(Box::new(RealFile(file))),
+        }
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
@@ -250,5 +399,73 @@ impl Fs for RealFs {
         path: &Path,
     ) -> Result<redb::Database, redb::DatabaseError> {
         builder.create(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Frames of a shard file (a 32-byte hash, then shard bytes of uneven lengths) appended in
+    /// many calls, some larger than the stage, some crossing its end: the file holds exactly
+    /// them, read back before and after the sync.
+    fn frames() -> Vec<Vec<u8>> {
+        [
+            0usize,
+            1,
+            4095,
+            4096,
+            4097,
+            DIRECT_WRITE_STAGE - 32,
+            DIRECT_WRITE_STAGE,
+            3 * DIRECT_WRITE_STAGE + 17,
+            100,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|j| (j * 31 + i * 7) as u8).collect())
+        .collect()
+    }
+
+    fn write_and_check(file: &dyn FsFile) -> Vec<u8> {
+        let mut want = Vec::new();
+        for (i, shard) in frames().iter().enumerate() {
+            let hash = [i as u8; 32];
+            file.append_vectored(&mut [IoSlice::new(&hash), IoSlice::new(shard)]).expect("append");
+            want.extend_from_slice(&hash);
+            want.extend_from_slice(shard);
+        }
+        let mut got = vec![0u8; want.len()];
+        file.read_exact_at(&mut got, 0).expect("read before the sync");
+        assert!(got == want, "read before the sync");
+        file.sync_data().expect("sync");
+        want
+    }
+
+    #[test]
+    fn a_direct_file_holds_exactly_what_was_appended() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("shard");
+        let file = DirectFile::new(File::create_new(&path).expect("create"))
+            .unwrap_or_else(|_| panic!("{} (ext4 here) takes O_DIRECT", dir.path().display()));
+        assert!(file.stage().expect("stage").direct, "writing directly");
+        let want = write_and_check(&file);
+        let st = file.stage().expect("stage");
+        assert!(!st.direct, "the tail went through the page cache");
+        assert_eq!(st.offset, want.len() as u64);
+        drop(st);
+        drop(file);
+        assert!(fs::read(&path).expect("read") == want, "the file on disk");
+    }
+
+    /// On tmpfs (which takes O_DIRECT from Linux 6.6 and refuses it before), either way the file
+    /// holds the same.
+    #[test]
+    fn a_direct_file_on_tmpfs_holds_exactly_what_was_appended() {
+        let dir = tempfile::tempdir_in("/dev/shm").expect("a tempdir on tmpfs (/dev/shm)");
+        let path = dir.path().join("shard");
+        let file = RealFs.create_new_direct(&path).expect("create");
+        let want = write_and_check(file.as_ref());
+        assert!(fs::read(&path).expect("read") == want);
     }
 }

@@ -1029,9 +1029,9 @@ impl Drive for LocalDrive {
         let (at, alt) = (named.clone(), own.clone());
         let (file, path) = blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
-            let (file, path) = match fs.create_new(&at) {
+            let (file, path) = match fs.create_new_direct(&at) {
                 Ok(f) => (f, at),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new(&alt)?, alt),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => (fs.create_new_direct(&alt)?, alt),
                 Err(e) => return Err(e.into()),
             };
             let mut c = claim.lock().map_err(|_| DriveError::Stopped("create claim poisoned".into()))?;

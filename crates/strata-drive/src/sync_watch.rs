@@ -131,6 +131,10 @@ impl Fs for Watched {
         Ok(self.wrap(path, self.inner.create_new(path)?))
     }
 
+    fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
+        Ok(self.wrap(path, self.inner.create_new_direct(path)?))
+    }
+
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.inner.open(path)
     }

@@ -54,9 +54,12 @@ async fn a_cut_write_stores_at_most_its_budget() {
     w.write_frame(bitrot::hash(&shard), shard.clone()).await.expect("frame 2 fits");
     assert!(w.write_frame(bitrot::hash(&shard), shard.clone()).await.is_err(), "frame 3 crosses the cut");
     assert!(w.write_frame(bitrot::hash(&shard), shard).await.is_err(), "and the writer stays failed");
-    // Checked while the writer lives: dropped unfinished, it removes its temp file.
+    // Checked while the writer lives: dropped unfinished, it removes its temp file. What the
+    // file holds may still be in its write stage (shard files bypass the page cache a stage at
+    // a time), so the disk holds at most the budget.
     let tmp = dir.path().join(".strata.sys/tmp").join(id.simple().to_string());
-    assert_eq!(std::fs::metadata(&tmp).expect("temp file").len(), budget);
+    let len = std::fs::metadata(&tmp).expect("temp file").len();
+    assert!(len <= budget, "{len} bytes stored past a budget of {budget}");
     drop(w);
 }
 

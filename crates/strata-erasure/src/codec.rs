@@ -109,9 +109,20 @@ impl Erasure {
     /// Splits one block into `data + parity` shards. The data shards are slices of `block`
     /// (zero-padded in place, no copy); parity shards are new buffers.
     pub fn encode_block(&self, mut block: BytesMut) -> Result<Vec<Bytes>, ErasureError> {
+        self.pad(&mut block);
+        self.encode_padded(block.freeze())
+    }
+
+    /// Zero-pads `block` in place to a whole number of shards (see [`Erasure::encode_padded`]).
+    pub fn pad(&self, block: &mut BytesMut) {
         let shard_size = self.shard_size(block.len());
         block.resize(shard_size * self.data_count, 0);
-        let block = block.freeze();
+    }
+
+    /// [`Erasure::encode_block`] of a block [`Erasure::pad`] padded: shared, so other readers of
+    /// the block (its MD5) can run beside the encoding.
+    pub fn encode_padded(&self, block: Bytes) -> Result<Vec<Bytes>, ErasureError> {
+        let shard_size = block.len() / self.data_count.max(1);
         let mut shards: Vec<Bytes> =
             (0..self.data_count).map(|i| block.slice(i * shard_size..(i + 1) * shard_size)).collect();
         if shard_size == 0 {

@@ -526,7 +526,7 @@ pub(crate) async fn write_version_data(
             let reader = BlockReader::new(&mut body, erasure.data_count(), block_size);
             let mut reader = hashing(reader, etag_checked);
             let block = reader.next_block().await?;
-            let encoded = encode(erasure.clone(), reader.take_md5(), block).await?;
+            let encoded = encode(erasure.clone(), reader.take_md5(), block, false).await?;
             if etag_checked
                 && encoded.md5.clone().map(|m| hex::encode(m.finalize())) != Some(version.etag.clone())
             {

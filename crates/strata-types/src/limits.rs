@@ -17,7 +17,16 @@ pub const INLINE_SIZE_MAX: u64 = 128 * 1024;
 
 /// Erasure blocks a single PUT or GET keeps in flight (being read, coded, or written).
 /// Bounds request memory to about `BLOCKS_IN_FLIGHT * BLOCK_SIZE * (1 + parity/data)`.
-pub const BLOCKS_IN_FLIGHT: usize = 2;
+pub const BLOCKS_IN_FLIGHT: usize = 3;
+
+/// Blocks at least this large have their MD5 computed on a thread of its own beside their
+/// erasure coding; smaller ones in the same task (a second thread costs more than it saves).
+pub const MD5_APART_MIN: usize = 256 * 1024;
+/// A shard file's appends are staged in this many bytes and written to the drive without the
+/// page cache, a stage at a time (see `strata_drive::fs::DirectFile`): per open shard file.
+pub const DIRECT_WRITE_STAGE: usize = 256 * 1024;
+/// The alignment of direct writes' memory, offsets and lengths: 4 KiB, what every drive takes.
+pub const DIRECT_WRITE_ALIGN: usize = 4096;
 
 /// Largest object a single PutObject may carry (AWS: 5 GiB). Past it: `EntityTooLarge`.
 pub const PUT_OBJECT_SIZE_MAX: u64 = 5 * 1024 * 1024 * 1024;
@@ -222,7 +231,7 @@ pub const REQUEST_MEMORY_BASE: u64 = 64 * 1024;
 /// Buffer memory a streaming request (GET of a large object, PUT, UploadPart, PostObject)
 /// reserves: blocks in flight on the erasure path, the channel to the response, and hyper's
 /// buffers. A copy reserves it twice (it reads and writes).
-pub const REQUEST_MEMORY_STREAM: u64 = 4 * BLOCK_SIZE as u64;
+pub const REQUEST_MEMORY_STREAM: u64 = 2 * BLOCKS_IN_FLIGHT as u64 * BLOCK_SIZE as u64;
 
 /// How often resident memory is sampled (from `/proc/self/statm`) for the memory ceiling.
 pub const MEMORY_SAMPLE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
