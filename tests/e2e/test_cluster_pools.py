@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 import urllib.request
 from pathlib import Path
 
@@ -77,8 +78,11 @@ class PoolCluster:
             )
             raise RuntimeError(f"node {i + 1} not ready:\n{logs}") from None
 
-    def start(self):
+    def start(self, late=None, after=3.0):
+        """Starts the four nodes together, or node `late` `after` seconds after the others."""
         for i in range(4):
+            if i == late:
+                time.sleep(after)
             self.start_node(i)
         for i in range(4):
             self.wait_ready(i)
@@ -161,9 +165,10 @@ def test_pools_grow_and_drain_across_four_nodes(cluster):
         cluster.client(i % 4).put_object(Bucket="bkt", Key=f"old{i:02}", Body=objects[f"old{i:02}"])
     cluster.stop()
 
-    # A second pool on every node's command line, every node restarted together.
+    # A second pool on every node's command line, every node restarted; node 4 three seconds
+    # after the others (it formats its share of the new pool while they still wait for it).
     cluster.pools = [0, 1]
-    cluster.start()
+    cluster.start(late=3)
     check_all(cluster, objects)
     before = cluster.pool_bytes(1)
     for i in range(40):

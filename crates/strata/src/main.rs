@@ -517,7 +517,9 @@ async fn server(args: ServerArgs) -> Result<()> {
         check_every,
         drive_trouble,
     );
-    strata_system::prepare(&layer).await.context("creating the system bucket")?;
+    patiently(distributed, "creating the system bucket", || strata_system::prepare(&layer))
+        .await
+        .context("creating the system bucket")?;
     let mut node = Node::new(layer, config, metrics);
     node.service = control.clone();
     node.logs = log_hub::LOGS.clone();
@@ -537,7 +539,10 @@ async fn server(args: ServerArgs) -> Result<()> {
                 .collect()
         }) as strata_s3::context::PeerTraffic
     });
-    node.iam.load(&node.layer).await.context("loading the IAM state")?;
+    let loading = &node;
+    patiently(distributed, "loading the IAM state", || loading.iam.load(&loading.layer))
+        .await
+        .context("loading the IAM state")?;
     node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
     if let Some(peers) = &peers {
@@ -824,6 +829,34 @@ fn outbound_tls(certs_dir: Option<&std::path::Path>) -> Result<rustls::ClientCon
         .context("TLS for outbound calls")?
         .with_root_certificates(roots)
         .with_no_client_auth())
+}
+
+/// Runs a start-up step that reads or writes the deployment's own state (the system bucket, the
+/// IAM state). Over several nodes, a node may get here while the others are still forming (a
+/// node that started late, with a pool being added, formats its share and goes on while the
+/// others wait out their retry), so a failure is tried again for up to
+/// [`strata_types::limits::FORMAT_WRITE_PATIENCE`], as the format step does, before the start fails.
+async fn patiently<T, E, Fut>(distributed: bool, what: &str, mut step: impl FnMut() -> Fut) -> Result<T, E>
+where
+    E: std::fmt::Display,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    use strata_types::limits::{FORMAT_WRITE_PATIENCE, FORMING_LOG_INTERVAL, FORMING_RETRY_INTERVAL};
+    let began = std::time::Instant::now();
+    let mut last_said: Option<std::time::Instant> = None;
+    loop {
+        match step().await {
+            Ok(v) => return Ok(v),
+            Err(e) if distributed && began.elapsed() < FORMAT_WRITE_PATIENCE => {
+                if last_said.is_none_or(|t| t.elapsed() >= FORMING_LOG_INTERVAL) {
+                    tracing::warn!(error = %e, waited_s = began.elapsed().as_secs(), "{what}: waiting for the other nodes");
+                    last_said = Some(std::time::Instant::now());
+                }
+                tokio::time::sleep(FORMING_RETRY_INTERVAL).await;
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Reads the IAM state again now and then, for a change whose notice this node missed.
