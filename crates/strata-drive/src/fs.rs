@@ -220,24 +220,28 @@ impl DirectFile {
         self.stage.lock().map_err(|_| io::Error::other("a shard file's stage was poisoned"))
     }
 
-    /// Writes `len` staged bytes from the stage's start at its offset: directly while it may
-    /// (an aligned length), else through the page cache from then on.
+    /// Writes the stage's first `len` bytes at its offset, which moves past them: directly while
+    /// it may (an aligned length), else through the page cache from then on.
     fn write_staged(&self, st: &mut Stage, len: usize) -> io::Result<()> {
         let at = st.offset;
         let bytes = &st.buf[st.start..st.start + len];
-        if st.direct && len.is_multiple_of(DIRECT_WRITE_ALIGN) {
-            match self.file.write_all_at(bytes, at) {
-                Ok(()) => return Ok(()),
-                // Refused (an alignment this filesystem does not take): buffered from now on.
-                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::INVAL.raw_os_error()) => {}
-                Err(e) => return Err(e),
+        let direct = st.direct && len.is_multiple_of(DIRECT_WRITE_ALIGN);
+        match direct.then(|| self.file.write_all_at(bytes, at)) {
+            Some(Ok(())) => {}
+            // Refused (an alignment this filesystem does not take): buffered from now on.
+            Some(Err(e)) if e.raw_os_error() != Some(rustix::io::Errno::INVAL.raw_os_error()) => {
+                return Err(e)
+            }
+            _ => {
+                if st.direct {
+                    set_direct(&self.file, false)?;
+                    st.direct = false;
+                }
+                self.file.write_all_at(bytes, at)?;
             }
         }
-        if st.direct {
-            set_direct(&self.file, false)?;
-            st.direct = false;
-        }
-        self.file.write_all_at(bytes, at)
+        st.offset += len as u64;
+        Ok(())
     }
 
     /// Writes out everything staged: the aligned part directly, the rest through the cache.
@@ -246,12 +250,10 @@ impl DirectFile {
         let tail = st.filled - aligned;
         if aligned > 0 {
             self.write_staged(st, aligned)?;
-            st.offset += aligned as u64;
         }
         if tail > 0 {
             st.buf.copy_within(st.start + aligned..st.start + st.filled, st.start);
             self.write_staged(st, tail)?;
-            st.offset += tail as u64;
         }
         st.filled = 0;
         Ok(())
@@ -271,7 +273,6 @@ impl FsFile for DirectFile {
                 rest = &rest[n..];
                 if st.filled == DIRECT_WRITE_STAGE {
                     self.write_staged(&mut st, DIRECT_WRITE_STAGE)?;
-                    st.offset += DIRECT_WRITE_STAGE as u64;
                     st.filled = 0;
                 }
             }

@@ -381,6 +381,22 @@ impl OpenObject {
         Arc::new(self).stream_shared(offset, len, Check::Hashes)
     }
 
+    /// Bytes `[offset, offset + len)` collected in memory (a small document, a test's check).
+    pub async fn read_range(self, offset: u64, len: u64) -> Result<Vec<u8>, ObjectError> {
+        let mut out = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+        let mut rx = self.stream(offset, len);
+        while let Some(chunk) = rx.recv().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
+
+    /// The whole object in memory (see [`OpenObject::read_range`]).
+    pub async fn read_whole(self) -> Result<Vec<u8>, ObjectError> {
+        let size = self.info.size;
+        self.read_range(0, size).await
+    }
+
     /// As [`OpenObject::stream`], for several ranges of one opened object.
     pub(crate) fn stream_shared(self: &Arc<Self>, offset: u64, len: u64, check: Check) -> ObjectStream {
         let (tx, rx) = mpsc::channel(2 * self.erasure.data_count().max(2));

@@ -357,17 +357,17 @@ impl ObjectLayer {
         let guard = match set.locks.exclusive(hash).await {
             Ok(g) => g,
             Err(e) => {
-                self.abort_heal(&drives, &version).await;
+                abort_data(&drives, &version).await;
                 return Err(e);
             }
         };
         let current = set.resolve_any(set.read_which(bucket, key, which, false).await);
         if !current.is_ok_and(|r| same_version(&r.version, &version)) {
-            self.abort_heal(&drives, &version).await;
+            abort_data(&drives, &version).await;
             return Err(ObjectError::Raced("the object changed while it was healed".into()));
         }
         if let Err(e) = guard.ensure_held() {
-            self.abort_heal(&drives, &version).await;
+            abort_data(&drives, &version).await;
             return Err(e);
         }
         // Commit and finish in a task of their own: a heal dropped half way (shutdown, an admin
@@ -429,10 +429,6 @@ impl ObjectLayer {
             }
         }
         Ok(result)
-    }
-
-    async fn abort_heal(&self, drives: &[Option<Arc<dyn Drive>>], version: &ObjectVersion) {
-        abort_data(drives, version).await
     }
 
     /// Removes the records of an object no read quorum holds, when every drive answered (an
@@ -541,7 +537,7 @@ pub(crate) async fn write_version_data(
             let first = reader.next_block().await?;
             let (md5, written, temp) =
                 write_shard_files(drives, &mut reader, first, &erasure, dist, id, 1).await?;
-            // Cleaned by `abort_heal` on the paths that do not commit.
+            // Cleaned by `abort_data` on the paths that do not commit.
             temp.disarm();
             if etag_checked && md5.map(|m| hex::encode(m.finalize())) != Some(version.etag.clone()) {
                 join_all(drives.iter().flatten().map(|d| d.abort_shard_file(id))).await;

@@ -179,11 +179,7 @@ impl Iam {
         if size > IAM_STATE_SIZE_MAX {
             return Err(StoreError::Damaged(format!("{size} bytes")));
         }
-        let mut sealed = Vec::with_capacity(size as usize);
-        let mut stream = open.stream(0, size);
-        while let Some(chunk) = stream.recv().await {
-            sealed.extend_from_slice(&chunk?);
-        }
+        let sealed = open.read_whole().await?;
         let (stored, previous) = self.unseal(sealed)?;
         Ok(Read::Found(etag, stored, previous))
     }

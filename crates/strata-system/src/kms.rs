@@ -101,11 +101,7 @@ impl BuiltinKms {
         if size > KMS_KEYRING_SIZE_MAX {
             return Err(KmsError::Internal(format!("the stored key ring is {size} bytes")));
         }
-        let mut sealed = Vec::with_capacity(size as usize);
-        let mut stream = open.stream(0, size);
-        while let Some(chunk) = stream.recv().await {
-            sealed.extend_from_slice(&chunk.map_err(object_error)?);
-        }
+        let sealed = open.read_whole().await.map_err(object_error)?;
         Ok(Some((etag, Keyring::open(&self.master, &sealed)?)))
     }
 

@@ -54,13 +54,7 @@ pub fn pattern(len: usize, seed: u64) -> Bytes {
 }
 
 pub async fn read_all(l: &ObjectLayer, key: &str, offset: u64, len: u64) -> Result<Vec<u8>, ObjectError> {
-    let open = l.open_object("b", key, true).await?;
-    let mut rx = open.stream(offset, len);
-    let mut out = Vec::new();
-    while let Some(chunk) = rx.recv().await {
-        out.extend_from_slice(&chunk?);
-    }
-    Ok(out)
+    l.open_object("b", key, true).await?.read_range(offset, len).await
 }
 
 /// The whole of version `which` of `bucket/key`.
@@ -70,14 +64,7 @@ pub async fn read_version(
     key: &str,
     which: strata_object::VersionRef,
 ) -> Result<Vec<u8>, ObjectError> {
-    let open = l.open_object_version(bucket, key, which, true).await?;
-    let size = open.info.size;
-    let mut rx = open.stream(0, size);
-    let mut out = Vec::new();
-    while let Some(chunk) = rx.recv().await {
-        out.extend_from_slice(&chunk?);
-    }
-    Ok(out)
+    l.open_object_version(bucket, key, which, true).await?.read_whole().await
 }
 
 /// The whole object, or `None` when it does not exist.

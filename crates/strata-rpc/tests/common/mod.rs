@@ -188,12 +188,5 @@ pub async fn read_in(
     bucket: &str,
     key: &str,
 ) -> Result<Vec<u8>, strata_object::ObjectError> {
-    let open = l.open_object(bucket, key, true).await?;
-    let size = open.info.size;
-    let mut rx = open.stream(0, size);
-    let mut out = Vec::new();
-    while let Some(chunk) = rx.recv().await {
-        out.extend_from_slice(&chunk?);
-    }
-    Ok(out)
+    l.open_object(bucket, key, true).await?.read_whole().await
 }
