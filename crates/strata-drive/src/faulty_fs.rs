@@ -26,7 +26,8 @@ pub enum FsOp {
     /// Creating a file.
     Create,
     Rename,
-    /// `fdatasync` of the metadata index's file, in its commit (the real filesystem only).
+    /// `fdatasync` that makes the metadata index's changes durable: of its commit log (after
+    /// each batch), or of the index's own file (at a checkpoint; the real filesystem only).
     IndexSync,
 }
 
@@ -137,14 +138,21 @@ impl FaultyFs {
         self.rules.injected.load(Ordering::Relaxed)
     }
 
-    fn wrap(&self, file: Box<dyn FsFile>) -> Box<dyn FsFile> {
-        Box::new(FaultyFile { inner: file, rules: self.rules.clone() })
+    fn wrap(&self, file: Box<dyn FsFile>, path: &Path) -> Box<dyn FsFile> {
+        let name = path.file_name().map(|n| n.to_string_lossy());
+        let sync = match name.is_some_and(|n| crate::commit_log::is_log_file(&n)) {
+            true => FsOp::IndexSync,
+            false => FsOp::SyncData,
+        };
+        Box::new(FaultyFile { inner: file, rules: self.rules.clone(), sync })
     }
 }
 
 struct FaultyFile {
     inner: Box<dyn FsFile>,
     rules: Arc<Rules>,
+    /// What a sync of this file is ([`FsOp::IndexSync`] for a commit log's).
+    sync: FsOp,
 }
 
 impl FsFile for FaultyFile {
@@ -154,7 +162,7 @@ impl FsFile for FaultyFile {
     }
 
     fn sync_data(&self) -> io::Result<()> {
-        self.rules.check(FsOp::SyncData)?;
+        self.rules.check(self.sync)?;
         self.inner.sync_data()
     }
 
@@ -191,26 +199,26 @@ impl Fs for FaultyFs {
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.rules.check(FsOp::Create)?;
-        Ok(self.wrap(self.inner.create(path)?))
+        Ok(self.wrap(self.inner.create(path)?, path))
     }
 
     fn create_new(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.rules.check(FsOp::Create)?;
-        Ok(self.wrap(self.inner.create_new(path)?))
+        Ok(self.wrap(self.inner.create_new(path)?, path))
     }
 
     fn create_new_direct(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.rules.check(FsOp::Create)?;
-        Ok(self.wrap(self.inner.create_new_direct(path)?))
+        Ok(self.wrap(self.inner.create_new_direct(path)?, path))
     }
 
     fn open(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
-        Ok(self.wrap(self.inner.open(path)?))
+        Ok(self.wrap(self.inner.open(path)?, path))
     }
 
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn FsFile>> {
         self.rules.check(FsOp::Create)?;
-        Ok(self.wrap(self.inner.open_append(path)?))
+        Ok(self.wrap(self.inner.open_append(path)?, path))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {

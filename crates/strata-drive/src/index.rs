@@ -12,12 +12,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
-use strata_types::limits::{DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, INDEX_CACHE_SIZE};
+use strata_types::limits::{
+    DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, INDEX_CACHE_SIZE, INDEX_CHECKPOINT_INTERVAL,
+    INDEX_LOG_FRAME_MAX, INDEX_LOG_SIZE_MAX,
+};
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
 
+use crate::commit_log::{self, AppendError, CommitLog, LOG_FORMAT};
 use crate::fs::Fs;
 use crate::versions::{self, VERSIONS};
 use crate::{DriveError, DriveResult, ListEntry, ListQuery};
@@ -32,6 +37,11 @@ const INLINE: TableDefinition<u128, &[u8]> = TableDefinition::new("inline");
 const UPLOADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("uploads");
 /// Parts of uploads in progress, by (upload id, part number).
 const PARTS: TableDefinition<(u128, u32), &[u8]> = TableDefinition::new("parts");
+/// The index's own state: [`META_LOG`], the id of its commit log, and [`META_APPLIED`], the
+/// number of the last batch applied (see [`crate::commit_log`]).
+const META: TableDefinition<&str, u128> = TableDefinition::new("meta");
+const META_LOG: &str = "log";
+const META_APPLIED: &str = "applied";
 
 fn upload_key(bucket: &str, key: &str, upload_id: Uuid) -> Vec<u8> {
     let mut k = object_key(bucket, key);
@@ -65,7 +75,8 @@ pub(crate) fn index_err(e: impl std::fmt::Display) -> DriveError {
     DriveError::Index(e.to_string())
 }
 
-/// One metadata change, applied by the writer thread.
+/// One metadata change, applied by the writer thread (and written to the commit log as it is).
+#[derive(Serialize, Deserialize)]
 pub(crate) enum Change {
     MakeBucket {
         bucket: String,
@@ -220,9 +231,16 @@ pub struct CommitStats {
 }
 
 impl Index {
-    /// Opens (or creates) the index and starts its writer thread. `data_dir` is where shard
-    /// files live, so the writer can free the files of replaced versions after commit.
-    pub fn open(fs: Arc<dyn Fs>, path: &Path, data_dir: PathBuf, name: &str) -> Result<Self, IndexOpenError> {
+    /// Opens (or creates) the index, applies what its commit log holds past the last checkpoint,
+    /// and starts its writer thread. `data_dir` is where shard files live, so the writer can free
+    /// the files of replaced versions after commit.
+    pub fn open(
+        fs: Arc<dyn Fs>,
+        path: &Path,
+        data_dir: PathBuf,
+        name: &str,
+        checkpoints: Checkpoints,
+    ) -> Result<Self, IndexOpenError> {
         let db = fs.open_database(Database::builder().set_cache_size(INDEX_CACHE_SIZE), path).map_err(
             |e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => IndexOpenError::InUse,
@@ -237,23 +255,38 @@ impl Index {
         )?;
         let corrupt = |e: &dyn std::fmt::Display| IndexOpenError::Corrupt(e.to_string());
         let txn = db.begin_write().map_err(|e| corrupt(&e))?;
-        {
+        let (log_id, applied) = {
             txn.open_table(BUCKETS).map_err(|e| corrupt(&e))?;
             txn.open_table(OBJECTS).map_err(|e| corrupt(&e))?;
             txn.open_table(INLINE).map_err(|e| corrupt(&e))?;
             txn.open_table(UPLOADS).map_err(|e| corrupt(&e))?;
             txn.open_table(PARTS).map_err(|e| corrupt(&e))?;
             txn.open_table(VERSIONS).map_err(|e| corrupt(&e))?;
-        }
+            let mut meta = txn.open_table(META).map_err(|e| corrupt(&e))?;
+            let get = |key| meta.get(key).map(|v| v.map(|v| v.value())).map_err(|e| corrupt(&e));
+            let (log_id, applied) = (get(META_LOG)?, get(META_APPLIED)?);
+            let log_id = match log_id {
+                Some(id) => id,
+                None => {
+                    let id = Uuid::new_v4().as_u128();
+                    meta.insert(META_LOG, id).map_err(|e| corrupt(&e))?;
+                    id
+                }
+            };
+            (log_id, u64::try_from(applied.unwrap_or(0)).map_err(|e| corrupt(&e))?)
+        };
         txn.commit().map_err(|e| corrupt(&e))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let last = replay(&db, fs.as_ref(), dir, &data_dir, log_id, applied)?;
+        let log = CommitLog::start(fs.clone(), dir, log_id, last + 1).map_err(IndexOpenError::Io)?;
         let db = Arc::new(db);
         let (queue, rx) = mpsc::channel(DRIVE_COMMIT_QUEUE_DEPTH);
         let writer_db = db.clone();
         let stats = Arc::new(CommitStats::default());
-        let writer_stats = stats.clone();
+        let writer = Writer { db: writer_db, fs, data_dir, stats: stats.clone(), log, last, checkpoints };
         let writer = std::thread::Builder::new()
             .name(format!("commit:{name}"))
-            .spawn(move || writer_loop(&writer_db, rx, fs.as_ref(), &data_dir, &writer_stats))
+            .spawn(move || writer.run(rx))
             .map_err(IndexOpenError::Io)?;
         Ok(Self { db, queue: Some(queue), writer: Some(writer), stats })
     }
@@ -514,39 +547,201 @@ impl Index {
     }
 }
 
-fn writer_loop(
+/// Applies the batches the commit log holds past `applied` (see [`crate::commit_log`]) in one
+/// durable commit, then removes the log's files; answers the number of the last batch applied.
+fn replay(
     db: &Database,
-    mut rx: mpsc::Receiver<Pending>,
     fs: &dyn Fs,
+    dir: &Path,
     data_dir: &Path,
-    stats: &CommitStats,
-) {
-    while let Some(first) = rx.blocking_recv() {
-        let mut batch = vec![first];
-        while batch.len() < GROUP_COMMIT_BATCH_MAX {
-            match rx.try_recv() {
-                Ok(p) => batch.push(p),
-                Err(_) => break,
+    log_id: u128,
+    applied: u64,
+) -> Result<u64, IndexOpenError> {
+    let corrupt = |e: &dyn std::fmt::Display| IndexOpenError::Corrupt(e.to_string());
+    let found = commit_log::recover(fs, dir, log_id, applied).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => corrupt(&e),
+        _ => IndexOpenError::Io(e),
+    })?;
+    let mut last = applied;
+    if let Some((number, _)) = found.batches.last() {
+        last = *number;
+        let txn = db.begin_write().map_err(|e| corrupt(&e))?;
+        let mut freed = Vec::new();
+        {
+            let mut tables = OpenTables::open(&txn).map_err(|e| corrupt(&e))?;
+            for (number, bytes) in &found.batches {
+                let changes = decode_batch(bytes).map_err(|e| corrupt(&format!("batch {number}: {e}")))?;
+                for change in &changes {
+                    // As the first time: a change refused then is refused again.
+                    let _ = apply_change(&mut tables.tables(), change, &mut freed);
+                }
+            }
+            tables.meta.insert(META_APPLIED, u128::from(last)).map_err(|e| corrupt(&e))?;
+        }
+        txn.commit().map_err(|e| corrupt(&e))?;
+        for id in freed {
+            let _ = fs.remove_file(&crate::local::data_path(data_dir, id));
+        }
+        tracing::info!(batches = found.batches.len(), last, "metadata index: applied its commit log");
+    }
+    for file in found.files {
+        let _ = fs.remove_file(&file);
+    }
+    Ok(last)
+}
+
+fn encode_batch(batch: &[Pending]) -> Vec<u8> {
+    let changes: Vec<&Change> = batch.iter().map(|p| &p.change).collect();
+    let mut out = vec![LOG_FORMAT];
+    // Changes are plain data (strings, numbers, bytes): serialising them into a Vec cannot fail.
+    let _ = rmp_serde::encode::write_named(&mut out, &changes);
+    out
+}
+
+fn decode_batch(bytes: &[u8]) -> Result<Vec<Change>, String> {
+    match bytes.split_first() {
+        Some((&LOG_FORMAT, rest)) => rmp_serde::from_slice(rest).map_err(|e| e.to_string()),
+        Some((v, _)) => Err(format!("unknown log format {v}")),
+        None => Err("an empty batch".to_owned()),
+    }
+}
+
+/// When the writer checkpoints the index (see [`crate::commit_log`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Checkpoints {
+    /// At least this often while changes arrive, and this long after the last change.
+    pub interval: std::time::Duration,
+    /// When the log passes this many bytes.
+    pub log_size: u64,
+    /// After this many batches (tests set it low, so a few changes cross checkpoints).
+    pub batches: u64,
+}
+
+impl Default for Checkpoints {
+    fn default() -> Self {
+        Self { interval: INDEX_CHECKPOINT_INTERVAL, log_size: INDEX_LOG_SIZE_MAX, batches: u64::MAX }
+    }
+}
+
+/// The index's writer thread: group commits through the commit log, and checkpoints.
+struct Writer {
+    db: Arc<Database>,
+    fs: Arc<dyn Fs>,
+    data_dir: PathBuf,
+    stats: Arc<CommitStats>,
+    log: CommitLog,
+    /// The number of the last batch committed.
+    last: u64,
+    checkpoints: Checkpoints,
+}
+
+impl Writer {
+    fn run(mut self, mut rx: mpsc::Receiver<Pending>) {
+        // The thread's own clock for the checkpoint deadline (the queue is a tokio channel).
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_time().build() else {
+            tracing::error!("the metadata writer cannot start its timer");
+            return;
+        };
+        // Since the last checkpoint: when the first batch came, and how many.
+        let mut since: Option<(std::time::Instant, u64)> = None;
+        loop {
+            let next = rt.block_on(async {
+                match since {
+                    Some((at, _)) => {
+                        tokio::time::timeout_at((at + self.checkpoints.interval).into(), rx.recv())
+                            .await
+                            .map_err(|_| ())
+                    }
+                    None => Ok(rx.recv().await),
+                }
+            });
+            let first = match next {
+                Ok(Some(p)) => p,
+                Ok(None) => break,
+                Err(()) => {
+                    self.checkpoint();
+                    since = None;
+                    continue;
+                }
+            };
+            let mut batch = vec![first];
+            while batch.len() < GROUP_COMMIT_BATCH_MAX {
+                match rx.try_recv() {
+                    Ok(p) => batch.push(p),
+                    Err(_) => break,
+                }
+            }
+            self.commit(batch);
+            let (at, batches) = since.get_or_insert((std::time::Instant::now(), 0));
+            *batches += 1;
+            if *batches >= self.checkpoints.batches
+                || at.elapsed() >= self.checkpoints.interval
+                || self.log.len() >= self.checkpoints.log_size
+            {
+                self.checkpoint();
+                since = None;
             }
         }
-        let mut batch = sync_dirs(fs, batch);
+        // Closing: the index holds everything, and the log nothing it lacks.
+        if self.checkpoint() {
+            self.log.remove();
+        }
+    }
+
+    fn commit(&mut self, batch: Vec<Pending>) {
+        let mut batch = sync_dirs(self.fs.as_ref(), batch);
         if batch.is_empty() {
-            continue;
+            return;
         }
         let mut freed_files = Vec::new();
-        let (outcome, committed) = commit_batch(db, &mut batch, &mut freed_files);
-        if !committed {
-            stats.failed_commits.fetch_add(1, Ordering::Relaxed);
+        let number = self.last + 1;
+        let (outcome, committed) =
+            commit_batch(&self.db, &mut self.log, number, &mut batch, &mut freed_files);
+        let stats = &self.stats;
+        match committed {
+            Committed::Yes => self.last = number,
+            // The batch left no trace: the next one takes its number.
+            Committed::NotLogged => {}
+            Committed::Failed => {
+                self.last = number;
+                stats.failed_commits.fetch_add(1, Ordering::Relaxed);
+            }
         }
         stats.commits.fetch_add(1, Ordering::Relaxed);
         stats.changes.fetch_add(batch.len() as u64, Ordering::Relaxed);
         // Files go before the replies, so a change that frees data has freed it when it returns.
         for id in freed_files {
             // A file that cannot be removed is an orphan for the scanner to sweep.
-            let _ = fs.remove_file(&crate::local::data_path(data_dir, id));
+            let _ = self.fs.remove_file(&crate::local::data_path(&self.data_dir, id));
         }
         for (pending, result) in batch.into_iter().zip(outcome) {
             let _ = pending.reply.send(result);
+        }
+    }
+
+    /// A durable commit of the index (making every batch so far durable in it), then a new log.
+    /// A failure stops the drive's writes, as a failed commit does. (A batch whose number was
+    /// used without reaching the index, one that failed, is in no log the next start reads.)
+    fn checkpoint(&mut self) -> bool {
+        // The last batch number is recorded again: one that failed (and left the log) is then
+        // not looked for by the next start.
+        let last = u128::from(self.last);
+        let durable = || -> Result<(), String> {
+            let txn = self.db.begin_write().map_err(|e| e.to_string())?;
+            {
+                let mut meta = txn.open_table(META).map_err(|e| e.to_string())?;
+                meta.insert(META_APPLIED, last).map_err(|e| e.to_string())?;
+            }
+            txn.commit().map_err(|e| e.to_string())
+        };
+        let done = durable().and_then(|()| self.log.restart(self.last + 1).map_err(|e| e.to_string()));
+        match done {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "a checkpoint of the metadata index failed: the drive takes no more writes");
+                self.stats.failed_commits.fetch_add(1, Ordering::Relaxed);
+                false
+            }
         }
     }
 }
@@ -584,56 +779,123 @@ fn sync_dirs(fs: &dyn Fs, batch: Vec<Pending>) -> Vec<Pending> {
     kept
 }
 
-/// Applies a batch in one transaction; returns one result per change, and whether the
-/// transaction committed. When it did not, every change of the batch fails and no file is freed.
+/// The index's tables, open in a write transaction.
+struct OpenTables<'t> {
+    buckets: redb::Table<'t, &'static str, &'static [u8]>,
+    objects: redb::Table<'t, &'static [u8], &'static [u8]>,
+    inline: redb::Table<'t, u128, &'static [u8]>,
+    uploads: redb::Table<'t, &'static [u8], &'static [u8]>,
+    parts: redb::Table<'t, (u128, u32), &'static [u8]>,
+    versions: redb::Table<'t, (&'static [u8], &'static [u8]), &'static [u8]>,
+    meta: redb::Table<'t, &'static str, u128>,
+}
+
+impl<'t> OpenTables<'t> {
+    fn open(txn: &'t redb::WriteTransaction) -> Result<Self, redb::TableError> {
+        Ok(Self {
+            buckets: txn.open_table(BUCKETS)?,
+            objects: txn.open_table(OBJECTS)?,
+            inline: txn.open_table(INLINE)?,
+            uploads: txn.open_table(UPLOADS)?,
+            parts: txn.open_table(PARTS)?,
+            versions: txn.open_table(VERSIONS)?,
+            meta: txn.open_table(META)?,
+        })
+    }
+
+    fn tables(&mut self) -> Tables<'_, 't> {
+        Tables {
+            buckets: &mut self.buckets,
+            objects: &mut self.objects,
+            inline: &mut self.inline,
+            uploads: &mut self.uploads,
+            parts: &mut self.parts,
+            versions: &mut self.versions,
+        }
+    }
+}
+
+/// How a batch ended.
+enum Committed {
+    Yes,
+    /// Refused before anything of it was kept (a full disk): the drive goes on.
+    NotLogged,
+    /// The index (or its log) failed: the drive takes no more writes.
+    Failed,
+}
+
+/// Applies a batch (numbered `number`) in one transaction, made durable by the commit log;
+/// returns one result per change, and how the batch ended. Unless it committed, every change of
+/// the batch fails and no file is freed.
 fn commit_batch(
     db: &Database,
+    log: &mut CommitLog,
+    number: u64,
     batch: &mut [Pending],
     freed: &mut Vec<Uuid>,
-) -> (Vec<DriveResult<Displaced>>, bool) {
-    let all_fail = |e: &dyn std::fmt::Display, n: usize| -> (Vec<DriveResult<Displaced>>, bool) {
-        ((0..n).map(|_| Err(index_err(e))).collect(), false)
+) -> (Vec<DriveResult<Displaced>>, Committed) {
+    let n = batch.len();
+    let all_fail = |e: &dyn std::fmt::Display| -> (Vec<DriveResult<Displaced>>, Committed) {
+        ((0..n).map(|_| Err(index_err(e))).collect(), Committed::Failed)
     };
-    let txn = match db.begin_write() {
+    let mut txn = match db.begin_write() {
         Ok(t) => t,
-        Err(e) => return all_fail(&e, batch.len()),
+        Err(e) => return all_fail(&e),
     };
-    let mut results = Vec::with_capacity(batch.len());
+    // Durable through the log; the index's pages are written at the next checkpoint.
+    if let Err(e) = txn.set_durability(Durability::None) {
+        return all_fail(&e);
+    }
+    let mut results = Vec::with_capacity(n);
     let mut batch_freed = Vec::new();
     {
-        let tables = (
-            txn.open_table(BUCKETS),
-            txn.open_table(OBJECTS),
-            txn.open_table(INLINE),
-            txn.open_table(UPLOADS),
-            txn.open_table(PARTS),
-            txn.open_table(VERSIONS),
-        );
-        let (mut buckets, mut objects, mut inline, mut uploads, mut parts, mut versions) = match tables {
-            (Ok(b), Ok(o), Ok(i), Ok(u), Ok(p), Ok(v)) => (b, o, i, u, p, v),
-            _ => return all_fail(&"cannot open index tables", batch.len()),
+        let mut tables = match OpenTables::open(&txn) {
+            Ok(t) => t,
+            Err(e) => return all_fail(&e),
         };
-        for p in batch.iter_mut() {
-            let mut t = Tables {
-                buckets: &mut buckets,
-                objects: &mut objects,
-                inline: &mut inline,
-                uploads: &mut uploads,
-                parts: &mut parts,
-                versions: &mut versions,
-            };
-            results.push(apply_change(&mut t, &mut p.change, &mut batch_freed));
+        for p in batch.iter() {
+            results.push(apply_change(&mut tables.tables(), &p.change, &mut batch_freed));
+        }
+        let recorded = tables.meta.insert(META_APPLIED, u128::from(number)).map(drop);
+        if let Err(e) = recorded {
+            return all_fail(&e);
+        }
+    }
+    // From here, returning without the commit drops the transaction, which undoes the batch.
+    let encoded = encode_batch(batch);
+    if encoded.len() + 8 > INDEX_LOG_FRAME_MAX {
+        let e = "a batch too large for the commit log";
+        return ((0..n).map(|_| Err(index_err(e))).collect(), Committed::NotLogged);
+    }
+    match log.append(number, &encoded) {
+        Ok(()) => {}
+        Err(AppendError::NotWritten(e)) => {
+            let each = (0..n).map(|_| Err(copy_io_error(&e).into())).collect();
+            return (each, Committed::NotLogged);
+        }
+        Err(AppendError::Broken(e)) => {
+            tracing::error!(error = %e, "a write to the metadata commit log failed: the drive takes no more writes");
+            return all_fail(&e);
         }
     }
     match txn.commit() {
         Ok(()) => {
             freed.extend(batch_freed);
-            (results, true)
+            (results, Committed::Yes)
         }
         Err(e) => {
             tracing::error!(error = %e, "a commit of the metadata index failed: the drive takes no more writes");
-            all_fail(&e, batch.len())
+            all_fail(&e)
         }
+    }
+}
+
+/// The same I/O error again (one per change it fails), keeping its OS code (a full disk's
+/// `ENOSPC` is answered as the drive being full).
+fn copy_io_error(e: &std::io::Error) -> std::io::Error {
+    match e.raw_os_error() {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::new(e.kind(), e.to_string()),
     }
 }
 
@@ -647,7 +909,7 @@ pub(crate) struct Tables<'a, 't> {
     pub(crate) versions: &'a mut redb::Table<'t, (&'static [u8], &'static [u8]), &'static [u8]>,
 }
 
-fn apply_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
+fn apply_change(t: &mut Tables, change: &Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
     match change {
         Change::MakeBucket { bucket, record } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_some() {
@@ -818,7 +1080,7 @@ fn object_part_files(t: &Tables, bucket: &str, key: &str) -> DriveResult<Vec<Uui
         .collect())
 }
 
-fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
+fn apply_upload_change(t: &mut Tables, change: &Change, freed: &mut Vec<Uuid>) -> DriveResult<Displaced> {
     match change {
         Change::PutUpload { bucket, upload } => {
             if t.buckets.get(bucket.as_str()).map_err(index_err)?.is_none() {
@@ -868,7 +1130,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
             if t.uploads.get(upload_key(bucket, key, *upload_id).as_slice()).map_err(index_err)?.is_none() {
                 return Err(DriveError::NotFound);
             }
-            let mut put = Change::PutVersion {
+            let put = Change::PutVersion {
                 bucket: bucket.clone(),
                 key: key.clone(),
                 version: version.clone(),
@@ -876,7 +1138,7 @@ fn apply_upload_change(t: &mut Tables, change: &mut Change, freed: &mut Vec<Uuid
                 newest: false,
                 checked: *checked,
             };
-            return apply_change(t, &mut put, freed);
+            return apply_change(t, &put, freed);
         }
         Change::DropUpload { bucket, key, upload_id, keep } => {
             let k = upload_key(bucket, key, *upload_id);

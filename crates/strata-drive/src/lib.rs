@@ -22,8 +22,10 @@
 //! For tests, [`FaultyDrive`] wraps any drive and fails, slows, hangs or cuts short its operations.
 
 pub mod call;
+mod commit_log;
 pub mod faulty;
 pub mod faulty_fs;
+pub mod frame;
 pub mod fs;
 mod index;
 mod local;
@@ -43,7 +45,7 @@ use uuid::Uuid;
 
 pub use call::{CallContext, DriveCall, DriveOps, DriveReply, Settled};
 pub use faulty::FaultyDrive;
-pub use index::CommitStats;
+pub use index::{Checkpoints, CommitStats};
 pub use local::{LocalDrive, OpenError, OpenOptions};
 pub use metered::{DriveObserver, Metered};
 pub use versions::{version_rank, RANK_LEN};

@@ -51,6 +51,8 @@ pub struct LocalDrive {
     write_stop: Arc<WriteStop>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
     index_rebuilt: bool,
+    /// When its index is checkpointed.
+    checkpoints: crate::index::Checkpoints,
     /// The drive's folder, held under an exclusive lock while the drive is open.
     _lock: Box<dyn Send + Sync>,
 }
@@ -104,6 +106,8 @@ pub struct OpenOptions {
     /// [`OpenError::IndexCorrupt`] and nothing is changed: the caller decides, knowing whether
     /// the rest of the drive's set can refill it.
     pub set_aside_corrupt_index: bool,
+    /// When the index is checkpointed (the default, but for tests).
+    pub index_checkpoints: crate::index::Checkpoints,
 }
 
 /// Why a local drive did not open.
@@ -125,9 +129,15 @@ pub enum OpenError {
 
 /// Opens a drive's index, telling a corrupt index (or a panicking reader) from an I/O error and
 /// from an index another process holds open.
-fn open_index(fs: &Arc<dyn Fs>, path: &Path, data: &Path, endpoint: &str) -> Result<Index, OpenError> {
+fn open_index(
+    fs: &Arc<dyn Fs>,
+    path: &Path,
+    data: &Path,
+    endpoint: &str,
+    checkpoints: crate::index::Checkpoints,
+) -> Result<Index, OpenError> {
     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        Index::open(fs.clone(), path, data.to_path_buf(), endpoint)
+        Index::open(fs.clone(), path, data.to_path_buf(), endpoint, checkpoints)
     }));
     let drive = endpoint.to_owned();
     match opened {
@@ -238,7 +248,8 @@ impl LocalDrive {
     fn sys_holds_only_leftovers(&self) -> bool {
         let Ok(entries) = self.fs.read_dir(&self.sys) else { return false };
         entries.iter().all(|e| match (e.meta.is_file, e.name.as_str()) {
-            (true, name) => name.starts_with("state-"),
+            // A commit log without its index is of no use to any index.
+            (true, name) => name.starts_with("state-") || crate::commit_log::is_log_file(name),
             (false, name @ ("tmp" | "data")) => {
                 self.fs.read_dir(&self.sys.join(name)).is_ok_and(|inner| inner.is_empty())
             }
@@ -253,8 +264,8 @@ impl LocalDrive {
             return Err(DriveError::Refused(format!("{} is not blank", self.endpoint)));
         }
         make_folders(self.fs.as_ref(), &self.sys)?;
-        let index =
-            Index::open(self.fs.clone(), &self.sys.join("index.redb"), self.data.clone(), &self.endpoint)?;
+        let path = self.sys.join("index.redb");
+        let index = Index::open(self.fs.clone(), &path, self.data.clone(), &self.endpoint, self.checkpoints)?;
         write_file_durably(self.fs.as_ref(), &self.sys.join(FORMAT_FILE), format)?;
         if let Ok(mut ops) = self.ops.lock() {
             ops.clear();
@@ -304,7 +315,8 @@ impl LocalDrive {
             let _ = fs.remove_file(&tmp.join(entry.name));
         }
         let path = sys.join("index.redb");
-        let (index, index_rebuilt) = match open_index(&fs, &path, &data, &endpoint) {
+        let checkpoints = options.index_checkpoints;
+        let (index, index_rebuilt) = match open_index(&fs, &path, &data, &endpoint, checkpoints) {
             Ok(index) => (index, false),
             Err(OpenError::IndexCorrupt { why, .. }) if options.set_aside_corrupt_index => {
                 // Keep the corrupt index for inspection and start an empty one; the drive keeps
@@ -313,7 +325,7 @@ impl LocalDrive {
                 tracing::error!(drive = %endpoint, error = %why, aside = %aside.display(), "metadata index is corrupt: set aside, starting empty");
                 fs.rename(&path, &aside).map_err(io)?;
                 fs.sync_dir(&sys).map_err(io)?;
-                (open_index(&fs, &path, &data, &endpoint)?, true)
+                (open_index(&fs, &path, &data, &endpoint, checkpoints)?, true)
             }
             Err(e) => return Err(e),
         };
@@ -330,6 +342,7 @@ impl LocalDrive {
             refused_late: Default::default(),
             write_stop,
             index_rebuilt,
+            checkpoints,
             _lock: lock,
         })
     }

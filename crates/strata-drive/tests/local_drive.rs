@@ -553,3 +553,107 @@ async fn a_record_is_settled_only_once_its_change_is_kept_or_undone() {
     assert!(matches!(refused, Err(DriveError::NotNewest { .. })), "{refused:?}");
     assert!(d.read_settled("b", "k", false).await.expect("read").settled);
 }
+
+/// The commit log's files in a drive's system folder on `fs`, with their bytes.
+fn log_files(fs: &strata_drive::sim::SimFs, root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let sys = root.join(".strata.sys");
+    fs.contents()
+        .into_iter()
+        .filter(|(path, _)| {
+            path.parent() == Some(sys.as_path())
+                && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("index-log."))
+        })
+        .filter_map(|(path, bytes)| Some((path, bytes?)))
+        .collect()
+}
+
+#[tokio::test]
+async fn batches_are_durable_through_the_log_and_reach_the_index_at_checkpoints() {
+    use strata_drive::sim::SimFs;
+    use strata_drive::{Checkpoints, OpenOptions};
+    let root = std::path::Path::new("/d0");
+    let index = root.join(".strata.sys/index.redb");
+    // No checkpoint but at close.
+    let never = Checkpoints { interval: std::time::Duration::from_secs(3600), ..Checkpoints::default() };
+    let options = OpenOptions { index_checkpoints: never, ..OpenOptions::default() };
+    let keys = |d: Arc<LocalDrive>| async move {
+        let listed = d.list("b", ListQuery { limit: 1000, ..Default::default() }).await.expect("list");
+        listed.len()
+    };
+
+    let fs = SimFs::new();
+    let d = Arc::new(LocalDrive::open_on(Arc::new(fs.clone()), root, options).expect("open"));
+    d.write_format(b"{}".to_vec()).await.expect("format");
+    d.make_bucket("b", BucketRecord { created: 1, ..Default::default() }.encode()).await.expect("bucket");
+    let index_before = fs.contents().get(&index).cloned();
+    let (syncs, logged) = (fs.syncs(), log_files(&fs, root)[0].1.len());
+    for i in 0..20 {
+        let v = version(DataLocation::Inline(Uuid::new_v4()), 3);
+        let bytes = Some(Bytes::from_static(b"abc"));
+        d.commit_version("b", &format!("k{i:02}"), v, bytes, Uuid::new_v4()).await.expect("commit");
+    }
+    assert_eq!(fs.syncs() - syncs, 20, "one sync per batch, of the log");
+    assert_eq!(fs.contents().get(&index).cloned(), index_before, "the index's file waits for a checkpoint");
+    let files = log_files(&fs, root);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].1.len() > logged, "the batches are in the log");
+
+    // A power cut: only the log holds the 20 changes, and the next start applies it.
+    let booted = fs.power_cut().boot(None);
+    drop(d);
+    let d =
+        Arc::new(LocalDrive::open_on(Arc::new(booted.clone()), root, options).expect("open after the cut"));
+    assert_eq!(keys(d.clone()).await, 20, "every answered change survives the cut");
+    let files = log_files(&booted, root);
+    assert_eq!(files.len(), 1, "the applied log is removed and a new one begun: {files:?}");
+    assert!(files[0].1.is_empty());
+
+    // Closing checkpoints: the index then holds everything, and no log is left.
+    drop(d);
+    let booted = booted.power_cut().boot(None);
+    assert!(log_files(&booted, root).is_empty());
+    let d = Arc::new(LocalDrive::open_on(Arc::new(booted), root, options).expect("open after the close"));
+    assert_eq!(keys(d).await, 20);
+}
+
+/// A full disk refuses a batch's log write: that batch fails as the disk being full and leaves
+/// nothing behind; the drive goes on, and after a power cut the next batch, logged in a new file,
+/// is applied (the failed one's torn frame ends the old file).
+#[tokio::test]
+async fn a_full_disk_fails_a_batch_and_the_log_goes_on() {
+    use strata_drive::faulty_fs::{FaultyFs, FsFault, FsOp};
+    use strata_drive::sim::SimFs;
+    use strata_drive::{Checkpoints, OpenOptions};
+    let root = std::path::Path::new("/d0");
+    let never = Checkpoints { interval: std::time::Duration::from_secs(3600), ..Checkpoints::default() };
+    let options = OpenOptions { index_checkpoints: never, ..OpenOptions::default() };
+    let sim = SimFs::new();
+    let faulty = FaultyFs::over(Arc::new(sim.clone()));
+    let d = LocalDrive::open_on(Arc::new(faulty.clone()), root, options).expect("open");
+    d.write_format(b"{}".to_vec()).await.expect("format");
+    d.make_bucket("b", BucketRecord { created: 1, ..Default::default() }.encode()).await.expect("bucket");
+    let commit = |key: &'static str| {
+        let v = version(DataLocation::Inline(Uuid::new_v4()), 3);
+        d.commit_version("b", key, v, Some(Bytes::from_static(b"abc")), Uuid::new_v4())
+    };
+    faulty.fail_times(FsOp::Append, FsFault::NoSpace, 1);
+    let refused = commit("full").await;
+    let full = matches!(&refused, Err(DriveError::Io(e)) if e.kind() == std::io::ErrorKind::StorageFull);
+    assert!(full, "the drive answers that it is full: {refused:?}");
+    assert!(d.writes_stopped().is_none(), "a full disk does not stop the drive");
+    commit("after").await.expect("the next batch commits");
+    assert_eq!(log_files(&sim, root).len(), 2, "the log went on in a new file");
+
+    let booted = sim.power_cut().boot(None);
+    drop(d);
+    let d = LocalDrive::open_on(Arc::new(booted), root, options).expect("open after the cut");
+    let listed = d.list("b", ListQuery { limit: 10, ..Default::default() }).await.expect("list");
+    let keys: Vec<&str> = listed
+        .iter()
+        .filter_map(|e| match e {
+            ListEntry::Object { key, .. } => Some(key.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(keys, ["after"]);
+}

@@ -17,11 +17,12 @@
 //! Every file call goes through [`Fs`], so the crash simulator runs this code on
 //! [`strata_drive::sim::SimFs`] (the tests below).
 
-use std::io::{self, IoSlice, Read};
+use std::io::{self, IoSlice};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use strata_drive::frame::{push_frame, read_frame, FRAME_HEADER_SIZE};
 use strata_drive::fs::{create_dir_all_durably, FileReader, Fs, FsFile};
 use strata_metrics::{Metrics, TargetLabels};
 use strata_types::limits::{
@@ -39,12 +40,6 @@ pub struct Position {
     pub offset: u64,
 }
 
-const FRAME_HEADER_SIZE: u64 = 8;
-
-fn crc(record: &[u8]) -> u32 {
-    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32IsoHdlc, record) as u32
-}
-
 fn segment_path(dir: &Path, segment: u64) -> PathBuf {
     dir.join(format!("{segment:020}.log"))
 }
@@ -58,25 +53,6 @@ fn segments(fs: &dyn Fs, dir: &Path) -> io::Result<Vec<u64>> {
         .collect();
     out.sort_unstable();
     Ok(out)
-}
-
-/// Reads the frame at the reader's position: `Ok(None)` at a clean end, or where the bytes do
-/// not make a whole, intact frame (a torn append, or corruption).
-fn read_frame(r: &mut impl Read) -> io::Result<Option<Vec<u8>>> {
-    let mut header = [0u8; FRAME_HEADER_SIZE as usize];
-    if let Err(e) = r.read_exact(&mut header) {
-        return if e.kind() == io::ErrorKind::UnexpectedEof { Ok(None) } else { Err(e) };
-    }
-    let len = u32::from_le_bytes([header[0], header[1], header[2], header[3]]) as usize;
-    let sum = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
-    if len > NOTIFY_RECORD_SIZE_MAX {
-        return Ok(None);
-    }
-    let mut record = vec![0u8; len];
-    if let Err(e) = r.read_exact(&mut record) {
-        return if e.kind() == io::ErrorKind::UnexpectedEof { Ok(None) } else { Err(e) };
-    }
-    Ok((crc(&record) == sum).then_some(record))
 }
 
 /// Frames from `from` in `segment`, up to `limit` bytes into it (`None`: to its end), at most
@@ -99,7 +75,7 @@ fn read_frames(
     let mut reader = io::BufReader::new(FileReader::new(file, from, len));
     let (mut offset, mut out) = (from, Vec::new());
     while out.len() < count_max && limit.is_none_or(|l| offset < l) {
-        let Some(record) = read_frame(&mut reader)? else { break };
+        let Some(record) = read_frame(&mut reader, NOTIFY_RECORD_SIZE_MAX)? else { break };
         offset += FRAME_HEADER_SIZE + record.len() as u64;
         out.push((record, Position { segment, offset }));
     }
@@ -185,9 +161,7 @@ impl Writer {
                 buf.clear();
                 self.rotate()?;
             }
-            buf.extend_from_slice(&(r.len() as u32).to_le_bytes());
-            buf.extend_from_slice(&crc(r).to_le_bytes());
-            buf.extend_from_slice(r);
+            push_frame(&mut buf, r);
         }
         self.write_all_at_end(&buf)?;
         self.file.sync_data()?;

@@ -122,6 +122,18 @@ pub const GROUP_COMMIT_BATCH_MAX: usize = 256;
 /// which on a 16-drive node could claim 16 GiB; hot metadata of a drive fits far below this.
 pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
 
+/// A drive's index is checkpointed (a durable commit of its B-tree, after which its commit log
+/// starts again) at least this often while changes arrive, and when idle this long after one:
+/// a start replays at most this much of the log.
+pub const INDEX_CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A drive's index is checkpointed when its commit log passes this size.
+pub const INDEX_LOG_SIZE_MAX: u64 = 64 * 1024 * 1024;
+
+/// The largest frame a commit log may hold: a batch of [`GROUP_COMMIT_BATCH_MAX`] changes with
+/// inline data of [`INLINE_SIZE_MAX`] each is well below it. A batch that encodes larger fails.
+pub const INDEX_LOG_FRAME_MAX: usize = 256 * 1024 * 1024;
+
 /// Pending metadata changes queued per drive before writers wait (back-pressure).
 pub const DRIVE_COMMIT_QUEUE_DEPTH: usize = 1024;
 

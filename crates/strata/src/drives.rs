@@ -528,7 +528,7 @@ async fn set_aside_corrupt_indexes(
     for &i in corrupt {
         let Some(e) = flat.get(i) else { continue };
         let path = PathBuf::from(&e.path);
-        let options = OpenOptions { set_aside_corrupt_index: true };
+        let options = OpenOptions { set_aside_corrupt_index: true, ..OpenOptions::default() };
         match tokio::task::spawn_blocking(move || LocalDrive::open_with(&path, options)).await? {
             Ok(d) => locals[i] = Some(Arc::new(d)),
             Err(e2) => tracing::warn!(drive = %e, error = %e2, "drive is offline"),
