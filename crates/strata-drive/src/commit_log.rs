@@ -21,12 +21,16 @@ use std::sync::Arc;
 
 use strata_types::limits::INDEX_LOG_FRAME_MAX;
 
-use crate::frame::{push_frame, read_frame};
+use crate::frame::{read_frame, seal_frame, FRAME_HEADER_SIZE};
 use crate::fs::{FileReader, Fs, FsFile};
 
 const PREFIX: &str = "index-log.";
 /// The encoding of a frame's changes; a start refuses a frame of another.
 pub(crate) const LOG_FORMAT: u8 = 1;
+
+/// Bytes a batch's encoding leaves at its start for the frame's header and the batch number
+/// ([`CommitLog::append`] fills them in place).
+pub(crate) const FRAME_ROOM: usize = FRAME_HEADER_SIZE as usize + 8;
 
 fn file_name(log_id: u128, first: u64) -> String {
     format!("{PREFIX}{log_id:032x}.{first:020}")
@@ -127,13 +131,17 @@ impl CommitLog {
         self.len
     }
 
-    /// Appends batch `number` (its encoded changes) durably: one write and one data sync.
-    pub fn append(&mut self, number: u64, changes: &[u8]) -> Result<(), AppendError> {
-        let mut record = Vec::with_capacity(8 + changes.len());
-        record.extend_from_slice(&number.to_le_bytes());
-        record.extend_from_slice(changes);
-        let mut frame = Vec::with_capacity(record.len() + crate::frame::FRAME_HEADER_SIZE as usize);
-        push_frame(&mut frame, &record);
+    /// Appends batch `number` durably: one write and one data sync. `frame` holds the batch's
+    /// encoded changes after [`FRAME_ROOM`] bytes left for the frame's header and the number.
+    pub fn append(&mut self, number: u64, mut frame: Vec<u8>) -> Result<(), AppendError> {
+        let at = FRAME_HEADER_SIZE as usize;
+        match frame.get_mut(at..FRAME_ROOM) {
+            Some(room) => room.copy_from_slice(&number.to_le_bytes()),
+            None => {
+                return Err(AppendError::NotWritten(io::Error::other("a frame without room for its header")))
+            }
+        }
+        seal_frame(&mut frame);
         if let Err(e) = self.file.append_vectored(&mut [IoSlice::new(&frame)]) {
             // What reached the file is a torn frame, where a reader stops: the log goes on in a
             // new file, which the next batch (taking this one's number) begins.

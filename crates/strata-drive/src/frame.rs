@@ -13,10 +13,19 @@ fn crc(record: &[u8]) -> u32 {
 
 /// Appends `record` as one frame to `out`.
 pub fn push_frame(out: &mut Vec<u8>, record: &[u8]) {
-    let len = u32::try_from(record.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&crc(record).to_le_bytes());
+    let start = out.len();
+    out.resize(start + FRAME_HEADER_SIZE as usize, 0);
     out.extend_from_slice(record);
+    seal_frame(&mut out[start..]);
+}
+
+/// Makes `frame` one frame: its first [`FRAME_HEADER_SIZE`] bytes, left for the header, are set
+/// for the record after them (built in place, so the record is not copied into a frame).
+pub fn seal_frame(frame: &mut [u8]) {
+    let (header, record) = frame.split_at_mut(FRAME_HEADER_SIZE as usize);
+    let len = u32::try_from(record.len()).unwrap_or(u32::MAX);
+    header[..4].copy_from_slice(&len.to_le_bytes());
+    header[4..].copy_from_slice(&crc(record).to_le_bytes());
 }
 
 /// Reads the frame at the reader's position: `Ok(None)` at a clean end, or where the bytes do

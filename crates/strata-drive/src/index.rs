@@ -590,9 +590,12 @@ fn replay(
     Ok(last)
 }
 
+/// The batch's changes for the commit log, after the room its frame needs
+/// ([`commit_log::FRAME_ROOM`]).
 fn encode_batch(batch: &[Pending]) -> Vec<u8> {
     let changes: Vec<&Change> = batch.iter().map(|p| &p.change).collect();
-    let mut out = vec![LOG_FORMAT];
+    let mut out = vec![0; commit_log::FRAME_ROOM];
+    out.push(LOG_FORMAT);
     // Changes are plain data (strings, numbers, bytes): serialising them into a Vec cannot fail.
     let _ = rmp_serde::encode::write_named(&mut out, &changes);
     out
@@ -863,11 +866,11 @@ fn commit_batch(
     }
     // From here, returning without the commit drops the transaction, which undoes the batch.
     let encoded = encode_batch(batch);
-    if encoded.len() + 8 > INDEX_LOG_FRAME_MAX {
+    if encoded.len() > INDEX_LOG_FRAME_MAX {
         let e = "a batch too large for the commit log";
         return ((0..n).map(|_| Err(index_err(e))).collect(), Committed::NotLogged);
     }
-    match log.append(number, &encoded) {
+    match log.append(number, encoded) {
         Ok(()) => {}
         Err(AppendError::NotWritten(e)) => {
             let each = (0..n).map(|_| Err(copy_io_error(&e).into())).collect();
