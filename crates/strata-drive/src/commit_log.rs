@@ -30,7 +30,7 @@ pub(crate) const LOG_FORMAT: u8 = 1;
 
 /// Bytes a batch's encoding leaves at its start for the frame's header and the batch number
 /// ([`CommitLog::append`] fills them in place).
-pub(crate) const FRAME_ROOM: usize = FRAME_HEADER_SIZE as usize + 8;
+pub(crate) const FRAME_ROOM: usize = FRAME_HEADER_SIZE as usize + BATCH_CHANGES;
 
 fn file_name(log_id: u128, first: u64) -> String {
     format!("{PREFIX}{log_id:032x}.{first:020}")
@@ -42,12 +42,22 @@ pub(crate) fn is_log_file(name: &str) -> bool {
     name.starts_with(PREFIX)
 }
 
+/// Whether `path` names a file of some commit log.
+pub(crate) fn is_log_path(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| is_log_file(&n.to_string_lossy()))
+}
+
 /// What a start finds in a folder: the batches after `applied`, in order, and every log file
 /// there (to remove once they are applied and a new log has begun).
 pub(crate) struct Recovered {
+    /// Each batch's number and its frame's record (the number, then the changes from
+    /// [`BATCH_CHANGES`] on: kept whole, so its inline data is not copied again).
     pub batches: Vec<(u64, Vec<u8>)>,
     pub files: Vec<PathBuf>,
 }
+
+/// Where a frame's record holds the batch's changes (after its number).
+pub(crate) const BATCH_CHANGES: usize = 8;
 
 /// Reads the log `log_id` in `dir`: the batches numbered after `applied`. Files of other logs are
 /// listed to be removed. A missing batch between `applied` and a later one is an error (the log
@@ -74,7 +84,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, log_id: u128, applied: u64) -> io
         let mut reader = io::BufReader::new(FileReader::new(fs.open(&path)?, 0, len));
         // Frames end at the first that is not whole and intact: a torn last append.
         while let Some(frame) = read_frame(&mut reader, INDEX_LOG_FRAME_MAX)? {
-            let Some((number, changes)) = frame.split_first_chunk::<8>() else {
+            let Some(number) = frame.first_chunk::<BATCH_CHANGES>() else {
                 return Err(corrupt(&path, "a frame without its batch number"));
             };
             let number = u64::from_le_bytes(*number);
@@ -84,7 +94,7 @@ pub(crate) fn recover(fs: &dyn Fs, dir: &Path, log_id: u128, applied: u64) -> io
             if number > next {
                 return Err(corrupt(&path, &format!("batches {next} to {} are missing", number - 1)));
             }
-            batches.push((number, changes.to_vec()));
+            batches.push((number, frame));
             next += 1;
         }
     }

@@ -139,8 +139,7 @@ impl FaultyFs {
     }
 
     fn wrap(&self, file: Box<dyn FsFile>, path: &Path) -> Box<dyn FsFile> {
-        let name = path.file_name().map(|n| n.to_string_lossy());
-        let sync = match name.is_some_and(|n| crate::commit_log::is_log_file(&n)) {
+        let sync = match crate::commit_log::is_log_path(path) {
             true => FsOp::IndexSync,
             false => FsOp::SyncData,
         };

@@ -569,8 +569,9 @@ fn replay(
         let mut freed = Vec::new();
         {
             let mut tables = OpenTables::open(&txn).map_err(|e| corrupt(&e))?;
-            for (number, bytes) in &found.batches {
-                let changes = decode_batch(bytes).map_err(|e| corrupt(&format!("batch {number}: {e}")))?;
+            for (number, record) in &found.batches {
+                let changes = record.get(commit_log::BATCH_CHANGES..).unwrap_or_default();
+                let changes = decode_batch(changes).map_err(|e| corrupt(&format!("batch {number}: {e}")))?;
                 for change in &changes {
                     // As the first time: a change refused then is refused again.
                     let _ = apply_change(&mut tables.tables(), change, &mut freed);

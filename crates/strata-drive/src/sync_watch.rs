@@ -88,9 +88,7 @@ impl FsFile for WatchedFile {
     fn sync_data(&self) -> io::Result<()> {
         let result = self.inner.sync_data();
         if let Err(e) = &result {
-            let log = Path::new(&self.path)
-                .file_name()
-                .is_some_and(|n| crate::commit_log::is_log_file(&n.to_string_lossy()));
+            let log = crate::commit_log::is_log_path(Path::new(&self.path));
             let what = if log { "the metadata index's commit log " } else { "" };
             self.stop.stop(&self.endpoint, format!("the data sync of {what}{} failed: {e}", self.path));
         }
