@@ -203,7 +203,7 @@ mod tests {
     fn session(now: u64) -> Session {
         Session {
             access_key: "AK".into(),
-            secret: "SK".into(),
+            secret: SECRET.into(),
             token: "T".into(),
             user: "alice".into(),
             subject: "alice".into(),
@@ -214,12 +214,18 @@ mod tests {
         }
     }
 
+    const SECRET: &str = "wJalrXUtnFEMI-K7MDENG-bPxRfiCY";
+
     #[test]
     fn a_sealed_session_opens_only_under_its_key_and_while_live() {
         let keys = Keys::new("root", "secret", b"d");
         let s = session(1000);
         let cookie = keys.seal(&s).expect("sealed");
-        assert!(!cookie.contains("SK"), "the secret is not readable in the cookie");
+        // Long enough that random ciphertext never holds it by chance (a two-letter secret
+        // did, in about one run of twenty).
+        assert!(!cookie.contains(SECRET), "the secret is not readable in the cookie");
+        let raw = URL_SAFE_NO_PAD.decode(&cookie).expect("b64");
+        assert!(!raw.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()), "nor in its bytes");
         assert_eq!(keys.open(&cookie, 1001), Ok(s.clone()));
         // Another deployment's key, an altered byte, garbage: not a session.
         assert_eq!(Keys::new("root", "other", b"d").open(&cookie, 1001), Err(Refused::Missing));
