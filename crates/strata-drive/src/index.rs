@@ -9,7 +9,7 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -197,10 +197,49 @@ struct Pending {
     reply: oneshot::Sender<DriveResult<Displaced>>,
 }
 
+/// A read transaction of the index with its hot tables open, shared by the reads that come
+/// before the next commit. Beginning a transaction and opening its tables (each a lookup in
+/// redb's table of tables) cost a small GET's record read as much as the lookups themselves.
+struct Snapshot {
+    txn: redb::ReadTransaction,
+    objects: redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+    inline: redb::ReadOnlyTable<u128, &'static [u8]>,
+}
+
+/// The index's current [`Snapshot`]. The writer forgets it after every commit, before it answers
+/// the batch's changes: a read that starts after a change is acknowledged takes a new snapshot,
+/// which holds the change. (A snapshot is made under the lock, so one begun before a commit
+/// cannot be kept after the writer forgot it.) Forgetting it also lets redb reuse the pages
+/// the next commits free, which a snapshot kept for long would hold.
+struct Snapshots {
+    db: Arc<Database>,
+    current: Mutex<Option<Arc<Snapshot>>>,
+}
+
+impl Snapshots {
+    fn get(&self) -> DriveResult<Arc<Snapshot>> {
+        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(s) = current.as_ref() {
+            return Ok(s.clone());
+        }
+        let txn = self.db.begin_read().map_err(index_err)?;
+        let objects = txn.open_table(OBJECTS).map_err(index_err)?;
+        let inline = txn.open_table(INLINE).map_err(index_err)?;
+        let snapshot = Arc::new(Snapshot { txn, objects, inline });
+        *current = Some(snapshot.clone());
+        Ok(snapshot)
+    }
+
+    fn forget(&self) {
+        self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+}
+
 /// Handle to one drive's index: reads run on the caller's (blocking) thread, writes go through
 /// the group-commit queue.
 pub(crate) struct Index {
     db: Arc<Database>,
+    snapshots: Arc<Snapshots>,
     /// `None` only while dropping.
     queue: Option<mpsc::Sender<Pending>>,
     writer: Option<std::thread::JoinHandle<()>>,
@@ -283,12 +322,22 @@ impl Index {
         let (queue, rx) = mpsc::channel(DRIVE_COMMIT_QUEUE_DEPTH);
         let writer_db = db.clone();
         let stats = Arc::new(CommitStats::default());
-        let writer = Writer { db: writer_db, fs, data_dir, stats: stats.clone(), log, last, checkpoints };
+        let snapshots = Arc::new(Snapshots { db: db.clone(), current: Mutex::new(None) });
+        let writer = Writer {
+            db: writer_db,
+            snapshots: snapshots.clone(),
+            fs,
+            data_dir,
+            stats: stats.clone(),
+            log,
+            last,
+            checkpoints,
+        };
         let writer = std::thread::Builder::new()
             .name(format!("commit:{name}"))
             .spawn(move || writer.run(rx))
             .map_err(IndexOpenError::Io)?;
-        Ok(Self { db, queue: Some(queue), writer: Some(writer), stats })
+        Ok(Self { db, snapshots, queue: Some(queue), writer: Some(writer), stats })
     }
 
     pub fn stats(&self) -> &Arc<CommitStats> {
@@ -325,12 +374,11 @@ impl Index {
         key: &str,
         inline: bool,
     ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        let txn = self.db.begin_read().map_err(index_err)?;
-        let table = txn.open_table(OBJECTS).map_err(index_err)?;
-        let value = table.get(object_key(bucket, key).as_slice()).map_err(index_err)?;
+        let snapshot = self.snapshots.get()?;
+        let value = snapshot.objects.get(object_key(bucket, key).as_slice()).map_err(index_err)?;
         let record = ObjectRecord::decode(value.ok_or(DriveError::NotFound)?.value())?;
         let data = match record.latest() {
-            Some(v) if inline => inline_of(&txn, v)?,
+            Some(v) if inline => inline_of(&snapshot.inline, v)?,
             _ => None,
         };
         Ok((record, data))
@@ -345,19 +393,18 @@ impl Index {
         version_id: Option<Uuid>,
         inline: bool,
     ) -> DriveResult<(ObjectRecord, Option<Bytes>)> {
-        let txn = self.db.begin_read().map_err(index_err)?;
+        let snapshot = self.snapshots.get()?;
         let k = object_key(bucket, key);
-        let table = txn.open_table(OBJECTS).map_err(index_err)?;
-        let value = table.get(k.as_slice()).map_err(index_err)?;
+        let value = snapshot.objects.get(k.as_slice()).map_err(index_err)?;
         let record = ObjectRecord::decode(value.ok_or(DriveError::NotFound)?.value())?;
         let found = match record.versions.into_iter().find(|v| v.version_id == version_id) {
             Some(v) => v,
             None => {
-                let rows = txn.open_table(VERSIONS).map_err(index_err)?;
+                let rows = snapshot.txn.open_table(VERSIONS).map_err(index_err)?;
                 versions::find_row(&rows, &k, version_id)?.ok_or(DriveError::NotFound)?
             }
         };
-        let data = if inline { inline_of(&txn, &found)? } else { None };
+        let data = if inline { inline_of(&snapshot.inline, &found)? } else { None };
         Ok((ObjectRecord { versions: vec![found] }, data))
     }
 
@@ -630,6 +677,7 @@ impl Default for Checkpoints {
 /// The index's writer thread: group commits through the commit log, and checkpoints.
 struct Writer {
     db: Arc<Database>,
+    snapshots: Arc<Snapshots>,
     fs: Arc<dyn Fs>,
     data_dir: PathBuf,
     stats: Arc<CommitStats>,
@@ -701,6 +749,8 @@ impl Writer {
         let number = self.last + 1;
         let (outcome, committed) =
             commit_batch(&self.db, &mut self.log, number, &mut batch, &mut freed_files);
+        // Before any change of the batch is answered (see `Snapshots`).
+        self.snapshots.forget();
         let stats = &self.stats;
         match committed {
             Committed::Yes => self.last = number,
@@ -739,6 +789,9 @@ impl Writer {
             txn.commit().map_err(|e| e.to_string())
         };
         let done = durable().and_then(|()| self.log.restart(self.last + 1).map_err(|e| e.to_string()));
+        // The durable commit frees the pages the batches since the last one replaced, unless a
+        // read transaction still sees them.
+        self.snapshots.forget();
         match done {
             Ok(()) => true,
             Err(e) => {
@@ -1026,11 +1079,16 @@ fn one(v: ObjectVersion) -> ObjectRecord {
     ObjectRecord { versions: vec![v] }
 }
 
-/// The inline frame of `v`, read in `txn` (delete markers have none).
-fn inline_of(txn: &redb::ReadTransaction, v: &ObjectVersion) -> DriveResult<Option<Bytes>> {
+/// The inline frame of `v`, read from the table of a snapshot (delete markers have none). The
+/// frame is copied out of redb's page: a page may be reused once no read transaction sees it,
+/// and bytes that held the transaction instead would let a slow reader keep every page the
+/// writer frees from being reused.
+fn inline_of(
+    table: &redb::ReadOnlyTable<u128, &'static [u8]>,
+    v: &ObjectVersion,
+) -> DriveResult<Option<Bytes>> {
     match v.data {
         DataLocation::Inline(id) if !v.delete_marker => {
-            let table = txn.open_table(INLINE).map_err(index_err)?;
             let value = table.get(id.as_u128()).map_err(index_err)?;
             Ok(Some(Bytes::copy_from_slice(value.ok_or(DriveError::NotFound)?.value())))
         }

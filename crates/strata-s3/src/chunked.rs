@@ -241,7 +241,7 @@ mod tests {
         // The streaming example of the S3 API reference: 64 KiB + 1 KiB of 'a'.
         let seed = "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9";
         let signer = || ChunkSigner {
-            key: strata_sign::sigv4::signing_key(
+            key: strata_sign::sigv4::signing_mac(
                 "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                 "20130524",
                 "us-east-1",

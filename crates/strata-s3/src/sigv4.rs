@@ -9,10 +9,10 @@
 use http::request::Parts;
 use percent_encoding::percent_decode_str;
 use strata_sign::sigv4::{
-    canonical_query, canonical_query_go, canonical_uri, signing_key, ChunkSigner, ALGORITHM, EMPTY_SHA256,
+    canonical_query, canonical_query_go, canonical_uri, signing_mac, ChunkSigner, ALGORITHM, EMPTY_SHA256,
     STREAMING_SIGNED, STREAMING_SIGNED_TRAILER, STREAMING_UNSIGNED_TRAILER, UNSIGNED_PAYLOAD,
 };
-use strata_sign::{constant_time_eq, hmac_sha256, sha256_hex};
+use strata_sign::{constant_time_eq, sha256_hex};
 use strata_types::limits::{CLOCK_SKEW_MAX_SECS, PRESIGN_EXPIRES_MAX_SECS};
 
 use crate::error::{S3Error, S3ErrorCode};
@@ -336,7 +336,7 @@ fn check_signature(
         canonical_headers.push_str(&value);
         canonical_headers.push('\n');
     }
-    let key = signing_key(&secret, c.date, c.region, c.service);
+    let key = signing_mac(&secret, c.date, c.region, c.service);
     let scope = format!("{}/{}/{}/aws4_request", c.date, c.region, c.service);
     let signs = |canonical_query: &str| {
         let canonical_request = format!(
@@ -350,7 +350,7 @@ fn check_signature(
         );
         let string_to_sign =
             format!("{ALGORITHM}\n{}\n{scope}\n{}", s.amz_date, sha256_hex(canonical_request.as_bytes()));
-        let expected = hex::encode(hmac_sha256(&key, string_to_sign.as_bytes()));
+        let expected = hex::encode(key.sign(string_to_sign.as_bytes()));
         constant_time_eq(expected.as_bytes(), s.signature.as_bytes())
     };
     let aws = canonical_query(query);
@@ -395,6 +395,8 @@ mod tests {
     //! Header" and "Query String Authentication", and the streaming upload example.
     use super::*;
     use crate::access::verify_signature as verify;
+    use strata_sign::hmac_sha256;
+    use strata_sign::sigv4::signing_key;
 
     const AK: &str = "AKIAIOSFODNN7EXAMPLE";
     const SK: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";

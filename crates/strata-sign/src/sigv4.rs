@@ -7,9 +7,11 @@
 //! kept, everything else `%XX`, `/` kept in the path), so clients that encode differently still
 //! verify.
 
+use std::sync::{Mutex, PoisonError};
+
 use percent_encoding::{percent_decode_str, utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-use crate::{hmac_sha256, sha256_hex};
+use crate::{constant_time_eq, hmac_sha256, sha256_hex, MacKey};
 
 pub const ALGORITHM: &str = "AWS4-HMAC-SHA256";
 pub const UNSIGNED_PAYLOAD: &str = "UNSIGNED-PAYLOAD";
@@ -27,6 +29,48 @@ pub fn signing_key(secret: &str, date: &str, region: &str, service: &str) -> [u8
     let k = hmac_sha256(&k, region.as_bytes());
     let k = hmac_sha256(&k, service.as_bytes());
     hmac_sha256(&k, b"aws4_request")
+}
+
+/// How many derived keys [`signing_mac`] keeps: a key a day for each access key, region and
+/// service in use. Past that, the oldest goes.
+const SIGNING_KEYS_KEPT: usize = 64;
+
+/// A key [`signing_mac`] derived.
+struct Derived {
+    secret: String,
+    date: String,
+    region: String,
+    service: String,
+    key: MacKey,
+}
+
+/// [`signing_key`] as a [`MacKey`], from the keys derived lately. A server checks many requests
+/// signed with one key, day, region and service, and each derivation is four HMACs, each with
+/// its own key schedule. Keys are kept by secret, so a changed secret derives anew.
+pub fn signing_mac(secret: &str, date: &str, region: &str, service: &str) -> MacKey {
+    static KEPT: Mutex<Vec<Derived>> = Mutex::new(Vec::new());
+    let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+    let same = |d: &&Derived| {
+        d.date == date
+            && d.region == region
+            && d.service == service
+            && constant_time_eq(d.secret.as_bytes(), secret.as_bytes())
+    };
+    if let Some(d) = kept.iter().find(same) {
+        return d.key.clone();
+    }
+    let key = MacKey::new(&signing_key(secret, date, region, service));
+    if kept.len() >= SIGNING_KEYS_KEPT {
+        kept.remove(0);
+    }
+    kept.push(Derived {
+        secret: secret.to_owned(),
+        date: date.to_owned(),
+        region: region.to_owned(),
+        service: service.to_owned(),
+        key: key.clone(),
+    });
+    key
 }
 
 fn uri_encode(s: &str, keep_slash: bool) -> String {
@@ -181,7 +225,7 @@ impl Signer<'_> {
 /// What a chunk signature chains from: the request's signature, key, time and scope.
 #[derive(Debug, Clone)]
 pub struct ChunkSigner {
-    pub key: [u8; 32],
+    pub key: MacKey,
     pub amz_date: String,
     pub scope: String,
     pub previous: String,
@@ -194,7 +238,7 @@ impl ChunkSigner {
             "AWS4-HMAC-SHA256-PAYLOAD\n{}\n{}\n{}\n{EMPTY_SHA256}\n{data_sha256_hex}",
             self.amz_date, self.scope, self.previous
         );
-        self.previous = hex::encode(hmac_sha256(&self.key, sts.as_bytes()));
+        self.previous = hex::encode(self.key.sign(sts.as_bytes()));
         self.previous.clone()
     }
 
@@ -207,7 +251,7 @@ impl ChunkSigner {
             self.previous,
             sha256_hex(canonical_trailers)
         );
-        self.previous = hex::encode(hmac_sha256(&self.key, sts.as_bytes()));
+        self.previous = hex::encode(self.key.sign(sts.as_bytes()));
         self.previous.clone()
     }
 }
@@ -258,5 +302,27 @@ mod tests {
         ));
         let with_token = SIGNER.presigned_query("/test.txt", "", "h", 60, Some("a/b+c"));
         assert!(with_token.contains("&X-Amz-Security-Token=a%2Fb%2Bc&"), "{with_token}");
+    }
+
+    #[test]
+    fn a_kept_signing_key_is_the_derived_one_and_a_new_secret_derives_anew() {
+        let message = b"a string to sign";
+        let fresh = |secret: &str, date: &str| {
+            crate::hmac_sha256(&signing_key(secret, date, "us-east-1", "s3"), message)
+        };
+        for _ in 0..2 {
+            assert_eq!(
+                signing_mac("one", "20260101", "us-east-1", "s3").sign(message),
+                fresh("one", "20260101")
+            );
+        }
+        assert_eq!(signing_mac("two", "20260101", "us-east-1", "s3").sign(message), fresh("two", "20260101"));
+        assert_eq!(signing_mac("one", "20260102", "us-east-1", "s3").sign(message), fresh("one", "20260102"));
+        assert_ne!(fresh("one", "20260101"), fresh("two", "20260101"));
+        // More keys than are kept: the first is derived again, still right.
+        for i in 0..SIGNING_KEYS_KEPT + 1 {
+            signing_mac(&format!("s{i}"), "20260101", "eu-west-1", "s3");
+        }
+        assert_eq!(signing_mac("one", "20260101", "us-east-1", "s3").sign(message), fresh("one", "20260101"));
     }
 }
