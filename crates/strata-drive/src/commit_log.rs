@@ -5,21 +5,33 @@
 //! changes to this log as one frame and syncs it (one small write and one sync), then commits the
 //! same changes to redb without durability (in memory). Every so often (see
 //! [`crate::index::Checkpoints`]) a durable redb commit, a *checkpoint*, writes the pages once
-//! for all the batches since the last, and the log starts again in a new file.
+//! for all the batches since the last, and the log starts again from the start of its file.
 //!
-//! Files: `<sys>/index-log.<log id, 32 hex>.<first batch, 20 digits>`, frames ([`crate::frame`])
-//! of `[batch number u64 LE][LOG_FORMAT][changes, MessagePack]`. The index keeps the log's id and
+//! Files: `<sys>/index-log.<log id, 32 hex>.<number, 20 digits>`, frames ([`crate::frame`])
+//! of `[batch number u64 LE][LOG_FORMAT][changes, MessagePack]`. A file's number orders the
+//! files of one log: it is the first batch the file was begun with.
+//!
+//! **The file is written over, not begun again.** After a checkpoint, the next batches are
+//! written from the start of the same file, over the frames the checkpoint made unneeded. A
+//! write over blocks the file already has changes no metadata of the file, so its sync is only
+//! the data's: on ext4 here it took a quarter of the CPU and a third of the time of a sync that
+//! grows the file (which commits the journal). The old frames past the new ones are harmless:
+//! every one holds a batch the index has (a number at most the last checkpoint's), which a start
+//! skips, and the new frames end where the first torn or old one begins. A file that grew past
+//! [`INDEX_LOG_SIZE_MAX`] is cut back to nothing instead, so a burst does not hold its space.
+//!
+//! The index keeps the log's id and
 //! the number of the last batch it applied in its `meta` table, in the same transaction as the
 //! batch; so after a power cut the index holds every batch up to its last checkpoint, and a start
 //! applies the frames after that, in order, as they were applied the first time. A frame is
 //! synced before its batch is answered, so every batch that was answered is in one or the other.
 //! A log whose id is not the index's (a wiped or set-aside index) is removed.
 
-use std::io::{self, IoSlice};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata_types::limits::INDEX_LOG_FRAME_MAX;
+use strata_types::limits::{INDEX_LOG_FRAME_MAX, INDEX_LOG_SIZE_MAX};
 
 use crate::frame::{read_frame, seal_frame, FRAME_HEADER_SIZE};
 use crate::fs::{FileReader, Fs, FsFile};
@@ -121,8 +133,10 @@ pub(crate) struct CommitLog {
     log_id: u128,
     file: Box<dyn FsFile>,
     path: PathBuf,
-    /// Bytes in the current file.
+    /// Bytes of frames written since the file was begun or written over.
     len: u64,
+    /// The file's size: `len`, or more where older frames are left past it.
+    size: u64,
     /// Earlier files of this log since the last checkpoint (left after a failed write).
     earlier: Vec<PathBuf>,
 }
@@ -133,10 +147,10 @@ impl CommitLog {
         let path = dir.join(file_name(log_id, next));
         let file = fs.create(&path)?;
         fs.sync_dir(dir)?;
-        Ok(Self { fs, dir: dir.to_owned(), log_id, file, path, len: 0, earlier: Vec::new() })
+        Ok(Self { fs, dir: dir.to_owned(), log_id, file, path, len: 0, size: 0, earlier: Vec::new() })
     }
 
-    /// Bytes in the current file.
+    /// Bytes of frames since the last checkpoint in the current file.
     pub fn len(&self) -> u64 {
         self.len
     }
@@ -152,7 +166,7 @@ impl CommitLog {
             }
         }
         seal_frame(&mut frame);
-        if let Err(e) = self.file.append_vectored(&mut [IoSlice::new(&frame)]) {
+        if let Err(e) = self.file.write_at(&frame, self.len) {
             // What reached the file is a torn frame, where a reader stops: the log goes on in a
             // new file, which the next batch (taking this one's number) begins.
             let next =
@@ -164,15 +178,28 @@ impl CommitLog {
         }
         self.file.sync_data().map_err(AppendError::Broken)?;
         self.len += frame.len() as u64;
+        self.size = self.size.max(self.len);
         Ok(())
     }
 
-    /// After a checkpoint that made every batch before `next` durable in the index: starts a new
-    /// file and removes the old ones (a power cut that keeps one only keeps batches a start
-    /// skips).
-    pub fn restart(&mut self, next: u64) -> io::Result<()> {
-        let new = Self::start(self.fs.clone(), &self.dir, self.log_id, next)?;
-        std::mem::replace(self, new).remove();
+    /// After a checkpoint that made every batch so far durable in the index: the next frame goes
+    /// at the start of the current file, and files left by failed writes are removed (a power
+    /// cut that keeps one only keeps batches a start skips). A file grown past
+    /// [`INDEX_LOG_SIZE_MAX`] is cut to nothing first.
+    pub fn restart(&mut self) -> io::Result<()> {
+        if self.size > INDEX_LOG_SIZE_MAX {
+            self.file.set_len(0)?;
+            self.size = 0;
+        }
+        self.len = 0;
+        let earlier = std::mem::take(&mut self.earlier);
+        let mut removed = false;
+        for path in &earlier {
+            removed |= self.fs.remove_file(path).is_ok();
+        }
+        if removed {
+            let _ = self.fs.sync_dir(&self.dir);
+        }
         Ok(())
     }
 
@@ -186,5 +213,67 @@ impl CommitLog {
         if removed {
             let _ = self.fs.sync_dir(&self.dir);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::SimFs;
+
+    fn frame(fill: u8) -> Vec<u8> {
+        let mut f = vec![0; FRAME_ROOM];
+        f.extend_from_slice(&[fill; 100]);
+        f
+    }
+
+    /// The batch numbers and first change byte a start would apply after `applied`.
+    fn recovered(fs: &SimFs, dir: &Path, applied: u64) -> Vec<(u64, u8)> {
+        let found = recover(fs, dir, 7, applied).expect("recover");
+        found.batches.iter().map(|(n, f)| (*n, f[BATCH_CHANGES])).collect()
+    }
+
+    /// Frames of one size, so the new frames end exactly where an old one begins: a start reads
+    /// on into the old frames, and must skip them all.
+    #[test]
+    fn a_log_written_over_reads_back_only_its_new_frames() {
+        let fs = SimFs::new();
+        let dir = Path::new("/sys");
+        crate::fs::create_dir_all_durably(&fs, dir).expect("dir");
+        let mut log = CommitLog::start(Arc::new(fs.clone()), dir, 7, 1).expect("start");
+        for n in 1..=5 {
+            log.append(n, frame(n as u8)).map_err(|_| "append").expect("append");
+        }
+        assert_eq!(recovered(&fs, dir, 0), (1..=5).map(|n| (n, n as u8)).collect::<Vec<_>>());
+        // A checkpoint made batches 1 to 5 durable in the index.
+        log.restart().expect("restart");
+        assert_eq!(log.len(), 0);
+        log.append(6, frame(60)).map_err(|_| "append").expect("append");
+        log.append(7, frame(70)).map_err(|_| "append").expect("append");
+        let files = fs.read_dir(dir).expect("list");
+        assert_eq!(files.len(), 1, "one file, written over");
+        assert_eq!(recovered(&fs, dir, 5), [(6, 60), (7, 70)]);
+        // A power cut, plain or harsh: never an old frame.
+        let cut = fs.power_cut();
+        for seed in [None, Some(1), Some(2), Some(3)] {
+            assert_eq!(recovered(&cut.boot(seed), dir, 5), [(6, 60), (7, 70)], "seed {seed:?}");
+        }
+    }
+
+    /// A file that grew past the size limit is cut back at the checkpoint, not kept.
+    #[test]
+    fn a_log_grown_past_its_limit_is_cut_back_at_a_checkpoint() {
+        let fs = SimFs::new();
+        let dir = Path::new("/sys");
+        crate::fs::create_dir_all_durably(&fs, dir).expect("dir");
+        let mut log = CommitLog::start(Arc::new(fs.clone()), dir, 7, 1).expect("start");
+        let mut big = vec![0; FRAME_ROOM];
+        big.resize(FRAME_ROOM + INDEX_LOG_SIZE_MAX as usize, 1);
+        log.append(1, big).map_err(|_| "append").expect("append");
+        log.restart().expect("restart");
+        log.append(2, frame(2)).map_err(|_| "append").expect("append");
+        let name = dir.join(file_name(7, 1));
+        assert_eq!(fs.metadata(&name).expect("meta").len, (FRAME_ROOM + 100) as u64);
+        assert_eq!(recovered(&fs, dir, 1), [(2, 2)]);
     }
 }

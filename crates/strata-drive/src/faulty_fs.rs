@@ -17,7 +17,8 @@ use crate::fs::{DirEntry, FileMeta, Fs, FsFile, RealFs};
 /// The kinds of filesystem call a fault can target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsOp {
-    /// Appending to a file (shard files, state files).
+    /// Writing to a file: appending (shard files, state files), or over what it holds (a
+    /// recycled commit log).
     Append,
     /// `fdatasync` of a file written through [`Fs`].
     SyncData,
@@ -158,6 +159,11 @@ impl FsFile for FaultyFile {
     fn append_vectored(&self, slices: &mut [IoSlice<'_>]) -> io::Result<()> {
         self.rules.check(FsOp::Append)?;
         self.inner.append_vectored(slices)
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        self.rules.check(FsOp::Append)?;
+        self.inner.write_at(data, offset)
     }
 
     fn sync_data(&self) -> io::Result<()> {

@@ -31,6 +31,9 @@ pub struct DirEntry {
 pub trait FsFile: Send + Sync {
     /// Appends every slice (one `writev` on the real filesystem when the kernel takes it all).
     fn append_vectored(&self, slices: &mut [IoSlice<'_>]) -> io::Result<()>;
+    /// Writes `data` at `offset`, over what the file holds there (and past its end). Not for
+    /// a file opened with [`Fs::create_new_direct`].
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()>;
     /// Makes the file's data durable (not its name: that is the folder's, see [`Fs::sync_dir`]).
     fn sync_data(&self) -> io::Result<()>;
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
@@ -153,6 +156,10 @@ impl FsFile for RealFile {
             }
         }
         Ok(())
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_all_at(data, offset)
     }
 
     fn sync_data(&self) -> io::Result<()> {
@@ -278,6 +285,11 @@ impl FsFile for DirectFile {
             }
         }
         Ok(())
+    }
+
+    fn write_at(&self, _: &[u8], _: u64) -> io::Result<()> {
+        // Its stage holds the file's end: a write elsewhere would go around it.
+        Err(io::Error::new(io::ErrorKind::Unsupported, "a shard file is only appended to"))
     }
 
     fn sync_data(&self) -> io::Result<()> {

@@ -788,7 +788,7 @@ impl Writer {
             }
             txn.commit().map_err(|e| e.to_string())
         };
-        let done = durable().and_then(|()| self.log.restart(self.last + 1).map_err(|e| e.to_string()));
+        let done = durable().and_then(|()| self.log.restart().map_err(|e| e.to_string()));
         // The durable commit frees the pages the batches since the last one replaced, unless a
         // read transaction still sees them.
         self.snapshots.forget();

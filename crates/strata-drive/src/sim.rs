@@ -602,7 +602,7 @@ impl PowerCut {
     }
 }
 
-/// An open file of a [`SimFs`]; writes append.
+/// An open file of a [`SimFs`]; writes append, or go where [`FsFile::write_at`] says.
 struct SimFile {
     fs: SimFs,
     ino: u64,
@@ -619,6 +619,17 @@ impl FsFile for SimFile {
             f.modified = SystemTime::now();
             s.event();
         }
+        Ok(())
+    }
+
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        let mut s = self.fs.lock_state();
+        let f = s.file_mut(self.ino)?;
+        let op = FileOp::Write { offset, bytes: data.to_vec() };
+        apply_file_op(&mut f.data, &op);
+        f.unsynced.push(op);
+        f.modified = SystemTime::now();
+        s.event();
         Ok(())
     }
 

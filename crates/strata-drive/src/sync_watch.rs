@@ -85,6 +85,10 @@ impl FsFile for WatchedFile {
         self.inner.append_vectored(slices)
     }
 
+    fn write_at(&self, data: &[u8], offset: u64) -> io::Result<()> {
+        self.inner.write_at(data, offset)
+    }
+
     fn sync_data(&self) -> io::Result<()> {
         let result = self.inner.sync_data();
         if let Err(e) = &result {

@@ -616,6 +616,70 @@ async fn batches_are_durable_through_the_log_and_reach_the_index_at_checkpoints(
     assert_eq!(keys(d).await, 20);
 }
 
+/// After a checkpoint the log is written over from the start of its file. The frames of the
+/// last round are left past the new ones, and holding changes the index already has, they must
+/// never be applied again: here a round of PUTs, a round deleting them and putting one more, a
+/// last round deleting that one and putting another. After any power cut only the last key is
+/// there.
+#[tokio::test]
+async fn a_log_written_over_after_a_checkpoint_never_brings_back_its_old_frames() {
+    use strata_drive::sim::SimFs;
+    use strata_drive::{Checkpoints, OpenOptions};
+    let root = std::path::Path::new("/d0");
+    let every_four =
+        Checkpoints { interval: std::time::Duration::from_secs(3600), batches: 4, ..Checkpoints::default() };
+    let options = OpenOptions { index_checkpoints: every_four, ..OpenOptions::default() };
+    let fs = SimFs::new();
+    let d = LocalDrive::open_on(Arc::new(fs.clone()), root, options).expect("open");
+    d.write_format(b"{}".to_vec()).await.expect("format");
+    d.make_bucket("b", BucketRecord { created: 1, ..Default::default() }.encode()).await.expect("bucket");
+    // The bucket took one batch: three PUTs end the first round.
+    for key in ["k1", "k2", "k3"] {
+        let v = version(DataLocation::Inline(Uuid::new_v4()), 3);
+        d.commit_version("b", key, v, Some(Bytes::from_static(b"abc")), Uuid::new_v4()).await.expect("put");
+    }
+    let (first_file, first_round) = log_files(&fs, root).remove(0);
+    let delete = |key: &'static str| {
+        let d = &d;
+        async move {
+            let op = Uuid::new_v4();
+            d.delete_version("b", key, None, op).await.expect("delete");
+            d.finish_op(op, true).await;
+        }
+    };
+    let put = |key: &'static str| {
+        let v = version(DataLocation::Inline(Uuid::new_v4()), 3);
+        d.commit_version("b", key, v, Some(Bytes::from_static(b"abc")), Uuid::new_v4())
+    };
+    for key in ["k1", "k2", "k3"] {
+        delete(key).await;
+    }
+    put("k4").await.expect("put k4");
+    delete("k4").await;
+    put("z").await.expect("put z");
+    let files = log_files(&fs, root);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert_eq!(files[0].0, first_file, "the same file, written over");
+    assert!(files[0].1.len() >= first_round.len(), "older frames are left past the new one");
+    assert_ne!(files[0].1[..40], first_round[..40], "the new frame is at the start");
+
+    let cut = fs.power_cut();
+    drop(d);
+    for seed in [None, Some(1), Some(2), Some(3), Some(4)] {
+        let booted = cut.boot(seed);
+        let d = LocalDrive::open_on(Arc::new(booted), root, options).expect("open after the cut");
+        let listed = d.list("b", ListQuery { limit: 10, ..Default::default() }).await.expect("list");
+        let keys: Vec<&str> = listed
+            .iter()
+            .filter_map(|e| match e {
+                ListEntry::Object { key, .. } => Some(key.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(keys, ["z"], "after the cut with seed {seed:?}");
+    }
+}
+
 /// A full disk refuses a batch's log write: that batch fails as the disk being full and leaves
 /// nothing behind; the drive goes on, and after a power cut the next batch, logged in a new file,
 /// is applied (the failed one's torn frame ends the old file).
