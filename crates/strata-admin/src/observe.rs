@@ -133,6 +133,7 @@ pub async fn refresh(
                 advance(&m.drive_index_commits.get_or_create(&labels), t.commits);
                 advance(&m.drive_index_changes.get_or_create(&labels), t.changes);
                 advance(&m.drive_late_changes_refused.get_or_create(&labels), t.refused_late);
+                advance(&m.drive_operations_abandoned.get_or_create(&labels), t.abandoned_ops);
             }
         }
     }

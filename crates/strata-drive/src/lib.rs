@@ -59,6 +59,8 @@ pub struct CommitTotals {
     pub changes: u64,
     /// Changes refused because their operation had ended before they arrived (late ones).
     pub refused_late: u64,
+    /// Changes whose operation never ended, settled by the drive after `PENDING_OP_MAX`.
+    pub abandoned_ops: u64,
 }
 
 /// What went wrong on one drive. Corruption is a value, not a panic: it triggers healing.

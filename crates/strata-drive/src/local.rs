@@ -47,6 +47,9 @@ pub struct LocalDrive {
     ops: Mutex<Ops>,
     /// Changes refused because their operation ended before they arrived.
     refused_late: std::sync::atomic::AtomicU64,
+    /// Pending changes whose operation never ended (see [`OpenOptions::pending_op_max`]).
+    abandoned_ops: std::sync::atomic::AtomicU64,
+    pending_op_max: std::time::Duration,
     /// Set when a sync failed: the drive then takes no change until [`Self::check_writes`].
     write_stop: Arc<WriteStop>,
     /// The index was corrupt at open and started empty: the drive needs refilling.
@@ -108,6 +111,9 @@ pub struct OpenOptions {
     pub set_aside_corrupt_index: bool,
     /// When the index is checkpointed (the default, but for tests).
     pub index_checkpoints: crate::index::Checkpoints,
+    /// How long a change waits for its operation's end before the drive settles it itself
+    /// (`None`: [`PENDING_OP_MAX`](strata_types::limits::PENDING_OP_MAX); tests set it short).
+    pub pending_op_max: Option<std::time::Duration>,
 }
 
 /// Why a local drive did not open.
@@ -340,6 +346,8 @@ impl LocalDrive {
             index: std::sync::RwLock::new(Arc::new(index)),
             ops: Mutex::new(Ops::default()),
             refused_late: Default::default(),
+            abandoned_ops: Default::default(),
+            pending_op_max: options.pending_op_max.unwrap_or(strata_types::limits::PENDING_OP_MAX),
             write_stop,
             index_rebuilt,
             checkpoints,
@@ -897,7 +905,9 @@ impl LocalDrive {
             Ok(()) => {
                 let ended = self.ops.lock().ok().and_then(|mut ops| {
                     let (bucket, key) = (bucket.to_owned(), key.to_owned());
-                    ops.parts.insert(op, PendingPart { bucket, key, upload_id, number, new_data, old });
+                    let began = std::time::Instant::now();
+                    ops.parts
+                        .insert(op, PendingPart { bucket, key, upload_id, number, new_data, old, began });
                     ops.ended.get(&op).copied()
                 });
                 self.settle_late(op, ended).await
@@ -1023,6 +1033,7 @@ impl Drive for LocalDrive {
             commits: load(&s.commits),
             changes: load(&s.changes),
             refused_late: load(&self.refused_late),
+            abandoned_ops: load(&self.abandoned_ops),
         })
     }
 

@@ -554,6 +554,50 @@ async fn a_record_is_settled_only_once_its_change_is_kept_or_undone() {
     assert!(d.read_settled("b", "k", false).await.expect("read").settled);
 }
 
+/// A change whose operation never ends (its writer died) is settled by the drive after
+/// `pending_op_max`, as a restart would settle it: kept. A younger one is not.
+#[tokio::test]
+async fn a_change_whose_operation_never_ends_is_settled_in_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let max = std::time::Duration::from_millis(300);
+    let options = strata_drive::OpenOptions { pending_op_max: Some(max), ..Default::default() };
+    let d = LocalDrive::open_with(dir.path(), options).expect("open");
+    d.write_format(b"{}".to_vec()).await.expect("format");
+    d.make_bucket("b", BucketRecord { created: 1, ..Default::default() }.encode()).await.expect("bucket");
+    let settled = |s: &strata_drive::Settled| (s.settled, s.record.as_ref().map(|(r, _)| r.versions[0].data));
+    let (first, second) = (Uuid::new_v4(), Uuid::new_v4());
+    let put = |key: &'static str, data: Uuid, mod_time: u64, op: Uuid| {
+        let mut v = version(DataLocation::Inline(data), 1);
+        v.mod_time = mod_time;
+        d.commit_version("b", key, v, Some(Bytes::from_static(b"o")), op)
+    };
+    let ended = Uuid::new_v4();
+    put("k", first, 1, ended).await.expect("first");
+    d.finish_op(ended, true).await;
+    let dead = Uuid::new_v4();
+    put("k", second, 2, dead).await.expect("second, its writer then gone");
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (false, Some(DataLocation::Inline(second)))
+    );
+    tokio::time::sleep(max / 2).await;
+    put("young", first, 1, Uuid::new_v4()).await.expect("young");
+    tokio::time::sleep(max / 2 + max / 5).await;
+    // Past the limit: settled, the change kept. The younger change still waits for its end.
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (true, Some(DataLocation::Inline(second)))
+    );
+    assert!(!d.read_settled("b", "young", false).await.expect("read").settled);
+    assert_eq!(d.commit_totals().map(|t| t.abandoned_ops), Some(1));
+    // An end that comes after all is one for an operation the drive no longer holds.
+    d.finish_op(dead, false).await;
+    assert_eq!(
+        settled(&d.read_settled("b", "k", false).await.expect("read")),
+        (true, Some(DataLocation::Inline(second)))
+    );
+}
+
 /// The commit log's files in a drive's system folder on `fs`, with their bytes.
 fn log_files(fs: &strata_drive::sim::SimFs, root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let sys = root.join(".strata.sys");

@@ -88,6 +88,7 @@ pub struct Metrics {
     pub drive_index_commits: Family<DriveLabels, Counter>,
     pub drive_index_changes: Family<DriveLabels, Counter>,
     pub drive_late_changes_refused: Family<DriveLabels, Counter>,
+    pub drive_operations_abandoned: Family<DriveLabels, Counter>,
     pub drive_operation_duration: Family<DriveOpLabels, Histogram>,
     pub drive_operation_errors: Family<DriveOpLabels, Counter>,
     pub node_rpc_requests: Family<PeerLabels, Counter>,
@@ -196,6 +197,12 @@ impl Metrics {
             "strata_drive_late_changes_refused",
             "Changes refused because their operation had ended (failed or kept without this drive) before they arrived",
             drive_late_changes_refused.clone(),
+        );
+        let drive_operations_abandoned = Family::<DriveLabels, Counter>::default();
+        r.register(
+            "strata_drive_operations_abandoned",
+            "Changes whose operation never ended (its writer gone), settled by the drive as kept after PENDING_OP_MAX",
+            drive_operations_abandoned.clone(),
         );
         let node_rpc_requests = Family::<PeerLabels, Counter>::default();
         r.register(
@@ -379,6 +386,7 @@ impl Metrics {
             drive_index_commits,
             drive_index_changes,
             drive_late_changes_refused,
+            drive_operations_abandoned,
             drive_operation_duration,
             drive_operation_errors,
             node_rpc_requests,

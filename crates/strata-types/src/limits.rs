@@ -155,6 +155,14 @@ pub const ENDED_OP_MEMORY: std::time::Duration = std::time::Duration::from_secs(
 /// practice.
 pub const ENDED_OPS_MAX: usize = 65_536;
 
+/// How long a drive keeps a change pending for its operation's end before it takes the writer
+/// for gone (a node that died between its commit and the end, an end lost on the way) and
+/// settles the change as a restart would: the change stays, what it displaced is left to the
+/// orphan sweep, and reads of the object no longer wait for an end that will not come. As long
+/// as [`ENDED_OP_MEMORY`]: a writer still alive ends its operation within two drive time-outs.
+/// Looked for at most every tenth of this.
+pub const PENDING_OP_MAX: std::time::Duration = ENDED_OP_MEMORY;
+
 /// Concurrent S3 requests served before new ones get `503 SlowDown`. A request counts until its
 /// response body has been sent in full (a GET streaming to a slow reader still holds its slot
 /// and its buffers).

@@ -3,7 +3,7 @@
 //! ended before their change arrived are remembered so the late change is refused.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use strata_meta::{ObjectVersion, PartInfo};
 use strata_types::limits::{ENDED_OPS_MAX, ENDED_OP_MEMORY};
@@ -21,6 +21,7 @@ pub(super) struct PendingPart {
     pub(super) number: u32,
     pub(super) new_data: Uuid,
     pub(super) old: Option<PartInfo>,
+    pub(super) began: Instant,
 }
 
 pub(super) struct PendingOp {
@@ -28,6 +29,7 @@ pub(super) struct PendingOp {
     key: String,
     added: Option<ObjectVersion>,
     displaced: Vec<ObjectVersion>,
+    began: Instant,
 }
 
 /// The operations a drive is part of, under one lock so that a change and the end of its
@@ -56,6 +58,8 @@ pub(super) struct Ops {
     /// ([`DriveCall::ReadSettled`](crate::DriveCall::ReadSettled)).
     /// (Bucket, then key: looked up by borrowed names.)
     unsettled: HashMap<String, HashMap<String, usize>>,
+    /// When pending changes were last looked at for an end that will not come.
+    looked: Option<Instant>,
 }
 
 impl Ops {
@@ -88,6 +92,32 @@ impl Ops {
 
     pub(super) fn is_settled(&self, bucket: &str, key: &str) -> bool {
         !self.unsettled.get(bucket).is_some_and(|keys| keys.contains_key(key))
+    }
+
+    /// Forgets the pending changes older than `max` (see [`PENDING_OP_MAX`]), at most every
+    /// tenth of `max`; answers how many.
+    ///
+    /// [`PENDING_OP_MAX`]: strata_types::limits::PENDING_OP_MAX
+    pub(super) fn abandon_old(&mut self, now: Instant, max: Duration, endpoint: &str) -> u64 {
+        if self.looked.is_some_and(|at| now.saturating_duration_since(at) < max / 10) {
+            return 0;
+        }
+        self.looked = Some(now);
+        let old = |began: Instant| now.saturating_duration_since(began) >= max;
+        let gone: Vec<Uuid> = self.versions.iter().filter(|(_, p)| old(p.began)).map(|(op, _)| *op).collect();
+        let parts: Vec<Uuid> = self.parts.iter().filter(|(_, p)| old(p.began)).map(|(op, _)| *op).collect();
+        for op in &gone {
+            if let Some(p) = self.versions.remove(op) {
+                self.release(&p.bucket, &p.key);
+                tracing::warn!(drive = %endpoint, %op, bucket = %p.bucket, key = %p.key, "an operation never ended: its change is settled as kept");
+            }
+        }
+        for op in &parts {
+            if let Some(p) = self.parts.remove(op) {
+                tracing::warn!(drive = %endpoint, %op, upload = %p.upload_id, part = p.number, "an operation never ended: its part is kept");
+            }
+        }
+        (gone.len() + parts.len()) as u64
     }
 
     pub(super) fn clear(&mut self) {
@@ -168,7 +198,10 @@ impl LocalDrive {
                     displaced.extend(earlier.displaced);
                 }
             }
-            let pending = PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced };
+            let began = Instant::now();
+            let pending =
+                PendingOp { bucket: bucket.to_owned(), key: key.to_owned(), added, displaced, began };
+            self.abandon_old(&mut ops, began);
             ops.hold(bucket, key);
             ops.versions.insert(op, pending);
             ops.ended.get(&op).copied()
@@ -231,6 +264,14 @@ impl LocalDrive {
         }
     }
 
+    /// [`Ops::abandon_old`], counted.
+    fn abandon_old(&self, ops: &mut Ops, now: Instant) {
+        let n = ops.abandon_old(now, self.pending_op_max, &self.endpoint);
+        if n > 0 {
+            self.abandoned_ops.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
     fn release_change(&self, bucket: &str, key: &str) {
         if let Ok(mut ops) = self.ops.lock() {
             ops.release(bucket, key);
@@ -255,8 +296,9 @@ impl LocalDrive {
         key: &str,
         inline: bool,
     ) -> DriveResult<crate::Settled> {
-        let ops =
+        let mut ops =
             self.ops.lock().map_err(|_| DriveError::Stopped("the operations' lock is poisoned".into()))?;
+        self.abandon_old(&mut ops, Instant::now());
         let settled = ops.is_settled(bucket, key);
         let record = match self.index().read_record(bucket, key, inline) {
             Ok(r) => Some(r),
