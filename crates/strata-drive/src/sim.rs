@@ -884,14 +884,7 @@ impl redb::StorageBackend for SimBackend {
     }
 
     fn write(&self, offset: u64, data: &[u8]) -> Result<(), io::Error> {
-        let mut s = self.fs.lock_state();
-        let f = s.file_mut(self.ino)?;
-        let op = FileOp::Write { offset, bytes: data.to_vec() };
-        apply_file_op(&mut f.data, &op);
-        f.unsynced.push(op);
-        f.modified = SystemTime::now();
-        s.event();
-        Ok(())
+        SimFile { fs: self.fs.clone(), ino: self.ino }.write_at(data, offset)
     }
 }
 

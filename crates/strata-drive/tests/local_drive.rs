@@ -598,6 +598,18 @@ async fn a_change_whose_operation_never_ends_is_settled_in_time() {
     );
 }
 
+/// The keys of bucket `b`'s objects (at most ten).
+async fn object_keys(d: &LocalDrive) -> Vec<String> {
+    let listed = d.list("b", ListQuery { limit: 10, ..Default::default() }).await.expect("list");
+    listed
+        .into_iter()
+        .filter_map(|e| match e {
+            ListEntry::Object { key, .. } => Some(key),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The commit log's files in a drive's system folder on `fs`, with their bytes.
 fn log_files(fs: &strata_drive::sim::SimFs, root: &std::path::Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
     let sys = root.join(".strata.sys");
@@ -712,15 +724,7 @@ async fn a_log_written_over_after_a_checkpoint_never_brings_back_its_old_frames(
     for seed in [None, Some(1), Some(2), Some(3), Some(4)] {
         let booted = cut.boot(seed);
         let d = LocalDrive::open_on(Arc::new(booted), root, options).expect("open after the cut");
-        let listed = d.list("b", ListQuery { limit: 10, ..Default::default() }).await.expect("list");
-        let keys: Vec<&str> = listed
-            .iter()
-            .filter_map(|e| match e {
-                ListEntry::Object { key, .. } => Some(key.as_str()),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(keys, ["z"], "after the cut with seed {seed:?}");
+        assert_eq!(object_keys(&d).await, ["z"], "after the cut with seed {seed:?}");
     }
 }
 
@@ -755,13 +759,5 @@ async fn a_full_disk_fails_a_batch_and_the_log_goes_on() {
     let booted = sim.power_cut().boot(None);
     drop(d);
     let d = LocalDrive::open_on(Arc::new(booted), root, options).expect("open after the cut");
-    let listed = d.list("b", ListQuery { limit: 10, ..Default::default() }).await.expect("list");
-    let keys: Vec<&str> = listed
-        .iter()
-        .filter_map(|e| match e {
-            ListEntry::Object { key, .. } => Some(key.as_str()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(keys, ["after"]);
+    assert_eq!(object_keys(&d).await, ["after"]);
 }
