@@ -9,7 +9,7 @@
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition};
@@ -24,15 +24,16 @@ use uuid::Uuid;
 
 use crate::commit_log::{self, AppendError, CommitLog, LOG_FORMAT};
 use crate::fs::Fs;
+use crate::snapshot::Snapshots;
 use crate::versions::{self, VERSIONS};
 use crate::{DriveError, DriveResult, ListEntry, ListQuery};
 
 const BUCKETS: TableDefinition<&str, &[u8]> = TableDefinition::new("buckets");
 /// Key: bucket bytes, 0x00, object key bytes. Bucket names never hold 0x00, so this sorts by
 /// bucket, then by key in byte order (the S3 listing order).
-const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
+pub(crate) const OBJECTS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("objects");
 /// Framed shard bytes of inline versions, by data id.
-const INLINE: TableDefinition<u128, &[u8]> = TableDefinition::new("inline");
+pub(crate) const INLINE: TableDefinition<u128, &[u8]> = TableDefinition::new("inline");
 /// Multipart uploads in progress. Key: bucket, 0x00, object key, 0x00, upload id (16 bytes).
 const UPLOADS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("uploads");
 /// Parts of uploads in progress, by (upload id, part number).
@@ -197,44 +198,6 @@ struct Pending {
     reply: oneshot::Sender<DriveResult<Displaced>>,
 }
 
-/// A read transaction of the index with its hot tables open, shared by the reads that come
-/// before the next commit. Beginning a transaction and opening its tables (each a lookup in
-/// redb's table of tables) cost a small GET's record read as much as the lookups themselves.
-struct Snapshot {
-    txn: redb::ReadTransaction,
-    objects: redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
-    inline: redb::ReadOnlyTable<u128, &'static [u8]>,
-}
-
-/// The index's current [`Snapshot`]. The writer forgets it after every commit, before it answers
-/// the batch's changes: a read that starts after a change is acknowledged takes a new snapshot,
-/// which holds the change. (A snapshot is made under the lock, so one begun before a commit
-/// cannot be kept after the writer forgot it.) Forgetting it also lets redb reuse the pages
-/// the next commits free, which a snapshot kept for long would hold.
-struct Snapshots {
-    db: Arc<Database>,
-    current: Mutex<Option<Arc<Snapshot>>>,
-}
-
-impl Snapshots {
-    fn get(&self) -> DriveResult<Arc<Snapshot>> {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(s) = current.as_ref() {
-            return Ok(s.clone());
-        }
-        let txn = self.db.begin_read().map_err(index_err)?;
-        let objects = txn.open_table(OBJECTS).map_err(index_err)?;
-        let inline = txn.open_table(INLINE).map_err(index_err)?;
-        let snapshot = Arc::new(Snapshot { txn, objects, inline });
-        *current = Some(snapshot.clone());
-        Ok(snapshot)
-    }
-
-    fn forget(&self) {
-        self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
-    }
-}
-
 /// Handle to one drive's index: reads run on the caller's (blocking) thread, writes go through
 /// the group-commit queue.
 pub(crate) struct Index {
@@ -322,7 +285,7 @@ impl Index {
         let (queue, rx) = mpsc::channel(DRIVE_COMMIT_QUEUE_DEPTH);
         let writer_db = db.clone();
         let stats = Arc::new(CommitStats::default());
-        let snapshots = Arc::new(Snapshots { db: db.clone(), current: Mutex::new(None) });
+        let snapshots = Arc::new(Snapshots::new(db.clone()));
         let writer = Writer {
             db: writer_db,
             snapshots: snapshots.clone(),

@@ -31,6 +31,7 @@ mod index;
 mod local;
 mod metered;
 pub mod sim;
+mod snapshot;
 mod sync_watch;
 mod versions;
 
