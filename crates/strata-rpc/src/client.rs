@@ -362,16 +362,23 @@ impl NodeClient {
     }
 
     async fn send_batch(self: &Arc<Self>, mut batch: Vec<QueuedCall>) {
-        if batch.len() == 1 {
+        // Lock releases still on their way go first: a change fenced by a lock that this node
+        // took from a majority must not meet, on a node outside it, a grant this node gave
+        // back a moment ago (see `crate::lock`).
+        let releases = self.undelivered_releases();
+        if batch.len() == 1 && releases.is_empty() {
             if let Some(c) = batch.pop() {
                 let _ = c.answer.send(self.call(&drive_call_path(&c.drive), c.call).await);
             }
             return;
         }
         let calls: Vec<(&str, &[u8])> = batch.iter().map(|c| (c.drive.as_str(), c.call.as_ref())).collect();
-        let body = encode(&serde_bytes_calls(&calls));
+        let (route, body) = match releases.is_empty() {
+            true => ("drive/calls", encode(&serde_bytes_calls(&calls))),
+            false => ("drive/released-calls", encode(&(releases, serde_bytes_calls(&calls)))),
+        };
         let answers =
-            self.call::<Vec<Result<RemoteReply, WireError>>>(&format!("{PREFIX}drive/calls"), body).await;
+            self.call::<Vec<Result<RemoteReply, WireError>>>(&format!("{PREFIX}{route}"), body).await;
         match answers {
             Ok(answers) if answers.len() == batch.len() => {
                 for (c, a) in batch.into_iter().zip(answers) {

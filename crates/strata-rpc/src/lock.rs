@@ -3,10 +3,11 @@
 //! Every node keeps a [`LockServer`]: its table of granted locks, each with a lease. A
 //! [`QuorumLocker`] holds the lock when enough nodes grant it: exclusive needs a majority
 //! (n/2+1), shared needs n/2, so an exclusive and a shared lock always meet on at least one node,
-//! while reads keep working with half the nodes down. An exclusive lock asks every node at once;
-//! a shared lock (every GET) asks its own node and just enough peers for the quorum, and the
-//! others only when one of those does not grant, so a read costs n/2−1 lock round trips, not
-//! n−1 (refreshes and releases then go to the nodes asked, too). The holder
+//! while reads keep working with half the nodes down. Either kind asks its own node and just
+//! enough peers for its quorum, and the others only when one of those does not grant: a write
+//! costs n/2 lock requests and a read n/2−1, not n−1 each (refreshes and releases then go to the
+//! nodes asked, too). Two majorities, or a majority and a half, share a node whichever nodes
+//! were asked, so asking fewer changes nothing of what the locks exclude. The holder
 //! refreshes its lease while it holds the lock; a holder that dies stops refreshing and its
 //! grants expire, so a node dying with a lock never blocks a key for longer than one lease. When
 //! too few nodes grant, the grants are given back and the locker retries after a random pause
@@ -389,16 +390,15 @@ impl QuorumLocker {
         local.into_iter().cloned().collect()
     }
 
-    /// Asks for the lock: an exclusive lock asks every node at once; a shared one first asks
-    /// just a quorum of them and the others only when one of those did not grant (what a
-    /// holder needs is a quorum of grants, from whichever nodes). Returns the nodes asked and
-    /// their answers.
+    /// Asks for the lock: first just a quorum of the nodes, and the others only when one of
+    /// those did not grant (what a holder needs is a quorum of grants, from whichever nodes).
+    /// Returns the nodes asked and their answers.
     async fn acquire(&self, hash: u64, owner: Uuid, exclusive: bool) -> (Vec<LockNode>, Vec<Option<bool>>) {
         let lease_ms = u64::try_from(self.timings.lease.as_millis()).unwrap_or(u64::MAX);
         let nodes = self.ordered(hash);
         let quorum = self.quorum(exclusive);
         let call = || LockCall::Acquire { resource: hash, owner, exclusive, lease_ms };
-        let first = if exclusive { nodes.len() } else { quorum.min(nodes.len()) };
+        let first = quorum.min(nodes.len());
         let mut answers = Self::ask_all(&nodes[..first], call).await;
         if answers.iter().filter(|a| **a == Some(true)).count() < quorum {
             answers.extend(Self::ask_all(&nodes[first..], call).await);
@@ -535,13 +535,40 @@ mod tests {
         let held = a.lock(42, true).await.expect("free lock");
         assert!(matches!(b.lock(42, true).await, Err(ObjectError::LockNotHeld(_))));
         assert!(matches!(b.lock(42, false).await, Err(ObjectError::LockNotHeld(_))));
-        // Failed attempts gave their grants back: only the holder's 4 remain.
-        assert_eq!(servers.iter().map(|s| s.granted()).sum::<usize>(), 4);
+        // The holder asked just a majority (3 of 4); failed attempts gave their grants back.
+        assert_eq!(servers.iter().map(|s| s.granted()).sum::<usize>(), 3);
         drop(held);
         tokio::time::sleep(Duration::from_millis(20)).await;
         let r1 = b.lock(42, false).await.expect("shared after release");
         let _r2 = a.lock(42, false).await.expect("shared with shared");
         drop(r1);
+    }
+
+    #[tokio::test]
+    async fn an_exclusive_lock_asks_a_majority_and_the_rest_only_when_refused() {
+        let (servers, nodes) = servers(4);
+        let timings = LockTimings {
+            lease: Duration::from_secs(10),
+            wait: Duration::from_secs(5),
+            commit_margin: Duration::ZERO,
+        };
+        let locker = QuorumLocker::new(nodes, timings);
+        let held = locker.lock(3, true).await.expect("free lock");
+        let granted: Vec<usize> = servers.iter().map(|s| s.granted()).collect();
+        assert_eq!(granted, [1, 1, 1, 0], "a free lock takes three requests, not four");
+        drop(held);
+        // A node of the first three holds it for another owner: the fourth is asked too.
+        let other = Uuid::new_v4();
+        assert!(servers[1].serve(LockCall::Acquire {
+            resource: 3,
+            owner: other,
+            exclusive: true,
+            lease_ms: 60_000
+        }));
+        let _held = locker.lock(3, true).await.expect("a majority without node 1");
+        let granted: Vec<usize> = servers.iter().map(|s| s.granted()).collect();
+        assert_eq!(granted, [1, 1, 1, 1], "nodes 0, 2 and 3 grant; node 1 keeps the other owner");
+        assert!(servers[1].grants().iter().all(|(_, o)| *o == other));
     }
 
     #[tokio::test]

@@ -278,9 +278,18 @@ impl RpcServer {
                 let name = query_param(query, "d").unwrap_or_default();
                 answer(self.serve_drive_call(&name, &body).await)
             }
-            "drive/calls" => {
+            "drive/calls" | "drive/released-calls" => {
                 let served = async {
-                    let calls = decode_call::<Vec<(String, Bytes)>>(&body)?;
+                    let calls = if route == "drive/calls" {
+                        decode_call::<Vec<(String, Bytes)>>(&body)?
+                    } else {
+                        // The caller's lock releases still on their way, applied first.
+                        let (releases, calls) = decode_call::<(Vec<Uuid>, Vec<(String, Bytes)>)>(&body)?;
+                        for owner in releases {
+                            self.locks.serve(LockCall::Release { owner });
+                        }
+                        calls
+                    };
                     if calls.len() > RPC_BATCH_CALLS_MAX {
                         return Err(WireError::BadRequest(format!(
                             "a batch of {} drive calls is more than the {RPC_BATCH_CALLS_MAX} allowed",

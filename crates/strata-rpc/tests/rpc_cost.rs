@@ -51,12 +51,13 @@ async fn a_small_get_costs_few_round_trips() {
     // every drive: 3.7 to 5 requests and 1,400 bytes; before batching: 12 and 4,117 bytes.
     assert!(get_requests <= 2.5, "{get_requests} requests per GET");
     assert!(get_bytes <= 700, "{get_bytes} bytes per GET");
-    // A PUT: the exclusive lock from every peer (3), one commit batch per peer (3), and the
-    // end of the kept operation with the lock's release in one deferred batch per peer (3): 9,
-    // 8.0 measured (concurrent work shares batches). The new version is stamped without a read
-    // (drives refuse a stamp that is not after theirs). Before batching: 18; while the stamp
-    // was read under the lock: 15.5; while the end of the operation went alone: 11.4.
-    assert!(put_requests <= 9.5, "{put_requests} requests per PUT");
+    // A PUT: the exclusive lock from two peers (with this node, a majority: 2), one commit batch
+    // per peer (3), and the end of the kept operation with the lock's release in one deferred
+    // batch per peer (3): 8, 6.9 measured (concurrent work shares batches). The new version is
+    // stamped without a read (drives refuse a stamp that is not after theirs). Before batching:
+    // 18; while the stamp was read under the lock: 15.5; while the end of the operation went
+    // alone: 11.4; while the lock asked every peer: 8.0.
+    assert!(put_requests <= 8.5, "{put_requests} requests per PUT");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
