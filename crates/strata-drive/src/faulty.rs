@@ -544,9 +544,13 @@ impl Drive for FaultyDrive {
         Ok(Box::new(FaultyWriter { inner, shared: self.shared.clone(), written: 0, cut: None }))
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
         self.inject(Op::OpenShardFile).await?;
-        let inner = self.inner.open_shard_file(data_id).await?;
+        let inner = self.inner.open_shard_file_first(data_id, first).await?;
         Ok(Box::new(FaultyReader { inner, shared: self.shared.clone() }))
     }
 

@@ -335,7 +335,19 @@ pub trait Drive: Send + Sync + Debug {
 
     /// A new temp shard file, moved into place by the commit of its version or part.
     async fn create_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardWriter>>;
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>>;
+
+    /// Opens shard file `data_id` for reading. `first`, when given, is the read (offset and
+    /// length) that will come first: a drive across the network makes it in the same round trip
+    /// as the open and answers it from what it brought (a drive here ignores it).
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>>;
+
+    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+        self.open_shard_file_first(data_id, None).await
+    }
 
     /// Commit counters for metrics, when the drive keeps them.
     fn commit_totals(&self) -> Option<crate::CommitTotals> {
@@ -375,8 +387,12 @@ impl Drive for Fenced {
         self.inner.create_shard_file(data_id).await
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        self.inner.open_shard_file(data_id).await
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        self.inner.open_shard_file_first(data_id, first).await
     }
 
     fn commit_totals(&self) -> Option<crate::CommitTotals> {

@@ -1077,7 +1077,11 @@ impl Drive for LocalDrive {
         }))
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        _first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
         let (fs, path) = (self.fs.clone(), data_path(&self.data, data_id));
         let file = blocking(move || match fs.open(&path) {
             Ok(f) => Ok(f),

@@ -112,8 +112,13 @@ impl Drive for Metered {
         Ok(Box::new(MeteredWriter { inner, probe: self.probe.clone() }))
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let inner = self.probe.time("open_shard_file", self.inner.open_shard_file(data_id)).await?;
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        let opened = self.inner.open_shard_file_first(data_id, first);
+        let inner = self.probe.time("open_shard_file", opened).await?;
         Ok(Box::new(MeteredReader { inner, probe: self.probe.clone() }))
     }
 

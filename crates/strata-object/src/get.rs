@@ -35,9 +35,10 @@ async fn open_files(
     drives: &[Option<Arc<dyn Drive>>],
     id: uuid::Uuid,
     data_count: usize,
+    first: Option<(u64, usize)>,
     heal: Option<&HealNotice>,
 ) -> Result<Vec<Option<Arc<dyn ShardReader>>>, ObjectError> {
-    let opened = open_each(drives, id).await;
+    let opened = open_each(drives, id, first.map(|f| (f, data_count))).await;
     if opened.iter().filter(|f| f.is_ok()).count() < data_count {
         if let Some(e) = crate::set::exhausted(&opened) {
             return Err(e);
@@ -51,18 +52,33 @@ async fn open_files(
     Ok(opened.into_iter().map(Result::ok).collect())
 }
 
-/// Opens shard file `id` on each drive (by shard index).
+/// Opens shard file `id` on each drive (by shard index). With `first` (a read and the data
+/// shard count), each data shard's drive is told the read that comes first (see
+/// [`Drive::open_shard_file_first`]).
 async fn open_each(
     drives: &[Option<Arc<dyn Drive>>],
     id: uuid::Uuid,
+    first: Option<((u64, usize), usize)>,
 ) -> Vec<Result<Arc<dyn ShardReader>, strata_drive::DriveError>> {
-    join_all(drives.iter().map(|d| async move {
+    join_all(drives.iter().enumerate().map(|(i, d)| async move {
+        let first = first.and_then(|(read, data_count)| (i < data_count).then_some(read));
         match d {
-            Some(d) => d.open_shard_file(id).await.map(Arc::from),
+            Some(d) => d.open_shard_file_first(id, first).await.map(Arc::from),
             None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
         }
     }))
     .await
+}
+
+/// The read a whole-file version of one block begins with: its data shards' one frame, which
+/// any range of it reads. `None` for a larger version, whose first read depends on the range.
+fn first_read(version: &ObjectVersion) -> Option<(u64, usize)> {
+    let block_size = version.erasure.block_size as usize;
+    if version.size > block_size as u64 {
+        return None;
+    }
+    let layout = ShardLayout::new(version.size, block_size, usize::from(version.erasure.data_count));
+    Some((layout.frame_offset(0), bitrot::HASH_SIZE + layout.shard_size(0) as usize))
 }
 
 /// Whether a failed open or read found the data missing or bad (a heal could fix it), rather
@@ -228,7 +244,9 @@ pub(crate) async fn open_version_held(
             });
             match version.data {
                 DataLocation::File(id) => {
-                    ShardSource::Files(open_files(&by_shard, id, erasure.data_count(), heal.as_ref()).await?)
+                    let first = first_read(&version);
+                    let heal = heal.as_ref();
+                    ShardSource::Files(open_files(&by_shard, id, erasure.data_count(), first, heal).await?)
                 }
                 _ => ShardSource::Parts(by_shard),
             }
@@ -355,7 +373,7 @@ async fn open_unlocked(
             ShardSource::Inline(frames)
         }
         DataLocation::File(id) => {
-            let opened = open_each(&all_by_shard(), id).await;
+            let opened = open_each(&all_by_shard(), id, first_read(&version).map(|f| (f, data_count))).await;
             // A drive asked lacks the data: replaced since it answered, or lost (the locked read
             // sees which, and heals).
             for &pos in &chosen {
@@ -429,7 +447,7 @@ impl OpenObject {
             let part_end = part_start + part.size;
             let (from, to) = (offset.max(part_start), end.min(part_end));
             if from < to {
-                let files = open_files(drives, part.data_id, data_count, self.heal.as_ref()).await?;
+                let files = open_files(drives, part.data_id, data_count, None, self.heal.as_ref()).await?;
                 let source = ShardSource::Files(files);
                 let layout = ShardLayout::new(part.size, block_size, data_count);
                 if !self.stream_range(&source, &layout, from - part_start, to - from, check, tx).await? {

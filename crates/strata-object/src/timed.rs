@@ -119,8 +119,13 @@ impl Drive for Timed {
         Ok(Box::new(TimedWriter { inner, endpoint, timeout: self.timeout }))
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let inner = self.run("open_shard_file", self.inner.open_shard_file(data_id)).await?;
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        let opened = self.inner.open_shard_file_first(data_id, first);
+        let inner = self.run("open_shard_file", opened).await?;
         let endpoint = self.inner.endpoint().to_owned();
         Ok(Box::new(TimedReader { inner, endpoint, timeout: self.timeout }))
     }

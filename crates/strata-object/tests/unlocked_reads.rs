@@ -40,8 +40,12 @@ impl Drive for OnNode {
         self.0.create_shard_file(data_id).await
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        self.0.open_shard_file(data_id).await
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        self.0.open_shard_file_first(data_id, first).await
     }
 }
 

@@ -270,9 +270,22 @@ impl NodeClient {
         path_and_query: &str,
         body: Bytes,
     ) -> Result<T, DriveError> {
+        self.call_reading(path_and_query, body, |_| Vec::new()).await
+    }
+
+    /// [`NodeClient::call`] for drive calls, whose answer may carry the bytes of reads after
+    /// its MessagePack ([`crate::wire::TAIL_HEADER`]): put back into the `replies` of the answer.
+    async fn call_reading<T: DeserializeOwned>(
+        self: &Arc<Self>,
+        path_and_query: &str,
+        body: Bytes,
+        replies: fn(&mut T) -> Vec<&mut RemoteReply>,
+    ) -> Result<T, DriveError> {
         let call = async {
             let resp = self.send(Method::POST, path_and_query, body, None).await?;
             let status = resp.status();
+            let tail_at: Option<usize> =
+                resp.headers().get(crate::wire::TAIL_HEADER).and_then(|v| v.to_str().ok()?.parse().ok());
             let bytes = read_answer(resp.into_body(), RPC_ANSWER_SIZE_MAX)
                 .await
                 .map_err(|e| transport(format!("node {}: {e}", self.name)))?;
@@ -283,11 +296,19 @@ impl NodeClient {
                     String::from_utf8_lossy(&bytes)
                 )));
             }
-            decode::<Result<T, WireError>>(&bytes)
-                .map_err(|e| {
-                    DriveError::Protocol(format!("node {} sent an unreadable answer: {e}", self.name))
-                })?
-                .map_err(DriveError::from)
+            let unreadable = |e: String| {
+                DriveError::Protocol(format!("node {} sent an unreadable answer: {e}", self.name))
+            };
+            let (head, tail) = match tail_at {
+                Some(at) if at <= bytes.len() => (bytes.slice(..at), bytes.slice(at..)),
+                Some(at) => return Err(unreadable(format!("a tail at {at} of {} bytes", bytes.len()))),
+                None => (bytes, Bytes::new()),
+            };
+            let mut answer = decode::<Result<T, WireError>>(&head)
+                .map_err(|e| unreadable(e.to_string()))?
+                .map_err(DriveError::from)?;
+            crate::wire::from_tail(replies(&mut answer).into_iter(), &tail).map_err(unreadable)?;
+            Ok(answer)
         };
         self.within_timeout(call).await
     }
@@ -322,7 +343,7 @@ impl NodeClient {
     ) -> Result<RemoteReply, DriveError> {
         let call = encode(call);
         if call.len() > RPC_BATCH_CALL_SIZE_MAX {
-            return self.call(&drive_call_path(drive), call).await;
+            return self.call_reading(&drive_call_path(drive), call, crate::wire::one_reply).await;
         }
         let (tx, rx) = oneshot::channel();
         let first = {
@@ -368,7 +389,9 @@ impl NodeClient {
         let releases = self.undelivered_releases();
         if batch.len() == 1 && releases.is_empty() {
             if let Some(c) = batch.pop() {
-                let _ = c.answer.send(self.call(&drive_call_path(&c.drive), c.call).await);
+                let answer =
+                    self.call_reading(&drive_call_path(&c.drive), c.call, crate::wire::one_reply).await;
+                let _ = c.answer.send(answer);
             }
             return;
         }
@@ -377,8 +400,11 @@ impl NodeClient {
             true => ("drive/calls", encode(&serde_bytes_calls(&calls))),
             false => ("drive/released-calls", encode(&(releases, serde_bytes_calls(&calls)))),
         };
-        let answers =
-            self.call::<Vec<Result<RemoteReply, WireError>>>(&format!("{PREFIX}{route}"), body).await;
+        type Answers = Vec<Result<RemoteReply, WireError>>;
+        fn replies(answers: &mut Answers) -> Vec<&mut RemoteReply> {
+            crate::wire::batch_replies(answers)
+        }
+        let answers = self.call_reading(&format!("{PREFIX}{route}"), body, replies).await;
         match answers {
             Ok(answers) if answers.len() == batch.len() => {
                 for (c, a) in batch.into_iter().zip(answers) {

@@ -66,8 +66,12 @@ impl Drive for FencedLocal {
         self.inner.create_shard_file(data_id).await
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        self.inner.open_shard_file(data_id).await
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        self.inner.open_shard_file_first(data_id, first).await
     }
 
     fn commit_totals(&self) -> Option<strata_drive::CommitTotals> {

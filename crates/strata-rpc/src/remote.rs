@@ -117,15 +117,30 @@ impl Drive for RemoteDrive {
         }))
     }
 
-    async fn open_shard_file(&self, data_id: Uuid) -> DriveResult<Box<dyn ShardReader>> {
-        let handle = match self.remote(RemoteCall::OpenShard(data_id)).await? {
-            RemoteReply::Handle(h) => h,
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> DriveResult<Box<dyn ShardReader>> {
+        let first = first.and_then(|(offset, len)| Some((offset, u32::try_from(len).ok()?)));
+        let call = match first {
+            Some((offset, len)) => RemoteCall::OpenShardReading(data_id, offset, len),
+            None => RemoteCall::OpenShard(data_id),
+        };
+        let (handle, bytes) = match self.remote(call).await? {
+            RemoteReply::Handle(h) => (h, None),
+            RemoteReply::Reading(h, bytes) => (h, bytes),
             r => return Err(unexpected(r)),
+        };
+        let first = match (first, bytes) {
+            (Some((offset, len)), Some(b)) if b.len() == len as usize => Some((offset, b)),
+            _ => None,
         };
         Ok(Box::new(RemoteReader {
             node: self.node.clone(),
             base: format!("{PREFIX}drive/read?d={}&id={data_id}&h={handle}", self.query()),
             handle,
+            first: std::sync::Mutex::new(first),
         }))
     }
 }
@@ -216,6 +231,8 @@ struct RemoteReader {
     node: Arc<NodeClient>,
     base: String,
     handle: u64,
+    /// The bytes the open brought, at their offset: the first read of exactly them takes them.
+    first: std::sync::Mutex<Option<(u64, Bytes)>>,
 }
 
 impl Drop for RemoteReader {
@@ -228,6 +245,13 @@ impl Drop for RemoteReader {
 #[async_trait]
 impl ShardReader for RemoteReader {
     async fn read_at(&self, offset: u64, len: usize) -> DriveResult<Bytes> {
+        if let Ok(mut first) = self.first.lock() {
+            if first.as_ref().is_some_and(|(at, b)| *at == offset && b.len() == len) {
+                if let Some((_, bytes)) = first.take() {
+                    return Ok(bytes);
+                }
+            }
+        }
         self.node.fetch(&format!("{}&off={offset}&len={len}", self.base)).await
     }
 }

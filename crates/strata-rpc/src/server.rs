@@ -68,6 +68,25 @@ fn answer<T: serde::Serialize>(result: Result<T, WireError>) -> Response<Bytes> 
     reply(StatusCode::OK, encode(&result))
 }
 
+/// The answer of drive calls: the bytes of reads made with an open follow the MessagePack
+/// ([`crate::wire::TAIL_HEADER`]).
+fn drive_answers<T: serde::Serialize>(
+    mut result: Result<T, WireError>,
+    replies: fn(&mut T) -> Vec<&mut RemoteReply>,
+) -> Response<Bytes> {
+    let tail = match &mut result {
+        Ok(r) => crate::wire::into_tail(replies(r).into_iter()),
+        Err(_) => Vec::new(),
+    };
+    if tail.is_empty() {
+        return answer(result);
+    }
+    let (body, at) = crate::wire::with_tail(encode(&result), &tail);
+    let mut r = reply(StatusCode::OK, body);
+    r.headers_mut().insert(crate::wire::TAIL_HEADER, http::HeaderValue::from(at));
+    r
+}
+
 fn query_param<'a>(query: &'a str, name: &str) -> Option<std::borrow::Cow<'a, str>> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
@@ -119,6 +138,30 @@ impl RpcServer {
 
     async fn open_shard(&self, d: &dyn Drive, id: Uuid) -> Result<RemoteReply, WireError> {
         let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
+        Ok(RemoteReply::Handle(self.hold(reader)?))
+    }
+
+    /// [`RpcServer::open_shard`] and the file's first read.
+    async fn open_shard_reading(
+        &self,
+        d: &dyn Drive,
+        id: Uuid,
+        offset: u64,
+        len: u32,
+    ) -> Result<RemoteReply, WireError> {
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len > RPC_READ_SIZE_MAX {
+            return Err(WireError::BadRequest(format!(
+                "a read of {len} bytes is more than the {RPC_READ_SIZE_MAX} allowed"
+            )));
+        }
+        let reader: Arc<dyn ShardReader> = Arc::from(d.open_shard_file(id).await?);
+        let first = reader.read_at(offset, len).await.ok();
+        Ok(RemoteReply::Reading(self.hold(reader)?, first))
+    }
+
+    /// Keeps `reader` open under a new handle.
+    fn hold(&self, reader: Arc<dyn ShardReader>) -> Result<u64, WireError> {
         let now = Instant::now();
         let mut open = self.open.lock().map_err(|_| WireError::Stopped("open file table poisoned".into()))?;
         if open.swept.is_none_or(|t| now.duration_since(t) > RPC_OPEN_SWEEP_INTERVAL) {
@@ -128,7 +171,7 @@ impl RpcServer {
         open.next += 1;
         let handle = open.next;
         open.readers.insert(handle, (reader, now));
-        Ok(RemoteReply::Handle(handle))
+        Ok(handle)
     }
 
     fn held(&self, handle: u64) -> Option<Arc<dyn ShardReader>> {
@@ -174,6 +217,9 @@ impl RpcServer {
         let d = self.drive_named(name)?;
         match decode_call::<RemoteCall>(call)? {
             RemoteCall::OpenShard(id) => self.open_shard(d.as_ref(), id).await,
+            RemoteCall::OpenShardReading(id, offset, len) => {
+                self.open_shard_reading(d.as_ref(), id, offset, len).await
+            }
             RemoteCall::Drive(ctx, call) => {
                 // A change under an object lock: admitted only while no other holder has the
                 // lock in this node's table, and no other holder is granted it here until the
@@ -276,7 +322,8 @@ impl RpcServer {
         match route {
             "drive/call" => {
                 let name = query_param(query, "d").unwrap_or_default();
-                answer(self.serve_drive_call(&name, &body).await)
+                let served = self.serve_drive_call(&name, &body).await;
+                drive_answers(served, crate::wire::one_reply)
             }
             "drive/calls" | "drive/released-calls" => {
                 let served = async {
@@ -299,7 +346,7 @@ impl RpcServer {
                     let each = calls.iter().map(|(name, call)| self.serve_drive_call(name, call));
                     Ok(futures_util::future::join_all(each).await)
                 };
-                answer(served.await)
+                drive_answers(served.await, |a| crate::wire::batch_replies(a))
             }
             "lock" => answer(decode_call::<LockCall>(&body).map(|call| self.locks.serve(call))),
             "batch" => {

@@ -14,6 +14,9 @@ use uuid::Uuid;
 pub enum RemoteCall {
     Drive(CallContext, Box<DriveCall>),
     OpenShard(Uuid),
+    /// [`RemoteCall::OpenShard`] and the first read of the file (offset, length) in the same
+    /// round trip: a data shard that a GET will read at once.
+    OpenShardReading(Uuid, u64, u32),
 }
 
 /// What a [`RemoteCall`] answers.
@@ -22,6 +25,77 @@ pub enum RemoteReply {
     Drive(DriveReply),
     /// The handle of an opened shard file.
     Handle(u64),
+    /// The handle of an opened shard file and the bytes of its first read (none when that read
+    /// failed: the reader makes it again, and meets the error there).
+    Reading(u64, Option<Bytes>),
+    /// [`RemoteReply::Reading`] as it travels: the read's length, its bytes in the answer's
+    /// tail ([`with_tail`]).
+    ReadingInTail(u64, u32),
+}
+
+/// The response header of an answer whose read bytes follow its MessagePack: the MessagePack's
+/// length. The bytes then travel as they were read, and the receiver slices them out of the
+/// answer instead of copying them out of the MessagePack.
+pub const TAIL_HEADER: &str = "strata-tail-at";
+
+/// The replies of a batch's answers (for [`into_tail`] and [`from_tail`]).
+pub fn batch_replies(answers: &mut [Result<RemoteReply, WireError>]) -> Vec<&mut RemoteReply> {
+    answers.iter_mut().filter_map(|a| a.as_mut().ok()).collect()
+}
+
+/// The reply of a single call's answer.
+pub fn one_reply(reply: &mut RemoteReply) -> Vec<&mut RemoteReply> {
+    vec![reply]
+}
+
+/// Moves the bytes of each [`RemoteReply::Reading`] out of `replies` (in order) into a tail.
+pub fn into_tail<'a>(replies: impl Iterator<Item = &'a mut RemoteReply>) -> Vec<Bytes> {
+    let mut tail = Vec::new();
+    for r in replies {
+        if let RemoteReply::Reading(h, Some(bytes)) = r {
+            match u32::try_from(bytes.len()) {
+                Ok(len) => {
+                    tail.push(std::mem::take(bytes));
+                    *r = RemoteReply::ReadingInTail(*h, len);
+                }
+                // Larger than any read a peer serves; sent as a failed read, made again.
+                Err(_) => *r = RemoteReply::Reading(*h, None),
+            }
+        }
+    }
+    tail
+}
+
+/// `head` followed by `tail`'s bytes, and the length of `head`.
+pub fn with_tail(head: Bytes, tail: &[Bytes]) -> (Bytes, usize) {
+    if tail.is_empty() {
+        let at = head.len();
+        return (head, at);
+    }
+    let mut out = Vec::with_capacity(head.len() + tail.iter().map(Bytes::len).sum::<usize>());
+    out.extend_from_slice(&head);
+    for t in tail {
+        out.extend_from_slice(t);
+    }
+    (Bytes::from(out), head.len())
+}
+
+/// Puts the bytes of `tail` (an answer's bytes after its MessagePack) back into each
+/// [`RemoteReply::ReadingInTail`] of `replies`, in order, as slices of it (no copy). An error
+/// when the tail is shorter than the replies say.
+pub fn from_tail<'a>(replies: impl Iterator<Item = &'a mut RemoteReply>, tail: &Bytes) -> Result<(), String> {
+    let mut at = 0usize;
+    for r in replies {
+        if let RemoteReply::ReadingInTail(h, len) = *r {
+            let end = at.checked_add(len as usize).filter(|&e| e <= tail.len());
+            let Some(end) = end else {
+                return Err(format!("an answer's tail of {} bytes is shorter than its reads", tail.len()));
+            };
+            *r = RemoteReply::Reading(h, Some(tail.slice(at..end)));
+            at = end;
+        }
+    }
+    Ok(())
 }
 
 /// A [`DriveError`] on the wire: the same cases, an I/O error's kind and message kept.
@@ -260,6 +334,35 @@ mod tests {
         }
         // 4 billion entries allocated would take seconds each; the caps take microseconds.
         assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    }
+
+    #[test]
+    fn read_bytes_travel_after_the_answer_and_come_back_in_place() {
+        let (a, b) = (Bytes::from_static(b"first shard"), Bytes::from_static(b"second"));
+        let mut answers: Vec<Result<RemoteReply, WireError>> = vec![
+            Ok(RemoteReply::Reading(1, Some(a.clone()))),
+            Err(WireError::NotFound),
+            Ok(RemoteReply::Handle(2)),
+            Ok(RemoteReply::Reading(3, None)),
+            Ok(RemoteReply::Reading(4, Some(b.clone()))),
+        ];
+        let tail = into_tail(batch_replies(&mut answers).into_iter());
+        assert_eq!(tail, [a.clone(), b.clone()]);
+        let (body, at) = with_tail(encode(&answers), &tail);
+        assert_eq!(body.len(), at + a.len() + b.len());
+        let mut back: Vec<Result<RemoteReply, WireError>> = decode(&body[..at]).expect("decodes");
+        let tail = body.slice(at..);
+        from_tail(batch_replies(&mut back).into_iter(), &tail).expect("whole tail");
+        assert!(matches!(&back[0], Ok(RemoteReply::Reading(1, Some(x))) if *x == a));
+        assert!(matches!(&back[3], Ok(RemoteReply::Reading(3, None))));
+        assert!(matches!(&back[4], Ok(RemoteReply::Reading(4, Some(x))) if *x == b));
+        // The bytes are the answer's own, not copies.
+        let Ok(RemoteReply::Reading(_, Some(x))) = &back[4] else { unreachable!() };
+        assert_eq!(x.as_ptr(), tail[a.len()..].as_ptr());
+        // A tail shorter than the replies say is an error, not a panic.
+        let mut short: Vec<Result<RemoteReply, WireError>> = decode(&body[..at]).expect("decodes");
+        let cut = body.slice(at..body.len() - 1);
+        assert!(from_tail(batch_replies(&mut short).into_iter(), &cut).is_err());
     }
 
     #[test]
