@@ -383,11 +383,13 @@ impl NodeClient {
     }
 
     async fn send_batch(self: &Arc<Self>, mut batch: Vec<QueuedCall>) {
-        // Lock releases still on their way go first: a change fenced by a lock that this node
-        // took from a majority must not meet, on a node outside it, a grant this node gave
-        // back a moment ago (see `crate::lock`).
+        // What waits for the deferred send goes with these calls instead (one request fewer),
+        // and lock releases still on their way go first: a change fenced by a lock that this
+        // node took from a majority must not meet, on a node outside it, a grant this node
+        // gave back a moment ago (see `crate::lock`).
+        let carried = self.take_deferred();
         let releases = self.undelivered_releases();
-        if batch.len() == 1 && releases.is_empty() {
+        if batch.len() == 1 && releases.is_empty() && carried.is_none() {
             if let Some(c) = batch.pop() {
                 let answer =
                     self.call_reading(&drive_call_path(&c.drive), c.call, crate::wire::one_reply).await;
@@ -396,15 +398,23 @@ impl NodeClient {
             return;
         }
         let calls: Vec<(&str, &[u8])> = batch.iter().map(|c| (c.drive.as_str(), c.call.as_ref())).collect();
-        let (route, body) = match releases.is_empty() {
-            true => ("drive/calls", encode(&serde_bytes_calls(&calls))),
-            false => ("drive/released-calls", encode(&(releases, serde_bytes_calls(&calls)))),
+        let (route, body) = match (&carried, releases.is_empty()) {
+            (None, true) => ("drive/calls", encode(&serde_bytes_calls(&calls))),
+            (carried, _) => {
+                let (closes, kept) =
+                    carried.as_ref().map(|c| (&c.closes[..], &c.kept[..])).unwrap_or_default();
+                let released = crate::wire::BatchRef { closes, releases: &releases, kept };
+                ("drive/released-calls", encode(&(released, serde_bytes_calls(&calls))))
+            }
         };
         type Answers = Vec<Result<RemoteReply, WireError>>;
         fn replies(answers: &mut Answers) -> Vec<&mut RemoteReply> {
             crate::wire::batch_replies(answers)
         }
         let answers = self.call_reading(&format!("{PREFIX}{route}"), body, replies).await;
+        if let Some(carried) = &carried {
+            self.delivered(carried);
+        }
         match answers {
             Ok(answers) if answers.len() == batch.len() => {
                 for (c, a) in batch.into_iter().zip(answers) {
@@ -444,19 +454,31 @@ impl NodeClient {
         let this = self.clone();
         rt.spawn(async move {
             tokio::time::sleep(RPC_BATCH_DELAY).await;
-            let batch = this.deferred.lock().ok().and_then(|mut p| p.take());
-            if let Some(batch) = batch {
-                if let Ok(mut r) = this.releasing.lock() {
-                    r.extend(&batch.releases);
-                }
+            // Gone already when a request to the node carried it meanwhile.
+            if let Some(batch) = this.take_deferred() {
                 let _ = this.call::<()>(&format!("{PREFIX}batch"), crate::wire::encode(&batch)).await;
-                if let Ok(mut r) = this.releasing.lock() {
-                    for owner in &batch.releases {
-                        r.remove(owner);
-                    }
-                }
+                this.delivered(&batch);
             }
         });
+    }
+
+    /// The releases waiting for the deferred send, taken to go out now; their lock releases
+    /// count as on their way until [`NodeClient::delivered`].
+    fn take_deferred(&self) -> Option<crate::wire::Batch> {
+        let batch = self.deferred.lock().ok()?.take()?;
+        if let Ok(mut r) = self.releasing.lock() {
+            r.extend(&batch.releases);
+        }
+        Some(batch)
+    }
+
+    /// The request that carried `batch` has its answer (or failed for good).
+    fn delivered(&self, batch: &crate::wire::Batch) {
+        if let Ok(mut r) = self.releasing.lock() {
+            for owner in &batch.releases {
+                r.remove(owner);
+            }
+        }
     }
 
     /// The lock releases queued for this node or on their way to it, not yet known to have

@@ -317,6 +317,24 @@ impl RpcServer {
         }
     }
 
+    /// Closes the batch's shard files and releases its locks; the ends of its kept operations,
+    /// to be run.
+    fn release(&self, batch: Batch) -> Vec<impl std::future::Future<Output = ()> + Send + 'static> {
+        if let Ok(mut open) = self.open.lock() {
+            for h in &batch.closes {
+                open.readers.remove(h);
+            }
+        }
+        for owner in batch.releases {
+            self.locks.serve(LockCall::Release { owner });
+        }
+        let kept = batch.kept.into_iter().filter_map(|(name, op)| {
+            let d = self.drive_named(&name).ok()?;
+            Some(async move { d.finish_op(op, true).await })
+        });
+        kept.collect()
+    }
+
     /// The calls whose body is read whole (and checked against its signed hash).
     async fn serve_call(&self, route: &str, query: &str, body: Bytes) -> Response<Bytes> {
         match route {
@@ -330,10 +348,11 @@ impl RpcServer {
                     let calls = if route == "drive/calls" {
                         decode_call::<Vec<(String, Bytes)>>(&body)?
                     } else {
-                        // The caller's lock releases still on their way, applied first.
-                        let (releases, calls) = decode_call::<(Vec<Uuid>, Vec<(String, Bytes)>)>(&body)?;
-                        for owner in releases {
-                            self.locks.serve(LockCall::Release { owner });
+                        // What the caller had waiting for its deferred send, applied first
+                        // (its kept operations' ends are not waited for: nothing waits on them).
+                        let (released, calls) = decode_call::<(Batch, Vec<(String, Bytes)>)>(&body)?;
+                        for kept in self.release(released) {
+                            tokio::spawn(kept);
                         }
                         calls
                     };
@@ -354,19 +373,7 @@ impl RpcServer {
                     Ok(b) => b,
                     Err(e) => return answer::<()>(Err(e)),
                 };
-                if let Ok(mut open) = self.open.lock() {
-                    for h in &batch.closes {
-                        open.readers.remove(h);
-                    }
-                }
-                for owner in batch.releases {
-                    self.locks.serve(LockCall::Release { owner });
-                }
-                let kept = batch.kept.into_iter().filter_map(|(name, op)| {
-                    let d = self.drive_named(&name).ok()?;
-                    Some(async move { d.finish_op(op, true).await })
-                });
-                futures_util::future::join_all(kept).await;
+                futures_util::future::join_all(self.release(batch)).await;
                 answer::<()>(Ok(()))
             }
             "peer" => {

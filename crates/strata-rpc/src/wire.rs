@@ -248,6 +248,14 @@ pub struct Batch {
     pub kept: Vec<(String, Uuid)>,
 }
 
+/// A [`Batch`] as a sender writes it, borrowed (the same encoding).
+#[derive(Debug, Serialize)]
+pub struct BatchRef<'a> {
+    pub closes: &'a [u64],
+    pub releases: &'a [Uuid],
+    pub kept: &'a [(String, Uuid)],
+}
+
 pub fn encode<T: Serialize>(value: &T) -> Bytes {
     // Encoding our own types into a Vec cannot fail (no maps with non-string keys, no I/O).
     Bytes::from(rmp_serde::to_vec(value).unwrap_or_default())
