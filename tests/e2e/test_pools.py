@@ -310,3 +310,52 @@ def test_mc_admin_decommission_drives_the_drain(mc):
             assert s3.get_object(Bucket="bkt", Key=f"m{i:02}")["Body"].read() == body(i, 50_000)
     finally:
         srv.cleanup()
+
+
+def test_mc_admin_rebalance_drives_the_rebalance(mc):
+    """MinIO's `mc admin rebalance start|status|stop` drives Strata's rebalance: a pool added to a
+    full one fills to its share, per-pool progress as MinIO shows it."""
+
+    srv = with_pools(Server(), 1, folders=2)
+    srv.start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="bkt")
+        for i in range(48):
+            s3.put_object(Bucket="bkt", Key=f"r{i:02}", Body=body(i))
+        srv.stop()
+        with_pools(srv, 2).start()
+        env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")
+
+        def run(*args, check=True):
+            out = subprocess.run([mc, "--config-dir", str(srv.dir / "mc"), *args], env=env,
+                                 capture_output=True, text=True, timeout=60)
+            assert not check or out.returncode == 0, f"mc {args}:\n{out.stdout}\n{out.stderr}"
+            return out
+
+        out = run("admin", "rebalance", "status", "s", check=False)
+        assert out.returncode != 0 and "no rebalance was started" in (out.stdout + out.stderr), out
+        started = json.loads(run("--json", "admin", "rebalance", "start", "s").stdout)
+        assert started["status"] == "success" and started["id"], started
+
+        def status():
+            return json.loads(run("--json", "admin", "rebalance", "status", "s").stdout)
+
+        wait_for(lambda: [p["status"] for p in status()["pools"]] == ["Completed", "Completed"],
+                 timeout=60, what="mc to report the rebalance complete")
+        pools = status()["pools"]
+        assert [p["id"] for p in pools] == [0, 1], pools
+        # Pool 0 held it all: what moved, moved off it, about half of its 12 MiB.
+        moved = pools[0]["progress"]
+        assert moved["objects"] >= 20 and moved["versions"] == moved["objects"], moved
+        assert moved["bytes"] == moved["objects"] * 256 * 1024, moved
+        assert pools[1]["progress"]["objects"] == 0, pools
+        assert all(0 < p["used"] < 100 for p in pools), pools
+        text = run("admin", "rebalance", "status", "s").stdout
+        assert "Pool-0" in text and "Pool-1" in text and f"{moved['objects']} objects" in text, text
+        out = run("admin", "rebalance", "stop", "s", check=False)
+        assert out.returncode != 0 and "no rebalance is running" in (out.stdout + out.stderr), out
+        for i in range(48):
+            assert s3.get_object(Bucket="bkt", Key=f"r{i:02}")["Body"].read() == body(i)
+    finally:
+        srv.cleanup()

@@ -38,6 +38,11 @@ pub struct PoolShare {
     pub target_bytes: u64,
     pub moved_out_bytes: u64,
     pub moved_in_bytes: u64,
+    /// Objects (keys) and their versions moved off this pool.
+    #[serde(default)]
+    pub moved_out_objects: u64,
+    #[serde(default)]
+    pub moved_out_versions: u64,
 }
 
 impl PoolShare {
@@ -192,6 +197,8 @@ impl ObjectLayer {
                                 r.objects_moved += 1;
                                 r.bytes_moved += m.bytes;
                                 r.pools[from].moved_out_bytes += m.bytes;
+                                r.pools[from].moved_out_objects += 1;
+                                r.pools[from].moved_out_versions += m.versions;
                                 r.pools[to].moved_in_bytes += m.bytes;
                             }
                             Ok(_) => {}

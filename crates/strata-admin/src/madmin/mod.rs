@@ -109,6 +109,9 @@ fn action(method: &Method, op: &str, query: &Query) -> Option<&'static str> {
         (&Method::POST, o) if o == "speedtest" || o.starts_with("speedtest/") => "admin:Speedtest",
         (&Method::GET, "pools/list" | "pools/status") => "admin:Decommission",
         (&Method::POST, "pools/decommission" | "pools/cancel") => "admin:Decommission",
+        (&Method::POST, "rebalance/start" | "rebalance/stop") | (&Method::GET, "rebalance/status") => {
+            "admin:Rebalance"
+        }
         _ => return None,
     })
 }
@@ -410,6 +413,9 @@ impl Call<'_> {
                 pools::change(self.node, required(self.query, "pool")?, true).await
             }
             (&Method::POST, "pools/cancel") => pools::change(self.node, required(self.query, "pool")?, false).await,
+            (&Method::POST, "rebalance/start") => pools::rebalance_start(self.node).await,
+            (&Method::GET, "rebalance/status") => pools::rebalance_status_reply(self.node).await,
+            (&Method::POST, "rebalance/stop") => pools::rebalance_stop(self.node).await,
             _ => Err(S3Error::new(S3ErrorCode::NotImplemented, "not served")),
         }
     }
