@@ -248,6 +248,10 @@ impl Fs for FaultyFs {
         self.inner.capacity(path)
     }
 
+    fn device(&self, path: &Path) -> u64 {
+        self.inner.device(path)
+    }
+
     fn open_database(
         &self,
         builder: &mut redb::Builder,

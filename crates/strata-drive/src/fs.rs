@@ -71,6 +71,10 @@ pub trait Fs: Send + Sync + Debug + 'static {
     fn lock(&self, path: &Path) -> io::Result<Option<Box<dyn Send + Sync>>>;
     /// (total bytes, free bytes, total inodes, free inodes).
     fn capacity(&self, path: &Path) -> io::Result<(u64, u64, u64, u64)>;
+    /// The device number of the filesystem `path` lies on; 0 when this backend has none.
+    fn device(&self, _path: &Path) -> u64 {
+        0
+    }
     /// Opens (or creates) the redb database at `path` on this filesystem.
     fn open_database(
         &self,
@@ -394,6 +398,13 @@ impl Fs for RealFs {
             Err(rustix::io::Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn device(&self, path: &Path) -> u64 {
+        std::os::unix::fs::MetadataExt::dev(&match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(_) => return 0,
+        })
     }
 
     fn capacity(&self, path: &Path) -> io::Result<(u64, u64, u64, u64)> {

@@ -235,6 +235,10 @@ pub struct DiskInfo {
     pub free_bytes: u64,
     pub total_inodes: u64,
     pub free_inodes: u64,
+    /// The filesystem's device number on the drive's node (`st_dev` of the drive's folder), so
+    /// drives sharing one filesystem count its space once; 0 when unknown.
+    #[serde(default)]
+    pub device: u64,
 }
 
 /// What to list on one drive.

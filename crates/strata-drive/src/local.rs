@@ -575,7 +575,8 @@ impl LocalDrive {
         blocking(move || {
             Self::ensure_online(fs.as_ref(), &sys)?;
             let (total_bytes, free_bytes, total_inodes, free_inodes) = fs.capacity(&sys)?;
-            Ok(DiskInfo { total_bytes, free_bytes, total_inodes, free_inodes })
+            let device = fs.device(&sys);
+            Ok(DiskInfo { total_bytes, free_bytes, total_inodes, free_inodes, device })
         })
         .await
     }

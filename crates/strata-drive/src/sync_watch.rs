@@ -170,6 +170,10 @@ impl Fs for Watched {
         self.inner.capacity(path)
     }
 
+    fn device(&self, path: &Path) -> u64 {
+        self.inner.device(path)
+    }
+
     fn open_database(
         &self,
         builder: &mut redb::Builder,

@@ -260,6 +260,19 @@ impl ObjectLayer {
         }
     }
 
+    /// The free bytes of the pools at `indexes`, each file system counted once.
+    async fn free_space(&self, indexes: &[usize]) -> u64 {
+        let drives: Vec<_> = indexes
+            .iter()
+            .filter_map(|&i| self.pools.get(i))
+            .flat_map(|sets| sets.iter().flat_map(|s| s.drives.iter().flatten()))
+            .collect();
+        let infos = join_all(drives.iter().map(|d| d.disk_info())).await;
+        let known: Vec<(Option<&str>, strata_drive::DiskInfo)> =
+            drives.iter().zip(infos).filter_map(|(d, i)| Some((d.node(), i.ok()?))).collect();
+        distinct_free(&known)
+    }
+
     /// Every pool with its space and drain.
     pub async fn pool_status(&self) -> Vec<PoolView> {
         let doc = self.load_pools().await;
@@ -319,9 +332,14 @@ impl ObjectLayer {
             )));
         }
         // What the pool holds, with the other pools' parity on top (at most twice the data):
-        // counted from its records, since pools may share a file system.
+        // counted from its records, since pools may share a file system; and the other pools'
+        // free space with each file system counted once.
         let used = self.pool_stored_bytes(index).await?.saturating_mul(2);
-        let room: u64 = others.iter().map(|v| v.free_bytes).sum();
+        let mut indexes = Vec::new();
+        for v in &others {
+            indexes.push(self.pool_index(v.pool)?);
+        }
+        let room = self.free_space(&indexes).await;
         if used > room {
             return Err(ObjectError::InvalidRequest(format!(
                 "pool {pool} holds objects that need up to {used} bytes elsewhere, and the other pools \
@@ -756,4 +774,38 @@ async fn copy_version(
         return Err(e);
     }
     Ok(version.size)
+}
+
+/// The free bytes of these drives (with the node serving each), counting a file system once: drives
+/// of one node that report the same device share its space. A drive whose device is unknown (0)
+/// counts on its own.
+fn distinct_free(drives: &[(Option<&str>, strata_drive::DiskInfo)]) -> u64 {
+    let mut seen = std::collections::HashSet::new();
+    drives
+        .iter()
+        .filter(|(node, info)| info.device == 0 || seen.insert((*node, info.device)))
+        .map(|(_, info)| info.free_bytes)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_drive::DiskInfo;
+
+    use super::*;
+
+    #[test]
+    fn a_file_system_shared_by_drives_counts_its_free_space_once() {
+        let on = |device, free_bytes| DiskInfo { free_bytes, device, ..Default::default() };
+        // Four drives of this node on one file system, two on another.
+        let here: Vec<_> = [on(7, 100), on(7, 100), on(7, 100), on(7, 100), on(8, 50), on(8, 50)]
+            .into_iter()
+            .map(|i| (None, i))
+            .collect();
+        assert_eq!(distinct_free(&here), 150);
+        // The same device number on another node is another file system; unknown devices count
+        // one by one.
+        let mixed = [(None, on(7, 100)), (Some("n2:9000"), on(7, 100)), (None, on(0, 10)), (None, on(0, 10))];
+        assert_eq!(distinct_free(&mixed), 220);
+    }
 }

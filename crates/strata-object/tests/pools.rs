@@ -464,3 +464,71 @@ async fn a_rebalance_evens_out_the_pools() {
         strata_object::RebalanceState::Complete
     );
 }
+
+/// A drive that reports the capacity it is given (free bytes and file system) instead of its
+/// own: a small disk under the tests' large one.
+#[derive(Debug)]
+struct Sized(Arc<dyn Drive>, strata_drive::DiskInfo);
+
+#[async_trait::async_trait]
+impl Drive for Sized {
+    fn endpoint(&self) -> &str {
+        self.0.endpoint()
+    }
+
+    async fn call(
+        &self,
+        ctx: strata_drive::CallContext,
+        call: strata_drive::DriveCall,
+    ) -> strata_drive::DriveResult<strata_drive::DriveReply> {
+        match call {
+            strata_drive::DriveCall::DiskInfo => Ok(strata_drive::DriveReply::DiskInfo(self.1)),
+            call => self.0.call(ctx, call).await,
+        }
+    }
+
+    async fn create_shard_file(
+        &self,
+        data_id: Uuid,
+    ) -> strata_drive::DriveResult<Box<dyn strata_drive::ShardWriter>> {
+        self.0.create_shard_file(data_id).await
+    }
+
+    async fn open_shard_file_first(
+        &self,
+        data_id: Uuid,
+        first: Option<(u64, usize)>,
+    ) -> strata_drive::DriveResult<Box<dyn strata_drive::ShardReader>> {
+        self.0.open_shard_file_first(data_id, first).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_counts_a_file_system_the_other_pool_shares_once() {
+    let rig = Rig::new().await;
+    // Pool 0 holds 1 MiB (2 MiB once the other pool's parity is on top).
+    let data = pattern(1 << 20, 7);
+    put(&rig.only(0, 0).await, "k", &data).await;
+    // Pool 1's four drives each see 1 MiB free: on one file system that is 1 MiB, on four 4 MiB.
+    let with = |device: fn(usize) -> u64| {
+        let small = |i: usize| {
+            let info = strata_drive::DiskInfo {
+                total_bytes: 8 << 20,
+                free_bytes: 1 << 20,
+                device: device(i),
+                ..Default::default()
+            };
+            Some(Arc::new(Sized(rig.drives[i].clone(), info)) as Arc<dyn Drive>)
+        };
+        vec![vec![slots(&rig.drives[..4])], vec![(4..8).map(small).collect()]]
+    };
+    let shared = ObjectLayer::new(Uuid::from_u128(1), with(|_| 42), 2).await.expect("layer");
+    let refused = shared.start_drain(0).await;
+    assert!(
+        matches!(&refused, Err(ObjectError::InvalidRequest(m)) if m.contains("1048576 bytes free")),
+        "{refused:?}"
+    );
+    let apart = ObjectLayer::new(Uuid::from_u128(1), with(|i| 42 + i as u64), 2).await.expect("layer");
+    apart.start_drain(0).await.expect("four file systems of 1 MiB hold it");
+    apart.cancel_drain(0).await.expect("cancel");
+}
