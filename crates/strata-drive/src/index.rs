@@ -16,8 +16,8 @@ use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinitio
 use serde::{Deserialize, Serialize};
 use strata_meta::{DataLocation, ObjectRecord, ObjectVersion, PartInfo, UploadRecord};
 use strata_types::limits::{
-    DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, INDEX_CACHE_SIZE, INDEX_CHECKPOINT_INTERVAL,
-    INDEX_LOG_FRAME_MAX, INDEX_LOG_SIZE_MAX,
+    DRIVE_COMMIT_QUEUE_DEPTH, GROUP_COMMIT_BATCH_MAX, GROUP_COMMIT_LINGER, INDEX_CACHE_SIZE,
+    INDEX_CHECKPOINT_INTERVAL, INDEX_LOG_FRAME_MAX, INDEX_LOG_SIZE_MAX,
 };
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -659,6 +659,8 @@ impl Writer {
         };
         // Since the last checkpoint: when the first batch came, and how many.
         let mut since: Option<(std::time::Instant, u64)> = None;
+        // Changes in the last batch.
+        let mut last_size = 0;
         loop {
             let next = rt.block_on(async {
                 match since {
@@ -680,12 +682,20 @@ impl Writer {
                 }
             };
             let mut batch = vec![first];
-            while batch.len() < GROUP_COMMIT_BATCH_MAX {
-                match rx.try_recv() {
-                    Ok(p) => batch.push(p),
-                    Err(_) => break,
+            let take = |batch: &mut Vec<Pending>, rx: &mut mpsc::Receiver<Pending>| {
+                while batch.len() < GROUP_COMMIT_BATCH_MAX {
+                    match rx.try_recv() {
+                        Ok(p) => batch.push(p),
+                        Err(_) => break,
+                    }
                 }
+            };
+            take(&mut batch, &mut rx);
+            if last_size > 1 && batch.len() < GROUP_COMMIT_BATCH_MAX {
+                std::thread::sleep(GROUP_COMMIT_LINGER);
+                take(&mut batch, &mut rx);
             }
+            last_size = batch.len();
             self.commit(batch);
             let (at, batches) = since.get_or_insert((std::time::Instant::now(), 0));
             *batches += 1;

@@ -118,6 +118,10 @@ pub const CHUNK_TRAILERS_MAX: usize = 8;
 /// to fill: it takes what is pending, up to this many, so one sync serves them all.
 pub const GROUP_COMMIT_BATCH_MAX: usize = 256;
 
+/// How long a drive's metadata writer waits for more changes before committing a batch, when
+/// the batch before it held more than one (writers are many): one sync then serves more of them.
+pub const GROUP_COMMIT_LINGER: std::time::Duration = std::time::Duration::from_micros(300);
+
 /// Page cache of each drive's metadata index (redb). redb's own default is 1 GiB per database,
 /// which on a 16-drive node could claim 16 GiB; hot metadata of a drive fits far below this.
 pub const INDEX_CACHE_SIZE: usize = 64 * 1024 * 1024;
