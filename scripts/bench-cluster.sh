@@ -17,29 +17,8 @@ out=${1:-docs/bench/$(date +%F)-cluster}
 nodes=${NODES:-4}
 mkdir -p "$out"
 bin=${STRATA_BIN:-$(scripts/build-strata.sh --release)}
-data=$(mktemp -d "$(dirname "$bin")/bench-cluster.XXXX")
-base=$((20000 + RANDOM % 10000))
-args=()
-hosts=()
-for n in 1 2 3 4; do
-    for d in 1 2; do
-        if [ "$nodes" = 1 ]; then args+=("$data/n$n/d$d"); mkdir -p "$data/n$n/d$d"
-        else args+=("http://127.0.0.1:$((base + n))$data/n$n/d$d"); fi
-    done
-done
-for n in $(seq "$nodes"); do hosts+=("127.0.0.1:$((base + n))"); done
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$data"' EXIT
-for n in $(seq "$nodes"); do
-    STRATA_ROOT_USER=benchadmin STRATA_ROOT_PASSWORD=benchadmin-secret STRATA_SCANNER_INTERVAL=off \
-        STRATA_PROMETHEUS_AUTH_TYPE=public \
-        "$bin" server --address "127.0.0.1:$((base + n))" "${args[@]}" > "$out/server$n.log" 2>&1 &
-    pids+=($!)
-done
-for h in "${hosts[@]}"; do
-    for _ in $(seq 300); do curl -sf "http://$h/health/ready" >/dev/null && break; sleep 0.1; done
-done
-host_list=$(IFS=,; echo "${hosts[*]}")
+source scripts/cluster-up.sh
+cluster_up "$bin" "$nodes" "$out"
 # Sum of a counter over every node (label filter as a regular expression on the line).
 counter() {
     for h in "${hosts[@]}"; do curl -sf "http://$h/metrics"; done |

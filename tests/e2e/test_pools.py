@@ -47,6 +47,38 @@ def refused(srv, args):
     return out.stderr
 
 
+def full_then_added(prefix):
+    """A started server whose one pool holds 48 objects of 256 KiB (`prefix` and a number), then
+    restarted with a second, empty pool; its S3 client."""
+    srv = with_pools(Server(), 1, folders=2)
+    srv.start()
+    try:
+        s3 = srv.client()
+        s3.create_bucket(Bucket="bkt")
+        for i in range(48):
+            s3.put_object(Bucket="bkt", Key=f"{prefix}{i:02}", Body=body(i))
+        srv.stop()
+        with_pools(srv, 2).start()
+        return srv, s3
+    except BaseException:
+        srv.cleanup()
+        raise
+
+
+def mc_runner(srv, mc):
+    """Runs `mc` with alias `s` for `srv` (its own config folder); fails on an error unless
+    `check=False`."""
+    env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")
+
+    def run(*args, check=True):
+        out = subprocess.run([mc, "--config-dir", str(srv.dir / "mc"), *args], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert not check or out.returncode == 0, f"mc {args}:\n{out.stdout}\n{out.stderr}"
+        return out
+
+    return run
+
+
 def test_a_pool_added_to_the_drive_list_takes_new_objects():
     srv = with_pools(Server(), 1, folders=3)
     srv.start()
@@ -237,15 +269,8 @@ def test_a_rebalance_evens_out_a_pool_added_to_a_full_one():
     """After a pool is added to a deployment with data, `strata admin pool rebalance` moves
     objects onto it until both hold about their share, and every object still reads."""
 
-    srv = with_pools(Server(), 1, folders=2)
-    srv.start()
+    srv, s3 = full_then_added("o")
     try:
-        s3 = srv.client()
-        s3.create_bucket(Bucket="bkt")
-        for i in range(48):
-            s3.put_object(Bucket="bkt", Key=f"o{i:02}", Body=body(i))
-        srv.stop()
-        with_pools(srv, 2).start()
         out = admin(srv, "pool", "rebalance")
         assert "pool 0: holds 12582912 bytes, its share is 6291456 bytes" in out.stdout, out.stdout
         def rebalanced():
@@ -279,14 +304,7 @@ def test_mc_admin_decommission_drives_the_drain(mc):
     srv = with_pools(Server(), 2)
     srv.start()
     try:
-        env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")
-
-        def run(*args, check=True):
-            out = subprocess.run([mc, "--config-dir", str(srv.dir / "mc"), *args], env=env,
-                                 capture_output=True, text=True, timeout=60)
-            assert not check or out.returncode == 0, f"mc {args}:\n{out.stdout}\n{out.stderr}"
-            return out
-
+        run = mc_runner(srv, mc)
         s3 = srv.client()
         s3.create_bucket(Bucket="bkt")
         for i in range(30):
@@ -316,23 +334,9 @@ def test_mc_admin_rebalance_drives_the_rebalance(mc):
     """MinIO's `mc admin rebalance start|status|stop` drives Strata's rebalance: a pool added to a
     full one fills to its share, per-pool progress as MinIO shows it."""
 
-    srv = with_pools(Server(), 1, folders=2)
-    srv.start()
+    srv, s3 = full_then_added("r")
     try:
-        s3 = srv.client()
-        s3.create_bucket(Bucket="bkt")
-        for i in range(48):
-            s3.put_object(Bucket="bkt", Key=f"r{i:02}", Body=body(i))
-        srv.stop()
-        with_pools(srv, 2).start()
-        env = dict(os.environ, MC_HOST_s=f"http://{srv.env['STRATA_ROOT_USER']}:{srv.env['STRATA_ROOT_PASSWORD']}@127.0.0.1:{srv.port}")
-
-        def run(*args, check=True):
-            out = subprocess.run([mc, "--config-dir", str(srv.dir / "mc"), *args], env=env,
-                                 capture_output=True, text=True, timeout=60)
-            assert not check or out.returncode == 0, f"mc {args}:\n{out.stdout}\n{out.stderr}"
-            return out
-
+        run = mc_runner(srv, mc)
         out = run("admin", "rebalance", "status", "s", check=False)
         assert out.returncode != 0 and "no rebalance was started" in (out.stdout + out.stderr), out
         started = json.loads(run("--json", "admin", "rebalance", "start", "s").stdout)
