@@ -260,13 +260,14 @@ impl ObjectLayer {
         }
     }
 
+    /// The online drives of the pool at `index`, set by set.
+    fn pool_drives(&self, index: usize) -> impl Iterator<Item = &Arc<dyn strata_drive::Drive>> {
+        self.pools.get(index).into_iter().flat_map(|sets| sets.iter().flat_map(|s| s.drives.iter().flatten()))
+    }
+
     /// The free bytes of the pools at `indexes`, each file system counted once.
     async fn free_space(&self, indexes: &[usize]) -> u64 {
-        let drives: Vec<_> = indexes
-            .iter()
-            .filter_map(|&i| self.pools.get(i))
-            .flat_map(|sets| sets.iter().flat_map(|s| s.drives.iter().flatten()))
-            .collect();
+        let drives: Vec<_> = indexes.iter().flat_map(|&i| self.pool_drives(i)).collect();
         let infos = join_all(drives.iter().map(|d| d.disk_info())).await;
         let known: Vec<(Option<&str>, strata_drive::DiskInfo)> =
             drives.iter().zip(infos).filter_map(|(d, i)| Some((d.node(), i.ok()?))).collect();
@@ -279,7 +280,7 @@ impl ObjectLayer {
         let mut out = Vec::new();
         for (index, sets) in self.pools.iter().enumerate() {
             let pool = self.pool_numbers[index];
-            let drives: Vec<_> = sets.iter().flat_map(|s| s.drives.iter().flatten()).collect();
+            let drives: Vec<_> = self.pool_drives(index).collect();
             let infos = join_all(drives.iter().map(|d| d.disk_info())).await;
             let (total_bytes, free_bytes) =
                 infos.iter().flatten().fold((0, 0), |(t, f), i| (t + i.total_bytes, f + i.free_bytes));
@@ -631,7 +632,7 @@ impl ObjectLayer {
 
     /// Uploads in progress in pool `pool` (any drive listing one).
     async fn pool_uploads(&self, pool: usize) -> Result<u64, ObjectError> {
-        let drives: Vec<_> = self.pools[pool].iter().flat_map(|s| s.drives.iter().flatten()).collect();
+        let drives: Vec<_> = self.pool_drives(pool).collect();
         let mut ids = BTreeSet::new();
         for bucket in self.bucket_names()? {
             let query = strata_drive::UploadsQuery { limit: 1000, ..Default::default() };
@@ -665,9 +666,7 @@ impl ObjectLayer {
 
     /// The drives the drains' document is kept on: the first few online drives of every pool.
     fn pools_state_drives(&self) -> impl Iterator<Item = &Arc<dyn strata_drive::Drive>> {
-        self.pools.iter().flat_map(|sets| {
-            sets.iter().flat_map(|s| s.drives.iter().flatten()).take(strata_types::limits::STATE_COPIES)
-        })
+        (0..self.pools.len()).flat_map(|i| self.pool_drives(i).take(strata_types::limits::STATE_COPIES))
     }
 
     fn apply_pools(&self, doc: &PoolsDoc) {

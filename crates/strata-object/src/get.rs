@@ -38,7 +38,7 @@ async fn open_files(
     first: Option<(u64, usize)>,
     heal: Option<&HealNotice>,
 ) -> Result<Vec<Option<Arc<dyn ShardReader>>>, ObjectError> {
-    let opened = open_each(drives, id, first.map(|f| (f, data_count))).await;
+    let opened = open_each(drives, id, data_count, first).await;
     if opened.iter().filter(|f| f.is_ok()).count() < data_count {
         if let Some(e) = crate::set::exhausted(&opened) {
             return Err(e);
@@ -52,16 +52,17 @@ async fn open_files(
     Ok(opened.into_iter().map(Result::ok).collect())
 }
 
-/// Opens shard file `id` on each drive (by shard index). With `first` (a read and the data
-/// shard count), each data shard's drive is told the read that comes first (see
+/// Opens shard file `id` on each drive (by shard index). With `first`, each of the first
+/// `data_count` (the data shards') is told the read that comes first (see
 /// [`Drive::open_shard_file_first`]).
 async fn open_each(
     drives: &[Option<Arc<dyn Drive>>],
     id: uuid::Uuid,
-    first: Option<((u64, usize), usize)>,
+    data_count: usize,
+    first: Option<(u64, usize)>,
 ) -> Vec<Result<Arc<dyn ShardReader>, strata_drive::DriveError>> {
     join_all(drives.iter().enumerate().map(|(i, d)| async move {
-        let first = first.and_then(|(read, data_count)| (i < data_count).then_some(read));
+        let first = first.filter(|_| i < data_count);
         match d {
             Some(d) => d.open_shard_file_first(id, first).await.map(Arc::from),
             None => Err(strata_drive::DriveError::Unreachable("offline at start".into())),
@@ -373,7 +374,7 @@ async fn open_unlocked(
             ShardSource::Inline(frames)
         }
         DataLocation::File(id) => {
-            let opened = open_each(&all_by_shard(), id, first_read(&version).map(|f| (f, data_count))).await;
+            let opened = open_each(&all_by_shard(), id, data_count, first_read(&version)).await;
             // A drive asked lacks the data: replaced since it answered, or lost (the locked read
             // sees which, and heals).
             for &pos in &chosen {

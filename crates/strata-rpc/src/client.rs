@@ -407,11 +407,11 @@ impl NodeClient {
                 ("drive/released-calls", encode(&(released, serde_bytes_calls(&calls))))
             }
         };
-        type Answers = Vec<Result<RemoteReply, WireError>>;
-        fn replies(answers: &mut Answers) -> Vec<&mut RemoteReply> {
-            crate::wire::batch_replies(answers)
-        }
-        let answers = self.call_reading(&format!("{PREFIX}{route}"), body, replies).await;
+        let answers = self
+            .call_reading::<Vec<Result<RemoteReply, WireError>>>(&format!("{PREFIX}{route}"), body, |a| {
+                crate::wire::batch_replies(a)
+            })
+            .await;
         if let Some(carried) = &carried {
             self.delivered(carried);
         }

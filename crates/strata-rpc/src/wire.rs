@@ -66,12 +66,10 @@ pub fn into_tail<'a>(replies: impl Iterator<Item = &'a mut RemoteReply>) -> Vec<
     tail
 }
 
-/// `head` followed by `tail`'s bytes, and the length of `head`.
+/// `head` followed by `tail`'s bytes, and the length of `head`. The one copy of the read bytes
+/// on their way: an answer of one buffer arrives as one HTTP/2 frame, which the receiver slices
+/// without copying (an answer of several buffers would be gathered there instead).
 pub fn with_tail(head: Bytes, tail: &[Bytes]) -> (Bytes, usize) {
-    if tail.is_empty() {
-        let at = head.len();
-        return (head, at);
-    }
     let mut out = Vec::with_capacity(head.len() + tail.iter().map(Bytes::len).sum::<usize>());
     out.extend_from_slice(&head);
     for t in tail {

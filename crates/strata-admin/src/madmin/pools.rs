@@ -127,8 +127,7 @@ fn rebalance_status(r: Option<&RebalanceStatus>, views: &[PoolView], now: u64) -
             })
         })
         .collect();
-    let mut status =
-        json!({ "ID": r.map(|r| format!("{:x}", r.started)).unwrap_or_default(), "pools": pools });
+    let mut status = json!({ "ID": r.map(rebalance_id).unwrap_or_default(), "pools": pools });
     if let Some(r) = r.filter(|r| r.state == RebalanceState::Stopped) {
         status["stoppedAt"] = json!(strata_types::time::iso8601(r.updated));
     }
@@ -138,7 +137,12 @@ fn rebalance_status(r: Option<&RebalanceStatus>, views: &[PoolView], now: u64) -
 /// `POST rebalance/start`: MinIO's answer is the new rebalance's id.
 pub(super) async fn rebalance_start(node: &Node) -> Result<Reply, S3Error> {
     let started = node.layer.start_rebalance().await?;
-    Ok(json_reply(StatusCode::OK, &json!({ "id": format!("{:x}", started.started) })))
+    Ok(json_reply(StatusCode::OK, &json!({ "id": rebalance_id(&started) })))
+}
+
+/// A rebalance's id for MinIO's client: its start time.
+fn rebalance_id(r: &RebalanceStatus) -> String {
+    format!("{:x}", r.started)
 }
 
 /// `GET rebalance/status`. With no rebalance ever started, MinIO answers an error; so does this.
