@@ -135,11 +135,22 @@ async fn releases_waiting_for_their_batch_go_with_the_next_drive_calls() {
     let client = cluster.client(1, Duration::from_secs(5));
     let node = &cluster.nodes[1];
     let drives: Vec<RemoteDrive> = node.paths.iter().map(|p| RemoteDrive::new(client.clone(), p)).collect();
+    // The PUT's own lock on the peer goes back by a deferred send of the layer's client: gone
+    // before this test's lock is taken, so that the peer's grants are this test's alone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while node.locks.granted() != 0 {
+        assert!(std::time::Instant::now() < deadline, "the PUT's lock was never given back");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     // A lock this node holds on the peer, and a shard file it holds open there.
     let owner = uuid::Uuid::new_v4();
     assert!(node.locks.serve(LockCall::Acquire { resource: 1, owner, exclusive: true, lease_ms: 60_000 }));
     let (record, _) = node.drives[0].read_record("b", "k", false).await.expect("record");
     let data_id = record.latest().expect("a version").data.data_id();
+    // A round whose deferral's millisecond ran out before the drive call left (a busy machine
+    // can stall this task that long) sent the deferred batch on its own: two requests, and it
+    // shows nothing either way. Without the riding every round is such a round.
+    let mut carried = 0;
     for round in 0..20 {
         let reader = drives[0].open_shard_file(data_id).await.expect("open");
         assert_eq!(node.rpc.open_files(), 1);
@@ -149,10 +160,18 @@ async fn releases_waiting_for_their_batch_go_with_the_next_drive_calls() {
         drop(reader);
         client.defer(|b| b.releases.push(owner));
         drives[round % 2].disk_info().await.expect("disk info");
-        assert_eq!(node.rpc.open_files(), 0, "round {round}: the close arrived with the calls");
-        assert_eq!(node.locks.granted(), 0, "round {round}: the release arrived with the calls");
+        let (open, granted) = (node.rpc.open_files(), node.locks.granted());
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert_eq!(client.sent().0 - before, 1, "round {round}: one request, no deferred one after it");
+        match client.sent().0 - before {
+            1 => {
+                assert_eq!(open, 0, "round {round}: the close arrived with the calls");
+                assert_eq!(granted, 0, "round {round}: the release arrived with the calls");
+                carried += 1;
+            }
+            2 => eprintln!("round {round}: the deferred send left first"),
+            n => panic!("round {round}: {n} requests"),
+        }
+        assert_eq!((node.rpc.open_files(), node.locks.granted()), (0, 0), "round {round}: all delivered");
         assert!(node.locks.serve(LockCall::Acquire {
             resource: 1,
             owner,
@@ -160,4 +179,5 @@ async fn releases_waiting_for_their_batch_go_with_the_next_drive_calls() {
             lease_ms: 60_000
         }));
     }
+    assert!(carried >= 10, "only {carried} of 20 rounds carried the deferred batch");
 }
