@@ -341,11 +341,7 @@ def test_health(server):
 def test_unimplemented_subresources_do_not_touch_data(s3, bucket):
     s3.put_object(Bucket=bucket, Key="keep", Body=b"keep")
     with pytest.raises(ClientError) as e:
-        s3.put_bucket_replication(Bucket=bucket, ReplicationConfiguration={
-            "Role": "arn:aws:iam::123456789012:role/r",
-            "Rules": [{"ID": "x", "Status": "Enabled", "Priority": 1, "Filter": {"Prefix": ""},
-                       "DeleteMarkerReplication": {"Status": "Disabled"},
-                       "Destination": {"Bucket": "arn:aws:s3:::elsewhere"}}]})
+        s3.put_bucket_website(Bucket=bucket, WebsiteConfiguration={"IndexDocument": {"Suffix": "index.html"}})
     assert status(e) == 501
     assert s3.get_object(Bucket=bucket, Key="keep")["Body"].read() == b"keep"
 

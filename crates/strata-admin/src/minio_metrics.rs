@@ -196,7 +196,7 @@ pub(crate) fn user_buckets(node: &Node) -> BTreeSet<String> {
 
 /// MinIO's names of the S3 operations whose AWS name (Strata's) is not its handler's name:
 /// MinIO labels requests by handler.
-const MINIO_API_NAMES: [(&str, &str); 19] = [
+const MINIO_API_NAMES: [(&str, &str); 22] = [
     ("CreateBucket", "PutBucket"),
     ("ListObjects", "ListObjectsV1"),
     ("DeleteObjects", "DeleteMultipleObjects"),
@@ -211,6 +211,9 @@ const MINIO_API_NAMES: [(&str, &str); 19] = [
     ("PutBucketNotificationConfiguration", "PutBucketNotification"),
     ("GetBucketLifecycleConfiguration", "GetBucketLifecycle"),
     ("PutBucketLifecycleConfiguration", "PutBucketLifecycle"),
+    ("GetBucketReplication", "GetBucketReplicationConfig"),
+    ("PutBucketReplication", "PutBucketReplicationConfig"),
+    ("DeleteBucketReplication", "DeleteBucketReplicationConfig"),
     ("ListenBucketNotification", "ListenNotification"),
     ("CreateMultipartUpload", "NewMultipartUpload"),
     ("UploadPart", "PutObjectPart"),

@@ -555,9 +555,23 @@ impl ObjectLayer {
         bucket: &str,
         change: impl FnOnce(&mut BucketRecord),
     ) -> Result<(), ObjectError> {
+        self.try_update_bucket(bucket, |r| {
+            change(r);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Changes a bucket's record when `change` allows it (it sees the record under the bucket's
+    /// lock, so what it checks still holds when the change is written).
+    pub async fn try_update_bucket(
+        &self,
+        bucket: &str,
+        change: impl FnOnce(&mut BucketRecord) -> Result<(), ObjectError>,
+    ) -> Result<(), ObjectError> {
         let _lock = self.lock_bucket(bucket).await?;
         let mut record = self.bucket_record(bucket)?;
-        change(&mut record);
+        change(&mut record)?;
         let bytes = record.encode();
         let results = join_all(self.all_drives().map(|d| {
             let bytes = bytes.clone();

@@ -182,13 +182,23 @@ impl ObjectLayer {
         if state == Versioning::Unversioned {
             return Err(ObjectError::InvalidRequest("versioning can only be enabled or suspended".into()));
         }
-        if state == Versioning::Suspended && self.object_lock_config(bucket)?.is_some() {
-            return Err(ObjectError::InvalidBucketState(
-                "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
-                    .into(),
-            ));
-        }
-        self.update_bucket(bucket, |r| r.versioning = state).await
+        self.try_update_bucket(bucket, |r| {
+            if state == Versioning::Suspended && r.object_lock.is_some() {
+                return Err(ObjectError::InvalidBucketState(
+                    "An Object Lock configuration is present on this bucket, so the versioning state cannot be changed."
+                        .into(),
+                ));
+            }
+            if state == Versioning::Suspended && r.replication.is_some() {
+                return Err(ObjectError::InvalidBucketState(
+                    "A replication configuration is present on this bucket, so versioning cannot be suspended."
+                        .into(),
+                ));
+            }
+            r.versioning = state;
+            Ok(())
+        })
+        .await
     }
 
     /// DeleteObject. Without a version id: in an unversioned bucket the `null` version goes; in

@@ -121,6 +121,25 @@ async fn a_heal_restores_every_version() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn versioning_is_not_suspended_under_a_replication_configuration() {
+    let rig = Rig::new(4).await;
+    let l = &rig.layer;
+    l.make_bucket("src").await.expect("bucket");
+    l.put_bucket_versioning("src", Versioning::Enabled).await.expect("enabled");
+    let config = strata_meta::ReplicationConfig { role: String::new(), rules: Vec::new() };
+    l.update_bucket("src", |r| r.replication = Some(config)).await.expect("configured");
+    assert!(matches!(
+        l.put_bucket_versioning("src", Versioning::Suspended).await,
+        Err(ObjectError::InvalidBucketState(m)) if m.contains("replication")
+    ));
+    assert_eq!(l.versioning("src").expect("state"), Versioning::Enabled);
+    // Enabling it again changes nothing and is allowed; without the configuration it suspends.
+    l.put_bucket_versioning("src", Versioning::Enabled).await.expect("enabled again");
+    l.update_bucket("src", |r| r.replication = None).await.expect("removed");
+    l.put_bucket_versioning("src", Versioning::Suspended).await.expect("suspended");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn locked_versions_are_never_removed() {
     let rig = Rig::new(4).await;
     let l = &rig.layer;

@@ -241,6 +241,11 @@ pub fn authorization(route: &Route, headers: &HeaderMap, facts: &Facts) -> Resul
         O::PutBucketLifecycleConfiguration | O::DeleteBucketLifecycle => {
             vec![on_bucket("s3:PutLifecycleConfiguration")]
         }
+        O::GetBucketReplication => vec![on_bucket("s3:GetReplicationConfiguration")],
+        // AWS authorizes DeleteBucketReplication as a put of the configuration.
+        O::PutBucketReplication | O::DeleteBucketReplication => {
+            vec![on_bucket("s3:PutReplicationConfiguration")]
+        }
         // MinIO's listen API: its own actions, on the bucket or on no resource (all buckets).
         O::ListenBucketNotification => vec![on_bucket("s3:ListenBucketNotification")],
         O::ListenNotification => vec![Check { action: "s3:ListenNotification", resource: None }],

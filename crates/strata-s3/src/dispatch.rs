@@ -18,7 +18,7 @@ use crate::router::{
 };
 use crate::{
     acl, bucket, bucket_policy, copy, cors, delete, encryption, lifecycle, listen, multipart, notification,
-    object, object_lock, post, tagging, versioning,
+    object, object_lock, post, replication, tagging, versioning,
 };
 
 /// The reply of an error: its XML document (none for HEAD, or `304 Not Modified`), its status,
@@ -259,6 +259,11 @@ impl Call<'_> {
                 lifecycle::put_bucket_lifecycle_configuration(req, bucket, request_body!(req, body)).await
             }
             O::DeleteBucketLifecycle => lifecycle::delete_bucket_lifecycle(req, bucket).await,
+            O::GetBucketReplication => replication::get_bucket_replication(req, bucket).await,
+            O::PutBucketReplication => {
+                replication::put_bucket_replication(req, bucket, request_body!(req, body)).await
+            }
+            O::DeleteBucketReplication => replication::delete_bucket_replication(req, bucket).await,
             O::ListenBucketNotification => listen::listen_notification(req, Some(bucket), route).await,
             O::DeleteObjects => {
                 let node = req.node;

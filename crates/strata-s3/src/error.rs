@@ -106,6 +106,7 @@ codes! {
     OwnershipControlsNotFoundError => StatusCode::NOT_FOUND,
     PreconditionFailed => StatusCode::PRECONDITION_FAILED,
     ConditionalRequestConflict => StatusCode::CONFLICT,
+    ReplicationConfigurationNotFoundError => StatusCode::NOT_FOUND,
     RequestTimeout => StatusCode::BAD_REQUEST,
     RequestTimeTooSkewed => StatusCode::FORBIDDEN,
     SignatureDoesNotMatch => StatusCode::FORBIDDEN,

@@ -58,6 +58,13 @@ fn fuzz_xml_bodies() {
             assert_eq!(again.ok(), Some(config), "what GET prints parses back the same");
         }
     });
+    let replication = b"<ReplicationConfiguration><Role>r</Role><Rule><ID>a</ID><Priority>1</Priority><Status>Enabled</Status><Filter><And><Prefix>logs/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And></Filter><ExistingObjectReplication><Status>Enabled</Status></ExistingObjectReplication><Destination><Bucket>arn:aws:s3:::copy</Bucket><StorageClass>STANDARD</StorageClass></Destination><DeleteMarkerReplication><Status>Disabled</Status></DeleteMarkerReplication></Rule><Rule><ID>b</ID><Priority>2</Priority><Status>Disabled</Status><Filter><Prefix>x</Prefix></Filter><Destination><Bucket>arn:aws:s3:::other</Bucket></Destination><DeleteMarkerReplication><Status>Enabled</Status></DeleteMarkerReplication></Rule></ReplicationConfiguration>";
+    fuzz::run("ReplicationConfiguration", &[replication], |b| {
+        if let Ok(config) = crate::replication::parse(b) {
+            let again = crate::replication::parse(crate::replication::write(&config).as_bytes());
+            assert_eq!(again.ok(), Some(config), "what GET prints parses back the same");
+        }
+    });
     let pab = b"<PublicAccessBlockConfiguration><BlockPublicAcls>true</BlockPublicAcls><IgnorePublicAcls>false</IgnorePublicAcls><BlockPublicPolicy>true</BlockPublicPolicy><RestrictPublicBuckets>true</RestrictPublicBuckets></PublicAccessBlockConfiguration>";
     fuzz::run("PublicAccessBlock", &[pab], |b| {
         let _ = crate::acl::parse_public_access_block(b);

@@ -116,6 +116,9 @@ operations! {
         GetBucketLifecycleConfiguration,
         PutBucketLifecycleConfiguration,
         DeleteBucketLifecycle,
+        GetBucketReplication,
+        PutBucketReplication,
+        DeleteBucketReplication,
         ListenBucketNotification,
     ],
     object: [
@@ -395,6 +398,9 @@ pub fn route(
             (&Method::GET, Some("lifecycle")) => O::GetBucketLifecycleConfiguration,
             (&Method::PUT, Some("lifecycle")) => O::PutBucketLifecycleConfiguration,
             (&Method::DELETE, Some("lifecycle")) => O::DeleteBucketLifecycle,
+            (&Method::GET, Some("replication")) => O::GetBucketReplication,
+            (&Method::PUT, Some("replication")) => O::PutBucketReplication,
+            (&Method::DELETE, Some("replication")) => O::DeleteBucketReplication,
             (_, Some(_)) => return Err(not_implemented()),
             (&Method::PUT, None) => O::CreateBucket,
             (&Method::DELETE, None) => O::DeleteBucket,
@@ -620,7 +626,10 @@ mod tests {
         assert_eq!(op(Method::PUT, "/b", "lifecycle"), Ok(Operation::PutBucketLifecycleConfiguration));
         assert_eq!(op(Method::GET, "/b", "lifecycle"), Ok(Operation::GetBucketLifecycleConfiguration));
         assert_eq!(op(Method::DELETE, "/b", "lifecycle"), Ok(Operation::DeleteBucketLifecycle));
-        assert_eq!(op(Method::PUT, "/b", "replication"), Err(S3ErrorCode::NotImplemented));
+        assert_eq!(op(Method::PUT, "/b", "replication"), Ok(Operation::PutBucketReplication));
+        assert_eq!(op(Method::GET, "/b", "replication"), Ok(Operation::GetBucketReplication));
+        assert_eq!(op(Method::DELETE, "/b", "replication"), Ok(Operation::DeleteBucketReplication));
+        assert_eq!(op(Method::PUT, "/b", "website"), Err(S3ErrorCode::NotImplemented));
         assert_eq!(op(Method::PUT, "/b", "object-lock"), Ok(Operation::PutObjectLockConfiguration));
         assert_eq!(op(Method::PUT, "/b/k", "retention&versionId=null"), Ok(Operation::PutObjectRetention));
         assert_eq!(op(Method::GET, "/b/k", "legal-hold"), Ok(Operation::GetObjectLegalHold));

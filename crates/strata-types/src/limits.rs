@@ -516,6 +516,10 @@ pub const KMS_KEY_CACHE_ENTRIES_MAX: usize = 4096;
 pub const LIFECYCLE_RULES_MAX: usize = 1000;
 /// Longest lifecycle rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.
 pub const LIFECYCLE_RULE_ID_LEN_MAX: usize = 255;
+/// Replication rules one bucket may hold (AWS: 1,000). Past it: `InvalidArgument`.
+pub const REPLICATION_RULES_MAX: usize = 1000;
+/// Longest replication rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.
+pub const REPLICATION_RULE_ID_LEN_MAX: usize = 255;
 /// Largest `NewerNoncurrentVersions` (AWS: 100). Past it: `InvalidArgument`.
 pub const LIFECYCLE_NEWER_NONCURRENT_MAX: u32 = 100;
 /// Versions one page of a lifecycle pass lists (the pass never holds more than a page, plus the
