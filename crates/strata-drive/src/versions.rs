@@ -284,6 +284,7 @@ mod tests {
             legal_hold: false,
             sse: None,
             acl: None,
+            replication: None,
         }
     }
 

@@ -34,6 +34,7 @@ fn version(data: DataLocation, size: u64) -> ObjectVersion {
         legal_hold: false,
         sse: None,
         acl: None,
+        replication: None,
     }
 }
 

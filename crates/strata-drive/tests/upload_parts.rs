@@ -87,6 +87,7 @@ async fn a_completed_objects_part_files_outlive_replaced_parts_and_dropped_uploa
         legal_hold: false,
         sse: None,
         acl: None,
+        replication: None,
     };
     let op = Uuid::new_v4();
     d.complete_upload("b", "k", upload_id, version, op, None).await.expect("complete");

@@ -35,6 +35,7 @@ fn version(id: Option<u128>, mod_time: u64) -> ObjectVersion {
         legal_hold: false,
         sse: None,
         acl: None,
+        replication: None,
     }
 }
 

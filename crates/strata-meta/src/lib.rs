@@ -19,7 +19,9 @@ use strata_types::limits::{BLOCK_SIZE_MAX, PART_NUMBER_MAX, PUT_OBJECT_SIZE_MAX,
 use uuid::Uuid;
 
 mod replication;
-pub use replication::{ReplicationConfig, ReplicationDestination, ReplicationFilter, ReplicationRule};
+pub use replication::{
+    ReplicationConfig, ReplicationDestination, ReplicationFilter, ReplicationRule, ReplicationStatus,
+};
 
 /// First byte of every encoded record.
 pub const FORMAT_VERSION: u8 = 1;
@@ -310,6 +312,9 @@ pub struct ObjectVersion {
     /// written before ACLs existed read so).
     #[serde(default)]
     pub acl: Option<Acl>,
+    /// Where replication stands for this version (`None`: no rule took it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replication: Option<ReplicationStatus>,
 }
 
 /// An object lock retention period of one version.
@@ -374,6 +379,7 @@ impl ObjectVersion {
             legal_hold: false,
             sse: None,
             acl: None,
+            replication: None,
         }
     }
 
@@ -850,6 +856,7 @@ mod tests {
                 legal_hold: false,
                 sse: None,
                 acl: None,
+                replication: None,
             }],
         }
     }
@@ -924,6 +931,35 @@ mod tests {
         assert_eq!(BucketRecord::decode(&b.encode()), Ok(b.clone()));
         let old = without(&b, &["replication"]);
         assert_eq!(BucketRecord::decode(&old).map(|r| r.replication), Ok(None));
+    }
+
+    #[test]
+    fn the_highest_priority_enabled_rule_decides() {
+        let rule = |id: &str, priority, prefix: &str, enabled, delete_markers| ReplicationRule {
+            id: id.into(),
+            enabled,
+            priority: Some(priority),
+            filter: ReplicationFilter { prefix: prefix.into(), tags: Vec::new() },
+            delete_markers,
+            ..Default::default()
+        };
+        let config = ReplicationConfig {
+            role: String::new(),
+            rules: vec![
+                rule("all", 1, "", true, true),
+                rule("logs", 5, "logs/", true, false),
+                rule("off", 9, "logs/old/", false, true),
+            ],
+        };
+        let none = BTreeMap::new();
+        let id = |key, marker| config.rule_for(key, &none, marker).map(|r| r.id.as_str());
+        assert_eq!(id("a", false), Some("all"));
+        assert_eq!(id("logs/x", false), Some("logs"));
+        // A disabled rule does not decide, whatever its priority.
+        assert_eq!(id("logs/old/x", false), Some("logs"));
+        // The deciding rule does not replicate delete markers: none goes, though a lower rule would.
+        assert_eq!(id("logs/x", true), None);
+        assert_eq!(id("a", true), Some("all"));
     }
 
     #[test]

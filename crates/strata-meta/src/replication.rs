@@ -83,3 +83,47 @@ pub struct ReplicationDestination {
     #[serde(default)]
     pub metrics: bool,
 }
+
+/// Where replication stands for one version, as `x-amz-replication-status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplicationStatus {
+    /// A rule took the version; its copy is not made yet.
+    Pending,
+    /// The copy is made.
+    Completed,
+    /// The copy cannot be made (`reason` says why); it is not retried by itself.
+    Failed { reason: String },
+    /// This version is itself a copy made by replication.
+    Replica,
+}
+
+impl ReplicationStatus {
+    /// The header's value: `PENDING`, `COMPLETED`, `FAILED` or `REPLICA`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ReplicationStatus::Pending => "PENDING",
+            ReplicationStatus::Completed => "COMPLETED",
+            ReplicationStatus::Failed { .. } => "FAILED",
+            ReplicationStatus::Replica => "REPLICA",
+        }
+    }
+}
+
+impl ReplicationConfig {
+    /// The enabled rule that decides for a version of `key` with `tags`: of those whose filter
+    /// takes it, the one with the highest priority (V1 rules do not overlap, so at most one
+    /// takes it). `delete_marker`: only rules that replicate delete markers.
+    pub fn rule_for(
+        &self,
+        key: &str,
+        tags: &std::collections::BTreeMap<String, String>,
+        delete_marker: bool,
+    ) -> Option<&ReplicationRule> {
+        let rule = self
+            .rules
+            .iter()
+            .filter(|r| r.enabled && r.filter.matches(key, tags))
+            .max_by_key(|r| r.priority.unwrap_or(0))?;
+        (!delete_marker || rule.delete_markers).then_some(rule)
+    }
+}

@@ -47,6 +47,7 @@ fn record() -> ObjectRecord {
         legal_hold: false,
         sse: None,
         acl: None,
+        replication: None,
     };
     ObjectRecord {
         versions: vec![

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use strata_meta::ReplicationStatus;
 use uuid::Uuid;
 
 use crate::error::{BodyError, ObjectError};
@@ -24,6 +25,8 @@ pub struct Imported {
     pub mod_time: u64,
     /// The ETag the other store showed, kept where it is not the MD5 of the bytes.
     pub etag: Option<String>,
+    /// A copy replication makes: shown as `REPLICA`.
+    pub replica: bool,
 }
 
 impl Imported {
@@ -72,6 +75,7 @@ impl ObjectLayer {
             imported_at: Some(imported.mod_time),
         };
         opts.imported_etag = imported.etag;
+        opts.replication = imported.replica.then_some(ReplicationStatus::Replica);
         put_object_sealing(target, body, opts).await
     }
 
@@ -250,7 +254,7 @@ mod tests {
 
     #[test]
     fn an_import_upload_id_is_the_same_on_every_run_and_its_own_per_version() {
-        let v = Imported { version_id: Some(Uuid::from_u128(7)), mod_time: 5, etag: None };
+        let v = Imported { version_id: Some(Uuid::from_u128(7)), mod_time: 5, etag: None, replica: false };
         assert_eq!(v.upload_id("b", "k"), v.upload_id("b", "k"));
         assert_ne!(v.upload_id("b", "k"), v.upload_id("b", "k2"));
         assert_ne!(v.upload_id("b", "k"), v.upload_id("bk", ""));

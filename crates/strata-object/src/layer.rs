@@ -623,6 +623,20 @@ impl ObjectLayer {
         format!("0/{}", self.placement.set_index(self.deployment_id, bucket, key, sets))
     }
 
+    /// PENDING when an enabled rule of the bucket's replication configuration takes a new
+    /// version of `key` with `tags` (the status a client's write is stored with).
+    pub(crate) fn replication_pending(
+        &self,
+        bucket: &str,
+        key: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Option<strata_meta::ReplicationStatus> {
+        let takes = self.with_bucket_record(bucket, |r| {
+            r.replication.as_ref().is_some_and(|c| c.rule_for(key, tags, false).is_some())
+        });
+        takes.unwrap_or(false).then_some(strata_meta::ReplicationStatus::Pending)
+    }
+
     /// The object's placement hash: it names the object's lock, picks its set in every pool, and
     /// rotates its shards over the set's drives.
     pub(crate) fn hash_of(&self, bucket: &str, key: &str) -> u64 {
@@ -637,7 +651,10 @@ impl ObjectLayer {
         opts: PutOptions,
     ) -> Result<ObjectInfo, ObjectError> {
         let version_id = self.new_version_id(bucket)?;
-        let opts = self.with_lock_defaults(bucket, opts)?;
+        let mut opts = self.with_lock_defaults(bucket, opts)?;
+        if opts.replication.is_none() {
+            opts.replication = self.replication_pending(bucket, key, &opts.tags);
+        }
         let pool = self.key_pool(bucket, key).await?;
         let (set, hash) = (self.set_in(pool, bucket, key), self.hash_of(bucket, key));
         let target = PutTarget {

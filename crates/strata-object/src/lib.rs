@@ -127,6 +127,8 @@ pub struct ObjectInfo {
     pub sse: Option<strata_meta::SseEnvelope>,
     /// Owner and ACL (`None`: the bucket owner's, private).
     pub acl: Option<strata_meta::Acl>,
+    /// Where replication stands for the version (`None`: no rule took it).
+    pub replication: Option<strata_meta::ReplicationStatus>,
 }
 
 impl ObjectInfo {
@@ -159,6 +161,7 @@ impl ObjectInfo {
             legal_hold: v.legal_hold,
             sse: v.sse.as_deref().cloned(),
             acl: v.acl.clone(),
+            replication: v.replication.clone(),
         }
     }
 }

@@ -478,6 +478,10 @@ impl ObjectLayer {
             legal_hold: upload.legal_hold,
             sse,
             acl: upload.acl.clone(),
+            replication: match &opts.imported {
+                Some(i) => i.replica.then_some(strata_meta::ReplicationStatus::Replica),
+                None => self.replication_pending(bucket, key, &upload.tags),
+            },
         };
         let e = &upload.erasure;
         let quorum = write_quorum(usize::from(e.data_count), usize::from(e.parity_count));

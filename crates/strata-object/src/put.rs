@@ -143,6 +143,9 @@ pub struct PutOptions {
     /// set by [`crate::ObjectLayer::import_version`] from its [`crate::Imported`]. `None`: the
     /// body's MD5.
     pub imported_etag: Option<String>,
+    /// The new version's replication status. `None` on a client's write: PENDING when a rule
+    /// of the bucket's replication configuration takes it (see [`crate::ObjectLayer::put_object`]).
+    pub replication: Option<strata_meta::ReplicationStatus>,
 }
 
 /// What must hold of the current object for a conditional write to go ahead.
@@ -516,6 +519,7 @@ pub(crate) async fn put_object(
         legal_hold: opts.legal_hold,
         sse: opts.sse.map(|s| Box::new(strata_meta::SseEnvelope { sealed_checksums: sealed, ..s.envelope })),
         acl: opts.acl,
+        replication: opts.replication,
     };
     let op = Uuid::new_v4();
     let guard = match set.locks.exclusive(t.hash).await {

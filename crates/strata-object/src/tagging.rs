@@ -41,6 +41,23 @@ impl ObjectLayer {
         .await
     }
 
+    /// Sets the replication status of version `version_id` (a delete marker has none:
+    /// [`ObjectError::DeleteMarker`]).
+    pub async fn set_replication_status(
+        &self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<Uuid>,
+        status: strata_meta::ReplicationStatus,
+    ) -> Result<(), ObjectError> {
+        self.update_version_meta(bucket, key, VersionRef::Id(version_id), move |v| {
+            v.replication = Some(status);
+            Ok(())
+        })
+        .await
+        .map(drop)
+    }
+
     /// Replaces the owner and ACL of the object's current version.
     pub async fn put_object_acl(&self, bucket: &str, key: &str, acl: Acl) -> Result<(), ObjectError> {
         self.put_object_acl_version(bucket, key, VersionRef::Current, acl).await.map(drop)

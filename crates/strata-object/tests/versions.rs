@@ -18,7 +18,7 @@ async fn put(l: &ObjectLayer, bucket: &str, key: &str, data: &Bytes, opts: PutOp
 }
 
 fn imported(version_id: Option<Uuid>, mod_time: u64) -> Imported {
-    Imported { version_id, mod_time, etag: None }
+    Imported { version_id, mod_time, etag: None, replica: false }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,6 +197,7 @@ async fn locked_versions_are_never_removed() {
             legal_hold,
             sse: None,
             acl: None,
+            replication: None,
         };
         rig.local[0].commit_version("lock", key, v, None, Uuid::new_v4()).await.expect("stray");
         l.heal_object("lock", key, false).await.expect("heal");
@@ -400,8 +401,12 @@ async fn a_version_imported_in_parts_keeps_its_parts() {
     let sizes = [min, min, 12_345];
     let data = pattern(sizes.iter().sum::<u64>() as usize, 4);
     let id = Uuid::new_v4();
-    let version =
-        Imported { version_id: Some(id), mod_time: now - 1_000, etag: Some("ab".repeat(16) + "-3") };
+    let version = Imported {
+        version_id: Some(id),
+        mod_time: now - 1_000,
+        etag: Some("ab".repeat(16) + "-3"),
+        replica: false,
+    };
     let short = data.slice(..data.len() - 1);
     let failed =
         l.import_parts("b", "k", version.clone(), &sizes, &mut body(&short), PutOptions::default()).await;

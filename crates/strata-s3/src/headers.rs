@@ -265,6 +265,7 @@ mod tests {
         "x-amz-delete-marker",
         "x-amz-copy-source-version-id",
         "x-amz-expiration",
+        "x-amz-replication-status",
         // Prefixes `crate::sse` builds the SSE-C header names from (each name has its row).
         "x-amz-server-side-encryption-customer-",
         "x-amz-copy-source-server-side-encryption-customer-",

@@ -395,6 +395,9 @@ fn object_headers(mut reply: Reply, info: &ObjectInfo, route: &Route, checksum_m
     if info.legal_hold {
         reply = reply.header("x-amz-object-lock-legal-hold", "ON");
     }
+    if let Some(r) = &info.replication {
+        reply = reply.header("x-amz-replication-status", r.name());
+    }
     if checksum_mode {
         reply = with_checksums(reply, &info.checksums);
     }

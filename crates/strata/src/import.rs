@@ -285,7 +285,12 @@ async fn write_again(
             sse: opened.sse,
             ..Default::default()
         };
-        let imported = strata_object::Imported { version_id: v.version_id, mod_time, etag: opened.keep_etag };
+        let imported = strata_object::Imported {
+            version_id: v.version_id,
+            mod_time,
+            etag: opened.keep_etag,
+            replica: false,
+        };
         let mut body = opened.body;
         let (bucket, key) = (&v.bucket, &v.key);
         let written = match &opened.parts {

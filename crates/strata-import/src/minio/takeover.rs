@@ -701,6 +701,8 @@ fn strata_version(
         legal_hold,
         sse: None,
         acl: None,
+        // MinIO's replication state is not carried (nor its replication configuration).
+        replication: None,
     }
 }
 

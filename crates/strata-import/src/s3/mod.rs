@@ -389,6 +389,7 @@ async fn copy_version(
         version_id: id,
         mod_time: time,
         etag: parts.is_some().then(|| v.etag.clone()),
+        replica: false,
     };
     let info = match &part_sizes {
         Some(sizes) => layer.import_parts(bucket, &v.key, imported, sizes, &mut body, opts).await?,
