@@ -109,6 +109,13 @@ pub struct Metrics {
     pub notify_deliveries: Family<TargetLabels, Counter>,
     pub notify_failures: Family<TargetLabels, Counter>,
     pub notify_dropped: Family<TargetLabels, Counter>,
+    pub replication_queue_depth: Gauge,
+    pub replication_queue_worked: Counter,
+    pub replication_queue_retries: Counter,
+    pub replication_queue_dropped: Counter,
+    pub replication_versions: Family<TargetLabels, Counter>,
+    pub replication_bytes: Family<TargetLabels, Counter>,
+    pub replication_failed_versions: Family<TargetLabels, Counter>,
     pub listen_clients: Gauge,
     pub listen_peer_subscriptions: Gauge,
     pub listen_subscriptions: Gauge,
@@ -319,6 +326,48 @@ impl Metrics {
             "Events not queued: the target's queue was full or its drive failed",
             notify_dropped.clone(),
         );
+        let replication_queue_depth = Gauge::default();
+        r.register(
+            "strata_replication_queue_depth",
+            "Versions this node queued for replication and has not yet replicated (its backlog)",
+            replication_queue_depth.clone(),
+        );
+        let replication_queue_worked = Counter::default();
+        r.register(
+            "strata_replication_queue_worked",
+            "Replication records this node worked to an end (copied, failed for good, or nothing to do)",
+            replication_queue_worked.clone(),
+        );
+        let replication_queue_retries = Counter::default();
+        r.register(
+            "strata_replication_queue_retries",
+            "Replication attempts that failed for a while (each is retried with back-off)",
+            replication_queue_retries.clone(),
+        );
+        let replication_queue_dropped = Counter::default();
+        r.register(
+            "strata_replication_queue_dropped",
+            "Versions not queued for replication: the queue was full or its drive failed (they stay PENDING)",
+            replication_queue_dropped.clone(),
+        );
+        let replication_versions = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_replication_versions",
+            "Versions and delete markers replicated, by destination",
+            replication_versions.clone(),
+        );
+        let replication_bytes = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_replication_bytes",
+            "Object bytes replicated, by destination",
+            replication_bytes.clone(),
+        );
+        let replication_failed_versions = Family::<TargetLabels, Counter>::default();
+        r.register(
+            "strata_replication_failed_versions",
+            "Versions left FAILED (not replicable: SSE-C, a missing destination), by destination",
+            replication_failed_versions.clone(),
+        );
         let listen_clients = Gauge::default();
         r.register(
             "strata_listen_clients",
@@ -407,6 +456,13 @@ impl Metrics {
             notify_deliveries,
             notify_failures,
             notify_dropped,
+            replication_queue_depth,
+            replication_queue_worked,
+            replication_queue_retries,
+            replication_queue_dropped,
+            replication_versions,
+            replication_bytes,
+            replication_failed_versions,
             listen_clients,
             listen_peer_subscriptions,
             listen_subscriptions,

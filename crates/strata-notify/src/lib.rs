@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use strata_meta::NotificationRule;
 use strata_metrics::Metrics;
+use strata_types::limits::NOTIFY_QUEUE_EVENTS_MAX;
 
 pub use event::{Event, EventName, RecordContext, Sequencer};
 pub use target::{ConfigError, TargetConfig, TargetSpec};
@@ -40,7 +41,7 @@ pub use target::{ConfigError, TargetConfig, TargetSpec};
 /// The node's notification targets and their queues.
 pub struct Notifier {
     ctx: RecordContext,
-    queues: Vec<Arc<queue::Queue>>,
+    queues: Vec<(TargetConfig, Arc<queue::Queue>)>,
 }
 
 impl Notifier {
@@ -57,21 +58,36 @@ impl Notifier {
         let mut queues = Vec::new();
         for config in targets {
             let folder = dir.join(config.folder_name());
-            let target = target::Target::new(config, tls.clone());
-            queues.push(queue::Queue::open(fs.clone(), &folder, target, metrics.clone())?);
+            let labels = strata_metrics::TargetLabels { target: config.arn() };
+            let meters = queue::Meters {
+                depth: metrics.notify_queue_depth.get_or_create(&labels).clone(),
+                delivered: metrics.notify_deliveries.get_or_create(&labels).clone(),
+                failed: metrics.notify_failures.get_or_create(&labels).clone(),
+                dropped: metrics.notify_dropped.get_or_create(&labels).clone(),
+            };
+            let target = target::Target::new(config.clone(), tls.clone());
+            let q = queue::Queue::open(
+                fs.clone(),
+                &folder,
+                target,
+                config.arn(),
+                meters,
+                NOTIFY_QUEUE_EVENTS_MAX,
+            )?;
+            queues.push((config, q));
         }
         Ok(Self { ctx, queues })
     }
 
     /// The ARNs of the configured targets.
     pub fn arns(&self) -> Vec<String> {
-        self.queues.iter().map(|q| q.target.config.arn()).collect()
+        self.queues.iter().map(|(c, _)| c.arn()).collect()
     }
 
     /// The queue of the target `arn` names, if this server has it.
     pub fn queue(&self, arn: &str) -> Option<&Arc<queue::Queue>> {
         let (id, kind) = target::parse_arn(arn, &self.ctx.region)?;
-        self.queues.iter().find(|q| q.target.config.id == id && q.target.config.kind() == kind)
+        self.queues.iter().find(|(c, _)| c.id == id && c.kind() == kind).map(|(_, q)| q)
     }
 
     /// Queues `event` for every rule of the bucket that wants it; returns once each record is

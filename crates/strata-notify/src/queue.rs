@@ -1,5 +1,6 @@
-//! The persistent queue of one target: an append-only log of segment files in a folder on one
-//! of this node's drives, and the task delivering it.
+//! A persistent queue: an append-only log of segment files in a folder on one of this node's
+//! drives, and the task delivering it to its [`Sink`] (a notification target, or the
+//! replicator that copies the versions its records name).
 //!
 //! Layout: `<folder>/<segment number, 20 digits>.log` holds frames `[len u32 LE][crc32 u32 LE]
 //! [record]`; `<folder>/cursor` holds the position (segment, offset) of the first record not yet
@@ -22,16 +23,34 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use strata_drive::frame::{push_frame, read_frame, FRAME_HEADER_SIZE};
 use strata_drive::fs::{create_dir_all_durably, FileReader, Fs, FsFile};
-use strata_metrics::{Metrics, TargetLabels};
 use strata_types::limits::{
-    NOTIFY_APPEND_PENDING_MAX, NOTIFY_QUEUE_EVENTS_MAX, NOTIFY_RECORD_SIZE_MAX, NOTIFY_RETRY_DELAY_MAX,
-    NOTIFY_RETRY_DELAY_MIN, NOTIFY_SEGMENT_SIZE_MAX,
+    NOTIFY_APPEND_PENDING_MAX, NOTIFY_RECORD_SIZE_MAX, NOTIFY_RETRY_DELAY_MAX, NOTIFY_RETRY_DELAY_MIN,
+    NOTIFY_SEGMENT_SIZE_MAX,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::target::Target;
+/// Where a queue's records go, one at a time, in order.
+#[async_trait::async_trait]
+pub trait Sink: Send + Sync {
+    /// Takes one record; `Err` says why it was not taken (the queue tries again later).
+    async fn send(&self, record: &[u8]) -> Result<(), String>;
+}
+
+/// What a queue counts, in the families its owner registered.
+#[derive(Clone, Default)]
+pub struct Meters {
+    /// Records not yet delivered.
+    pub depth: Gauge,
+    pub delivered: Counter,
+    /// Sends that failed (each retried).
+    pub failed: Counter,
+    /// Records not stored: the queue full, or its drive failing.
+    pub dropped: Counter,
+}
 
 /// A place in the log: a segment and a byte offset in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -184,13 +203,16 @@ struct Append {
     done: oneshot::Sender<bool>,
 }
 
-/// One target's queue.
+/// One queue.
 pub struct Queue {
-    pub target: Arc<Target>,
+    sink: Arc<dyn Sink>,
+    /// Names the queue in logs.
+    name: String,
     appends: mpsc::Sender<Append>,
     depth: Arc<AtomicU64>,
-    metrics: Arc<Metrics>,
-    labels: TargetLabels,
+    /// More undelivered records than this: an append is dropped.
+    depth_max: u64,
+    meters: Meters,
 }
 
 impl Queue {
@@ -198,8 +220,10 @@ impl Queue {
     pub fn open(
         fs: Arc<dyn Fs>,
         dir: &Path,
-        target: Arc<Target>,
-        metrics: Arc<Metrics>,
+        sink: Arc<dyn Sink>,
+        name: String,
+        meters: Meters,
+        depth_max: u64,
     ) -> io::Result<Arc<Self>> {
         let (writer, cursor) = recover(fs.clone(), dir)?;
         let mut pending = 0u64;
@@ -207,13 +231,12 @@ impl Queue {
             let from = if segment == cursor.segment { cursor.offset } else { 0 };
             pending += read_frames(&*fs, dir, segment, from, None, usize::MAX)?.len() as u64;
         }
-        let labels = TargetLabels { target: target.config.arn() };
         let depth = Arc::new(AtomicU64::new(pending));
-        metrics.notify_queue_depth.get_or_create(&labels).set(pending as i64);
+        meters.depth.set(pending as i64);
         let (committed_tx, committed) = watch::channel(writer.end);
         let (appends, rx) = mpsc::channel(NOTIFY_APPEND_PENDING_MAX);
         tokio::spawn(write_loop(writer, rx, committed_tx));
-        let queue = Arc::new(Self { target, appends, depth, metrics, labels });
+        let queue = Arc::new(Self { sink, name, appends, depth, depth_max, meters });
         tokio::spawn(deliver_loop(queue.clone(), fs, dir.to_owned(), cursor, committed));
         Ok(queue)
     }
@@ -224,7 +247,7 @@ impl Queue {
     }
 
     fn set_depth_gauge(&self) {
-        self.metrics.notify_queue_depth.get_or_create(&self.labels).set(self.depth() as i64);
+        self.meters.depth.set(self.depth() as i64);
     }
 
     /// Appends `record` and returns once it is durable (`false`: dropped, the queue being full,
@@ -232,13 +255,11 @@ impl Queue {
     pub async fn enqueue(&self, record: Vec<u8>) -> bool {
         let admitted = self
             .depth
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| {
-                (d < NOTIFY_QUEUE_EVENTS_MAX).then_some(d + 1)
-            })
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| (d < self.depth_max).then_some(d + 1))
             .is_ok();
         if !admitted {
-            self.metrics.notify_dropped.get_or_create(&self.labels).inc();
-            tracing::warn!(target = %self.labels.target, "notification queue full: event dropped");
+            self.meters.dropped.inc();
+            tracing::warn!(queue = %self.name, "queue full: record dropped");
             return false;
         }
         self.set_depth_gauge();
@@ -249,7 +270,7 @@ impl Queue {
             let _ =
                 self.depth.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| Some(d.saturating_sub(1)));
             self.set_depth_gauge();
-            self.metrics.notify_dropped.get_or_create(&self.labels).inc();
+            self.meters.dropped.inc();
         }
         stored
     }
@@ -268,7 +289,7 @@ async fn write_loop(mut writer: Writer, mut rx: mpsc::Receiver<Append>, committe
         })
         .await
         else {
-            tracing::error!("notification queue writer stopped");
+            tracing::error!("queue writer stopped");
             return;
         };
         writer = w;
@@ -278,7 +299,7 @@ async fn write_loop(mut writer: Writer, mut rx: mpsc::Receiver<Append>, committe
                 true
             }
             Err(e) => {
-                tracing::error!(error = %e, "notification queue: append failed");
+                tracing::error!(error = %e, "queue: append failed");
                 false
             }
         };
@@ -309,7 +330,7 @@ fn next_step(fs: &dyn Fs, dir: &Path, cursor: Position, end: Position) -> io::Re
         tracing::error!(
             segment = cursor.segment,
             offset = cursor.offset,
-            "notification queue: unreadable records skipped"
+            "queue: unreadable records skipped"
         );
         return Ok(Step::Skip(end));
     }
@@ -345,7 +366,7 @@ async fn deliver_loop(
                 continue;
             }
             Ok(Err(e)) => {
-                tracing::error!(error = %e, "notification queue: read failed");
+                tracing::error!(error = %e, "queue: read failed");
                 tokio::time::sleep(NOTIFY_RETRY_DELAY_MAX).await;
                 continue;
             }
@@ -361,24 +382,24 @@ async fn deliver_loop(
             queue.set_depth_gauge();
             let (f, d) = (fs.clone(), dir.clone());
             if let Ok(Err(e)) = tokio::task::spawn_blocking(move || write_cursor(&*f, &d, after)).await {
-                tracing::warn!(error = %e, "notification queue: cursor not saved");
+                tracing::warn!(error = %e, "queue: cursor not saved");
             }
         }
     }
 }
 
-/// Sends `record` until the target accepts it, waiting longer after each failure.
+/// Sends `record` until the sink takes it, waiting longer after each failure.
 async fn deliver(queue: &Queue, record: &[u8]) {
     let mut delay = NOTIFY_RETRY_DELAY_MIN;
     loop {
-        match queue.target.send(record).await {
+        match queue.sink.send(record).await {
             Ok(()) => {
-                queue.metrics.notify_deliveries.get_or_create(&queue.labels).inc();
+                queue.meters.delivered.inc();
                 return;
             }
             Err(e) => {
-                queue.metrics.notify_failures.get_or_create(&queue.labels).inc();
-                tracing::warn!(target = %queue.labels.target, error = %e, retry_in = ?delay, "notification not delivered");
+                queue.meters.failed.inc();
+                tracing::warn!(queue = %queue.name, error = %e, retry_in = ?delay, "record not delivered");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(NOTIFY_RETRY_DELAY_MAX);
             }

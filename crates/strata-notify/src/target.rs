@@ -215,6 +215,13 @@ impl Target {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::queue::Sink for Target {
+    async fn send(&self, record: &[u8]) -> Result<(), String> {
+        Target::send(self, record).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -201,6 +201,26 @@ impl ObjectLayer {
         .await
     }
 
+    /// PutBucketReplication: `config` (validated by the caller) becomes the bucket's, which must
+    /// have versioning enabled (checked under the bucket's lock, as a suspension checks for a
+    /// configuration).
+    pub async fn put_bucket_replication(
+        &self,
+        bucket: &str,
+        config: strata_meta::ReplicationConfig,
+    ) -> Result<(), ObjectError> {
+        self.try_update_bucket(bucket, |r| {
+            if r.versioning != Versioning::Enabled {
+                return Err(ObjectError::InvalidRequest(
+                    "Versioning must be enabled on the bucket to put a replication configuration".into(),
+                ));
+            }
+            r.replication = Some(config);
+            Ok(())
+        })
+        .await
+    }
+
     /// DeleteObject. Without a version id: in an unversioned bucket the `null` version goes; in
     /// a versioning-enabled one a delete marker with a new id becomes the current version; in a
     /// suspended one a `null` delete marker replaces the `null` version. With a version id, that

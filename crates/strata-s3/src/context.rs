@@ -136,6 +136,9 @@ pub struct Node {
     pub sequencer: strata_notify::Sequencer,
     /// The key management service SSE-S3 and SSE-KMS keys come from, if one is configured.
     pub kms: Option<Arc<dyn strata_crypto::Kms>>,
+    /// This node's replication queue (`crate::replicate::Replicator`; none without a local
+    /// drive for the queue).
+    pub replicator: Option<Arc<dyn ReplicationQueue>>,
     /// Stop and restart requests from the admin API.
     pub service: ServiceControl,
     /// Who watches this node's requests live (`mc admin trace`).
@@ -148,6 +151,17 @@ pub struct Node {
     budget: Budget,
     requests: AtomicU64,
     started: u64,
+}
+
+/// Where a node queues the versions its replication rules take (see `crate::replicate`).
+#[async_trait::async_trait]
+pub trait ReplicationQueue: Send + Sync {
+    /// Queues version `version_id` of `key` (a delete marker with `marker`); returns once it is
+    /// durable (`false`: not stored, and counted).
+    async fn enqueue(&self, bucket: &str, key: &str, version_id: Option<uuid::Uuid>, marker: bool) -> bool;
+
+    /// Versions queued and not yet worked.
+    fn backlog(&self) -> u64;
 }
 
 impl Node {
@@ -166,6 +180,7 @@ impl Node {
             ),
             sequencer: strata_notify::Sequencer::default(),
             kms: None,
+            replicator: None,
             service: ServiceControl::default(),
             trace: Default::default(),
             logs: Default::default(),

@@ -61,6 +61,7 @@ pub mod notification;
 pub mod object;
 pub mod object_lock;
 pub mod post;
+pub mod replicate;
 pub mod replication;
 pub mod router;
 pub mod sigv2;

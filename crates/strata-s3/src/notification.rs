@@ -263,6 +263,8 @@ impl Request<'_> {
             request_id: self.origin.request_id.clone(),
         };
         emit(self.node, name, bucket, key, details).await;
+        let replicator = self.node.replicator.as_deref();
+        crate::replicate::queue_write(replicator, &self.node.layer, name, bucket, key, object, version).await;
     }
 }
 

@@ -561,17 +561,15 @@ pub async fn put_bucket_replication(
     crate::body::check_content_md5(req.headers, &doc)?;
     let config = parse(&doc)?;
     check_destinations(req, bucket, &config)?;
-    if req.node.layer.versioning(bucket)? != Versioning::Enabled {
-        return Err(invalid_request(
-            "Versioning must be enabled on the bucket to put a replication configuration",
+    if req.node.replicator.is_none() {
+        // A configuration kept here would promise copies this node never makes.
+        return Err(S3Error::new(
+            S3ErrorCode::NotImplemented,
+            "This node has no local drive to keep a replication queue on, so it takes no replication configuration",
         ));
     }
-    // Nothing replicates versions yet (#31): a configuration kept now would promise copies
-    // that are never made, so a valid one is refused rather than stored.
-    Err(S3Error::new(
-        S3ErrorCode::NotImplemented,
-        "The replication configuration is valid, but this server does not replicate yet, so it was not stored",
-    ))
+    req.node.layer.put_bucket_replication(bucket, config).await?;
+    Ok(Reply::empty(StatusCode::OK))
 }
 
 pub async fn delete_bucket_replication(req: &Request<'_>, bucket: &BucketName) -> Result<Reply, S3Error> {

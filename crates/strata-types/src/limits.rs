@@ -516,6 +516,9 @@ pub const KMS_KEY_CACHE_ENTRIES_MAX: usize = 4096;
 pub const LIFECYCLE_RULES_MAX: usize = 1000;
 /// Longest lifecycle rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.
 pub const LIFECYCLE_RULE_ID_LEN_MAX: usize = 255;
+/// Versions one node's replication queue holds before it drops new ones (they stay PENDING, and
+/// the drop is counted): ten million records of a few hundred bytes, a few GiB of one drive.
+pub const REPLICATION_QUEUE_MAX: u64 = 10_000_000;
 /// Replication rules one bucket may hold (AWS: 1,000). Past it: `InvalidArgument`.
 pub const REPLICATION_RULES_MAX: usize = 1000;
 /// Longest replication rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.

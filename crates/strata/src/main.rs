@@ -543,8 +543,9 @@ async fn server(args: ServerArgs) -> Result<()> {
     patiently(distributed, "loading the IAM state", || loading.iam.load(&loading.layer))
         .await
         .context("loading the IAM state")?;
-    node.notify = notifier_from_env(notify_folder, &node, args.certs_dir.as_deref())?;
+    node.notify = notifier_from_env(notify_folder.clone(), &node, args.certs_dir.as_deref())?;
     node.kms = kms_from_env(&node.layer).await?;
+    node.replicator = open_replicator(notify_folder, &node)?;
     if let Some(peers) = &peers {
         node.listen.set_peers(peers.clone());
     }
@@ -737,6 +738,27 @@ fn previous_credentials(current_user: &str) -> Result<Option<(String, String)>> 
 /// console's sign-in button, `..._CLIENT_SECRET`, `..._SCOPES` (`openid`), `..._REDIRECT_URI`
 /// and `..._DISPLAY_NAME`.
 /// `https://` providers are trusted by the system's roots and the certificate folder's `CAs/`.
+/// This node's replication queue, in the system folder of its first local drive (none without
+/// one: such a node takes no replication configuration).
+fn open_replicator(
+    folder: Option<std::path::PathBuf>,
+    node: &Node,
+) -> Result<Option<Arc<dyn strata_s3::context::ReplicationQueue>>> {
+    let Some(folder) = folder else { return Ok(None) };
+    let dir = folder.join(".strata.sys").join("replication");
+    let fs = Arc::new(strata_drive::fs::RealFs);
+    let replicator = strata_s3::replicate::Replicator::open(
+        fs,
+        &dir,
+        node.layer.clone(),
+        node.kms.clone(),
+        node.metrics.clone(),
+        node.config.rrs_parity,
+    )
+    .with_context(|| format!("opening the replication queue in {}", dir.display()))?;
+    Ok(Some(replicator))
+}
+
 /// The notification targets the environment configures (`MINIO_NOTIFY_*`, `STRATA_NOTIFY_*`),
 /// with their queues in the system folder of this node's first local drive.
 fn notifier_from_env(
