@@ -183,7 +183,7 @@ pub struct UploadRecord {
     #[serde(default)]
     pub legal_hold: bool,
     /// The encryption every part is sealed with (each part its own segment).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sse: Option<Box<SseEnvelope>>,
     /// Owner and ACL the completed object gets (`None`: the bucket owner's, private).
     #[serde(default)]
@@ -259,11 +259,11 @@ pub struct SseEnvelope {
     pub context: Option<String>,
     /// The SSE-KMS encryption context (canonical JSON) sealed under the object's data key: the
     /// client's data, unreadable without the KMS, as the object's bytes are.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sealed_context: Option<Vec<u8>>,
     /// Dsse: the second layer's data key, sealed by the same KMS key (context: the object id and
     /// "outer").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sealed_outer_key: Option<Vec<u8>>,
     /// SSE-C: salt and HMAC of the client's key, to recognise it without storing it.
     #[serde(default)]
@@ -306,7 +306,7 @@ pub struct ObjectVersion {
     pub legal_hold: bool,
     /// Encryption at rest: `size`, the part sizes and the shard bytes are then the sealed
     /// packages' (see `strata_crypto::package`); the plain sizes follow from them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub sse: Option<Box<SseEnvelope>>,
     /// The version's owner and ACL (`None`: owned by the bucket owner, private; records
     /// written before ACLs existed read so).
@@ -933,6 +933,89 @@ mod tests {
         assert_eq!(BucketRecord::decode(&old).map(|r| r.replication), Ok(None));
     }
 
+    /// Node RPC encodes structs as arrays (`rmp_serde::to_vec`), where a field left out of the
+    /// encoding shifts every one after it into the wrong place: only a struct's last field may
+    /// be left out (`skip_serializing_if`). Every struct a drive call carries round-trips here
+    /// with each optional field given and not.
+    #[test]
+    fn records_cross_the_compact_encoding_whatever_is_left_out() {
+        fn round_trip<T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug>(v: &T) {
+            let bytes = rmp_serde::to_vec(v).expect("encodes");
+            assert_eq!(&rmp_serde::from_slice::<T>(&bytes).expect("decodes"), v);
+        }
+        let erasure = ErasureInfo {
+            data_count: 1,
+            parity_count: 0,
+            block_size: 1,
+            shard_index: 0,
+            distribution: vec![0],
+            bitrot: Default::default(),
+        };
+        let acl = Acl { owner: Owner { id: "o".into(), display_name: String::new() }, grants: Vec::new() };
+        let sse_c = SseEnvelope {
+            kind: SseKind::C,
+            object_id: Uuid::nil(),
+            sealed_key: vec![1],
+            kms_key_id: None,
+            context: None,
+            sealed_context: None,
+            sealed_outer_key: None,
+            key_mac: Some(vec![2]),
+            sealed_checksums: Some(vec![3]),
+        };
+        let dsse = SseEnvelope {
+            kind: SseKind::Dsse,
+            kms_key_id: Some("k".into()),
+            sealed_context: Some(vec![4]),
+            sealed_outer_key: Some(vec![5]),
+            key_mac: None,
+            sealed_checksums: None,
+            ..sse_c.clone()
+        };
+        for e in [&sse_c, &dsse] {
+            round_trip(e);
+        }
+        let base = ObjectVersion::delete_marker(None, 1, erasure.clone(), Uuid::nil());
+        for sse in [None, Some(Box::new(sse_c.clone())), Some(Box::new(dsse))] {
+            for acl in [None, Some(acl.clone())] {
+                for replication in [None, Some(ReplicationStatus::Failed { reason: "r".into() })] {
+                    let v = ObjectVersion { sse: sse.clone(), acl: acl.clone(), replication, ..base.clone() };
+                    round_trip(&v);
+                    round_trip(&ObjectRecord { versions: vec![v] });
+                }
+            }
+        }
+        for (sse, acl) in [(None, Some(acl.clone())), (Some(Box::new(sse_c)), None), (None, None)] {
+            let upload = UploadRecord {
+                upload_id: Uuid::nil(),
+                key: "k".into(),
+                initiated: 1,
+                headers: BTreeMap::new(),
+                user_metadata: BTreeMap::new(),
+                erasure: erasure.clone(),
+                tags: BTreeMap::new(),
+                checksum_algorithm: None,
+                checksum_type: None,
+                retention: None,
+                legal_hold: false,
+                sse,
+                acl,
+            };
+            round_trip(&upload);
+        }
+        for sealed_checksums in [None, Some(vec![1])] {
+            round_trip(&PartInfo {
+                number: 1,
+                size: 1,
+                etag: "e".into(),
+                data_id: Uuid::nil(),
+                mod_time: 1,
+                checksums: BTreeMap::new(),
+                sealed_checksums,
+            });
+        }
+    }
+
     #[test]
     fn the_highest_priority_enabled_rule_decides() {
         let rule = |id: &str, priority, prefix: &str, enabled, delete_markers| ReplicationRule {
@@ -994,15 +1077,26 @@ mod tests {
         encode(&json)
     }
 
+    /// The sample record (one version of 16 fields) as a release that did not have the nil
+    /// field `name` wrote it: the field's bytes cut out and the version's map one smaller
+    /// (MessagePack: map16 of 16 → fixmap of 15).
+    fn sample_without(name: &str) -> Vec<u8> {
+        let mut field = vec![0xa0 | name.len() as u8];
+        field.extend_from_slice(name.as_bytes());
+        field.push(0xc0);
+        let mut old = sample().encode();
+        let at = old.windows(field.len()).position(|w| w == field.as_slice()).expect("the field, nil");
+        old.drain(at..at + field.len());
+        let map =
+            old.windows(4).position(|w| w == [0x91, 0xde, 0x00, 0x10]).expect("one version of 16 fields");
+        old.splice(map + 1..map + 4, [0x8f]);
+        old
+    }
+
     #[test]
     fn records_from_before_acls_read() {
-        // The object record as the previous release wrote it: the version map without its last
-        // field, `acl` (MessagePack: fixmap of 15 → 14 entries, `"acl": nil` cut off the end).
-        let mut old = sample().encode();
-        assert!(old.ends_with(&[0xa3, b'a', b'c', b'l', 0xc0]));
-        old.truncate(old.len() - 5);
-        let map = old.windows(2).position(|w| w == [0x91, 0x8f]).expect("one version of 15 fields") + 1;
-        old[map] = 0x8e;
+        let old = sample_without("acl");
+        assert!(!old.windows(3).any(|w| w == b"acl"));
         assert_eq!(ObjectRecord::decode(&old), Ok(sample()));
         let bucket = BucketRecord { created: 5, ..Default::default() };
         let old = without(&bucket, &["acl", "object_ownership"]);
@@ -1054,8 +1148,9 @@ mod tests {
         assert_eq!(ObjectRecord::decode(&r.encode()), Ok(r.clone()));
         assert_eq!(r.versions[0].plain_size(), 5);
         // A record written before encryption existed has no `sse` and reads as unencrypted.
-        assert_eq!(sample().versions[0].plain_size(), 5);
-        assert!(!sample().encode().windows(3).any(|w| w == b"sse"), "absent, not nil");
+        let old = sample_without("sse");
+        assert!(!old.windows(3).any(|w| w == b"sse"));
+        assert_eq!(ObjectRecord::decode(&old).map(|r| r.versions[0].plain_size()), Ok(5));
         for bad in [0, 15, 65_553] {
             r.versions[0].size = bad;
             assert!(matches!(ObjectRecord::decode(&r.encode()), Err(DecodeError::Invalid(_))), "{bad}");
