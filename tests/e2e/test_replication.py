@@ -12,6 +12,7 @@ import botocore.exceptions
 import pytest
 
 from conftest import ACCESS_KEY, SECRET_KEY, Server, wait_for
+from test_cluster import Cluster
 from test_lifecycle import metric, signed
 from test_sse import certs, tls_server  # noqa: F401 (fixtures)
 
@@ -261,3 +262,26 @@ def test_a_kill_in_the_middle_of_the_queue_loses_nothing(metered):
         assert s3.get_object(Bucket="copy", Key=key, VersionId=version)["Body"].read() == \
             s3.get_object(Bucket="src", Key=key, VersionId=version)["Body"].read()
     wait_for(lambda: metric(server, "strata_replication_queue_depth") == 0, what="an empty queue")
+
+
+def test_four_nodes_each_copy_the_versions_they_took():
+    """Four nodes, writes spread over all of them (one key's versions and its delete marker
+    through different nodes): every version reaches the destination, in its place."""
+    cluster = Cluster().start()
+    try:
+        clients = [n.client() for n in cluster.nodes]
+        replicate_all(clients[0])
+        written = []
+        for i in range(40):
+            key = f"k{i % 10}"
+            body = f"{i}".encode() * (100 + i)
+            written.append((key, clients[i % 4].put_object(Bucket="src", Key=key, Body=body)["VersionId"]))
+        clients[3].delete_object(Bucket="src", Key="k0")
+        wait_replicated(clients[1], written)
+        wait_for(lambda: versions(clients[2], "copy") == versions(clients[3], "src"),
+                 what="every version and the marker on the destination")
+        for key, version in written[::7]:
+            assert clients[1].get_object(Bucket="copy", Key=key, VersionId=version)["Body"].read() == \
+                clients[2].get_object(Bucket="src", Key=key, VersionId=version)["Body"].read()
+    finally:
+        cluster.cleanup()
