@@ -33,11 +33,23 @@ use strata_types::limits::{
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
-/// Where a queue's records go, one at a time, in order.
+/// Where a queue's records go: one at a time in order, or several at once (up to
+/// [`Sink::concurrency`]) with the records of one [`Sink::order_key`] still one after another.
 #[async_trait::async_trait]
 pub trait Sink: Send + Sync {
     /// Takes one record; `Err` says why it was not taken (the queue tries again later).
     async fn send(&self, record: &[u8]) -> Result<(), String>;
+
+    /// How many records may be sent at once (1: strictly in order).
+    fn concurrency(&self) -> usize {
+        1
+    }
+
+    /// Records with the same key are sent in the order they were appended, each after the one
+    /// before was taken; records of different keys in any order.
+    fn order_key(&self, _record: &[u8]) -> u64 {
+        0
+    }
 }
 
 /// What a queue counts, in the families its owner registered.
@@ -372,6 +384,15 @@ async fn deliver_loop(
             }
             Err(_) => return,
         };
+        if queue.sink.concurrency() > 1 {
+            cursor = deliver_batch(&queue, frames).await.unwrap_or(cursor);
+            let after = cursor;
+            let (f, d) = (fs.clone(), dir.clone());
+            if let Ok(Err(e)) = tokio::task::spawn_blocking(move || write_cursor(&*f, &d, after)).await {
+                tracing::warn!(error = %e, "queue: cursor not saved");
+            }
+            continue;
+        }
         for (record, after) in frames {
             deliver(&queue, &record).await;
             cursor = after;
@@ -386,6 +407,36 @@ async fn deliver_loop(
             }
         }
     }
+}
+
+/// Delivers a batch several records at a time: grouped by their order key (each group in
+/// append order), up to the sink's concurrency groups at once. The cursor moves past the batch
+/// only once all of it was taken, so a crash repeats at most one batch. Answers the position
+/// after the batch.
+async fn deliver_batch(queue: &Queue, frames: Vec<(Vec<u8>, Position)>) -> Option<Position> {
+    use futures_util::StreamExt;
+    let end = frames.last().map(|(_, p)| *p);
+    let mut groups: Vec<(u64, Vec<Vec<u8>>)> = Vec::new();
+    for (record, _) in frames {
+        let key = queue.sink.order_key(&record);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(record),
+            None => groups.push((key, vec![record])),
+        }
+    }
+    futures_util::stream::iter(groups)
+        .for_each_concurrent(queue.sink.concurrency(), |(_, records)| async move {
+            for r in records {
+                deliver(queue, &r).await;
+                // Never below zero (see `deliver_loop`).
+                let _ = queue
+                    .depth
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |d| Some(d.saturating_sub(1)));
+                queue.set_depth_gauge();
+            }
+        })
+        .await;
+    end
 }
 
 /// Sends `record` until the sink takes it, waiting longer after each failure.

@@ -35,7 +35,7 @@ use strata_notify::EventName;
 use strata_object::{
     Imported, ObjectError, ObjectInfo, ObjectLayer, PutOptions, StreamBody, VersionRef, Versioning,
 };
-use strata_types::limits::REPLICATION_QUEUE_MAX;
+use strata_types::limits::{REPLICATION_COPIES_MAX, REPLICATION_QUEUE_MAX};
 use uuid::Uuid;
 
 use crate::context::ReplicationQueue;
@@ -158,6 +158,21 @@ enum Outcome {
 
 #[async_trait::async_trait]
 impl Sink for Worker {
+    /// Versions of different keys are copied side by side (each copy waits on its drives'
+    /// syncs, which concurrent copies share); one key's, in the order they were queued.
+    fn concurrency(&self) -> usize {
+        REPLICATION_COPIES_MAX
+    }
+
+    fn order_key(&self, bytes: &[u8]) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        if let Ok(r) = serde_json::from_slice::<Record>(bytes) {
+            (r.bucket, r.key).hash(&mut h);
+        }
+        h.finish()
+    }
+
     async fn send(&self, bytes: &[u8]) -> Result<(), String> {
         let Ok(record) = serde_json::from_slice::<Record>(bytes) else {
             tracing::error!("replication: an unreadable record skipped");

@@ -519,6 +519,9 @@ pub const LIFECYCLE_RULE_ID_LEN_MAX: usize = 255;
 /// Versions one node's replication queue holds before it drops new ones (they stay PENDING, and
 /// the drop is counted): ten million records of a few hundred bytes, a few GiB of one drive.
 pub const REPLICATION_QUEUE_MAX: u64 = 10_000_000;
+/// Versions one node copies at once for replication (of different keys; one key's go one after
+/// another, in order).
+pub const REPLICATION_COPIES_MAX: usize = 32;
 /// Replication rules one bucket may hold (AWS: 1,000). Past it: `InvalidArgument`.
 pub const REPLICATION_RULES_MAX: usize = 1000;
 /// Longest replication rule `ID` (AWS: 255 characters). Past it: `InvalidArgument`.
