@@ -66,6 +66,10 @@ fn populated() -> strata_metrics::Metrics {
     m.lifecycle_expired
         .get_or_create(&strata_metrics::LifecycleLabels { action: "abort_upload".into() })
         .inc();
+    let target = strata_metrics::TargetLabels { target: "arn:aws:s3:::copy".into() };
+    for c in [&m.replication_versions, &m.replication_bytes, &m.replication_failed_versions] {
+        c.get_or_create(&target).inc();
+    }
     m.refresh_process();
     m
 }
