@@ -64,6 +64,7 @@ pub mod post;
 pub mod replicate;
 pub mod replication;
 pub mod router;
+mod rules;
 pub mod sigv2;
 pub mod sigv4;
 pub mod sse;

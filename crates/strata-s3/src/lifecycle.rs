@@ -20,7 +20,7 @@ use crate::body::RequestBody;
 use crate::context::{Node, Reply, Request};
 use crate::error::malformed_xml as malformed;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::xml;
+use crate::{rules, xml};
 
 #[derive(Deserialize)]
 struct ConfigXml {
@@ -187,21 +187,8 @@ fn size(text: &Option<String>, what: &str) -> Result<Option<u64>, S3Error> {
 
 /// A `LifecycleConfiguration` document, validated.
 pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
-    let text = std::str::from_utf8(doc).map_err(|_| malformed())?;
-    // XML cannot carry NUL (the parser is lenient about it; a configuration holding one could
-    // not be printed back).
-    if text.contains('\0') || !xml::has_root(doc, "LifecycleConfiguration")? {
-        return Err(malformed());
-    }
-    let config: ConfigXml = quick_xml::de::from_str(text).map_err(|_| malformed())?;
-    if config.rules.is_empty() {
-        return Err(malformed());
-    }
-    if config.rules.len() > LIFECYCLE_RULES_MAX {
-        return Err(invalid(&format!(
-            "A lifecycle configuration may hold at most {LIFECYCLE_RULES_MAX} rules"
-        )));
-    }
+    let config: ConfigXml = rules::document(doc, "LifecycleConfiguration")?;
+    rules::check_count(config.rules.len(), LIFECYCLE_RULES_MAX, "lifecycle")?;
     // A document S3 would refuse is refused as S3 refuses it; one it would take with
     // transitions is refused as what this server cannot do.
     let transitions =
@@ -210,11 +197,7 @@ pub(crate) fn parse(doc: &[u8]) -> Result<LifecycleConfig, S3Error> {
         check_transitions(r)?;
     }
     let rules = config.rules.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
-    let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
-    ids.sort_unstable();
-    if ids.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid("Rule ID must be unique. Found same ID for more than one rule"));
-    }
+    rules::check_unique_ids(rules.iter().map(|r| r.id.as_str()))?;
     if transitions {
         return Err(S3Error::new(
             S3ErrorCode::NotImplemented,
@@ -231,13 +214,7 @@ fn rule(r: RuleXml) -> Result<LifecycleRule, S3Error> {
         Some("Disabled") => false,
         _ => return Err(malformed()),
     };
-    let id = match r.id.filter(|i| !i.is_empty()) {
-        Some(id) if id.chars().count() > LIFECYCLE_RULE_ID_LEN_MAX => {
-            return Err(invalid("ID length should not exceed allowed limit of 255"))
-        }
-        Some(id) => id,
-        None => uuid::Uuid::new_v4().simple().to_string(),
-    };
+    let id = rules::rule_id(r.id, LIFECYCLE_RULE_ID_LEN_MAX)?;
     let (filter, legacy_prefix) = match (r.filter, r.prefix) {
         (Some(_), Some(_)) => return Err(invalid("Rule cannot have both Prefix and Filter")),
         (None, None) => return Err(malformed()),
@@ -287,14 +264,7 @@ fn filter(f: FilterXml) -> Result<LifecycleFilter, S3Error> {
         Some(a) => (a.prefix, a.tag, a.object_size_greater_than, a.object_size_less_than),
         None => (f.prefix, f.tag.into_iter().collect(), f.object_size_greater_than, f.object_size_less_than),
     };
-    let mut keys: Vec<&str> = tags.iter().map(|t| t.key.as_str()).collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid("Duplicate Tag Keys are not allowed."));
-    }
-    if tags.iter().any(|t| t.key.is_empty()) {
-        return Err(S3Error::new(S3ErrorCode::InvalidTag, "The TagKey you have provided is invalid"));
-    }
+    rules::check_tag_keys(tags.iter().map(|t| t.key.as_str()))?;
     let size_greater_than = size(&greater, "ObjectSizeGreaterThan")?;
     let size_less_than = size(&less, "ObjectSizeLessThan")?;
     if let (Some(g), Some(l)) = (size_greater_than, size_less_than) {

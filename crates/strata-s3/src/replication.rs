@@ -17,7 +17,7 @@ use crate::body::RequestBody;
 use crate::context::{Reply, Request};
 use crate::error::malformed_xml as malformed;
 use crate::error::{S3Error, S3ErrorCode};
-use crate::xml;
+use crate::{rules, xml};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "PascalCase", deny_unknown_fields)]
@@ -169,19 +169,8 @@ fn status_of(x: Option<StatusXml>) -> Result<Option<bool>, S3Error> {
 /// A `ReplicationConfiguration` document, validated on its own (what it names is checked
 /// against the deployment by [`check_destinations`]).
 pub(crate) fn parse(doc: &[u8]) -> Result<ReplicationConfig, S3Error> {
-    let text = std::str::from_utf8(doc).map_err(|_| malformed())?;
-    if text.contains('\0') || !xml::has_root(doc, "ReplicationConfiguration")? {
-        return Err(malformed());
-    }
-    let config: ConfigXml = quick_xml::de::from_str(text).map_err(|_| malformed())?;
-    if config.rule.is_empty() {
-        return Err(malformed());
-    }
-    if config.rule.len() > REPLICATION_RULES_MAX {
-        return Err(invalid(&format!(
-            "A replication configuration may hold at most {REPLICATION_RULES_MAX} rules"
-        )));
-    }
+    let config: ConfigXml = rules::document(doc, "ReplicationConfiguration")?;
+    rules::check_count(config.rule.len(), REPLICATION_RULES_MAX, "replication")?;
     let v1 = config.rule.iter().filter(|r| r.filter.is_none()).count();
     if v1 != 0 && v1 != config.rule.len() {
         return Err(invalid_request(
@@ -189,11 +178,7 @@ pub(crate) fn parse(doc: &[u8]) -> Result<ReplicationConfig, S3Error> {
         ));
     }
     let rules = config.rule.into_iter().map(rule).collect::<Result<Vec<_>, _>>()?;
-    let mut ids: Vec<&str> = rules.iter().map(|r| r.id.as_str()).collect();
-    ids.sort_unstable();
-    if ids.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid("Rule ID must be unique. Found same ID for more than one rule"));
-    }
+    rules::check_unique_ids(rules.iter().map(|r| r.id.as_str()))?;
     let mut priorities: Vec<u32> = rules.iter().filter_map(|r| r.priority).collect();
     priorities.sort_unstable();
     if let Some(w) = priorities.windows(2).find(|w| w[0] == w[1]) {
@@ -218,15 +203,7 @@ pub(crate) fn parse(doc: &[u8]) -> Result<ReplicationConfig, S3Error> {
 fn rule(r: RuleXml) -> Result<ReplicationRule, S3Error> {
     let enabled = status(r.status.as_deref())?;
     let Some(destination) = r.destination else { return Err(malformed()) };
-    let id = match r.id.filter(|i| !i.is_empty()) {
-        Some(id) if id.chars().count() > REPLICATION_RULE_ID_LEN_MAX => {
-            return Err(invalid(&format!(
-                "ID length should not exceed allowed limit of {REPLICATION_RULE_ID_LEN_MAX}"
-            )))
-        }
-        Some(id) => id,
-        None => uuid::Uuid::new_v4().simple().to_string(),
-    };
+    let id = rules::rule_id(r.id, REPLICATION_RULE_ID_LEN_MAX)?;
     let delete_markers = status_of(r.delete_marker_replication)?;
     let (filter, legacy_prefix) = match (r.filter, r.prefix) {
         (Some(_), Some(_)) => return Err(invalid("Rule cannot have both Prefix and Filter")),
@@ -294,14 +271,7 @@ fn filter(f: FilterXml) -> Result<ReplicationFilter, S3Error> {
         Some(a) => (a.prefix, a.tag),
         None => (f.prefix, f.tag.into_iter().collect()),
     };
-    let mut keys: Vec<&str> = tags.iter().map(|t| t.key.as_str()).collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return Err(invalid("Duplicate Tag Keys are not allowed."));
-    }
-    if tags.iter().any(|t| t.key.is_empty()) {
-        return Err(S3Error::new(S3ErrorCode::InvalidTag, "The TagKey you have provided is invalid"));
-    }
+    rules::check_tag_keys(tags.iter().map(|t| t.key.as_str()))?;
     Ok(ReplicationFilter {
         prefix: prefix.unwrap_or_default(),
         tags: tags.into_iter().map(|t| (t.key, t.value)).collect(),
