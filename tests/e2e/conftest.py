@@ -58,13 +58,21 @@ def free_port():
         pass
     for _ in range(1000):
         port = random.randint(10000, max(10001, low - 1))
+        # A port handed out before may not be bound yet (a cluster picks all its nodes' ports
+        # before the first starts): never hand it out twice.
+        if port in _PORTS_GIVEN:
+            continue
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _PORTS_GIVEN.add(port)
             return port
     raise RuntimeError("no free port below the ephemeral range")
+
+
+_PORTS_GIVEN = set()
 
 
 def remove_drive(path):
