@@ -450,21 +450,17 @@ fn write_destination(x: &mut xml::Writer, d: &ReplicationDestination) {
         x.elem("ReplicaKmsKeyID", k);
         x.close("EncryptionConfiguration");
     }
-    if d.replication_time {
-        x.open("ReplicationTime");
-        x.elem("Status", "Enabled");
-        x.open("Time");
-        x.elem("Minutes", RTC_MINUTES);
-        x.close("Time");
-        x.close("ReplicationTime");
-    }
-    if d.metrics {
-        x.open("Metrics");
-        x.elem("Status", "Enabled");
-        x.open("EventThreshold");
-        x.elem("Minutes", RTC_MINUTES);
-        x.close("EventThreshold");
-        x.close("Metrics");
+    for (on, outer, inner) in
+        [(d.replication_time, "ReplicationTime", "Time"), (d.metrics, "Metrics", "EventThreshold")]
+    {
+        if on {
+            x.open(outer);
+            x.elem("Status", "Enabled");
+            x.open(inner);
+            x.elem("Minutes", RTC_MINUTES);
+            x.close(inner);
+            x.close(outer);
+        }
     }
     x.close("Destination");
 }
